@@ -1,0 +1,24 @@
+"""The social platform: in-memory columnar state, batched actions, SQLite journal."""
+
+from .journal import Journal, load_platform
+from .platform import (
+    DOWNRANKED,
+    LABELLED,
+    MISINFO_LABEL,
+    ORIGINAL,
+    QUOTE,
+    REMOVED,
+    REPOST,
+    TRUE_LABEL,
+    UNKNOWN_LABEL,
+    VISIBLE,
+    ActionBatch,
+    Platform,
+    PlatformConfig,
+)
+
+__all__ = [
+    "ActionBatch", "Journal", "Platform", "PlatformConfig", "load_platform",
+    "ORIGINAL", "REPOST", "QUOTE", "VISIBLE", "LABELLED", "DOWNRANKED", "REMOVED",
+    "UNKNOWN_LABEL", "TRUE_LABEL", "MISINFO_LABEL",
+]

@@ -1,0 +1,44 @@
+"""Benchmark: time and peak memory of oasis_gym.population.synthetic at 1M users.
+
+Prints ONE JSON line: {"n", "seconds", "edges", "core_edges", "peak_rss_mb", ...}.
+Usage: python bench/population_synthetic.py [n] [seed]
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+import numpy as np
+
+from oasis_gym.population import synthetic
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0 = time.perf_counter()
+    pop = synthetic(n, seed=seed)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    indeg = pop.in_degree()
+    ordinary = indeg[~pop.is_core]
+    print(json.dumps({
+        "n": n,
+        "seconds": round(seconds, 3),
+        "edges": pop.num_edges,
+        "core_users": int(pop.is_core.sum()),
+        "core_edges": int(np.count_nonzero(pop.is_core[pop.follow_dst])),
+        "ordinary_in_degree_mean": round(float(ordinary.mean()), 3),
+        "ordinary_in_degree_max": int(ordinary.max()),
+        "activity_mean": round(float(pop.activity.mean()), 5),
+        "peak_rss_mb": round(peak, 1),
+        "rss_before_mb": round(rss_before, 1),
+    }))
+
+
+if __name__ == "__main__":
+    main()

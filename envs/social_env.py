@@ -1,0 +1,254 @@
+"""SocialMediaEnv: the PettingZoo ParallelEnv adapter over the batched Simulation core.
+
+The documentation of agents, spaces, rewards and arguments lives in the versioned modules
+(`twitter_v0`, `reddit_v0`); this module holds the logic they share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from oasis_gym.actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from oasis_gym.simulation import (
+    COMMENT_FEATURES,
+    FEED_FEATURES,
+    SELF_FEATURES,
+    USER_FEATURES,
+    ActionArrays,
+    ObsBatch,
+    Simulation,
+    SimulationConfig,
+    StepOutcome,
+)
+
+_ID_HIGH = 2**62
+
+
+def load_population(users, population_seed: int = 0):
+    """`users` may be a Population, a profile file path (.csv / .json) or a user count."""
+    from oasis_gym import population as popmod
+
+    if isinstance(users, (int, np.integer)):
+        return popmod.synthetic(int(users), seed=population_seed)
+    if isinstance(users, (str, bytes)) or hasattr(users, "__fspath__"):
+        return popmod.load_profiles(users)
+    if hasattr(users, "follow_src"):
+        return users
+    raise TypeError(f"users must be a Population, a profile path or a user count, got {type(users).__name__}")
+
+
+class SocialMediaEnv(ParallelEnv):
+    """Every user is an agent `user_<id>`; see twitter_v0 / reddit_v0 for the full docs."""
+
+    metadata = {"name": "oasis_social_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(self, users=100, *, platform: str = "twitter", population_seed: int = 0,
+                 render_mode: str | None = None, reward_fn=None, setup=None, **config: Any):
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        unknown = set(config) - set(SimulationConfig.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown argument(s) {sorted(unknown)}; valid: {sorted(SimulationConfig.__dataclass_fields__)}")
+        if config.get("comments_per_post", 2) < 1:
+            raise ValueError("comments_per_post must be >= 1")
+        self.render_mode = render_mode
+        self.sim = Simulation(load_population(users, population_seed),
+                              SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup)
+        n = self.sim.population.n
+        self.possible_agents = [f"user_{i}" for i in range(n)]
+        self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
+        self.agents: list[str] = []
+        self._build_spaces()
+        self._cycles = 0
+
+    # ------------------------------------------------------------------ spaces
+    def _build_spaces(self) -> None:
+        K, C, U = self.sim.K, self.sim.C, self.sim.U
+        KC = K * C
+        box = lambda shape, lo=-np.inf, hi=np.inf, dt=np.float32: spaces.Box(lo, hi, shape, dt)  # noqa: E731
+        mask = lambda n: spaces.Box(0, 1, (n,), np.int8)  # noqa: E731
+        self._obs_space = spaces.Dict({
+            "active": spaces.Box(0, 1, (1,), np.int8),
+            "post_ids": box((K,), -1, _ID_HIGH, np.int64),
+            "feed": box((K, len(FEED_FEATURES))),
+            "comment_ids": box((KC,), -1, _ID_HIGH, np.int64),
+            "comments": box((KC, len(COMMENT_FEATURES))),
+            "user_ids": box((U,), -1, _ID_HIGH, np.int64),
+            "users": box((U, len(USER_FEATURES))),
+            "self": box((len(SELF_FEATURES),)),
+            "action_mask": spaces.Dict({"type": mask(NUM_ACTIONS), "post": mask(K), "comment": mask(KC), "user": mask(U)}),
+        })
+        self._act_space = spaces.Dict({"type": spaces.Discrete(NUM_ACTIONS), "post": spaces.Discrete(K),
+                                       "comment": spaces.Discrete(KC), "user": spaces.Discrete(U)})
+        self._inactive_obs = self._obs_space.sample()
+        for key, value in self._inactive_obs.items():
+            if key == "action_mask":
+                for m in value.values():
+                    m[:] = 0
+                value["type"][0] = 1  # only do_nothing
+            else:
+                value[...] = -1 if key.endswith("_ids") else 0
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_space
+
+    # ------------------------------------------------------------------ core API
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self.agents = list(self.possible_agents)
+        self._cycles = 0
+        batch = self.sim.reset(seed)
+        return self._observations(batch), self._infos(batch)
+
+    def step(self, actions: Mapping[str, Any]):
+        if not self.agents:
+            raise RuntimeError("step() called on a finished episode: call reset() first")
+        unknown = [a for a in actions if a not in self._agent_index]
+        if unknown:
+            raise KeyError(f"unknown agent(s) in actions: {unknown[:5]}")
+        obs = self.sim.obs
+        users, cols, texts, stances = [], [[], [], [], []], [], []
+        for u in obs.users.tolist():
+            name = self.possible_agents[u]
+            if name in actions:
+                users.append(u)
+                t, p, c, us, text, stance = parse_action(actions[name])
+                for col, v in zip(cols, (t, p, c, us)):
+                    col.append(v)
+                texts.append(text)
+                stances.append(stance)
+        out = self.sim.step(ActionArrays(np.array(users, dtype=np.int64), *(np.array(c, dtype=np.int64) for c in cols),
+                                         texts, np.array(stances, dtype=np.float32)))
+        return self._after_step(out)
+
+    def step_batch(self, acts: ActionArrays) -> StepOutcome:
+        """Fast path: columnar slot-based actions of active users; no per-agent dicts.
+        Read the next observations from `self.sim.obs` (an ObsBatch)."""
+        if not self.agents:
+            raise RuntimeError("step_batch() called on a finished episode: call reset() first")
+        out = self.sim.step(acts)
+        self._cycles += 1
+        if self._cycles >= self.sim.config.max_cycles:
+            self.agents = []
+        return out
+
+    def _after_step(self, out: StepOutcome):
+        self._cycles += 1
+        batch = self.sim.obs
+        agents = self.agents
+        rewards = dict(zip(agents, out.rewards.tolist()))
+        done = self._cycles >= self.sim.config.max_cycles
+        terminations = dict.fromkeys(agents, False)
+        truncations = dict.fromkeys(agents, done)
+        observations = self._observations(batch)
+        infos = self._infos(batch)
+        for u, a, r in zip(out.users.tolist(), out.actions.tolist(), out.results.tolist()):
+            info = infos[self.possible_agents[u]] = dict(infos[self.possible_agents[u]])
+            info["last_action"] = ACTION_NAMES[a]
+            info["last_result"] = RESULT_NAMES[r]
+        if done:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def _observations(self, batch: ObsBatch) -> dict:
+        observations = dict.fromkeys(self.agents, self._inactive_obs)
+        for row, u in enumerate(batch.users.tolist()):
+            observations[self.possible_agents[u]] = self.row_observation(batch, row)
+        return observations
+
+    def _infos(self, batch: ObsBatch) -> dict:
+        infos = {a: {"active": False} for a in self.agents}
+        for u in batch.users.tolist():
+            infos[self.possible_agents[u]] = {"active": True}
+        return infos
+
+    @staticmethod
+    def row_observation(batch: ObsBatch, row: int) -> dict:
+        return {
+            "active": np.ones(1, dtype=np.int8),
+            "post_ids": batch.post_ids[row], "feed": batch.feed[row],
+            "comment_ids": batch.comment_ids[row], "comments": batch.comments[row],
+            "user_ids": batch.user_ids[row], "users": batch.user_feats[row], "self": batch.self_feats[row],
+            "action_mask": {"type": batch.mask_type[row], "post": batch.mask_post[row],
+                            "comment": batch.mask_comment[row], "user": batch.mask_user[row]},
+        }
+
+    # ------------------------------------------------------------------ text + rendering
+    def feed_text(self, agent: str) -> dict:
+        """What an LLM user reads: posts with texts, authors, top comments, persona (one agent)."""
+        return self.feed_views([agent])[0]
+
+    def feed_views(self, agents: list[str], memories: dict[int, list[str]] | None = None) -> list[dict]:
+        return self.sim.feed_views(np.array([self._agent_index[a] for a in agents], dtype=np.int64), memories)
+
+    @property
+    def active_agents(self) -> list[str]:
+        return [self.possible_agents[u] for u in self.sim.obs.users.tolist()] if self.agents else []
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        sim, pf = self.sim, self.sim.platform
+        lines = [f"step {pf.step}  {pf.created_at()}  users {pf.n_users}  active {len(sim.obs.users)}"
+                 f"  posts {pf.n_posts}  comments {pf.n_comments}"]
+        out = sim.last_outcome
+        if out is not None and len(out.actions):
+            codes, counts = np.unique(out.actions, return_counts=True)
+            lines.append("actions: " + ", ".join(f"{ACTION_NAMES[c]} {k}" for c, k in zip(codes, counts)))
+            lines.append(f"rejected: {int((out.results != 0).sum())}")
+        if pf.n_posts:
+            top = np.argsort(-(pf.p_likes.a + pf.p_shares.a), kind="stable")[:3]
+            for p in top.tolist():
+                text = pf.p_content[p].replace("\n", " ")
+                lines.append(f"  #{p} by {pf.u_user_name[int(pf.p_author.a[p])]}: {text[:70]!s}"
+                             f"  [likes {pf.p_likes.a[p]}, shares {pf.p_shares.a[p]}]")
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        self.sim.close()
+
+    def state(self) -> np.ndarray:
+        pf = self.sim.platform
+        return np.array([pf.step, pf.n_users, pf.n_posts, pf.n_comments, len(pf.rel["follow"]),
+                         len(pf.rel["like"])], dtype=np.int64)
+
+
+def parse_action(action) -> tuple[int, int, int, int, str | None, float]:
+    """Decode one agent's action. Malformed actions decode to action code -1, which the
+    platform records as a rejected `invalid_action` (a no-op), never an exception."""
+    bad = (-1, 0, 0, 0, None, np.nan)
+    try:
+        if isinstance(action, Mapping):
+            fields = [action.get(k, 0) for k in ("type", "post", "comment", "user")]
+            text = action.get("text")
+            stance = action.get("stance")
+        elif isinstance(action, (int, np.integer)):
+            fields, text, stance = [action, 0, 0, 0], None, None
+        else:
+            arr = np.asarray(action)
+            if arr.shape != (4,):
+                return bad
+            fields, text, stance = list(arr), None, None
+        ints = []
+        for v in fields:
+            v = np.asarray(v)
+            if v.size != 1 or not (np.issubdtype(v.dtype, np.integer) or
+                                   (np.issubdtype(v.dtype, np.floating) and np.isfinite(v) and v == np.round(v))):
+                return bad
+            ints.append(int(v.reshape(())))
+        if text is not None and not isinstance(text, str):
+            return bad
+        if any(abs(v) >= 2**31 for v in ints):
+            return bad
+        s = float(stance) if stance is not None else np.nan
+        s = float(np.clip(s, -1, 1)) if np.isfinite(s) else np.nan
+        return ints[0], ints[1], ints[2], ints[3], text, s
+    except (TypeError, ValueError, OverflowError):
+        return bad

@@ -1,0 +1,161 @@
+"""Metric sinks: TensorBoard event files (tensorboardX) and an SQLite ``metrics`` table.
+
+Both take the same ``{tag: value}`` dicts with stable, caller-chosen tags such as
+"actions/like_post", "cascade/max_depth", "opinion/std", "network/follower_gini" or
+"exposure/misinfo_share", so a run's curves can be watched live in TensorBoard and read
+back from the run's SQLite journal afterwards (``oasis_gym.metrics.report``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["TensorBoardLogger", "MetricsTable", "create_schema", "insert", "read_metrics",
+           "flatten_config"]
+
+_HPARAM_TYPES = (bool, int, float, str)
+
+
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> one level with dotted keys ("env.num_users"); leaves are untouched."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten_config(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _hparam_value(value: Any) -> bool | int | float | str:
+    """Value as the hparams plugin can hold it: numbers/bools/str as is, the rest as text."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, _HPARAM_TYPES):
+        return value
+    return json.dumps(value, default=str) if isinstance(value, (list, tuple)) else str(value)
+
+
+class TensorBoardLogger:
+    """Writes scalars, histograms and the run config to a TensorBoard log directory.
+
+    Usage::
+
+        with TensorBoardLogger("runs/exp1") as tb:
+            tb.log_config(cfg)
+            tb.log_scalars(step, {"opinion/std": 0.4})
+    """
+
+    def __init__(self, logdir: str | Path, *, flush_secs: int = 30, max_queue: int = 1000) -> None:
+        from tensorboardX import SummaryWriter  # imported here: only loggers need it
+
+        self.logdir = Path(logdir)
+        self._writer = SummaryWriter(logdir=str(self.logdir), flush_secs=flush_secs,
+                                     max_queue=max_queue)
+
+    def log_scalars(self, step: int, values: Mapping[str, float]) -> None:
+        """One scalar per tag at ``step``.
+
+        NaN ("undefined this step", e.g. structural virality with no spread cascade) is
+        skipped, leaving a gap in the curve; tensorboardX would otherwise warn on each.
+        """
+        for tag, value in values.items():
+            v = float(value)
+            if not math.isnan(v):
+                self._writer.add_scalar(tag, v, global_step=int(step))
+
+    def log_histogram(self, tag: str, values: ArrayLike, step: int) -> None:
+        """Histogram of the finite entries of ``values``; nothing is written when none is finite."""
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+        arr = arr[np.isfinite(arr)]
+        if arr.size:
+            self._writer.add_histogram(tag, arr, global_step=int(step))
+
+    def log_config(self, config: Mapping[str, Any], metric_tags: tuple[str, ...] = ()) -> None:
+        """Record the run configuration as text ("config" tag) and in the HParams dashboard.
+
+        The hparams summaries go into this run's own event file (tensorboardX's
+        ``add_hparams`` would open a separate sub-run), so the HParams table links the
+        config to this run's scalars; ``metric_tags`` are the scalar tags listed as its
+        metric columns.
+        """
+        from tensorboardX.summary import hparams
+
+        flat = flatten_config(config)
+        text = "```json\n" + json.dumps(dict(config), indent=2, sort_keys=True, default=str) + "\n```"
+        self._writer.add_text("config", text, global_step=0)
+        hp = {k: _hparam_value(v) for k, v in flat.items() if v is not None}
+        if hp:
+            exp, ssi, sei = hparams(hp, {tag: 0.0 for tag in metric_tags})
+            fw = self._writer._get_file_writer()
+            for summary in (exp, ssi, sei):
+                fw.add_summary(summary)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def __enter__(self) -> TensorBoardLogger:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class MetricsTable:
+    """The SQLite ``metrics(step, tag, value)`` table that mirrors the TensorBoard scalars.
+
+    It lives in the run's journal database so a report can be made from the DB alone. The
+    caller owns the transaction (the simulator writes one transaction per step): nothing
+    here commits. NaN is stored as NULL (SQLite has no NaN) and read back as NaN.
+    """
+
+    TABLE = "metrics"
+
+    @staticmethod
+    def create_schema(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE IF NOT EXISTS metrics (step INTEGER, tag TEXT, value REAL)")
+        conn.execute("CREATE INDEX IF NOT EXISTS metrics_tag_step ON metrics (tag, step)")
+
+    @staticmethod
+    def insert(conn: sqlite3.Connection, step: int, values: Mapping[str, float]) -> None:
+        rows = [(int(step), str(tag), _sql_float(v)) for tag, v in values.items()]
+        conn.executemany("INSERT INTO metrics (step, tag, value) VALUES (?, ?, ?)", rows)
+
+    @staticmethod
+    def read(conn: sqlite3.Connection) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]:
+        """tag -> (steps, values), each sorted by step."""
+        rows = conn.execute("SELECT tag, step, value FROM metrics ORDER BY tag, step").fetchall()
+        if not rows:
+            return {}
+        tags = np.array([r[0] for r in rows], dtype=object)
+        steps = np.array([r[1] for r in rows], dtype=np.int64)
+        vals = np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=np.float64)
+        cuts = np.flatnonzero(tags[1:] != tags[:-1]) + 1
+        starts = np.r_[0, cuts]
+        ends = np.r_[cuts, len(rows)]
+        return {str(tags[s]): (steps[s:e], vals[s:e]) for s, e in zip(starts, ends)}
+
+
+def _sql_float(value: float) -> float | None:
+    v = float(value)
+    return None if math.isnan(v) else v
+
+
+# module-level spellings of the MetricsTable operations
+create_schema = MetricsTable.create_schema
+insert = MetricsTable.insert
+read_metrics = MetricsTable.read

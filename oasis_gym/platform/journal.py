@@ -1,0 +1,333 @@
+"""SQLite journal: the OASIS tables, written once per step in ONE transaction, and read back.
+
+Table and column names are OASIS's (user, post, comment, follow, mute, like, dislike,
+comment_like, comment_dislike, report, trace, rec), so SQL written for OASIS databases runs on
+ours. Our extra columns (moderation status, stance, opinion, ...) and tables (opinion,
+moderation, meta, metrics) sit beside them. Ids are 0-based and equal to the in-memory ids
+(OASIS's AUTOINCREMENT ids start at 1; ours are inserted explicitly).
+
+Durability: WAL mode with synchronous=NORMAL. A process killed at any point (SIGKILL
+included) leaves a database holding exactly the committed steps; only an OS crash or power
+loss may lose the last few commits (synchronous=FULL closes that gap at some cost).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+from ..actions import RESULT_NAMES
+from .platform import RELATIONS, Platform, PlatformConfig, REPOST, StepLog
+from .store import PairSet, pair_keys, unpack_keys
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS user (
+    user_id INTEGER PRIMARY KEY, agent_id INTEGER, user_name TEXT, name TEXT, bio TEXT,
+    created_at DATETIME, num_followings INTEGER DEFAULT 0, num_followers INTEGER DEFAULT 0,
+    persona TEXT, signed_up INTEGER DEFAULT 1, suspended INTEGER DEFAULT 0, is_core INTEGER DEFAULT 0,
+    opinion REAL, interests INTEGER, activity BLOB, num_posts INTEGER DEFAULT 0);
+CREATE TABLE IF NOT EXISTS post (
+    post_id INTEGER PRIMARY KEY, user_id INTEGER, original_post_id INTEGER, content TEXT DEFAULT '',
+    image_path TEXT, quote_content TEXT, created_at DATETIME, num_likes INTEGER DEFAULT 0,
+    num_dislikes INTEGER DEFAULT 0, num_shares INTEGER DEFAULT 0, num_reports INTEGER DEFAULT 0,
+    num_comments INTEGER DEFAULT 0, kind INTEGER DEFAULT 0, step INTEGER, minute INTEGER,
+    stance REAL, label INTEGER DEFAULT -1, status INTEGER DEFAULT 0);
+CREATE TABLE IF NOT EXISTS comment (
+    comment_id INTEGER PRIMARY KEY, post_id INTEGER, user_id INTEGER, content TEXT,
+    created_at DATETIME, num_likes INTEGER DEFAULT 0, num_dislikes INTEGER DEFAULT 0,
+    step INTEGER, minute INTEGER, stance REAL);
+CREATE TABLE IF NOT EXISTS follow (follow_id INTEGER PRIMARY KEY, follower_id INTEGER, followee_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS mute (mute_id INTEGER PRIMARY KEY, muter_id INTEGER, mutee_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS "like" (like_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS dislike (dislike_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS comment_like (comment_like_id INTEGER PRIMARY KEY, user_id INTEGER, comment_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS comment_dislike (comment_dislike_id INTEGER PRIMARY KEY, user_id INTEGER, comment_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS report (report_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, report_reason TEXT, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS trace (user_id INTEGER, created_at DATETIME, action TEXT, info TEXT, step INTEGER, result TEXT);
+CREATE TABLE IF NOT EXISTS rec (user_id INTEGER, post_id INTEGER, step INTEGER);
+CREATE TABLE IF NOT EXISTS opinion (step INTEGER, user_id INTEGER, opinion REAL);
+CREATE TABLE IF NOT EXISTS moderation (step INTEGER, target TEXT, target_id INTEGER, action TEXT, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE INDEX IF NOT EXISTS idx_post_user ON post(user_id);
+CREATE INDEX IF NOT EXISTS idx_post_original ON post(original_post_id);
+CREATE INDEX IF NOT EXISTS idx_comment_post ON comment(post_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_follow_pair ON follow(follower_id, followee_id);
+CREATE INDEX IF NOT EXISTS idx_follow_followee ON follow(followee_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_like_pair ON comment_like(comment_id, user_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_dislike_pair ON comment_dislike(comment_id, user_id);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_report_pair ON report(post_id, user_id);
+CREATE INDEX IF NOT EXISTS idx_trace_step ON trace(step);
+CREATE INDEX IF NOT EXISTS idx_rec_user ON rec(user_id);
+CREATE INDEX IF NOT EXISTS idx_opinion_user ON opinion(user_id, step);
+"""
+
+# (table, first column, second column) of each journaled relation
+RELATION_TABLES = {
+    "follow": ("follow", "follower_id", "followee_id"),
+    "mute": ("mute", "muter_id", "mutee_id"),
+    "like": ('"like"', "user_id", "post_id"),
+    "dislike": ("dislike", "user_id", "post_id"),
+    "comment_like": ("comment_like", "user_id", "comment_id"),
+    "comment_dislike": ("comment_dislike", "user_id", "comment_id"),
+    "report": ("report", "user_id", "post_id"),
+}
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    # index pages of large tables must stay cached, or every step pays random I/O
+    conn.execute("PRAGMA cache_size=-262144")  # KiB: 256 MiB
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA wal_autocheckpoint=16384")  # pages (64 MiB): fewer, larger checkpoints
+    return conn
+
+
+class Journal:
+    """Writes a Platform's per-step changes to SQLite, one transaction per step."""
+
+    def __init__(self, path: str | Path = ":memory:"):
+        self.path = str(path)
+        self.conn = connect(self.path)
+        self.conn.executescript(SCHEMA)
+        self._extra_writers: list = []
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
+        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                         [(k, json.dumps(v)) for k, v in values.items()])
+
+    def get_meta(self) -> dict:
+        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def commit_step(self, platform: Platform, advance_minutes: int | None = None, extra=None,
+                    meta: dict | None = None) -> None:
+        """Write everything pending on `platform` (plus `extra(conn)` and `meta`) atomically.
+
+        With `advance_minutes`, the platform clock moves on to the next step before the meta
+        row is written, so a journal always names the step a resumed run starts with.
+        """
+        log = platform.reset_pending()
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            self._write(conn, platform, log)
+            if extra is not None:
+                extra(conn)
+            if advance_minutes is not None:
+                platform.advance(advance_minutes)
+            self.set_meta(conn, {"step": platform.step, "minute": platform.minute,
+                                 "platform_config": dataclasses.asdict(platform.config), **(meta or {})})
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _write(self, conn: sqlite3.Connection, pf: Platform, log: StepLog) -> None:
+        now = pf.created_at()
+        step = pf.step
+        if log.new_users:
+            ids = np.concatenate(log.new_users)
+            _write_users(conn, pf, ids, now)
+        if log.new_posts:
+            ids = np.concatenate(log.new_posts).tolist()
+            a = pf
+            conn.executemany(
+                "INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind, step,"
+                " minute, stance, label, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                ((p, int(a.p_author.a[p]), _none_if_neg(a.p_root.a[p]), a.p_content[p], a.p_quote[p],
+                  pf.created_at(a.p_minute.a[p]), int(a.p_kind.a[p]), int(a.p_step.a[p]), int(a.p_minute.a[p]),
+                  _none_if_nan(a.p_stance.a[p]), int(a.p_label.a[p]), int(a.p_status.a[p])) for p in ids))
+        if log.new_comments:
+            ids = np.concatenate(log.new_comments).tolist()
+            conn.executemany(
+                "INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                ((c, int(pf.c_post.a[c]), int(pf.c_author.a[c]), pf.c_content[c], now, step,
+                  int(pf.c_minute.a[c]), _none_if_nan(pf.c_stance.a[c])) for c in ids))
+        for name, chunks in log.inserts.items():
+            table, col_a, col_b = RELATION_TABLES[name]
+            a, b = unpack_keys(np.concatenate(chunks))
+            if name == "report":
+                conn.executemany(f"INSERT INTO {table}({col_a}, {col_b}, report_reason, created_at) VALUES (?,?,?,?)",
+                                 zip(a.tolist(), b.tolist(), log.report_reasons, [now] * len(a)))
+            else:
+                conn.executemany(f"INSERT INTO {table}({col_a}, {col_b}, created_at) VALUES (?,?,?)",
+                                 zip(a.tolist(), b.tolist(), [now] * len(a)))
+        for name, chunks in log.deletes.items():
+            table, col_a, col_b = RELATION_TABLES[name]
+            a, b = unpack_keys(np.concatenate(chunks))
+            conn.executemany(f"DELETE FROM {table} WHERE {col_a}=? AND {col_b}=?", zip(a.tolist(), b.tolist()))
+        if log.touched_posts:
+            ids = np.unique(np.concatenate(log.touched_posts))
+            cols = [pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids], pf.p_reports.a[ids],
+                    pf.p_comments.a[ids], pf.p_status.a[ids], ids]
+            conn.executemany("UPDATE post SET num_likes=?, num_dislikes=?, num_shares=?, num_reports=?,"
+                             " num_comments=?, status=? WHERE post_id=?", zip(*(c.tolist() for c in cols)))
+        if log.touched_comments:
+            ids = np.unique(np.concatenate(log.touched_comments))
+            conn.executemany("UPDATE comment SET num_likes=?, num_dislikes=? WHERE comment_id=?",
+                             zip(pf.c_likes.a[ids].tolist(), pf.c_dislikes.a[ids].tolist(), ids.tolist()))
+        if log.touched_users:
+            ids = np.unique(np.concatenate(log.touched_users))
+            conn.executemany("UPDATE user SET num_followers=?, num_followings=?, suspended=? WHERE user_id=?",
+                             zip(pf.u_followers.a[ids].tolist(), pf.u_followings.a[ids].tolist(),
+                                 pf.u_suspended.a[ids].astype(int).tolist(), ids.tolist()))
+        if log.new_posts:
+            authors = np.unique(pf.p_author.a[np.concatenate(log.new_posts)])
+            conn.executemany("UPDATE user SET num_posts=? WHERE user_id=?",
+                             zip(pf.u_posts.a[authors].tolist(), authors.tolist()))
+        for users, actions, infos, results in log.traces:
+            conn.executemany("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
+                             zip(users.tolist(), [now] * len(users), actions, infos, [step] * len(users),
+                                 [RESULT_NAMES[r] for r in results.tolist()]))
+        for users, values in log.opinions:
+            conn.executemany("INSERT INTO opinion(step, user_id, opinion) VALUES (?,?,?)",
+                             zip([step] * len(users), users.tolist(), values.astype(float).tolist()))
+            conn.executemany("UPDATE user SET opinion=? WHERE user_id=?", zip(values.astype(float).tolist(), users.tolist()))
+        for kind, ids, action in log.moderation:
+            conn.executemany("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES (?,?,?,?,?)",
+                             ((step, kind, i, action, now) for i in ids.tolist()))
+
+
+def _write_users(conn: sqlite3.Connection, pf: Platform, ids: np.ndarray, now: str) -> None:
+    existing = conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
+    new = ids[ids >= existing]
+    signed_again = ids[ids < existing]
+    if len(signed_again):
+        conn.executemany("UPDATE user SET signed_up=1 WHERE user_id=?", ((i,) for i in signed_again.tolist()))
+    if not len(new):
+        return
+    act = pf.u_activity.a
+    rows = ((i, i, pf.u_user_name[i], pf.u_name[i], pf.u_bio[i], pf.created_at(pf.u_created_minute.a[i]),
+             int(pf.u_followings.a[i]), int(pf.u_followers.a[i]), pf.u_persona[i], int(pf.u_signed_up.a[i]),
+             int(pf.u_suspended.a[i]), int(pf.u_is_core.a[i]), float(pf.u_opinion.a[i]),
+             int(pf.u_interests.a[i].astype(np.int64)), act[i].tobytes(), int(pf.u_posts.a[i]))
+            for i in new.tolist())
+    conn.executemany("INSERT INTO user(user_id, agent_id, user_name, name, bio, created_at, num_followings,"
+                     " num_followers, persona, signed_up, suspended, is_core, opinion, interests, activity, num_posts)"
+                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+
+def _none_if_neg(x) -> int | None:
+    return None if x < 0 else int(x)
+
+
+def _none_if_nan(x) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def load_platform(path: str | Path) -> Platform:
+    """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db)."""
+    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    try:
+        meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        config = PlatformConfig(**{k: (tuple(v) if isinstance(v, list) else v)
+                                   for k, v in meta.get("platform_config", {}).items()})
+        pf = Platform(config, start_minute=int(meta.get("minute", 0)))
+        pf.step = int(meta.get("step", 0))
+        _load_users(conn, pf)
+        _load_posts(conn, pf)
+        _load_comments(conn, pf)
+        for name, (table, col_a, col_b) in RELATION_TABLES.items():
+            rows = np.array(conn.execute(f"SELECT {col_a}, {col_b} FROM {table}").fetchall(), dtype=np.int64).reshape(-1, 2)
+            pf.rel[name] = PairSet(pair_keys(rows[:, 0], rows[:, 1]))
+        reposts = pf.p_kind.a == REPOST
+        pf.rel["repost"] = PairSet(pair_keys(pf.p_author.a[reposts], pf.p_root.a[reposts]))
+    finally:
+        conn.close()
+    return pf
+
+
+def _columns(conn, sql: str, n: int) -> list:
+    rows = conn.execute(sql).fetchall()
+    return [list(c) for c in zip(*rows)] if rows else [[] for _ in range(n)]
+
+
+def _load_users(conn, pf: Platform) -> None:
+    cols = _columns(conn, "SELECT user_id, user_name, name, bio, persona, signed_up, suspended, is_core, opinion,"
+                          " interests, activity, num_followers, num_followings, num_posts, created_at FROM user"
+                          " ORDER BY user_id", 15)
+    n = len(cols[0])
+    if list(cols[0]) != list(range(n)):
+        raise ValueError("user ids in the journal are not 0..n-1")
+    pf.u_user_name.extend(cols[1]); pf.u_name.extend(cols[2]); pf.u_bio.extend(cols[3]); pf.u_persona.extend(cols[4])  # noqa: E702
+    pf.u_signed_up.extend(np.array(cols[5], dtype=bool))
+    pf.u_suspended.extend(np.array(cols[6], dtype=bool))
+    pf.u_is_core.extend(np.array(cols[7], dtype=bool))
+    pf.u_opinion.extend(np.array(cols[8], dtype=np.float32))
+    pf.u_interests.extend(np.array(cols[9], dtype=np.int64).astype(np.uint64))
+    pf.u_activity.extend(np.frombuffer(b"".join(cols[10]), dtype=np.float32).reshape(n, 24) if n else np.zeros((0, 24)))
+    pf.u_followers.extend(np.array(cols[11], dtype=np.int32))
+    pf.u_followings.extend(np.array(cols[12], dtype=np.int32))
+    pf.u_posts.extend(np.array(cols[13], dtype=np.int32))
+    pf.u_created_minute.extend(np.array(conn.execute(
+        "SELECT (julianday(created_at) - julianday('2026-01-01')) * 1440 FROM user ORDER BY user_id").fetchall(),
+        dtype=np.float64).reshape(-1).round().astype(np.int64))
+    pf.u_last_post.append_fill(n)
+
+
+def _load_posts(conn, pf: Platform) -> None:
+    cols = _columns(conn, "SELECT post_id, user_id, IFNULL(original_post_id, -1), content, quote_content, kind, step,"
+                          " minute, num_likes, num_dislikes, num_shares, num_reports, num_comments, IFNULL(stance, 'nan'),"
+                          " label, status FROM post ORDER BY post_id", 16)
+    n = len(cols[0])
+    if list(cols[0]) != list(range(n)):
+        raise ValueError("post ids in the journal are not 0..n-1")
+    authors = np.array(cols[1], dtype=np.int64)
+    pf.p_author.extend(authors)
+    pf.p_root.extend(np.array(cols[2], dtype=np.int64))
+    pf.p_content.extend(cols[3]); pf.p_quote.extend(cols[4])  # noqa: E702
+    for col, k, dtype in ((pf.p_kind, 5, np.int8), (pf.p_step, 6, np.int32), (pf.p_minute, 7, np.int64),
+                          (pf.p_likes, 8, np.int32), (pf.p_dislikes, 9, np.int32), (pf.p_shares, 10, np.int32),
+                          (pf.p_reports, 11, np.int32), (pf.p_comments, 12, np.int32),
+                          (pf.p_stance, 13, np.float32), (pf.p_label, 14, np.int8), (pf.p_status, 15, np.int8)):
+        col.extend(np.array(cols[k], dtype=np.float64 if dtype == np.float32 else None).astype(dtype))
+    prev, last = _chain(authors, pf.n_users)
+    pf.p_prev_by_author.extend(prev)
+    pf.u_last_post.a[:] = last
+    pf.p_last_comment.append_fill(n)
+
+
+def _load_comments(conn, pf: Platform) -> None:
+    cols = _columns(conn, "SELECT comment_id, post_id, user_id, content, step, minute, num_likes, num_dislikes,"
+                          " IFNULL(stance, 'nan') FROM comment ORDER BY comment_id", 9)
+    n = len(cols[0])
+    if list(cols[0]) != list(range(n)):
+        raise ValueError("comment ids in the journal are not 0..n-1")
+    posts = np.array(cols[1], dtype=np.int64)
+    pf.c_post.extend(posts)
+    pf.c_author.extend(np.array(cols[2], dtype=np.int64))
+    pf.c_content.extend(cols[3])
+    pf.c_step.extend(np.array(cols[4], dtype=np.int32))
+    pf.c_minute.extend(np.array(cols[5], dtype=np.int64))
+    pf.c_likes.extend(np.array(cols[6], dtype=np.int32))
+    pf.c_dislikes.extend(np.array(cols[7], dtype=np.int32))
+    pf.c_stance.extend(np.array(cols[8], dtype=np.float64).astype(np.float32))
+    prev, last = _chain(posts, pf.n_posts)
+    pf.c_prev_on_post.extend(prev)
+    pf.p_last_comment.a[:] = last
+
+
+def _chain(owner: np.ndarray, n_owners: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-owner linked lists over items in id order: (previous item of the same owner or -1,
+    last item of each owner or -1). Vectorized with a stable sort."""
+    ids = np.arange(len(owner), dtype=np.int64)
+    order = np.argsort(owner, kind="stable")
+    prev = np.full(len(owner), -1, dtype=np.int64)
+    same = owner[order][1:] == owner[order][:-1]
+    prev[order[1:][same]] = order[:-1][same]
+    last = np.full(n_owners, -1, dtype=np.int64)
+    np.maximum.at(last, owner, ids)
+    return prev, last

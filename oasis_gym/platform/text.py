@@ -1,0 +1,60 @@
+"""Text columns and text validation.
+
+Text is data: it is stored and read back byte-exact, never interpreted. The only texts
+rejected are those SQLite and UTF-8 cannot hold faithfully (NUL, unpaired surrogates) and
+those over the configured length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..actions import Result
+
+
+class TextColumn(Sequence):
+    """A column of strings: a (possibly lazy) base sequence plus appended values.
+
+    Synthetic populations of a million users pass a lazy sequence as the base, so no
+    million strings are built until someone reads them.
+    """
+
+    def __init__(self, base: Sequence[str] | None = None):
+        self._base = base if base is not None else []
+        self._nbase = len(self._base)
+        self._extra: list[str] = []
+
+    def __len__(self) -> int:
+        return self._nbase + len(self._extra)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if i < self._nbase:
+            return self._base[i]
+        return self._extra[i - self._nbase]
+
+    def append(self, value: str) -> None:
+        self._extra.append(value)
+
+    def extend(self, values) -> None:
+        self._extra.extend(values)
+
+
+def check_text(text: object, max_length: int, allow_empty: bool = False) -> Result:
+    """Why `text` cannot be stored, or Result.OK."""
+    if not isinstance(text, str):
+        return Result.TEXT_INVALID if text is not None else (Result.OK if allow_empty else Result.TEXT_EMPTY)
+    if not text.strip():
+        return Result.OK if allow_empty else Result.TEXT_EMPTY
+    if len(text) > max_length:
+        return Result.TEXT_TOO_LONG
+    if "\x00" in text:
+        return Result.TEXT_INVALID
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # unpaired surrogates cannot be stored as UTF-8
+        return Result.TEXT_INVALID
+    return Result.OK

@@ -1,0 +1,489 @@
+"""The batched simulation core under the PettingZoo adapter.
+
+`Simulation` owns the platform, its SQLite journal, the recommender, the clock and the
+seeded random generators. Everything here works on arrays of active users: observations are
+built for all active users at once, and `step` takes one columnar batch of actions.
+
+One step:
+    actions (slots) -> ids via the feeds the users saw -> Platform.apply -> rewards ->
+    journal commit (one transaction) + clock advance -> who is active next -> feeds -> obs
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .actions import (
+    ACTION_NAMES,
+    NUM_ACTIONS,
+    ActionType as A,
+    Result as R,
+)
+from .clock import Clock, sample_active
+from .platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
+from .platform.platform import MODERATION_NAMES, QUOTE
+
+FEED_FEATURES = (
+    "followed_author", "likes", "dislikes", "shares", "comments", "age_minutes", "reports",
+    "moderation", "author_followers", "similarity", "stance", "stance_known",
+    "liked_by_me", "disliked_by_me", "reposted_by_me", "is_quote",
+)
+COMMENT_FEATURES = ("likes", "dislikes", "liked_by_me", "disliked_by_me", "stance")
+USER_FEATURES = ("followers", "followed_by_me", "muted_by_me", "from_search")
+SELF_FEATURES = ("followers", "followings", "posts", "opinion", "hour", "step")
+_F = {name: i for i, name in enumerate(FEED_FEATURES)}
+
+# Info-action view kinds shaping a user's next observation
+_VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
+
+
+@dataclass
+class ObsBatch:
+    """Observations of a batch of users, as arrays with one row per user."""
+
+    users: np.ndarray           # (n,) user ids
+    post_ids: np.ndarray        # (n, K) int64, -1 padded
+    feed: np.ndarray            # (n, K, len(FEED_FEATURES)) float32
+    comment_ids: np.ndarray     # (n, K*C) int64, -1 padded (C newest comments of each slot)
+    comments: np.ndarray        # (n, K*C, len(COMMENT_FEATURES)) float32
+    user_ids: np.ndarray        # (n, U) int64: feed authors (K) then search results (S)
+    user_feats: np.ndarray      # (n, U, len(USER_FEATURES)) float32
+    self_feats: np.ndarray      # (n, len(SELF_FEATURES)) float32
+    mask_type: np.ndarray       # (n, NUM_ACTIONS) int8
+    mask_post: np.ndarray       # (n, K) int8
+    mask_comment: np.ndarray    # (n, K*C) int8
+    mask_user: np.ndarray       # (n, U) int8
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+
+@dataclass
+class ActionArrays:
+    """A batch of slot-based actions (the fast path): one row per acting user."""
+
+    users: np.ndarray
+    type: np.ndarray
+    post: np.ndarray | None = None
+    comment: np.ndarray | None = None
+    user: np.ndarray | None = None
+    text: Sequence[str | None] | None = None
+    stance: np.ndarray | None = None
+
+
+@dataclass
+class StepOutcome:
+    users: np.ndarray           # users whose actions were applied
+    actions: np.ndarray         # their action codes
+    targets: np.ndarray         # resolved target ids
+    results: np.ndarray         # Result code per action
+    new_ids: np.ndarray         # created post/comment ids or -1
+    rewards: np.ndarray         # (n_users,) float32
+    ignored: np.ndarray         # users who sent an action while inactive (not applied)
+
+
+RewardFn = Callable[["Simulation", StepOutcome], np.ndarray]
+
+
+def engagement_reward(sim: "Simulation", out: StepOutcome) -> np.ndarray:
+    """Default reward: engagement each user RECEIVED this step — likes on their posts and
+    comments, reposts/quotes and comments on their posts, and new followers (+1 each)."""
+    pf = sim.platform
+    rewards = np.zeros(pf.n_users, dtype=np.float32)
+    ok = out.results == R.OK
+    a, t = out.actions[ok], out.targets[ok]
+    on_post = np.isin(a, [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT])
+    np.add.at(rewards, pf.p_author.a[t[on_post]], 1.0)
+    on_comment = a == A.LIKE_COMMENT
+    np.add.at(rewards, pf.c_author.a[t[on_comment]], 1.0)
+    np.add.at(rewards, t[a == A.FOLLOW], 1.0)
+    return rewards
+
+
+@dataclass
+class SimulationConfig:
+    """Arguments of a simulation (the env's keyword arguments map onto these)."""
+
+    platform: str = "twitter"
+    available_actions: tuple[int, ...] | None = None   # None: the platform's OASIS defaults
+    recsys: str = "twitter"
+    recsys_params: dict = field(default_factory=dict)
+    feed_size: int = 10                                 # K post slots
+    comments_per_post: int = 2                          # C comment slots per post slot
+    search_size: int = 5                                # S user slots from search results
+    minutes_per_step: int = 3
+    start_hour: int = 8
+    activation: str | float = "activity"                # "activity" (24-h vectors) or a flat probability
+    max_cycles: int = 50
+    db_path: str | None = None                          # None: a temp file; ":memory:" allowed
+    allow_self_rating: bool = True
+    max_text_length: int = 5000
+    auto_text: bool = True                              # fill missing text of text actions from a template
+    log_recs: bool = False                              # journal every served feed into `rec`
+
+
+class Simulation:
+    """Batched social-media simulation over a fixed user population."""
+
+    def __init__(self, population, config: SimulationConfig | None = None,
+                 reward_fn: RewardFn | None = None, setup: Callable[["Simulation"], None] | None = None):
+        from .recsys import make_recommender
+
+        self.population = population
+        self.config = cfg = config or SimulationConfig()
+        if cfg.feed_size < 1 or cfg.comments_per_post < 0 or cfg.search_size < 0:
+            raise ValueError("feed_size must be >= 1, comments_per_post and search_size >= 0")
+        self.clock = Clock(cfg.minutes_per_step, cfg.start_hour)
+        self.recsys = make_recommender(cfg.recsys, **cfg.recsys_params)
+        self.reward_fn = reward_fn or engagement_reward
+        self.setup = setup
+        self.step_hooks: list[Callable] = []      # fn(sim, outcome, conn) inside the step transaction
+        self.K, self.C, self.S = cfg.feed_size, cfg.comments_per_post, cfg.search_size
+        self.U = self.K + self.S
+        self._tmpdir: str | None = None
+        self.platform: Platform | None = None
+        self.journal: Journal | None = None
+        self.db_path: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def platform_config(self) -> PlatformConfig:
+        from .actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
+
+        cfg = self.config
+        if cfg.available_actions is not None:
+            actions = tuple(int(a) for a in cfg.available_actions)
+        else:
+            actions = tuple(int(a) for a in {"twitter": TWITTER_DEFAULT_ACTIONS,
+                                              "reddit": REDDIT_DEFAULT_ACTIONS}.get(cfg.platform, ALL_ACTIONS))
+        return PlatformConfig(name=cfg.platform, available_actions=actions,
+                              allow_self_rating=cfg.allow_self_rating, max_text_length=cfg.max_text_length)
+
+    def reset(self, seed: int | None = None) -> ObsBatch:
+        self.close()
+        self.seed = seed
+        seqs = np.random.SeedSequence(seed).spawn(4)
+        self.rng_active, self.rng_recsys, self.rng_text, self.rng_user = (np.random.default_rng(s) for s in seqs)
+        self.platform = Platform(self.platform_config(), start_minute=self.clock.start_minute)
+        self.platform.add_users(self.population)
+        self.db_path = self._fresh_db_path()
+        self.journal = Journal(self.db_path)
+        if self.setup is not None:
+            self.setup(self)
+        self.recsys.reset(self.platform, self.rng_recsys)
+        self.views: dict[int, tuple[int, np.ndarray]] = {}  # user -> pending info-action view
+        self.last_outcome: StepOutcome | None = None
+        self.journal.commit_step(self.platform, meta=self._meta())
+        return self._activate()
+
+    def _fresh_db_path(self) -> str:
+        path = self.config.db_path
+        if path == ":memory:":
+            return path
+        if path is None:
+            self._tmpdir = self._tmpdir or tempfile.mkdtemp(prefix="oasis_gym_")
+            path = os.path.join(self._tmpdir, "run.db")
+        for suffix in ("", "-wal", "-shm"):  # a reset starts a new episode: a new journal
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+    def _meta(self) -> dict:
+        return {"config": {k: v for k, v in vars(self.config).items()}, "seed": self.seed,
+                "rng": [g.bit_generator.state for g in (self.rng_active, self.rng_recsys, self.rng_text, self.rng_user)]}
+
+    # ------------------------------------------------------------------ activation + observations
+    def _activate(self) -> ObsBatch:
+        pf = self.platform
+        act = self.config.activation
+        flat = None if act == "activity" else float(act)
+        eligible = pf.u_signed_up.a & ~pf.u_suspended.a
+        self.active = sample_active(self.rng_active, pf.u_activity.a, self.clock.hour(pf.minute), flat, eligible)
+        self.obs = self.observe(self.active)
+        return self.obs
+
+    def observe(self, users: np.ndarray) -> ObsBatch:
+        """Build the observations of `users` (recsys feeds, or the view an info action asked for)."""
+        pf, K, C, S = self.platform, self.K, self.C, self.S
+        users = np.asarray(users, dtype=np.int64)
+        n = len(users)
+        post_ids = self.recsys.recommend(pf, users, K, self.rng_recsys) if n else np.empty((0, K), np.int64)
+        post_ids = np.asarray(post_ids, dtype=np.int64).reshape(n, K).copy()
+        search_users = np.full((n, S), -1, dtype=np.int64)
+        if self.views:
+            for row, u in enumerate(users.tolist()):
+                view = self.views.pop(u, None)
+                if view is None:
+                    continue
+                kind, ids = view
+                if kind == _VIEW_SEARCH_USERS:
+                    search_users[row, : min(S, len(ids))] = ids[:S]
+                else:
+                    post_ids[row] = -1
+                    post_ids[row, : min(K, len(ids))] = ids[:K]
+        # a view computed earlier may name posts removed since
+        valid = post_ids >= 0
+        if valid.any():
+            valid &= pf.visible_posts_mask(users[:, None], post_ids)
+            post_ids[~valid] = -1
+        return self._features(users, post_ids, search_users)
+
+    def _features(self, users: np.ndarray, post_ids: np.ndarray, search_users: np.ndarray) -> ObsBatch:
+        pf, K, C = self.platform, self.K, self.C
+        n = len(users)
+        has = post_ids >= 0
+        p = np.where(has, post_ids, 0)
+        feed = np.zeros((n, K, len(FEED_FEATURES)), dtype=np.float32)
+        authors = np.full((n, K), -1, dtype=np.int64)
+        if pf.n_posts and has.any():
+            authors = np.where(has, pf.p_author.a[p], -1)
+            uu = np.broadcast_to(users[:, None], (n, K))
+            f = feed
+            f[..., _F["followed_author"]] = pf.rel["follow"].contains(uu, np.maximum(authors, 0))
+            f[..., _F["likes"]] = pf.p_likes.a[p]
+            f[..., _F["dislikes"]] = pf.p_dislikes.a[p]
+            f[..., _F["shares"]] = pf.p_shares.a[p]
+            f[..., _F["comments"]] = pf.p_comments.a[p]
+            f[..., _F["age_minutes"]] = pf.minute - pf.p_minute.a[p]
+            f[..., _F["reports"]] = pf.p_reports.a[p]
+            f[..., _F["moderation"]] = pf.p_status.a[p]
+            f[..., _F["author_followers"]] = pf.u_followers.a[np.maximum(authors, 0)]
+            f[..., _F["similarity"]] = self.recsys.similarity(pf, users, post_ids)
+            stance = pf.p_stance.a[p]
+            f[..., _F["stance_known"]] = ~np.isnan(stance)
+            f[..., _F["stance"]] = np.nan_to_num(stance)
+            f[..., _F["liked_by_me"]] = pf.rel["like"].contains(uu, p)
+            f[..., _F["disliked_by_me"]] = pf.rel["dislike"].contains(uu, p)
+            f[..., _F["reposted_by_me"]] = pf.rel["repost"].contains(uu, p)
+            f[..., _F["is_quote"]] = pf.p_kind.a[p] == QUOTE
+            feed[~has] = 0.0
+        # comments: the C newest of each post slot, hiding authors the viewer muted
+        comment_ids = pf.recent_comments(post_ids.reshape(-1), C).reshape(n, K * C)
+        cm = comment_ids >= 0
+        comments = np.zeros((n, K * C, len(COMMENT_FEATURES)), dtype=np.float32)
+        if cm.any():
+            c = np.where(cm, comment_ids, 0)
+            uc = np.broadcast_to(users[:, None], (n, K * C))
+            cm &= ~pf.muted_mask(uc, pf.c_author.a[c])
+            comment_ids[~cm] = -1
+            comments[..., 0] = pf.c_likes.a[c]
+            comments[..., 1] = pf.c_dislikes.a[c]
+            comments[..., 2] = pf.rel["comment_like"].contains(uc, c)
+            comments[..., 3] = pf.rel["comment_dislike"].contains(uc, c)
+            comments[..., 4] = np.nan_to_num(pf.c_stance.a[c])
+            comments[~cm] = 0.0
+        # user slots: feed authors then search results
+        user_ids = np.concatenate([authors, search_users], axis=1)
+        um = (user_ids >= 0) & (user_ids != users[:, None])
+        user_ids = np.where(um, user_ids, -1)
+        user_feats = np.zeros((n, self.U, len(USER_FEATURES)), dtype=np.float32)
+        if um.any():
+            q = np.maximum(user_ids, 0)
+            uu = np.broadcast_to(users[:, None], q.shape)
+            user_feats[..., 0] = pf.u_followers.a[q]
+            user_feats[..., 1] = pf.rel["follow"].contains(uu, q)
+            user_feats[..., 2] = pf.rel["mute"].contains(uu, q)
+            user_feats[:, self.K:, 3] = 1.0
+            user_feats[~um] = 0.0
+        self_feats = np.stack([pf.u_followers.a[users], pf.u_followings.a[users], pf.u_posts.a[users],
+                               pf.u_opinion.a[users], np.full(n, self.clock.hour(pf.minute)),
+                               np.full(n, pf.step)], axis=1).astype(np.float32)
+        mask_type = self._type_mask(n, has, feed, cm, comments, um, user_feats)
+        return ObsBatch(users, post_ids, feed, comment_ids, comments, user_ids, user_feats, self_feats,
+                        mask_type, has.astype(np.int8), cm.astype(np.int8), um.astype(np.int8))
+
+    def _type_mask(self, n, has, feed, cm, comments, um, user_feats) -> np.ndarray:
+        """Which action types can succeed for each user given what they see (joint validity of
+        a type with a particular slot is checked when the action is applied)."""
+        avail = self.platform.available
+        m = np.zeros((n, NUM_ACTIONS), dtype=bool)
+        for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
+            m[:, a] = True
+        liked, disliked, reposted = (feed[..., _F[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me"))
+        m[:, A.LIKE_POST] = (has & ~liked).any(1)
+        m[:, A.UNLIKE_POST] = (has & liked).any(1)
+        m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
+        m[:, A.UNDO_DISLIKE_POST] = (has & disliked).any(1)
+        m[:, A.REPOST] = (has & ~reposted).any(1)
+        for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
+            m[:, a] = has.any(1)
+        cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
+        m[:, A.LIKE_COMMENT] = (cm & ~cl).any(1)
+        m[:, A.UNLIKE_COMMENT] = (cm & cl).any(1)
+        m[:, A.DISLIKE_COMMENT] = (cm & ~cd).any(1)
+        m[:, A.UNDO_DISLIKE_COMMENT] = (cm & cd).any(1)
+        followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
+        m[:, A.FOLLOW] = (um & ~followed).any(1)
+        m[:, A.UNFOLLOW] = (um & followed).any(1)
+        m[:, A.MUTE] = (um & ~muted).any(1)
+        m[:, A.UNMUTE] = (um & muted).any(1)
+        m &= avail[None, :]
+        m[:, A.DO_NOTHING] = True
+        return m.astype(np.int8)
+
+    # ------------------------------------------------------------------ step
+    def step(self, acts: ActionArrays) -> StepOutcome:
+        """Apply a batch of slot-based actions of active users, journal the step, advance the clock
+        and activate the next users. Actions of inactive users are ignored (returned in `ignored`)."""
+        pf, obs = self.platform, self.obs
+        users = np.asarray(acts.users, dtype=np.int64).reshape(-1)
+        n = len(users)
+        rows = np.searchsorted(obs.users, users)
+        rows = np.minimum(rows, max(len(obs.users) - 1, 0))
+        is_active = (len(obs.users) > 0) & (obs.users[rows] == users) if len(obs.users) else np.zeros(n, bool)
+        first = np.zeros(n, dtype=bool)
+        first[np.unique(users, return_index=True)[1]] = True
+        take = np.flatnonzero(is_active & first)
+        ignored = users[~(is_active & first)]
+        rows, users = rows[take], users[take]
+        action = _int_column(acts.type, n, A.DO_NOTHING)[take]
+        post = _int_column(acts.post, n, 0)[take]
+        comment = _int_column(acts.comment, n, 0)[take]
+        uslot = _int_column(acts.user, n, 0)[take]
+        target = np.full(len(take), -1, dtype=np.int64)
+        from .actions import COMMENT_TARGET, POST_TARGET, USER_TARGET
+
+        def pick(table: np.ndarray, slots: np.ndarray, sel: np.ndarray) -> np.ndarray:
+            ok = sel & (slots >= 0) & (slots < table.shape[1])
+            target[ok] = table[rows[ok], slots[ok]]
+            return ok
+
+        pick(obs.post_ids, post, np.isin(action, list(POST_TARGET)))
+        pick(obs.comment_ids, comment, np.isin(action, list(COMMENT_TARGET)))
+        pick(obs.user_ids, uslot, np.isin(action, list(USER_TARGET)))
+        texts = list(acts.text[i] for i in take) if acts.text is not None else [None] * len(take)
+        stance = (np.asarray(acts.stance, dtype=np.float32).reshape(-1)[take] if acts.stance is not None
+                  else np.full(len(take), np.nan, dtype=np.float32))
+        if self.config.auto_text:
+            self._fill_text(users, action, texts, stance)
+        res, new_ids = pf.apply(ActionBatch(users, action, target, texts, stance))
+        self._record_views(users, action, texts, res)
+        # the platform resolves reposts to roots; recompute the resolved target for rewards
+        resolved = target.copy()
+        on_post = np.isin(action, list(POST_TARGET)) & (target >= 0) & (target < pf.n_posts)
+        resolved[on_post] = np.where(pf.p_kind.a[target[on_post]] == 1, pf.p_root.a[target[on_post]], target[on_post])
+        out = StepOutcome(users, action, resolved, res, new_ids, np.zeros(0, np.float32), ignored)
+        out.rewards = self.reward_fn(self, out)
+        self.recsys.update(pf)
+        self.last_outcome = out
+
+        def extra(conn):
+            for hook in self.step_hooks:
+                hook(self, out, conn)
+            if self.config.log_recs and len(obs.users):
+                r, k = np.nonzero(obs.post_ids >= 0)
+                conn.executemany("INSERT INTO rec(user_id, post_id, step) VALUES (?,?,?)",
+                                 zip(obs.users[r].tolist(), obs.post_ids[r, k].tolist(), [pf.step] * len(r)))
+
+        self.journal.commit_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())
+        self._activate()
+        return out
+
+    def _fill_text(self, users, action, texts, stance) -> None:
+        """Numeric policies send no text: give their text actions a short template text whose
+        wording follows the user's opinion, and a stance equal to that opinion."""
+        need = [i for i in np.flatnonzero(np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT,
+                                                            A.SEARCH_POSTS, A.SEARCH_USER])) if texts[i] is None]
+        if not need:
+            return
+        pf = self.platform
+        for i in need:
+            u = int(users[i])
+            op = float(pf.u_opinion.a[u])
+            if action[i] in (A.SEARCH_POSTS, A.SEARCH_USER):
+                texts[i] = _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))]
+                continue
+            texts[i] = template_text(op, int(self.rng_text.integers(1 << 30)))
+            if np.isnan(stance[i]):
+                stance[i] = op
+
+    def _record_views(self, users, action, texts, res) -> None:
+        pf, K, S = self.platform, self.K, self.S
+        ok = res == R.OK
+        for i in np.flatnonzero(ok & np.isin(action, [A.TREND, A.SEARCH_POSTS, A.SEARCH_USER])):
+            u, a = int(users[i]), action[i]
+            if a == A.TREND:
+                self.views[u] = (_VIEW_TREND, pf.trending(u, K))
+            elif a == A.SEARCH_POSTS:
+                self.views[u] = (_VIEW_SEARCH_POSTS, pf.search_posts(u, texts[i], K))
+            else:
+                self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
+
+    # ------------------------------------------------------------------ text for LLM users
+    def feed_views(self, users: np.ndarray, memories: dict[int, list[str]] | None = None) -> list[dict]:
+        """What an LLM user reads, one dict per user of the current observation (slot order)."""
+        pf, obs = self.platform, self.obs
+        rows = np.searchsorted(obs.users, users)
+        out = []
+        time = pf.created_at()[:16]
+        allowed_all = [ACTION_NAMES[a] for a in range(NUM_ACTIONS)]
+        for u, r in zip(np.asarray(users).tolist(), rows.tolist()):
+            if r >= len(obs.users) or obs.users[r] != u:
+                raise KeyError(f"user {u} is not active this step")
+            posts = []
+            for slot, p in enumerate(obs.post_ids[r].tolist()):
+                if p < 0:
+                    continue
+                a = int(pf.p_author.a[p])
+                comments = []
+                for cs in range(slot * self.C, (slot + 1) * self.C):
+                    c = int(obs.comment_ids[r, cs])
+                    if c >= 0:
+                        comments.append({"slot": cs, "comment_id": c, "author_name": pf.u_user_name[int(pf.c_author.a[c])],
+                                         "text": pf.c_content[c], "likes": int(pf.c_likes.a[c])})
+                status = int(pf.p_status.a[p])
+                posts.append({
+                    "slot": slot, "post_id": p, "author_id": a, "author_name": pf.u_user_name[a],
+                    "text": pf.p_content[p] if pf.p_quote[p] is None else pf.p_quote[p],
+                    "quoted_text": pf.p_content[p] if pf.p_quote[p] is not None else None,
+                    "likes": int(pf.p_likes.a[p]), "dislikes": int(pf.p_dislikes.a[p]),
+                    "reposts": int(pf.p_shares.a[p]), "comments": int(pf.p_comments.a[p]),
+                    "label": MODERATION_NAMES[status] if status and status != REMOVED else None,
+                    "top_comments": comments})
+            users_list = [{"slot": s, "user_id": int(v), "user_name": pf.u_user_name[int(v)], "bio": pf.u_bio[int(v)]}
+                          for s, v in enumerate(obs.user_ids[r].tolist()) if v >= 0]
+            out.append({
+                "agent": f"user_{u}", "user_id": u, "user_name": pf.u_user_name[u], "name": pf.u_name[u],
+                "persona": pf.u_persona[u] or pf.u_bio[u], "step": pf.step, "time": time,
+                "allowed_actions": [allowed_all[a] for a in np.flatnonzero(obs.mask_type[r])],
+                "posts": posts, "users": users_list,
+                "memory": list((memories or {}).get(u, [])),
+            })
+        return out
+
+
+def _int_column(values, n: int, default: int) -> np.ndarray:
+    if values is None:
+        return np.full(n, default, dtype=np.int64)
+    arr = np.asarray(values)
+    if arr.shape != (n,):
+        raise ValueError(f"action column has shape {arr.shape}, expected ({n},)")
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"action column must hold integers, got {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+_TOPIC_WORDS = ("economy", "climate", "election", "health", "technology", "sports", "music", "science",
+                "education", "travel", "food", "business")
+_STANCE_PHRASES = (
+    (-0.6, "I strongly oppose this."), (-0.2, "I'm not convinced by this."),
+    (0.2, "Interesting, worth a look."), (0.6, "I agree with this."), (2.0, "I fully support this!"),
+)
+
+
+def template_text(opinion: float, salt: int) -> str:
+    """A short readable text whose wording follows a stance in [-1, 1]."""
+    phrase = next(text for bound, text in _STANCE_PHRASES if opinion < bound)
+    return f"{phrase} #{_TOPIC_WORDS[salt % len(_TOPIC_WORDS)]}"

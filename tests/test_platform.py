@@ -1,0 +1,306 @@
+"""Platform core: every action's effect and rejections, journal/state agreement, from_db,
+hostile text. Real SQLite files throughout."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+from conftest import make_population
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oasis_gym.actions import ActionType as A
+from oasis_gym.actions import Result as R
+from oasis_gym.platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
+from oasis_gym.platform.journal import RELATION_TABLES
+
+
+def fresh(tmp_path, n=5, edges=(), posts=((0, "root post"),), **config):
+    pf = Platform(PlatformConfig(**config))
+    pf.add_users(make_population(n, edges, posts))
+    journal = Journal(tmp_path / "run.db")
+    journal.commit_step(pf)
+    return pf, journal
+
+
+def run(pf, journal, *rows):
+    res, new = pf.apply(ActionBatch.of(list(rows)))
+    journal.commit_step(pf, advance_minutes=3)
+    return [R(r) for r in res], new
+
+
+def db(journal):
+    return sqlite3.connect(journal.path)
+
+
+# --------------------------------------------------------------------------- effects
+def test_create_post_repost_quote_comment(tmp_path):
+    pf, j = fresh(tmp_path)
+    res, new = run(pf, j, (1, A.CREATE_POST, None, "hello"), (2, A.REPOST, 0), (3, A.QUOTE_POST, 0, "my take"),
+                   (4, A.CREATE_COMMENT, 0, "nice"))
+    assert res == [R.OK] * 4
+    post, repost, quote = new[:3]
+    assert pf.p_content[post] == "hello" and pf.p_author.a[post] == 1
+    assert pf.p_root.a[repost] == 0 and pf.p_kind.a[repost] == 1 and pf.p_content[repost] == "root post"
+    assert pf.p_root.a[quote] == 0 and pf.p_quote[quote] == "my take" and pf.p_content[quote] == "root post"
+    assert pf.p_shares.a[0] == 2 and pf.p_comments.a[0] == 1
+    assert pf.c_content[new[3]] == "nice" and pf.c_post.a[new[3]] == 0
+    row = db(j).execute("SELECT original_post_id, quote_content, num_shares FROM post WHERE post_id=?", (int(quote),)).fetchone()
+    assert row == (0, "my take", 0)
+    assert db(j).execute("SELECT num_shares, num_comments FROM post WHERE post_id=0").fetchone() == (2, 1)
+
+
+def test_actions_on_a_repost_resolve_to_the_root(tmp_path):
+    pf, j = fresh(tmp_path)
+    (_,), (repost,) = run(pf, j, (1, A.REPOST, 0))
+    res, new = run(pf, j, (2, A.LIKE_POST, repost), (3, A.REPOST, repost), (2, A.CREATE_COMMENT, repost, "c"),
+                   (4, A.DISLIKE_POST, repost), (4, A.REPORT_POST, repost, "spam"))
+    assert res == [R.OK] * 5
+    assert pf.p_likes.a[0] == 1 and pf.p_likes.a[repost] == 0
+    assert pf.p_root.a[new[1]] == 0 and pf.p_shares.a[0] == 2
+    assert pf.c_post.a[new[2]] == 0 and pf.p_dislikes.a[0] == 1 and pf.p_reports.a[0] == 1
+    assert db(j).execute('SELECT post_id FROM "like"').fetchall() == [(0,)]
+
+
+def test_quote_is_rated_as_its_own_post(tmp_path):
+    pf, j = fresh(tmp_path)
+    _, (quote,) = run(pf, j, (1, A.QUOTE_POST, 0, "q"))
+    assert run(pf, j, (2, A.LIKE_POST, quote))[0] == [R.OK]
+    assert pf.p_likes.a[quote] == 1 and pf.p_likes.a[0] == 0
+
+
+@pytest.mark.parametrize("do,undo,counter", [
+    (A.LIKE_POST, A.UNLIKE_POST, "p_likes"), (A.DISLIKE_POST, A.UNDO_DISLIKE_POST, "p_dislikes")])
+def test_rate_post_and_undo(tmp_path, do, undo, counter):
+    pf, j = fresh(tmp_path)
+    assert run(pf, j, (1, do, 0), (2, do, 0))[0] == [R.OK, R.OK]
+    assert getattr(pf, counter).a[0] == 2
+    assert run(pf, j, (1, do, 0))[0] == [R.ALREADY_DONE]
+    assert run(pf, j, (1, undo, 0), (3, undo, 0))[0] == [R.OK, R.NOT_DONE]
+    assert getattr(pf, counter).a[0] == 1
+    table = RELATION_TABLES["like" if do == A.LIKE_POST else "dislike"][0]
+    assert db(j).execute(f"SELECT user_id FROM {table}").fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize("do,undo,counter", [
+    (A.LIKE_COMMENT, A.UNLIKE_COMMENT, "c_likes"), (A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, "c_dislikes")])
+def test_rate_comment_and_undo(tmp_path, do, undo, counter):
+    pf, j = fresh(tmp_path)
+    _, (c,) = run(pf, j, (1, A.CREATE_COMMENT, 0, "c"))
+    assert run(pf, j, (2, do, c), (2, do, c))[0] == [R.OK, R.ALREADY_DONE]
+    assert getattr(pf, counter).a[c] == 1
+    assert run(pf, j, (2, undo, c), (2, undo, c))[0] == [R.OK, R.NOT_DONE]
+    assert getattr(pf, counter).a[c] == 0
+    assert run(pf, j, (2, do, 99))[0] == [R.UNKNOWN_COMMENT]
+
+
+def test_follow_unfollow_counters(tmp_path):
+    pf, j = fresh(tmp_path, edges=[(1, 0)])
+    assert pf.u_followers.a[0] == 1 and pf.u_followings.a[1] == 1
+    res, _ = run(pf, j, (2, A.FOLLOW, 0), (1, A.FOLLOW, 0), (3, A.FOLLOW, 3), (3, A.FOLLOW, 77), (3, A.FOLLOW, -1))
+    assert res == [R.OK, R.ALREADY_DONE, R.SELF_TARGET, R.UNKNOWN_TARGET_USER, R.UNKNOWN_TARGET_USER]
+    assert pf.u_followers.a[0] == 2
+    assert run(pf, j, (1, A.UNFOLLOW, 0), (1, A.UNFOLLOW, 0), (4, A.UNFOLLOW, 0))[0] == [R.OK, R.NOT_DONE, R.NOT_DONE]
+    assert pf.u_followers.a[0] == 1 and pf.u_followings.a[1] == 0
+    assert db(j).execute("SELECT num_followers FROM user WHERE user_id=0").fetchone() == (1,)
+
+
+def test_mute_hides_posts_and_comments(tmp_path):
+    pf, j = fresh(tmp_path, posts=((0, "alpha news"), (1, "alpha rumour")))
+    run(pf, j, (2, A.CREATE_COMMENT, 0, "alpha comment by 2"))
+    assert run(pf, j, (3, A.MUTE, 1), (3, A.MUTE, 1), (3, A.MUTE, 3), (3, A.MUTE, 50))[0] == [
+        R.OK, R.ALREADY_DONE, R.SELF_TARGET, R.UNKNOWN_TARGET_USER]
+    assert pf.visible_posts_mask(3, np.array([0, 1])).tolist() == [True, False]
+    assert 1 not in pf.search_posts(3, "alpha").tolist() and 1 in pf.search_posts(4, "alpha").tolist()
+    assert 1 not in pf.search_users(3, "u1").tolist()
+    assert pf.muted_mask(3, 1) and not pf.muted_mask(4, 1)
+    assert run(pf, j, (3, A.UNMUTE, 1), (3, A.UNMUTE, 1))[0] == [R.OK, R.NOT_DONE]
+    assert pf.visible_posts_mask(3, np.array([1])).tolist() == [True]
+
+
+def test_report_once_per_user_with_reason(tmp_path):
+    pf, j = fresh(tmp_path)
+    assert run(pf, j, (1, A.REPORT_POST, 0, "misleading"), (1, A.REPORT_POST, 0, "again"))[0] == [R.OK, R.ALREADY_DONE]
+    assert pf.p_reports.a[0] == 1
+    assert db(j).execute("SELECT user_id, post_id, report_reason FROM report").fetchall() == [(1, 0, "misleading")]
+
+
+def test_repost_twice_rejected(tmp_path):
+    pf, j = fresh(tmp_path)
+    assert run(pf, j, (1, A.REPOST, 0), (1, A.REPOST, 0))[0] == [R.OK, R.ALREADY_DONE]
+    assert run(pf, j, (1, A.REPOST, 0))[0] == [R.ALREADY_DONE]
+    assert pf.p_shares.a[0] == 1
+
+
+def test_self_rating_option(tmp_path):
+    pf, j = fresh(tmp_path, allow_self_rating=False)
+    assert run(pf, j, (0, A.LIKE_POST, 0), (1, A.LIKE_POST, 0))[0] == [R.SELF_TARGET, R.OK]
+    (tmp_path / "b").mkdir()
+    pf, j = fresh(tmp_path / "b", allow_self_rating=True)
+    assert run(pf, j, (0, A.LIKE_POST, 0))[0] == [R.OK]
+
+
+def test_rejections(tmp_path):
+    pf, j = fresh(tmp_path, available_actions=tuple(int(a) for a in A if a != A.MUTE), max_text_length=10)
+    res, _ = run(pf, j, (99, A.LIKE_POST, 0), (1, 77, 0), (1, A.LIKE_POST, 5), (1, A.MUTE, 2),
+                 (1, A.CREATE_POST, None, ""), (1, A.CREATE_POST, None, "x" * 11), (1, A.CREATE_POST, None, "a\x00b"),
+                 (1, A.CREATE_POST, None, "bad \ud800"), (1, A.SIGN_UP, None), (1, A.CREATE_POST, None, None))
+    assert res == [R.UNKNOWN_USER, R.INVALID_ACTION, R.UNKNOWN_POST, R.ACTION_UNAVAILABLE, R.TEXT_EMPTY,
+                   R.TEXT_TOO_LONG, R.TEXT_INVALID, R.TEXT_INVALID, R.ALREADY_SIGNED_UP, R.TEXT_EMPTY]
+    traced = db(j).execute("SELECT result FROM trace WHERE step=0").fetchall()
+    assert [r for (r,) in traced] == [r.name.lower() for r in res]
+    assert pf.n_posts == 1  # nothing was created
+
+
+def test_removed_posts_and_suspended_users(tmp_path):
+    pf, j = fresh(tmp_path, posts=((0, "a"), (1, "b")))
+    pf.moderate(np.array([1]), REMOVED)
+    pf.suspend(np.array([4]))
+    j.commit_step(pf)
+    assert run(pf, j, (2, A.LIKE_POST, 1), (4, A.LIKE_POST, 0), (2, A.LIKE_POST, 0))[0] == [
+        R.POST_REMOVED, R.USER_SUSPENDED, R.OK]
+    assert not pf.visible_posts_mask(2, np.array([1]))[0]
+    assert db(j).execute("SELECT status FROM post WHERE post_id=1").fetchone() == (REMOVED,)
+    assert db(j).execute("SELECT target, target_id, action FROM moderation").fetchall() == [
+        ("post", 1, "remove"), ("user", 4, "suspend")]
+
+
+def test_sign_up_of_a_new_user(tmp_path):
+    pf = Platform()
+    pf.add_users(make_population(3), signed_up=False)
+    j = Journal(tmp_path / "run.db")
+    j.commit_step(pf)
+    assert run(pf, j, (0, A.LIKE_POST, 0), (0, A.SIGN_UP, None), (0, A.SIGN_UP, None))[0] == [
+        R.UNKNOWN_USER, R.OK, R.ALREADY_SIGNED_UP]
+    assert pf.u_signed_up.a.tolist() == [True, False, False]
+    assert db(j).execute("SELECT signed_up FROM user ORDER BY user_id").fetchall() == [(1,), (0,), (0,)]
+
+
+def test_step_order_is_documented_phases(tmp_path):
+    """Adds run before removals: like + unlike by the same user in one step -> both ok, net 0.
+    A post created in this step cannot be targeted in the same step."""
+    pf, j = fresh(tmp_path)
+    res, _ = run(pf, j, (1, A.UNLIKE_POST, 0), (1, A.LIKE_POST, 0), (2, A.CREATE_POST, None, "new"), (3, A.LIKE_POST, 1))
+    assert res == [R.OK, R.OK, R.OK, R.UNKNOWN_POST]
+    assert pf.p_likes.a[0] == 0
+
+
+def test_search_and_trend_are_ranked_and_limited(tmp_path):
+    posts = [(i % 5, f"topic climate post {i}") for i in range(30)] + [(0, "'; DROP TABLE post; --")]
+    pf, j = fresh(tmp_path, n=6, posts=posts, search_limit=4)
+    run(pf, j, *[(u, A.LIKE_POST, 7) for u in range(1, 6)], *[(u, A.LIKE_POST, 3) for u in range(1, 4)])
+    hits = pf.search_posts(5, "CLIMATE post")
+    assert len(hits) == 4 and hits[0] == 7 and hits[1] == 3
+    assert pf.search_posts(5, "'; DROP TABLE post; --").tolist() == [30]
+    assert pf.search_posts(5, "% _ nothing").tolist() == []
+    assert pf.trending(5).tolist()[:2] == [7, 3]
+    assert db(j).execute("SELECT COUNT(*) FROM post").fetchone()[0] == 31
+
+
+@pytest.mark.parametrize("text", [
+    "it's \"quoted\"", "'; DROP TABLE post; --", "emoji 🎉🔥👩🏽‍💻", "RTL \u202e\u200fمرحبا\u202c", "x" * 100_000,
+    "tabs\tand\nnewlines\r\n", "\u0007bell and \x1b[31mescape", "Ω≈ç√∫ 中文 日本語 한국어",
+])
+def test_hostile_text_round_trips_byte_exact(tmp_path, text):
+    pf, j = fresh(tmp_path, max_text_length=200_000)
+    res, new = run(pf, j, (1, A.CREATE_POST, None, text), (2, A.CREATE_COMMENT, 0, text), (3, A.SEARCH_POSTS, None, text))
+    assert res == [R.OK, R.OK, R.OK]
+    conn = db(j)
+    assert conn.execute("SELECT content FROM post WHERE post_id=?", (int(new[0]),)).fetchone()[0] == text
+    assert conn.execute("SELECT content FROM comment WHERE comment_id=?", (int(new[1]),)).fetchone()[0] == text
+    assert conn.execute("SELECT COUNT(*) FROM post").fetchone()[0] == 2  # tables intact
+    restored = Platform.from_db(j.path)
+    assert restored.p_content[int(new[0])] == text and restored.c_content[int(new[1])] == text
+
+
+# --------------------------------------------------------------------------- journal = state
+RANDOM_MIX = [A.CREATE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.FOLLOW, A.UNFOLLOW, A.MUTE, A.UNMUTE,
+              A.LIKE_POST, A.UNLIKE_POST, A.DISLIKE_POST, A.UNDO_DISLIKE_POST, A.LIKE_COMMENT, A.UNLIKE_COMMENT,
+              A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, A.REPORT_POST, A.DO_NOTHING, A.REFRESH, A.SEARCH_POSTS]
+
+
+def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0):
+    rng = np.random.default_rng(seed)
+    pf, j = fresh(tmp_path, n=n, edges=[(i, (i + 1) % n) for i in range(n)], posts=[(i, f"seed {i}") for i in range(5)])
+    for _ in range(steps):
+        act = rng.choice(np.array(RANDOM_MIX, dtype=np.int64), per_step)
+        user = rng.integers(0, n, per_step)
+        target = np.where(np.isin(act, [A.FOLLOW, A.UNFOLLOW, A.MUTE, A.UNMUTE]), rng.integers(0, n + 2, per_step),
+                          np.where(np.isin(act, [A.LIKE_COMMENT, A.UNLIKE_COMMENT, A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT]),
+                                   rng.integers(0, max(pf.n_comments, 1) + 1, per_step),
+                                   rng.integers(0, pf.n_posts + 1, per_step)))
+        text = [f"text {k} 'quote' ;" if a in (A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT, A.SEARCH_POSTS) else None
+                for k, a in enumerate(act)]
+        pf.apply(ActionBatch(user, act, target, text))
+        j.commit_step(pf, advance_minutes=3)
+    return pf, j
+
+
+def test_journal_counters_match_relation_tables(tmp_path):
+    pf, j = random_run(tmp_path)
+    conn = db(j)
+    recount = lambda sql: dict(conn.execute(sql).fetchall())  # noqa: E731
+    likes = recount('SELECT post_id, COUNT(*) FROM "like" GROUP BY post_id')
+    dislikes = recount("SELECT post_id, COUNT(*) FROM dislike GROUP BY post_id")
+    reports = recount("SELECT post_id, COUNT(*) FROM report GROUP BY post_id")
+    shares = recount("SELECT original_post_id, COUNT(*) FROM post WHERE original_post_id IS NOT NULL GROUP BY original_post_id")
+    comments = recount("SELECT post_id, COUNT(*) FROM comment GROUP BY post_id")
+    for pid, nl, nd, ns, nr, nc in conn.execute(
+            "SELECT post_id, num_likes, num_dislikes, num_shares, num_reports, num_comments FROM post"):
+        assert (nl, nd, ns, nr, nc) == (likes.get(pid, 0), dislikes.get(pid, 0), shares.get(pid, 0),
+                                        reports.get(pid, 0), comments.get(pid, 0)), pid
+        assert (nl, nd, ns, nr, nc) == (pf.p_likes.a[pid], pf.p_dislikes.a[pid], pf.p_shares.a[pid],
+                                        pf.p_reports.a[pid], pf.p_comments.a[pid])
+    followers = recount("SELECT followee_id, COUNT(*) FROM follow GROUP BY followee_id")
+    followings = recount("SELECT follower_id, COUNT(*) FROM follow GROUP BY follower_id")
+    for uid, nfr, nfg in conn.execute("SELECT user_id, num_followers, num_followings FROM user"):
+        assert (nfr, nfg) == (followers.get(uid, 0), followings.get(uid, 0)) == (pf.u_followers.a[uid], pf.u_followings.a[uid])
+    clikes = recount("SELECT comment_id, COUNT(*) FROM comment_like GROUP BY comment_id")
+    for cid, nl in conn.execute("SELECT comment_id, num_likes FROM comment"):
+        assert nl == clikes.get(cid, 0) == pf.c_likes.a[cid]
+    # every action is traced, rejected ones with their reason
+    assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == 30 * 120
+    assert conn.execute("SELECT COUNT(*) FROM trace WHERE result != 'ok'").fetchone()[0] > 0
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_from_db_restores_the_exact_state(tmp_path):
+    pf, j = random_run(tmp_path)
+    back = Platform.from_db(j.path)
+    assert (back.step, back.minute) == (pf.step, pf.minute)
+    for name, value in vars(pf).items():
+        if hasattr(value, "a"):
+            np.testing.assert_array_equal(getattr(back, name).a, value.a, err_msg=name)
+    for name in ("p_content", "p_quote", "c_content"):
+        assert list(getattr(back, name)) == list(getattr(pf, name)), name
+    assert list(back.u_user_name) == list(pf.u_user_name)
+    for name, rel in pf.rel.items():
+        np.testing.assert_array_equal(back.rel[name].keys(), rel.keys(), err_msg=name)
+    # and it keeps running identically
+    rows = [(1, A.LIKE_POST, 2), (2, A.CREATE_POST, None, "after"), (3, A.FOLLOW, 9), (4, A.REPOST, 3)]
+    r1, n1 = pf.apply(ActionBatch.of(rows))
+    r2, n2 = back.apply(ActionBatch.of(rows))
+    np.testing.assert_array_equal(r1, r2)
+    np.testing.assert_array_equal(n1, n2)
+
+
+# --------------------------------------------------------------------------- property-based
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(
+    st.integers(-3, 8), st.integers(-2, 25), st.integers(-3, 12),
+    st.one_of(st.none(), st.text(max_size=60), st.binary(max_size=8).map(lambda b: b.decode("latin-1")))), max_size=40))
+def test_any_batch_keeps_state_consistent(tmp_path_factory, rows):
+    tmp = tmp_path_factory.mktemp("prop")
+    pf, j = fresh(tmp, n=6, edges=[(1, 0)], posts=((0, "a"), (1, "b"), (2, "c")))
+    res, _ = pf.apply(ActionBatch.of(rows))
+    j.commit_step(pf, advance_minutes=3)
+    assert len(res) == len(rows)
+    conn = db(j)
+    assert conn.execute("SELECT COUNT(*) FROM trace WHERE step=0 AND action != ''").fetchone()[0] == len(rows)
+    likes = dict(conn.execute('SELECT post_id, COUNT(*) FROM "like" GROUP BY post_id').fetchall())
+    assert [likes.get(p, 0) for p in range(pf.n_posts)] == pf.p_likes.a.tolist()
+    back = Platform.from_db(j.path)
+    np.testing.assert_array_equal(back.u_followers.a, pf.u_followers.a)
+    assert list(back.p_content) == list(pf.p_content)
