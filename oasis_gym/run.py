@@ -1,0 +1,70 @@
+"""The run loop shared by the CLI and Python users: `simulate(env, policy, steps)`.
+
+Each step asks the policy once for the actions of all active users (batched), applies them
+through the env's fast path and reports progress. Metrics recorders attach to the env's
+simulation as step hooks, so they see every step inside its transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class RunSummary:
+    steps: int = 0
+    actions: int = 0
+    accepted: int = 0
+    seconds: float = 0.0
+    active_per_step: list[int] = field(default_factory=list)
+    db_path: str | None = None
+
+    @property
+    def actions_per_s(self) -> float:
+        return self.actions / self.seconds if self.seconds else 0.0
+
+
+def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, reset: bool = True,
+             progress: bool = False, callback: Callable | None = None) -> RunSummary:
+    """Run `steps` steps (default: until the episode ends) with one batched policy call each.
+
+    `reset=False` continues the current episode (e.g. after a resume). `callback(env, outcome)`
+    runs after every step.
+    """
+    if reset:
+        env.reset(seed=seed)
+        policy.reset(env, np.arange(env.sim.platform.n_users), seed)
+    total = steps if steps is not None else env.sim.config.max_cycles - env._cycles
+    summary = RunSummary(db_path=env.sim.db_path)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="step", dynamic_ncols=True)
+    start = time.perf_counter()
+    try:
+        for _ in range(total):
+            if not env.agents:
+                break
+            obs = env.sim.obs
+            acts = policy.act(env, obs)
+            out = env.step_batch(acts)
+            summary.steps += 1
+            summary.actions += len(out.users)
+            summary.accepted += int((out.results == 0).sum())
+            summary.active_per_step.append(len(obs.users))
+            if callback is not None:
+                callback(env, out)
+            if bar is not None:
+                elapsed = time.perf_counter() - start
+                bar.set_postfix(active=len(obs.users), actions_per_s=f"{summary.actions / max(elapsed, 1e-9):,.0f}")
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary.seconds = time.perf_counter() - start
+    return summary

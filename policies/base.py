@@ -1,0 +1,103 @@
+"""The policy protocol: one batched call per step with all of a policy's active users.
+
+A policy answers `act(env, obs) -> ActionArrays` where `obs` is an `ObsBatch` holding the
+observations of exactly the users it drives that are active this step (rows in user-id
+order). Stateful policies reset in `reset(env, users, seed)`. Anyone's code plugs in:
+`FunctionPolicy` wraps a per-agent function on PettingZoo dict observations, and
+`DictPolicy` a function answering a whole dict of observations at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from oasis_gym.simulation import ActionArrays, ObsBatch
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def reset(self, env, users: np.ndarray, seed: int | None) -> None: ...
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays: ...
+
+
+class BasePolicy:
+    """Stateless defaults; subclasses override `act` (and `reset` when they keep state)."""
+
+    name = "policy"
+
+    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """JSON-able state for checkpoints (the generator state by default)."""
+        rng = getattr(self, "rng", None)
+        return {"rng": rng.bit_generator.state} if rng is not None else {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if "rng" in state:
+            self.rng = np.random.default_rng()
+            self.rng.bit_generator.state = state["rng"]
+
+
+def sample_masked(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
+    """One index per row, uniform over the row's 1s (0 when a row has none). Vectorized
+    Gumbel-free trick: argmax of uniform noise restricted to the mask."""
+    if mask.shape[1] == 0:
+        return np.zeros(len(mask), dtype=np.int64)
+    noise = rng.random(mask.shape)
+    noise[mask == 0] = -1.0
+    return noise.argmax(axis=1).astype(np.int64)
+
+
+class RandomPolicy(BasePolicy):
+    """Uniform over the action types the mask allows, then over the filled target slots."""
+
+    name = "random"
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:
+        rng = self.rng
+        return ActionArrays(obs.users, sample_masked(rng, obs.mask_type), sample_masked(rng, obs.mask_post),
+                            sample_masked(rng, obs.mask_comment), sample_masked(rng, obs.mask_user))
+
+
+class DictPolicy(BasePolicy):
+    """Wrap `fn(observations: dict[agent, obs dict], env) -> dict[agent, action]`."""
+
+    def __init__(self, fn: Callable[[dict, Any], Mapping], name: str = "dict"):
+        self.fn, self.name = fn, name
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:
+        agents = [f"user_{u}" for u in obs.users.tolist()]
+        observations = {a: env.row_observation(obs, i) for i, a in enumerate(agents)}
+        return actions_from_dicts(obs.users, [self.fn(observations, env).get(a, 0) for a in agents])
+
+
+class FunctionPolicy(DictPolicy):
+    """Wrap a per-agent `fn(agent, observation, env) -> action` (int or action dict)."""
+
+    def __init__(self, fn: Callable[[str, dict, Any], Any], name: str = "function"):
+        super().__init__(lambda observations, env: {a: fn(a, o, env) for a, o in observations.items()}, name)
+
+
+def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
+    """Columnar actions from PettingZoo-style action values (see social_env.parse_action)."""
+    from oasis_gym.envs.social_env import parse_action
+
+    rows = [parse_action(a) for a in actions]
+    n = len(rows)
+    cols = [np.array([r[k] for r in rows], dtype=np.int64).reshape(n) for k in range(4)]
+    return ActionArrays(np.asarray(users, dtype=np.int64), *cols, [r[4] for r in rows],
+                        np.array([r[5] for r in rows], dtype=np.float32).reshape(n))
+
+
+def check_actions(acts: ActionArrays, obs: ObsBatch) -> None:
+    """Guard for policy authors: a policy must answer for exactly its users."""
+    if len(acts) != len(obs) or not np.array_equal(np.asarray(acts.users), obs.users):
+        raise ValueError(f"policy answered for {len(acts)} users, expected its {len(obs)} active users in order")
