@@ -49,7 +49,8 @@ class SocialMediaEnv(ParallelEnv):
     metadata = {"name": "oasis_social_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
     def __init__(self, users=100, *, platform: str = "twitter", population_seed: int = 0,
-                 render_mode: str | None = None, reward_fn=None, setup=None, **config: Any):
+                 render_mode: str | None = None, reward_fn=None, setup=None, _resume_from: str | None = None,
+                 **config: Any):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         unknown = set(config) - set(SimulationConfig.__dataclass_fields__)
@@ -58,14 +59,35 @@ class SocialMediaEnv(ParallelEnv):
         if config.get("comments_per_post", 2) < 1:
             raise ValueError("comments_per_post must be >= 1")
         self.render_mode = render_mode
-        self.sim = Simulation(load_population(users, population_seed),
-                              SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup)
-        n = self.sim.population.n
+        population = load_population(users, population_seed) if users is not None else None
+        self.sim = Simulation(population, SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup)
+        n = population.n if population is not None else _count_users(_resume_from)
         self.possible_agents = [f"user_{i}" for i in range(n)]
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self.agents: list[str] = []
         self._build_spaces()
         self._cycles = 0
+        if _resume_from is not None:
+            self.sim.resume(_resume_from)
+
+    @classmethod
+    def resume(cls, db_path: str, *, render_mode: str | None = None, reward_fn=None, setup=None,
+               **overrides: Any) -> "SocialMediaEnv":
+        """Continue a run from its journal: the state after its last completed step, with the
+        saved random generator states, so a non-LLM run continues bit-identically.
+        `overrides` change config values (e.g. a larger `max_cycles`)."""
+        from oasis_gym.platform.journal import read_meta
+
+        meta = read_meta(db_path)
+        config = {**meta["config"], **overrides, "db_path": str(db_path)}
+        platform = config.pop("platform")
+        env = cls(None, platform=platform, render_mode=render_mode, reward_fn=reward_fn, setup=setup,
+                  _resume_from=str(db_path), **config)
+        env.agents = list(env.possible_agents)
+        env._cycles = env.sim.platform.step  # completed steps
+        if env._cycles >= env.sim.config.max_cycles:
+            env.agents = []
+        return env
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
@@ -125,6 +147,7 @@ class SocialMediaEnv(ParallelEnv):
                     col.append(v)
                 texts.append(text)
                 stances.append(stance)
+        self._cycles += 1
         out = self.sim.step(ActionArrays(np.array(users, dtype=np.int64), *(np.array(c, dtype=np.int64) for c in cols),
                                          texts, np.array(stances, dtype=np.float32)))
         return self._after_step(out)
@@ -134,14 +157,13 @@ class SocialMediaEnv(ParallelEnv):
         Read the next observations from `self.sim.obs` (an ObsBatch)."""
         if not self.agents:
             raise RuntimeError("step_batch() called on a finished episode: call reset() first")
-        out = self.sim.step(acts)
         self._cycles += 1
+        out = self.sim.step(acts)
         if self._cycles >= self.sim.config.max_cycles:
             self.agents = []
         return out
 
     def _after_step(self, out: StepOutcome):
-        self._cycles += 1
         batch = self.sim.obs
         agents = self.agents
         rewards = dict(zip(agents, out.rewards.tolist()))
@@ -219,6 +241,18 @@ class SocialMediaEnv(ParallelEnv):
         pf = self.sim.platform
         return np.array([pf.step, pf.n_users, pf.n_posts, pf.n_comments, len(pf.rel["follow"]),
                          len(pf.rel["like"])], dtype=np.int64)
+
+
+def _count_users(db_path: str | None) -> int:
+    import sqlite3
+
+    if db_path is None:
+        raise TypeError("users must be a Population, a profile path or a user count")
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
+    finally:
+        conn.close()
 
 
 def parse_action(action) -> tuple[int, int, int, int, str | None, float]:

@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a simulation")
     run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
     run.add_argument("--users", type=_users, default=1000, help="user count (synthetic) or a profile file (.csv/.json)")
-    run.add_argument("--steps", type=int, default=20)
+    run.add_argument("--steps", type=int, default=None, help="total steps (default 20; on --resume: the original run's)")
     run.add_argument("--policy", choices=POLICIES, default="hybrid",
                      help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)")
     run.add_argument("--core-users", type=int, default=10, help="hybrid: the most-followed users driven by the LLM")
@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-tensorboard", action="store_true")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--resume", default=None, metavar="DB",
+                     help="continue the run journaled in DB (same policy and settings) up to --steps total steps")
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
@@ -77,18 +79,35 @@ def make_llm_policy(args):
 
 def cmd_run(args) -> int:
     from oasis_gym.envs import reddit_v0, twitter_v0
+    from oasis_gym.envs.social_env import SocialMediaEnv
     from oasis_gym.run import simulate
 
-    module = twitter_v0 if args.platform == "twitter" else reddit_v0
-    kwargs = {"users": args.users, "max_cycles": args.steps, "db_path": args.db,
-              "activation": args.activation if args.activation == "activity" else float(args.activation)}
-    if args.recsys:
-        kwargs["recsys"] = args.recsys
-    if args.all_actions:
-        kwargs["available_actions"] = tuple(range(23))
-    env = module.parallel_env(**kwargs)
-    env.reset(seed=args.seed)
+    if args.resume:
+        from oasis_gym.platform.journal import read_meta
+
+        saved = read_meta(args.resume).get("state", {}).get("cli")
+        if saved is None:
+            raise SystemExit(f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)")
+        args = argparse.Namespace(**{**saved, "resume": args.resume, "quiet": args.quiet,
+                                     "steps": args.steps or saved["steps"], "db": args.resume})
+        env = SocialMediaEnv.resume(args.db, max_cycles=args.steps)
+    else:
+        args.steps = args.steps or 20
+        module = twitter_v0 if args.platform == "twitter" else reddit_v0
+        kwargs = {"users": args.users, "max_cycles": args.steps, "db_path": args.db,
+                  "activation": args.activation if args.activation == "activity" else float(args.activation)}
+        if args.recsys:
+            kwargs["recsys"] = args.recsys
+        if args.all_actions:
+            kwargs["available_actions"] = tuple(range(23))
+        env = module.parallel_env(**kwargs)
+        env.reset(seed=args.seed)
     policy = make_policy(args, env)
+    policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
+    if args.resume and "policy" in env.sim.saved_state:
+        policy.load_state_dict(env.sim.saved_state["policy"])
+    saved_args = {k: v for k, v in vars(args).items() if k != "resume"}
+    env.sim.state_providers["cli"] = lambda: saved_args
     recorder = None
     if not args.no_tensorboard:
         from oasis_gym.metrics import MetricsRecorder
@@ -96,10 +115,8 @@ def cmd_run(args) -> int:
         logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
         recorder = MetricsRecorder(logdir)
         recorder.attach(env.sim)
-    policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
-    if recorder is not None:
         recorder.on_reset(env.sim)
-    summary = simulate(env, policy, args.steps, seed=args.seed, reset=False, progress=not args.quiet)
+    summary = simulate(env, policy, args.steps - env._cycles, seed=args.seed, reset=False, progress=not args.quiet)
     if recorder is not None:
         recorder.close()
     env.close()

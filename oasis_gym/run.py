@@ -35,6 +35,8 @@ def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, 
     `reset=False` continues the current episode (e.g. after a resume). `callback(env, outcome)`
     runs after every step.
     """
+    if hasattr(policy, "state_dict"):  # saved in the journal each step, for resume
+        env.sim.state_providers["policy"] = policy.state_dict
     if reset:
         env.reset(seed=seed)
         policy.reset(env, np.arange(env.sim.platform.n_users), seed)
@@ -68,3 +70,16 @@ def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, 
             bar.close()
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def resume(db_path: str, policy, steps: int | None = None, *, progress: bool = False, **env_overrides) -> tuple:
+    """Continue a run from its journal with `policy` (built as the original run built it):
+    restores the env and the policy state saved with the last completed step, then runs."""
+    from oasis_gym.envs.social_env import SocialMediaEnv
+
+    env = SocialMediaEnv.resume(db_path, **env_overrides)
+    policy.reset(env, np.arange(env.sim.platform.n_users), env.sim.seed)
+    saved = env.sim.saved_state.get("policy")
+    if saved is not None and hasattr(policy, "load_state_dict"):
+        policy.load_state_dict(saved)
+    return env, simulate(env, policy, steps, reset=False, progress=progress)

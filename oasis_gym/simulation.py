@@ -170,6 +170,8 @@ class Simulation:
         self.reward_fn = reward_fn or engagement_reward
         self.setup = setup
         self.step_hooks: list[Callable] = []      # fn(sim, outcome, conn) inside the step transaction
+        # name -> fn() returning JSON-able state saved in the journal each step (policies, ...)
+        self.state_providers: dict[str, Callable[[], dict]] = {}
         self.K, self.C, self.S = cfg.feed_size, cfg.comments_per_post, cfg.search_size
         self.U = self.K + self.S
         self._tmpdir: str | None = None
@@ -225,9 +227,36 @@ class Simulation:
             self.journal.close()
             self.journal = None
 
+    def _generators(self) -> tuple[np.random.Generator, ...]:
+        return self.rng_active, self.rng_recsys, self.rng_text, self.rng_user
+
     def _meta(self) -> dict:
-        return {"config": {k: v for k, v in vars(self.config).items()}, "seed": self.seed,
-                "rng": [g.bit_generator.state for g in (self.rng_active, self.rng_recsys, self.rng_text, self.rng_user)]}
+        """Saved with every step: what `resume` needs to continue exactly (generator states as
+        they are before the next activation, pending info-action views, provider states)."""
+        return {"config": dataclasses.asdict(self.config), "seed": self.seed,
+                "rng": [g.bit_generator.state for g in self._generators()],
+                "views": [[u, kind, ids.tolist()] for u, (kind, ids) in self.views.items()],
+                "state": {name: fn() for name, fn in self.state_providers.items()}}
+
+    def resume(self, db_path: str) -> ObsBatch:
+        """Continue from a journal: restore the platform, generators and pending views, then
+        activate the next step's users exactly as the uninterrupted run would have."""
+        from .platform.journal import read_meta
+
+        self.close()
+        meta = read_meta(db_path)
+        self.seed = meta.get("seed")
+        self.platform = Platform.from_db(db_path)
+        self.db_path = str(db_path)
+        self.journal = Journal(self.db_path)
+        self.rng_active, self.rng_recsys, self.rng_text, self.rng_user = (np.random.default_rng() for _ in range(4))
+        self.recsys.reset(self.platform, np.random.default_rng(0))  # caches only: rebuilt from state
+        for g, state in zip(self._generators(), meta["rng"]):
+            g.bit_generator.state = state
+        self.views = {int(u): (int(kind), np.asarray(ids, dtype=np.int64)) for u, kind, ids in meta.get("views", [])}
+        self.saved_state = meta.get("state", {})
+        self.last_outcome = None
+        return self._activate()
 
     # ------------------------------------------------------------------ activation + observations
     def _activate(self) -> ObsBatch:

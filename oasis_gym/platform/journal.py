@@ -28,8 +28,12 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS user (
     user_id INTEGER PRIMARY KEY, agent_id INTEGER, user_name TEXT, name TEXT, bio TEXT,
     created_at DATETIME, num_followings INTEGER DEFAULT 0, num_followers INTEGER DEFAULT 0,
-    persona TEXT, signed_up INTEGER DEFAULT 1, suspended INTEGER DEFAULT 0, is_core INTEGER DEFAULT 0,
-    opinion REAL, interests INTEGER, activity BLOB, num_posts INTEGER DEFAULT 0);
+    signed_up INTEGER DEFAULT 1, suspended INTEGER DEFAULT 0);
+-- written once per user: keeps the user rows above small, so the per-step counter updates
+-- touch few pages
+CREATE TABLE IF NOT EXISTS user_profile (
+    user_id INTEGER PRIMARY KEY, persona TEXT, is_core INTEGER DEFAULT 0, interests INTEGER,
+    activity BLOB, opinion REAL);
 CREATE TABLE IF NOT EXISTS post (
     post_id INTEGER PRIMARY KEY, user_id INTEGER, original_post_id INTEGER, content TEXT DEFAULT '',
     image_path TEXT, quote_content TEXT, created_at DATETIME, num_likes INTEGER DEFAULT 0,
@@ -92,16 +96,70 @@ def connect(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
+class _Checkpointer:
+    """Copies the WAL back into the database on a background thread (its own connection).
+
+    Checkpoints are the costliest part of a commit (page copies + fsync); run PASSIVE on a
+    second thread they overlap with the simulation instead of stalling it, and sqlite3
+    releases the GIL while it works. A WAL that still outgrows `max_wal_bytes` (the writer
+    outpacing the checkpointer) is checkpointed in the foreground by `poke`.
+    """
+
+    def __init__(self, path: str, max_wal_bytes: int = 1 << 30):
+        import threading
+
+        self.path, self.max_wal_bytes = path, max_wal_bytes
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="oasis-gym-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        conn = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            while not self._stopping:
+                self._wake.wait(timeout=1.0)
+                self._wake.clear()
+                if not self._stopping:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def poke(self) -> None:
+        import os
+
+        try:
+            big = os.path.getsize(self.path + "-wal") > self.max_wal_bytes
+        except OSError:
+            big = False
+        if big:
+            with sqlite3.connect(self.path) as conn:
+                conn.execute("PRAGMA wal_checkpoint(RESTART)")
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        self._thread.join()
+
+
 class Journal:
     """Writes a Platform's per-step changes to SQLite, one transaction per step."""
 
-    def __init__(self, path: str | Path = ":memory:"):
+    def __init__(self, path: str | Path = ":memory:", background_checkpoint: bool = True):
         self.path = str(path)
         self.conn = connect(self.path)
         self.conn.executescript(SCHEMA)
-        self._extra_writers: list = []
+        self._checkpointer = None
+        if background_checkpoint and self.path != ":memory:":
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._checkpointer = _Checkpointer(self.path)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.close()
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
@@ -133,6 +191,8 @@ class Journal:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
 
     def _write(self, conn: sqlite3.Connection, pf: Platform, log: StepLog) -> None:
         now = pf.created_at()
@@ -141,21 +201,28 @@ class Journal:
             ids = np.concatenate(log.new_users)
             _write_users(conn, pf, ids, now)
         if log.new_posts:
-            ids = np.concatenate(log.new_posts).tolist()
-            a = pf
+            ids = np.concatenate(log.new_posts)
+            idx = ids.tolist()
+            roots = pf.p_root.a[ids]
+            stance = pf.p_stance.a[ids].astype(float)
             conn.executemany(
                 "INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind, step,"
                 " minute, stance, label, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                ((p, int(a.p_author.a[p]), _none_if_neg(a.p_root.a[p]), a.p_content[p], a.p_quote[p],
-                  pf.created_at(a.p_minute.a[p]), int(a.p_kind.a[p]), int(a.p_step.a[p]), int(a.p_minute.a[p]),
-                  _none_if_nan(a.p_stance.a[p]), int(a.p_label.a[p]), int(a.p_status.a[p])) for p in ids))
+                zip(idx, pf.p_author.a[ids].tolist(), [None if r < 0 else r for r in roots.tolist()],
+                    (pf.p_content[p] for p in idx), (pf.p_quote[p] for p in idx),
+                    (pf.created_at(m) for m in pf.p_minute.a[ids].tolist()), pf.p_kind.a[ids].tolist(),
+                    pf.p_step.a[ids].tolist(), pf.p_minute.a[ids].tolist(),
+                    [None if x != x else x for x in stance.tolist()], pf.p_label.a[ids].tolist(),
+                    pf.p_status.a[ids].tolist()))
         if log.new_comments:
-            ids = np.concatenate(log.new_comments).tolist()
+            ids = np.concatenate(log.new_comments)
+            idx = ids.tolist()
             conn.executemany(
                 "INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance)"
                 " VALUES (?,?,?,?,?,?,?,?)",
-                ((c, int(pf.c_post.a[c]), int(pf.c_author.a[c]), pf.c_content[c], now, step,
-                  int(pf.c_minute.a[c]), _none_if_nan(pf.c_stance.a[c])) for c in ids))
+                zip(idx, pf.c_post.a[ids].tolist(), pf.c_author.a[ids].tolist(), (pf.c_content[c] for c in idx),
+                    (pf.created_at(m) for m in pf.c_minute.a[ids].tolist()), pf.c_step.a[ids].tolist(),
+                    pf.c_minute.a[ids].tolist(), [None if x != x else x for x in pf.c_stance.a[ids].astype(float).tolist()]))
         for name, chunks in log.inserts.items():
             table, col_a, col_b = RELATION_TABLES[name]
             a, b = unpack_keys(np.concatenate(chunks))
@@ -184,10 +251,6 @@ class Journal:
             conn.executemany("UPDATE user SET num_followers=?, num_followings=?, suspended=? WHERE user_id=?",
                              zip(pf.u_followers.a[ids].tolist(), pf.u_followings.a[ids].tolist(),
                                  pf.u_suspended.a[ids].astype(int).tolist(), ids.tolist()))
-        if log.new_posts:
-            authors = np.unique(pf.p_author.a[np.concatenate(log.new_posts)])
-            conn.executemany("UPDATE user SET num_posts=? WHERE user_id=?",
-                             zip(pf.u_posts.a[authors].tolist(), authors.tolist()))
         for users, actions, infos, results in log.traces:
             conn.executemany("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
                              zip(users.tolist(), [now] * len(users), actions, infos, [step] * len(users),
@@ -195,7 +258,6 @@ class Journal:
         for users, values in log.opinions:
             conn.executemany("INSERT INTO opinion(step, user_id, opinion) VALUES (?,?,?)",
                              zip([step] * len(users), users.tolist(), values.astype(float).tolist()))
-            conn.executemany("UPDATE user SET opinion=? WHERE user_id=?", zip(values.astype(float).tolist(), users.tolist()))
         for kind, ids, action in log.moderation:
             conn.executemany("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES (?,?,?,?,?)",
                              ((step, kind, i, action, now) for i in ids.tolist()))
@@ -209,23 +271,31 @@ def _write_users(conn: sqlite3.Connection, pf: Platform, ids: np.ndarray, now: s
         conn.executemany("UPDATE user SET signed_up=1 WHERE user_id=?", ((i,) for i in signed_again.tolist()))
     if not len(new):
         return
+    idx = new.tolist()
+    conn.executemany(
+        "INSERT INTO user(user_id, agent_id, user_name, name, bio, created_at, num_followings, num_followers,"
+        " signed_up, suspended) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        zip(idx, idx, (pf.u_user_name[i] for i in idx), (pf.u_name[i] for i in idx), (pf.u_bio[i] for i in idx),
+            (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist()), pf.u_followings.a[new].tolist(),
+            pf.u_followers.a[new].tolist(), pf.u_signed_up.a[new].astype(int).tolist(),
+            pf.u_suspended.a[new].astype(int).tolist()))
     act = pf.u_activity.a
-    rows = ((i, i, pf.u_user_name[i], pf.u_name[i], pf.u_bio[i], pf.created_at(pf.u_created_minute.a[i]),
-             int(pf.u_followings.a[i]), int(pf.u_followers.a[i]), pf.u_persona[i], int(pf.u_signed_up.a[i]),
-             int(pf.u_suspended.a[i]), int(pf.u_is_core.a[i]), float(pf.u_opinion.a[i]),
-             int(pf.u_interests.a[i].astype(np.int64)), act[i].tobytes(), int(pf.u_posts.a[i]))
-            for i in new.tolist())
-    conn.executemany("INSERT INTO user(user_id, agent_id, user_name, name, bio, created_at, num_followings,"
-                     " num_followers, persona, signed_up, suspended, is_core, opinion, interests, activity, num_posts)"
-                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    conn.executemany(
+        "INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES (?,?,?,?,?,?)",
+        zip(idx, (pf.u_persona[i] for i in idx), pf.u_is_core.a[new].astype(int).tolist(),
+            pf.u_interests.a[new].astype(np.int64).tolist(), (act[i].tobytes() for i in idx),
+            pf.u_opinion.a[new].astype(float).tolist()))
 
 
-def _none_if_neg(x) -> int | None:
-    return None if x < 0 else int(x)
-
-
-def _none_if_nan(x) -> float | None:
-    return None if np.isnan(x) else float(x)
+def read_meta(path: str | Path) -> dict:
+    """The meta rows of a journal (step, minute, configs, generator states ...)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no journal at {path}")
+    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    try:
+        return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+    finally:
+        conn.close()
 
 
 def load_platform(path: str | Path) -> Platform:
@@ -256,9 +326,12 @@ def _columns(conn, sql: str, n: int) -> list:
 
 
 def _load_users(conn, pf: Platform) -> None:
-    cols = _columns(conn, "SELECT user_id, user_name, name, bio, persona, signed_up, suspended, is_core, opinion,"
-                          " interests, activity, num_followers, num_followings, num_posts, created_at FROM user"
-                          " ORDER BY user_id", 15)
+    cols = _columns(conn, "SELECT u.user_id, user_name, name, bio, persona, signed_up, suspended, is_core,"
+                          " IFNULL((SELECT o.opinion FROM opinion o WHERE o.user_id = u.user_id"
+                          "  ORDER BY o.step DESC, o.rowid DESC LIMIT 1), p.opinion),"
+                          " interests, activity, num_followers, num_followings,"
+                          " CAST(ROUND((julianday(created_at) - julianday('2026-01-01')) * 1440) AS INTEGER)"
+                          " FROM user u JOIN user_profile p ON p.user_id = u.user_id ORDER BY u.user_id", 14)
     n = len(cols[0])
     if list(cols[0]) != list(range(n)):
         raise ValueError("user ids in the journal are not 0..n-1")
@@ -271,10 +344,8 @@ def _load_users(conn, pf: Platform) -> None:
     pf.u_activity.extend(np.frombuffer(b"".join(cols[10]), dtype=np.float32).reshape(n, 24) if n else np.zeros((0, 24)))
     pf.u_followers.extend(np.array(cols[11], dtype=np.int32))
     pf.u_followings.extend(np.array(cols[12], dtype=np.int32))
-    pf.u_posts.extend(np.array(cols[13], dtype=np.int32))
-    pf.u_created_minute.extend(np.array(conn.execute(
-        "SELECT (julianday(created_at) - julianday('2026-01-01')) * 1440 FROM user ORDER BY user_id").fetchall(),
-        dtype=np.float64).reshape(-1).round().astype(np.int64))
+    pf.u_created_minute.extend(np.array(cols[13], dtype=np.int64))
+    pf.u_posts.append_fill(n)
     pf.u_last_post.append_fill(n)
 
 
@@ -295,6 +366,7 @@ def _load_posts(conn, pf: Platform) -> None:
                           (pf.p_stance, 13, np.float32), (pf.p_label, 14, np.int8), (pf.p_status, 15, np.int8)):
         col.extend(np.array(cols[k], dtype=np.float64 if dtype == np.float32 else None).astype(dtype))
     prev, last = _chain(authors, pf.n_users)
+    pf.u_posts.a[:] = np.bincount(authors, minlength=pf.n_users)
     pf.p_prev_by_author.extend(prev)
     pf.u_last_post.a[:] = last
     pf.p_last_comment.append_fill(n)
