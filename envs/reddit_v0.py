@@ -24,7 +24,6 @@ __all__ = ["env", "parallel_env", "raw_env"]
 
 
 def raw_env(**kwargs) -> SocialMediaEnv:
-    kwargs.setdefault("recsys", "reddit")
     env = SocialMediaEnv(platform="reddit", **kwargs)
     env.metadata = {**env.metadata, "name": "reddit_v0"}
     return env

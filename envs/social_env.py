@@ -58,11 +58,13 @@ class SocialMediaEnv(ParallelEnv):
             raise TypeError(f"unknown argument(s) {sorted(unknown)}; valid: {sorted(SimulationConfig.__dataclass_fields__)}")
         if config.get("comments_per_post", 2) < 1:
             raise ValueError("comments_per_post must be >= 1")
+        if config.get("recsys") is None:  # the platform's own, or the trainable one
+            config["recsys"] = "agent" if config.get("recommender_agent") else platform
         self.render_mode = render_mode
         population = load_population(users, population_seed) if users is not None else None
         self.sim = Simulation(population, SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup)
         n = population.n if population is not None else _count_users(_resume_from)
-        self.possible_agents = [f"user_{i}" for i in range(n)]
+        self.possible_agents = [f"user_{i}" for i in range(n)] + list(self.sim.platform_agents)
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self.agents: list[str] = []
         self._build_spaces()
@@ -118,10 +120,12 @@ class SocialMediaEnv(ParallelEnv):
                 value[...] = -1 if key.endswith("_ids") else 0
 
     def observation_space(self, agent: str) -> spaces.Space:
-        return self._obs_space
+        platform_agent = self.sim.platform_agents.get(agent)
+        return platform_agent.observation_space if platform_agent is not None else self._obs_space
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self._act_space
+        platform_agent = self.sim.platform_agents.get(agent)
+        return platform_agent.action_space if platform_agent is not None else self._act_space
 
     # ------------------------------------------------------------------ core API
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -136,6 +140,7 @@ class SocialMediaEnv(ParallelEnv):
         unknown = [a for a in actions if a not in self._agent_index]
         if unknown:
             raise KeyError(f"unknown agent(s) in actions: {unknown[:5]}")
+        platform_actions = {a: actions[a] for a in self.sim.platform_agents if a in actions}
         obs = self.sim.obs
         users, cols, texts, stances = [], [[], [], [], []], [], []
         for u in obs.users.tolist():
@@ -149,16 +154,17 @@ class SocialMediaEnv(ParallelEnv):
                 stances.append(stance)
         self._cycles += 1
         out = self.sim.step(ActionArrays(np.array(users, dtype=np.int64), *(np.array(c, dtype=np.int64) for c in cols),
-                                         texts, np.array(stances, dtype=np.float32)))
+                                         texts, np.array(stances, dtype=np.float32)), platform_actions)
         return self._after_step(out)
 
-    def step_batch(self, acts: ActionArrays) -> StepOutcome:
+    def step_batch(self, acts: ActionArrays, platform_actions: dict | None = None) -> StepOutcome:
         """Fast path: columnar slot-based actions of active users; no per-agent dicts.
-        Read the next observations from `self.sim.obs` (an ObsBatch)."""
+        Read the next observations from `self.sim.obs` (an ObsBatch) and, for the platform
+        agents, `self.sim.platform_obs`; their rewards are in `outcome.platform_rewards`."""
         if not self.agents:
             raise RuntimeError("step_batch() called on a finished episode: call reset() first")
         self._cycles += 1
-        out = self.sim.step(acts)
+        out = self.sim.step(acts, platform_actions)
         if self._cycles >= self.sim.config.max_cycles:
             self.agents = []
         return out
@@ -167,6 +173,7 @@ class SocialMediaEnv(ParallelEnv):
         batch = self.sim.obs
         agents = self.agents
         rewards = dict(zip(agents, out.rewards.tolist()))
+        rewards.update({a: float(out.platform_rewards.get(a, 0.0)) for a in self.sim.platform_agents if a in agents})
         done = self._cycles >= self.sim.config.max_cycles
         terminations = dict.fromkeys(agents, False)
         truncations = dict.fromkeys(agents, done)
@@ -184,12 +191,16 @@ class SocialMediaEnv(ParallelEnv):
         observations = dict.fromkeys(self.agents, self._inactive_obs)
         for row, u in enumerate(batch.users.tolist()):
             observations[self.possible_agents[u]] = self.row_observation(batch, row)
+        observations.update({a: o for a, o in self.sim.platform_obs.items() if a in observations})
         return observations
 
     def _infos(self, batch: ObsBatch) -> dict:
         infos = {a: {"active": False} for a in self.agents}
         for u in batch.users.tolist():
             infos[self.possible_agents[u]] = {"active": True}
+        for a in self.sim.platform_agents:
+            if a in infos:
+                infos[a] = {"active": True}
         return infos
 
     @staticmethod

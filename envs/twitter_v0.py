@@ -99,7 +99,6 @@ __all__ = ["env", "parallel_env", "raw_env"]
 
 
 def raw_env(**kwargs) -> SocialMediaEnv:
-    kwargs.setdefault("recsys", "twitter")
     env = SocialMediaEnv(platform="twitter", **kwargs)
     env.metadata = {**env.metadata, "name": "twitter_v0"}
     return env

@@ -112,6 +112,7 @@ class StepOutcome:
     new_ids: np.ndarray         # created post/comment ids or -1
     rewards: np.ndarray         # (n_users,) float32
     ignored: np.ndarray         # users who sent an action while inactive (not applied)
+    platform_rewards: dict = field(default_factory=dict)  # recommender_0 / moderator_0 rewards
 
 
 RewardFn = Callable[["Simulation", StepOutcome], np.ndarray]
@@ -152,6 +153,10 @@ class SimulationConfig:
     max_text_length: int = 5000
     auto_text: bool = True                              # fill missing text of text actions from a template
     log_recs: bool = False                              # journal every served feed into `rec`
+    stance_scorer: str | None = "lexicon"               # stance of texts sent without one (None: unknown)
+    recommender_agent: bool = False                     # add the trainable recommender_0
+    moderator_agent: bool = False                       # add the trainable moderator_0
+    platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
 
 
 class Simulation:
@@ -173,6 +178,18 @@ class Simulation:
         # name -> fn() returning JSON-able state saved in the journal each step (policies, ...)
         self.state_providers: dict[str, Callable[[], dict]] = {}
         self.K, self.C, self.S = cfg.feed_size, cfg.comments_per_post, cfg.search_size
+        self.platform_agents: dict = {}
+        if cfg.recommender_agent or cfg.moderator_agent:
+            from .platform_agents import ModeratorAgent, RecommenderAgent
+
+            params = cfg.platform_agent_params
+            if cfg.recommender_agent:
+                self.platform_agents["recommender_0"] = RecommenderAgent(**params.get("recommender", {}))
+            if cfg.moderator_agent:
+                self.platform_agents["moderator_0"] = ModeratorAgent(**params.get("moderator", {}))
+            for agent in self.platform_agents.values():
+                agent.check(self)
+        self.platform_obs: dict[str, np.ndarray] = {}
         self.U = self.K + self.S
         self._tmpdir: str | None = None
         self.platform: Platform | None = None
@@ -223,9 +240,21 @@ class Simulation:
         return path
 
     def close(self) -> None:
+        """Close the journal. A journal in a temp dir of our own (no `db_path` given) is
+        deleted when the Simulation is garbage-collected; pass `db_path` to keep it."""
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+            if self._tmpdir is not None:
+                import shutil
+
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+        except Exception:  # interpreter shutdown: modules may be gone
+            pass
 
     def _generators(self) -> tuple[np.random.Generator, ...]:
         return self.rng_active, self.rng_recsys, self.rng_text, self.rng_user
@@ -236,7 +265,8 @@ class Simulation:
         return {"config": dataclasses.asdict(self.config), "seed": self.seed,
                 "rng": [g.bit_generator.state for g in self._generators()],
                 "views": [[u, kind, ids.tolist()] for u, (kind, ids) in self.views.items()],
-                "state": {name: fn() for name, fn in self.state_providers.items()}}
+                "state": {name: fn() for name, fn in self.state_providers.items()},
+                "recsys_weights": (np.asarray(self.recsys.weights).tolist() if hasattr(self.recsys, "weights") else None)}
 
     def resume(self, db_path: str) -> ObsBatch:
         """Continue from a journal: restore the platform, generators and pending views, then
@@ -255,6 +285,8 @@ class Simulation:
             g.bit_generator.state = state
         self.views = {int(u): (int(kind), np.asarray(ids, dtype=np.int64)) for u, kind, ids in meta.get("views", [])}
         self.saved_state = meta.get("state", {})
+        if meta.get("recsys_weights") is not None and hasattr(self.recsys, "set_weights"):
+            self.recsys.set_weights(np.asarray(meta["recsys_weights"], dtype=np.float32))
         self.last_outcome = None
         return self._activate()
 
@@ -266,6 +298,7 @@ class Simulation:
         eligible = pf.u_signed_up.a & ~pf.u_suspended.a
         self.active = sample_active(self.rng_active, pf.u_activity.a, self.clock.hour(pf.minute), flat, eligible)
         self.obs = self.observe(self.active)
+        self.platform_obs = {name: agent.observe(self) for name, agent in self.platform_agents.items()}
         return self.obs
 
     def observe(self, users: np.ndarray) -> ObsBatch:
@@ -388,10 +421,24 @@ class Simulation:
         return m.astype(np.int8)
 
     # ------------------------------------------------------------------ step
-    def step(self, acts: ActionArrays) -> StepOutcome:
+    def step(self, acts: ActionArrays, platform_actions: dict | None = None) -> StepOutcome:
         """Apply a batch of slot-based actions of active users, journal the step, advance the clock
-        and activate the next users. Actions of inactive users are ignored (returned in `ignored`)."""
+        and activate the next users. Actions of inactive users are ignored (returned in `ignored`).
+
+        `platform_actions` holds the actions of `moderator_0` (applied first: removed posts can
+        no longer be rated this step) and `recommender_0` (ranking weights of the next feeds)."""
         pf, obs = self.platform, self.obs
+        platform_actions = platform_actions or {}
+        unknown = set(platform_actions) - set(self.platform_agents)
+        if unknown:
+            raise KeyError(f"no platform agent(s) {sorted(unknown)} in this env")
+        served = None
+        if self.platform_agents:
+            from .platform_agents import exposure_stats
+
+            served = exposure_stats(self)
+        if "moderator_0" in platform_actions:
+            self.platform_agents["moderator_0"].apply(self, platform_actions["moderator_0"])
         users = np.asarray(acts.users, dtype=np.int64).reshape(-1)
         n = len(users)
         rows = np.searchsorted(obs.users, users)
@@ -422,6 +469,7 @@ class Simulation:
                   else np.full(len(take), np.nan, dtype=np.float32))
         if self.config.auto_text:
             self._fill_text(users, action, texts, stance)
+        self._score_stance(action, texts, stance)
         res, new_ids = pf.apply(ActionBatch(users, action, target, texts, stance))
         self._record_views(users, action, texts, res)
         # the platform resolves reposts to roots; recompute the resolved target for rewards
@@ -432,6 +480,8 @@ class Simulation:
         out.rewards = self.reward_fn(self, out)
         self.recsys.update(pf)
         self.last_outcome = out
+        if "recommender_0" in platform_actions:
+            self.platform_agents["recommender_0"].apply(self, platform_actions["recommender_0"])
 
         def extra(conn):
             for hook in self.step_hooks:
@@ -443,7 +493,24 @@ class Simulation:
 
         self.journal.commit_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())
         self._activate()
+        out.platform_rewards = {}
+        if "recommender_0" in self.platform_agents:
+            out.platform_rewards["recommender_0"] = self.platform_agents["recommender_0"].reward(self, served)
+        if "moderator_0" in self.platform_agents:
+            out.platform_rewards["moderator_0"] = self.platform_agents["moderator_0"].reward(self)
         return out
+
+    def _score_stance(self, action, texts, stance) -> None:
+        """Texts sent without a stance (e.g. by LLM users) get one from a cheap scorer, so
+        rule-based users can react to them."""
+        if self.config.stance_scorer != "lexicon":
+            return
+        need = np.flatnonzero(np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT]) & np.isnan(stance))
+        need = [i for i in need.tolist() if isinstance(texts[i], str)]
+        if need:
+            from .policies.abm_dynamics import lexicon_stance
+
+            stance[need] = lexicon_stance([texts[i] for i in need])
 
     def _fill_text(self, users, action, texts, stance) -> None:
         """Numeric policies send no text: give their text actions a short template text whose
@@ -452,16 +519,18 @@ class Simulation:
                                                             A.SEARCH_POSTS, A.SEARCH_USER])) if texts[i] is None]
         if not need:
             return
+        from .policies.abm_dynamics import template_text
+
         pf = self.platform
         for i in need:
-            u = int(users[i])
-            op = float(pf.u_opinion.a[u])
             if action[i] in (A.SEARCH_POSTS, A.SEARCH_USER):
                 texts[i] = _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))]
-                continue
-            texts[i] = template_text(op, int(self.rng_text.integers(1 << 30)))
-            if np.isnan(stance[i]):
-                stance[i] = op
+            else:
+                op = float(pf.u_opinion.a[users[i]])
+                texts[i] = template_text(np.array([op]), _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))],
+                                         self.rng_text)[0]
+                if np.isnan(stance[i]):
+                    stance[i] = op
 
     def _record_views(self, users, action, texts, res) -> None:
         pf, K, S = self.platform, self.K, self.S
@@ -532,13 +601,3 @@ def _int_column(values, n: int, default: int) -> np.ndarray:
 
 _TOPIC_WORDS = ("economy", "climate", "election", "health", "technology", "sports", "music", "science",
                 "education", "travel", "food", "business")
-_STANCE_PHRASES = (
-    (-0.6, "I strongly oppose this."), (-0.2, "I'm not convinced by this."),
-    (0.2, "Interesting, worth a look."), (0.6, "I agree with this."), (2.0, "I fully support this!"),
-)
-
-
-def template_text(opinion: float, salt: int) -> str:
-    """A short readable text whose wording follows a stance in [-1, 1]."""
-    phrase = next(text for bound, text in _STANCE_PHRASES if opinion < bound)
-    return f"{phrase} #{_TOPIC_WORDS[salt % len(_TOPIC_WORDS)]}"

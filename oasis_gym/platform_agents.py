@@ -1,0 +1,188 @@
+"""Trainable platform agents: the recommender (`recommender_0`) and the moderator (`moderator_0`).
+
+Both act once per step with numeric spaces stable-baselines3 can use.
+
+Recommender
+    observation  Box(9 + 14): engagement rate, impressions per active user, misinformation
+                 share of impressions, cross-cutting share, opinion mean / std / mean |x|,
+                 Esteban-Ray polarization, active-user fraction, then the candidate pool's
+                 feature means and stds (recsys.CANDIDATE_FEATURES).
+    action       Box(-1, 1, (7,)): the agent-controlled recsys's ranking weights over the
+                 candidate features, applied to every feed of the next step.
+    reward       engagement_rate - misinfo_penalty * misinfo_share
+                 - polarization_penalty * opinion_std  (defaults 1.0, 1.0, 0.5)
+Moderator
+    observation  Box(M * 9): the top-M visible posts by recent spread (velocity = likes +
+                 shares + comments per hour of age, over the last `window_minutes`), each:
+                 velocity, likes, shares, reports, age (h), log author followers,
+                 misinformation score (1 flagged, 0 true, 0.5 unknown), moderation status,
+                 slot filled.
+    action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
+                 remove + suspend the author. Effects are real and journaled: labels show in
+                 feeds and text, downranked posts score lower, removed posts leave every
+                 feed, suspended users never activate again.
+    reward       -misinfo_share of the next feeds - action_cost * (actions on posts not
+                 flagged as misinformation)  (action_cost 0.02)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+
+from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
+
+RECOMMENDER_FEATURES = ("engagement_rate", "impressions_per_active", "misinfo_share", "cross_cutting_share",
+                        "opinion_mean", "opinion_std", "opinion_abs_mean", "esteban_ray", "active_fraction")
+MODERATOR_POST_FEATURES = ("velocity", "likes", "shares", "reports", "age_hours", "log_author_followers",
+                           "misinfo_score", "status", "filled")
+MODERATION_ACTIONS = ("none", "label", "downrank", "remove", "remove_and_suspend")
+
+
+def exposure_stats(sim) -> tuple[float, float, int]:
+    """(misinformation share, cross-cutting share, impressions) of the feeds just served."""
+    pf, obs = sim.platform, sim.obs
+    shown = obs.post_ids >= 0
+    n = int(shown.sum())
+    if n == 0:
+        return 0.0, 0.0, 0
+    posts = obs.post_ids[shown]
+    misinfo = float((pf.p_label.a[posts] == MISINFO_LABEL).mean())
+    viewers = np.broadcast_to(obs.users[:, None], obs.post_ids.shape)[shown]
+    stance = pf.p_stance.a[posts]
+    own = pf.u_opinion.a[viewers]
+    known = ~np.isnan(stance) & (stance != 0) & (own != 0)
+    cross = float((np.sign(stance[known]) != np.sign(own[known])).mean()) if known.any() else 0.0
+    return misinfo, cross, n
+
+
+def esteban_ray(x: np.ndarray, bins: int = 10, alpha: float = 1.6) -> float:
+    from .metrics.formulas import esteban_ray_polarization
+
+    v = esteban_ray_polarization(x, bins=bins, alpha=alpha)
+    return float(v) if np.isfinite(v) else 0.0
+
+
+@dataclass
+class RecommenderAgent:
+    misinfo_penalty: float = 1.0
+    polarization_penalty: float = 0.5
+
+    def __post_init__(self):
+        from .recsys import CANDIDATE_FEATURES
+
+        n = len(RECOMMENDER_FEATURES) + 2 * len(CANDIDATE_FEATURES)
+        self.observation_space = spaces.Box(-np.inf, np.inf, (n,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (len(CANDIDATE_FEATURES),), np.float32)
+
+    def check(self, sim) -> None:
+        if not hasattr(sim.recsys, "set_weights"):
+            raise ValueError("recommender_0 needs the agent-controlled recsys: pass recsys='agent'")
+
+    def apply(self, sim, action) -> None:
+        w = np.asarray(action, dtype=np.float32).reshape(-1)
+        if w.shape != self.action_space.shape or not np.all(np.isfinite(w)):
+            raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {w!r}")
+        sim.recsys.set_weights(np.clip(w, -1.0, 1.0))
+
+    def observe(self, sim) -> np.ndarray:
+        pf = sim.platform
+        out = sim.last_outcome
+        misinfo, cross, impressions = exposure_stats(sim)
+        op = pf.u_opinion.a
+        active = max(len(sim.obs.users), 1)
+        engagement = self._engagement(out, impressions)
+        feats = [engagement, impressions / active, misinfo, cross, float(op.mean()), float(op.std()),
+                 float(np.abs(op).mean()), esteban_ray(op), len(sim.obs.users) / max(pf.n_users, 1)]
+        return np.concatenate([np.asarray(feats, np.float32), sim.recsys.candidate_pool_stats(pf)]).astype(np.float32)
+
+    @staticmethod
+    def _engagement(out, impressions: int) -> float:
+        from .actions import ActionType as A
+
+        if out is None or impressions == 0:
+            return 0.0
+        ok = out.results == 0
+        engaged = np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.LIKE_COMMENT])
+        return float(engaged.sum()) / impressions
+
+    def reward(self, sim, served_before: tuple[float, float, int]) -> float:
+        """Engagement with the feeds users acted on (ranked by the previous action), minus
+        penalties on the misinformation they were shown and on polarization."""
+        misinfo, _, impressions = served_before
+        engagement = self._engagement(sim.last_outcome, impressions)
+        return engagement - self.misinfo_penalty * misinfo - self.polarization_penalty * float(sim.platform.u_opinion.a.std())
+
+
+@dataclass
+class ModeratorAgent:
+    top_m: int = 10
+    window_minutes: int = 360
+    action_cost: float = 0.02
+
+    def __post_init__(self):
+        self.observation_space = spaces.Box(-np.inf, np.inf, (self.top_m * len(MODERATOR_POST_FEATURES),), np.float32)
+        self.action_space = spaces.MultiDiscrete([len(MODERATION_ACTIONS)] * self.top_m)
+        self.slots = np.full(self.top_m, -1, dtype=np.int64)
+        self.true_actions = 0
+        self.actions_taken = 0
+
+    def check(self, sim) -> None:
+        pass
+
+    def candidates(self, sim) -> np.ndarray:
+        """Top-M visible original posts of the window by spread velocity (ties: newer first)."""
+        pf = sim.platform
+        start = np.searchsorted(pf.p_minute.a, pf.minute - self.window_minutes)
+        cand = np.arange(start, pf.n_posts, dtype=np.int64)
+        cand = cand[(pf.p_kind.a[cand] != REPOST) & (pf.p_status.a[cand] != REMOVED)]
+        velocity = self._velocity(pf, cand)
+        top = cand[np.lexsort((-cand, -velocity))[: self.top_m]]
+        slots = np.full(self.top_m, -1, dtype=np.int64)
+        slots[: len(top)] = top
+        return slots
+
+    @staticmethod
+    def _velocity(pf, posts: np.ndarray) -> np.ndarray:
+        age_h = np.maximum((pf.minute - pf.p_minute.a[posts]) / 60.0, 1.0 / 20)
+        return (pf.p_likes.a[posts] + pf.p_shares.a[posts] + pf.p_comments.a[posts]) / age_h
+
+    def observe(self, sim) -> np.ndarray:
+        pf = sim.platform
+        self.slots = self.candidates(sim)
+        x = np.zeros((self.top_m, len(MODERATOR_POST_FEATURES)), dtype=np.float32)
+        filled = self.slots >= 0
+        p = self.slots[filled]
+        if len(p):
+            label = pf.p_label.a[p]
+            x[filled] = np.stack([
+                self._velocity(pf, p), pf.p_likes.a[p], pf.p_shares.a[p], pf.p_reports.a[p],
+                (pf.minute - pf.p_minute.a[p]) / 60.0, np.log1p(pf.u_followers.a[pf.p_author.a[p]]),
+                np.where(label == MISINFO_LABEL, 1.0, np.where(label == TRUE_LABEL, 0.0, 0.5)),
+                pf.p_status.a[p], np.ones(len(p))], axis=1)
+        return x.reshape(-1)
+
+    def apply(self, sim, action) -> None:
+        a = np.asarray(action).reshape(-1)
+        if a.shape != (self.top_m,) or not np.issubdtype(a.dtype, np.integer) and not np.all(a == np.round(a)):
+            raise ValueError(f"moderator_0 action must be {self.top_m} integers in [0, 4], got {action!r}")
+        a = np.clip(a.astype(np.int64), 0, len(MODERATION_ACTIONS) - 1)
+        pf = sim.platform
+        act = (a > 0) & (self.slots >= 0)
+        posts, kinds = self.slots[act], a[act]
+        self.actions_taken = len(posts)
+        self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
+        for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):
+            sel = posts[(kinds == code) & (pf.p_status.a[posts] < status)]
+            if len(sel):
+                pf.moderate(sel, status)
+        suspend = np.unique(pf.p_author.a[posts[kinds == 4]])
+        suspend = suspend[~pf.u_suspended.a[suspend]]
+        if len(suspend):
+            pf.suspend(suspend)
+
+    def reward(self, sim) -> float:
+        misinfo, _, _ = exposure_stats(sim)
+        return -misinfo - self.action_cost * self.true_actions
