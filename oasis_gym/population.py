@@ -194,7 +194,7 @@ class ProfileStrings(_LazySeq):
         self.is_core = is_core
 
     def _render(self, i: int) -> str:
-        topics = ", ".join(topic_names(int(self.interests[i]))) or "nothing in particular"
+        topics = _topics_text(int(self.interests[i]))
         if self.kind == "bio":
             return f"Into {topics}."
         role = ("an influential account with many followers" if self.is_core[i]
@@ -344,6 +344,12 @@ def topic_mask(names: Sequence[str]) -> int:
     for name in names:
         mask |= 1 << _TOPIC_LOOKUP.get(str(name).strip().lower(), TOPIC_INDEX[OTHER_TOPIC])
     return mask
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _topics_text(mask: int) -> str:
+    """Comma-joined topic names of a mask (cached: a million users share few masks)."""
+    return ", ".join(topic_names(mask)) or "nothing in particular"
 
 
 def topic_names(mask: int) -> list[str]:

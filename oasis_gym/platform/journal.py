@@ -44,7 +44,10 @@ CREATE TABLE IF NOT EXISTS comment (
     comment_id INTEGER PRIMARY KEY, post_id INTEGER, user_id INTEGER, content TEXT,
     created_at DATETIME, num_likes INTEGER DEFAULT 0, num_dislikes INTEGER DEFAULT 0,
     step INTEGER, minute INTEGER, stance REAL);
-CREATE TABLE IF NOT EXISTS follow (follow_id INTEGER PRIMARY KEY, follower_id INTEGER, followee_id INTEGER, created_at DATETIME);
+-- keyed by the pair (WITHOUT ROWID): the initial follow graph (tens of millions of edges at 1M
+-- users) loads in key order as a plain append, and needs no second index; follow_id is ours
+CREATE TABLE IF NOT EXISTS follow (follow_id INTEGER, follower_id INTEGER, followee_id INTEGER, created_at DATETIME,
+    PRIMARY KEY (follower_id, followee_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS mute (mute_id INTEGER PRIMARY KEY, muter_id INTEGER, mutee_id INTEGER, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS "like" (like_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS dislike (dislike_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
@@ -56,11 +59,13 @@ CREATE TABLE IF NOT EXISTS rec (user_id INTEGER, post_id INTEGER, step INTEGER);
 CREATE TABLE IF NOT EXISTS opinion (step INTEGER, user_id INTEGER, opinion REAL);
 CREATE TABLE IF NOT EXISTS moderation (step INTEGER, target TEXT, target_id INTEGER, action TEXT, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+# Created after the first commit's bulk load (sorting once beats growing B-trees row by row).
+INDEXES = """
 CREATE INDEX IF NOT EXISTS idx_post_user ON post(user_id);
 CREATE INDEX IF NOT EXISTS idx_post_original ON post(original_post_id);
 CREATE INDEX IF NOT EXISTS idx_comment_post ON comment(post_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_follow_pair ON follow(follower_id, followee_id);
-CREATE INDEX IF NOT EXISTS idx_follow_followee ON follow(followee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
@@ -150,6 +155,10 @@ class Journal:
         self.path = str(path)
         self.conn = connect(self.path)
         self.conn.executescript(SCHEMA)
+        self._indexed = self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0
+        self._follow_id: int | None = None
+        if self._indexed:  # an existing journal (resume)
+            self.conn.executescript(INDEXES)
         self._checkpointer = None
         if background_checkpoint and self.path != ":memory:":
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
@@ -161,6 +170,14 @@ class Journal:
             self._checkpointer = None
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.close()
+
+    def _follow_ids(self, conn: sqlite3.Connection, k: int) -> range:
+        """Ids for k new follow rows (the table is keyed by the pair, so we number them)."""
+        if self._follow_id is None:
+            self._follow_id = conn.execute("SELECT IFNULL(MAX(follow_id) + 1, 0) FROM follow").fetchone()[0]
+        first = self._follow_id
+        self._follow_id += k
+        return range(first, first + k)
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
         conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
@@ -183,6 +200,11 @@ class Journal:
             self._write(conn, platform, log)
             if extra is not None:
                 extra(conn)
+            if not self._indexed:
+                for statement in INDEXES.strip().split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                self._indexed = True
             if advance_minutes is not None:
                 platform.advance(advance_minutes)
             self.set_meta(conn, {"step": platform.step, "minute": platform.minute,
@@ -226,7 +248,10 @@ class Journal:
         for name, chunks in log.inserts.items():
             table, col_a, col_b = RELATION_TABLES[name]
             a, b = unpack_keys(np.concatenate(chunks))
-            if name == "report":
+            if name == "follow":
+                conn.executemany(f"INSERT INTO {table}(follow_id, {col_a}, {col_b}, created_at) VALUES (?,?,?,?)",
+                                 zip(self._follow_ids(conn, len(a)), a.tolist(), b.tolist(), [now] * len(a)))
+            elif name == "report":
                 conn.executemany(f"INSERT INTO {table}({col_a}, {col_b}, report_reason, created_at) VALUES (?,?,?,?)",
                                  zip(a.tolist(), b.tolist(), log.report_reasons, [now] * len(a)))
             else:
@@ -275,14 +300,14 @@ def _write_users(conn: sqlite3.Connection, pf: Platform, ids: np.ndarray, now: s
     conn.executemany(
         "INSERT INTO user(user_id, agent_id, user_name, name, bio, created_at, num_followings, num_followers,"
         " signed_up, suspended) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        zip(idx, idx, (pf.u_user_name[i] for i in idx), (pf.u_name[i] for i in idx), (pf.u_bio[i] for i in idx),
+        zip(idx, idx, pf.u_user_name.take(idx), pf.u_name.take(idx), pf.u_bio.take(idx),
             (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist()), pf.u_followings.a[new].tolist(),
             pf.u_followers.a[new].tolist(), pf.u_signed_up.a[new].astype(int).tolist(),
             pf.u_suspended.a[new].astype(int).tolist()))
     act = pf.u_activity.a
     conn.executemany(
         "INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES (?,?,?,?,?,?)",
-        zip(idx, (pf.u_persona[i] for i in idx), pf.u_is_core.a[new].astype(int).tolist(),
+        zip(idx, pf.u_persona.take(idx), pf.u_is_core.a[new].astype(int).tolist(),
             pf.u_interests.a[new].astype(np.int64).tolist(), (act[i].tobytes() for i in idx),
             pf.u_opinion.a[new].astype(float).tolist()))
 

@@ -38,7 +38,7 @@ from ..actions import (
     ActionType as A,
     Result as R,
 )
-from .store import GrowArray, PairSet, pair_keys, unpack_keys
+from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
 from .text import TextColumn, check_text
 
 # Post kinds and moderation states.
@@ -231,14 +231,18 @@ class Platform:
 
     def _seed_follows(self, src: np.ndarray, dst: np.ndarray) -> None:
         keep = (src != dst) & (src >= 0) & (dst >= 0) & (src < self.n_users) & (dst < self.n_users)
-        keys = np.unique(pair_keys(src[keep], dst[keep]))
-        keys = keys[~self.rel["follow"].contains_keys(keys)]
-        self.rel["follow"].add_keys(keys)
+        keys = sorted_unique(pair_keys(src[keep], dst[keep]))
+        if len(self.rel["follow"]):
+            keys = keys[~self.rel["follow"].contains_keys(keys)]
+            self.rel["follow"].add_keys(keys)
+        else:
+            self.rel["follow"] = PairSet(keys)
         a, b = unpack_keys(keys)
-        np.add.at(self.u_followings.a, a, 1)
-        np.add.at(self.u_followers.a, b, 1)
+        n = self.n_users
+        self.u_followings.a[:] += np.bincount(a, minlength=n).astype(np.int32)
+        self.u_followers.a[:] += np.bincount(b, minlength=n).astype(np.int32)
+        # the edges join users added in this same step: their rows are written with these counts
         self._log_insert("follow", keys)
-        self.pending.touched_users += [a, b]
 
     def create_posts(self, authors: np.ndarray, texts: list[str], stance=None, label=None) -> np.ndarray:
         """Seed original posts outside of agent actions (scenario roots, previous tweets)."""
