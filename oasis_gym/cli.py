@@ -66,7 +66,7 @@ def make_policy(args, env):
 
 def make_llm_policy(args):
     try:
-        from oasis_gym.policies.llm import LLMPolicy, make_backend
+        from oasis_gym.policies.llm_policy import LLMPolicy, make_backend
     except ImportError as err:  # the llm extra is missing
         raise SystemExit(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
                          "Or run without an LLM: --policy abm") from err

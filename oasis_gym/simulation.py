@@ -545,9 +545,18 @@ class Simulation:
                 self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
 
     # ------------------------------------------------------------------ text for LLM users
-    def feed_views(self, users: np.ndarray, memories: dict[int, list[str]] | None = None) -> list[dict]:
+    def profile_views(self, users: np.ndarray) -> list[dict]:
+        """Feed views with an empty feed, for any user (active or not): an interview asks a
+        user about themselves without serving a feed (which would draw from the generators)."""
+        users = np.asarray(users, dtype=np.int64)
+        n = len(users)
+        batch = self._features(users, np.full((n, self.K), -1, np.int64), np.full((n, self.S), -1, np.int64))
+        return self.feed_views(users, obs=batch)
+
+    def feed_views(self, users: np.ndarray, memories: dict[int, list[str]] | None = None,
+                   obs: ObsBatch | None = None) -> list[dict]:
         """What an LLM user reads, one dict per user of the current observation (slot order)."""
-        pf, obs = self.platform, self.obs
+        pf, obs = self.platform, (obs if obs is not None else self.obs)
         rows = np.searchsorted(obs.users, users)
         out = []
         time = pf.created_at()[:16]

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS rec (user_id INTEGER, post_id INTEGER, step INTEGER);
 CREATE TABLE IF NOT EXISTS opinion (step INTEGER, user_id INTEGER, opinion REAL);
 CREATE TABLE IF NOT EXISTS moderation (step INTEGER, target TEXT, target_id INTEGER, action TEXT, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS interview (step INTEGER, user_id INTEGER, question TEXT, answer TEXT, created_at DATETIME);
 """
 
 # Created after the first commit's bulk load (sorting once beats growing B-trees row by row).

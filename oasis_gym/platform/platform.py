@@ -503,13 +503,15 @@ class Platform:
         return self.rel["mute"].contains(viewers.ravel(), authors.ravel()).reshape(viewers.shape)
 
     def visible_posts_mask(self, viewers: np.ndarray, posts: np.ndarray) -> np.ndarray:
-        """Posts a viewer may see: exist, not removed, not own, author not muted by the viewer."""
+        """Posts a viewer may see: exist, not removed, not own, author neither suspended nor
+        muted by the viewer."""
         viewers, posts = np.broadcast_arrays(np.asarray(viewers, np.int64), np.asarray(posts, np.int64))
         ok = (posts >= 0) & (posts < self.n_posts)
         p = np.where(ok, posts, 0)
         authors = self.p_author.a[p] if self.n_posts else np.zeros_like(p)
         ok &= authors != viewers
         ok &= self.p_status.a[p] != REMOVED if self.n_posts else ok
+        ok &= ~self.u_suspended.a[authors] if self.n_posts else ok  # a suspended account's posts are hidden
         ok &= ~self.muted_mask(viewers, authors)
         return ok
 

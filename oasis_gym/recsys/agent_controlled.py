@@ -20,13 +20,16 @@ by it when negative. Ties prefer the newer post.
 `candidate_pool_stats(platform)` returns the mean and std of every feature (14 float32:
 7 means then 7 stds) for the recommender agent's observation: the post-only features
 over the current pool; similarity and in_network over the (user, pool post) cells of the
-last `recommend` call (zeros before the first call).
+last `recommend` call (all its users x pool cells, the few own/muted ones included;
+similarity over a strided sample of at most 1024 x 1024 of them; zeros before the first
+call).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..platform.store import pair_keys, unpack_keys
 from .base import (
     BaseRecommender,
     as_users,
@@ -41,6 +44,7 @@ from .base import (
     followee_items,
     pool_topk,
     recent_pool,
+    rowwise_dot,
     segmented_topk,
 )
 
@@ -120,79 +124,100 @@ class AgentControlledRecommender(BaseRecommender):
             return empty_feed(len(users), k)
         self.index.sync(platform)
         pool = self.pool(platform)
-        irow, ishown, _ = followee_items(platform, users, self.in_network_per_followee)
-        rows, posts, scores = [], [], []
-        if len(pool):
-            ids, vals = self._pool_topk(platform, users, pool, irow, ishown, k)
-            ok = ids >= 0
-            rows.append(np.nonzero(ok)[0])
-            posts.append(ids[ok])
-            scores.append(vals[ok].astype(np.float64))
-        extra = ~np.isin(ishown, pool) if len(pool) else np.ones(len(ishown), bool)
-        if extra.any():
-            r, p = irow[extra], ishown[extra]
-            rows.append(r)
-            posts.append(p)
-            scores.append(self._sparse_scores(platform, users, r, p))
-        if not rows:
-            return empty_feed(len(users), k)
-        return segmented_topk(np.concatenate(rows), np.concatenate(posts), np.concatenate(scores), len(users), k)
+        uvec = self.index.user_vectors(platform, users)
+        follows = platform.followees(users)
+        irow, ishown, ishare = followee_items(platform, users, self.in_network_per_followee, pairs=follows)
+        ids, vals = self._pool_topk(platform, users, uvec, pool, follows, (irow, ishown, ishare), k)
+        extra = ~np.isin(ishown, pool)
+        r, p, sc, repost = self._extra_scores(platform, uvec, irow[extra], ishown[extra], ishare[extra], vals[:, -1])
+        ok = ids >= 0
+        rows = np.concatenate([np.nonzero(ok)[0], r])
+        # pool posts are distinct per row and never extras; only reposted extras can repeat
+        maybe_dup = np.concatenate([np.zeros(int(ok.sum()), bool), repost])
+        return segmented_topk(rows, np.concatenate([ids[ok], p]), np.concatenate([vals[ok].astype(np.float64), sc]),
+                              len(users), k, maybe_dup=maybe_dup)
 
-    def _in_network_cells(self, platform, users, pool, irow, ishown) -> tuple[np.ndarray, np.ndarray]:
-        """(row, pool column) cells whose post is by a followee or was shared by one."""
-        order = np.argsort(platform.p_author.a[pool], kind="stable")
-        sorted_a = platform.p_author.a[pool][order]
-        frow, fol = platform.followees(users)
+    def _in_network_cells(self, platform, users, pool, follows, items) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(row, pool column) cells whose post is by a followee, and those shared by one
+        whose author is not followed: two disjoint lists, each sorted by row."""
+        authors = platform.p_author.a[pool]
+        order = np.argsort(authors, kind="stable")
+        sorted_a = authors[order]
+        frow, fol = follows  # platform.followees(users): grouped by row, rows ascending
         r, pos = expand_ranges(np.searchsorted(sorted_a, fol, "left"), np.searchsorted(sorted_a, fol, "right"))
-        rows, cols = [frow[r]], [order[pos]]
+        irow, ishown, ishare = items
         at = np.searchsorted(pool, ishown)
         hit = at < len(pool)
         hit[hit] = pool[at[hit]] == ishown[hit]
-        rows.append(irow[hit])
-        cols.append(at[hit])
-        return np.concatenate(rows), np.concatenate(cols)
+        srow, scol = irow[hit], at[hit]
+        followed = ishown[hit] == ishare[hit]  # the followee's own post; reposts need a look-up
+        rep = np.flatnonzero(~followed)
+        followed[rep] = platform.rel["follow"].contains(users[srow[rep]], authors[scol[rep]])
+        shared = unpack_keys(np.unique(pair_keys(srow[~followed], scol[~followed])))  # sorted by row
+        return [(frow[r], order[pos]), shared]
 
-    def _pool_topk(self, platform, users, pool, irow, ishown, k) -> tuple[np.ndarray, np.ndarray]:
-        w = self.weights
-        x = post_features(platform, pool, self.recency_tau)
-        base = (x @ w).astype(np.float32)
-        pvec = np.ascontiguousarray(self.index.post_matrix[pool])
-        dr = downranked(platform, pool)
-        brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
-        nrow, ncol = cells_by_row(*self._in_network_cells(platform, users, pool, irow, ishown))
+    def _pool_topk(self, platform, users, uvec, pool, follows, items, k) -> tuple[np.ndarray, np.ndarray]:
+        """Best k pool posts per user and their scores (-1 / -inf where fewer)."""
         out_ids = np.full((len(users), k), -1, np.int64)
         out_val = np.full((len(users), k), -np.inf, np.float32)
-        acc = np.zeros(3, dtype=np.float64)  # cells, sum sim, sum sim^2
+        if not len(pool):
+            return out_ids, out_val
+        w = self.weights
+        base = post_features(platform, pool, self.recency_tau) @ w
+        pvec = self.index.post_matrix[pool]
+        # one matmul gives w_sim * S + base: users get an extra 1 column, posts the base one
+        pmat = np.empty((len(pool), self.index.dim + 1), dtype=np.float32)
+        np.multiply(pvec, w[F["similarity"]], out=pmat[:, :-1])
+        pmat[:, -1] = base
+        umat = np.empty((len(users), self.index.dim + 1), dtype=np.float32)
+        umat[:, :-1] = uvec
+        umat[:, -1] = 1.0
+        dr = downranked(platform, pool)
+        brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
+        in_cells = self._in_network_cells(platform, users, pool, follows, items)
         n_in = 0
         for sl in chunked_rows(len(users), self.chunk):
-            sim = self.index.user_vectors(platform, users[sl]) @ pvec.T
-            r, c = chunk_cells(nrow, ncol, sl)
-            inn = np.zeros(sim.shape, dtype=bool)
-            inn[r, c] = True
-            score = base + w[F["similarity"]] * sim + w[F["in_network"]] * inn
+            score = umat[sl] @ pmat.T
+            for rows, cols in in_cells:  # disjoint cell lists: each cell gets the weight once
+                r, c = chunk_cells(rows, cols, sl)
+                score[r, c] += w[F["in_network"]]
+                n_in += len(r)
             if dr.any():
                 score = demote(score, dr[None, :], self.downrank_factor)
             r, c = chunk_cells(brow, bcol, sl)
             score[r, c] = -np.inf
-            vis = np.isfinite(score)
-            acc += (vis.sum(), sim[vis].sum(dtype=np.float64), np.square(sim[vis], dtype=np.float64).sum())
-            n_in += int((inn & vis).sum())
             ids, vals = pool_topk(score, pool, k)
             out_ids[sl, : ids.shape[1]] = ids
             out_val[sl, : vals.shape[1]] = vals
-        if acc[0]:
-            mean = acc[1] / acc[0]
-            share = n_in / acc[0]
-            self._cell_stats[:] = (mean, np.sqrt(max(acc[2] / acc[0] - mean * mean, 0.0)),
-                                   share, np.sqrt(share * (1 - share)))
+        self._update_cell_stats(uvec, pvec, n_in)
         return out_ids, out_val
 
-    def _sparse_scores(self, platform, users, rows, posts) -> np.ndarray:
-        """Scores of in-network candidates outside the pool (in_network = 1)."""
-        x = post_features(platform, posts, self.recency_tau)
+    def _update_cell_stats(self, uvec: np.ndarray, pvec: np.ndarray, n_in: int, sample: int = 1024) -> None:
+        """Mean/std of similarity and in_network over the (user, pool post) cells, without
+        the cells: sum S = (sum U).(sum P), sum S^2 = <U'U, P'P>. Similarity is taken over
+        an evenly strided sample of at most `sample` users x `sample` posts (exact when
+        fewer); in_network over all cells."""
+        share = n_in / (len(uvec) * len(pvec))
+        uvec = uvec[:: max(1, len(uvec) // sample)]
+        pvec = pvec[:: max(1, len(pvec) // sample)]
+        n = len(uvec) * len(pvec)
+        mean = float(uvec.sum(axis=0, dtype=np.float64) @ pvec.sum(axis=0, dtype=np.float64)) / n
+        sq = float(np.sum((uvec.T @ uvec).astype(np.float64) * (pvec.T @ pvec))) / n
+        self._cell_stats[:] = (mean, np.sqrt(max(sq - mean * mean, 0.0)), share, np.sqrt(share * (1 - share)))
+
+    def _extra_scores(self, platform, uvec, rows, posts, shares, kth) -> tuple[np.ndarray, ...]:
+        """Scores of in-network candidates outside the pool (in_network = 1). Candidates whose
+        best possible score (|similarity| <= 1) is below the row's k-th pool score are skipped."""
+        empty = np.empty(0, np.int64)
+        if not len(rows):
+            return empty, empty, np.empty(0), np.empty(0, bool)
+        w = self.weights
+        uniq, inv = np.unique(posts, return_inverse=True)
+        x = post_features(platform, uniq, self.recency_tau)
         x[:, F["in_network"]] = 1.0
-        served, inv = np.unique(rows, return_inverse=True)
-        uvec = self.index.user_vectors(platform, users[served])[inv]
-        x[:, F["similarity"]] = np.einsum("nd,nd->n", self.index.post_vectors(posts), uvec)
-        score = (x @ self.weights).astype(np.float64)
-        return demote(score, downranked(platform, posts), self.downrank_factor)
+        base = (x @ w).astype(np.float64)[inv]
+        keep = base + abs(float(w[F["similarity"]])) >= kth[rows]
+        rows, posts, shares, base = rows[keep], posts[keep], shares[keep], base[keep]
+        sim = rowwise_dot(uvec, rows, self.index.post_matrix, posts)
+        score = base + float(w[F["similarity"]]) * sim
+        return rows, posts, demote(score, downranked(platform, posts), self.downrank_factor), posts != shares

@@ -2,8 +2,9 @@
 
 Conventions (all recommenders):
 - A feed is a (len(users), k) int64 array of post ids, best first, padded with -1.
-- Never shown: the viewer's own posts, removed posts (p_status == REMOVED) and posts whose
-  author the viewer muted (the same rule as `Platform.visible_posts_mask`).
+- Never shown: the viewer's own posts, removed posts (p_status == REMOVED), posts of
+  suspended accounts (from the pools; the env filters in-network ones with the platform's
+  rule) and posts whose author the viewer muted (`Platform.visible_posts_mask`).
 - Reposts are never candidates themselves: a repost *surfaces its root*. Out-of-network
   pools hold only originals and quotes (a quote is a post of its own); in-network feeds turn
   a followee's repost into its root (ranked at the time of the share), and a root reached
@@ -26,9 +27,6 @@ import numpy as np
 from ..platform import DOWNRANKED, REMOVED, REPOST
 from ..platform.store import pair_keys
 from .embed import Embedder, EmbeddingIndex
-
-NEG_INF = np.float32(-np.inf)
-
 
 @runtime_checkable
 class Recommender(Protocol):
@@ -67,15 +65,19 @@ class BaseRecommender:
 
     def similarity(self, platform, users: np.ndarray, posts: np.ndarray) -> np.ndarray:
         """(len(users), k) float32 cosine of each user's interest vector with each post; 0 at -1."""
-        users = np.asarray(users, dtype=np.int64)
-        posts = np.asarray(posts, dtype=np.int64).reshape(len(users), -1)
+        users = as_users(users)
+        posts = np.asarray(posts, dtype=np.int64)
+        if posts.ndim != 2 or len(posts) != len(users):
+            raise ValueError(f"posts must be (len(users), k), got {posts.shape} for {len(users)} users")
         if not posts.size:
             return np.zeros(posts.shape, np.float32)
         self.index.sync(platform)
         u = self.index.user_vectors(platform, users)
-        sim = np.einsum("ukd,ud->uk", self.index.post_vectors(posts), u)
+        sim = np.zeros(posts.shape, dtype=np.float32)
+        for j in range(posts.shape[1]):  # column by column: no (users, k, dim) temporary
+            sim[:, j] = np.einsum("ud,ud->u", self.index.post_vectors(posts[:, j]), u)
         sim[posts < 0] = 0.0
-        return sim.astype(np.float32)
+        return sim
 
     def recommend(self, platform, users: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
@@ -102,10 +104,12 @@ def demote(scores: np.ndarray, downranked: np.ndarray, factor: float) -> np.ndar
 
 
 def eligible_posts(platform, lo: int = 0) -> np.ndarray:
-    """Ids >= lo of posts that may be recommended at all: not reposts, not removed."""
+    """Ids >= lo of posts that may be recommended at all: not reposts, not removed, not by a
+    suspended account."""
     kind = platform.p_kind.a[lo:]
     status = platform.p_status.a[lo:]
-    return np.flatnonzero((kind != REPOST) & (status != REMOVED)) + lo
+    suspended = platform.u_suspended.a[platform.p_author.a[lo:]]
+    return np.flatnonzero((kind != REPOST) & (status != REMOVED) & ~suspended) + lo
 
 
 def recent_pool(platform, size: int | None, minutes: int | None = None) -> np.ndarray:
@@ -152,21 +156,32 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def segmented_topk(rows: np.ndarray, posts: np.ndarray, scores: np.ndarray, n_rows: int, k: int,
-                   dedupe: bool = True) -> np.ndarray:
+                   dedupe: bool = True, tiebreak: np.ndarray | None = None,
+                   maybe_dup: np.ndarray | None = None) -> np.ndarray:
     """Per row, the k best posts of a ragged (row, post, score) list, best first, -1 padded.
 
-    A post listed twice in a row keeps its best score (when `dedupe`); ties prefer the
-    newer (higher) post id. Cost O(m log m) for m listed pairs.
+    Order: score desc, then `tiebreak` desc (default: the post id, i.e. newer first). A post
+    listed twice in a row keeps its best entry (when `dedupe`); `maybe_dup` (bool per
+    entry) may name the only entries that can repeat another one (e.g. reposts), so the
+    dedupe sort runs on those keys only. Cost O(m log m) for m listed pairs: float scores
+    become dense integer ranks, then two single-key integer sorts replace a 3-key lexsort.
     """
     out = empty_feed(n_rows, k)
     if not len(rows) or k <= 0:
         return out
-    order = np.lexsort((-posts, -scores, rows))
+    order = _segment_order(rows, scores, posts if tiebreak is None else tiebreak)
     r, p = rows[order], posts[order]
-    if dedupe:
+    if dedupe and (maybe_dup is None or maybe_dup.any()):
         keys = pair_keys(r, p)
-        first = np.unique(keys, return_index=True)[1]
-        keep = np.sort(first)
+        if maybe_dup is None:
+            keep = np.sort(np.unique(keys, return_index=True)[1])
+        else:  # only entries sharing a key with a maybe-duplicate take part
+            suspect = np.unique(pair_keys(rows[maybe_dup], posts[maybe_dup]))
+            at = np.minimum(np.searchsorted(suspect, keys), len(suspect) - 1)
+            involved = np.flatnonzero(suspect[at] == keys)
+            first = involved[np.unique(keys[involved], return_index=True)[1]]
+            drop = np.setdiff1d(involved, first, assume_unique=True)
+            keep = np.setdiff1d(np.arange(len(keys)), drop, assume_unique=True)
         r, p = r[keep], p[keep]
     start = np.searchsorted(r, r, side="left")
     rank = np.arange(len(r)) - start
@@ -175,18 +190,46 @@ def segmented_topk(rows: np.ndarray, posts: np.ndarray, scores: np.ndarray, n_ro
     return out
 
 
+def _segment_order(rows: np.ndarray, scores: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
+    """Order by row asc, score desc, tiebreak desc."""
+    if not np.issubdtype(scores.dtype, np.integer):
+        scores = np.unique(scores, return_inverse=True)[1].reshape(-1)  # dense ranks, same order
+    lo, hi = int(scores.min()), int(scores.max())
+    if hi - lo < (1 << 32) - 1 and int(rows.max()) < (1 << 31):
+        by_tie = np.argsort(-np.asarray(tiebreak, dtype=np.int64), kind="stable")
+        key = (rows[by_tie] << 32) | (hi - scores[by_tie]).astype(np.int64)
+        return by_tie[np.argsort(key, kind="stable")]
+    return np.lexsort((-tiebreak, -scores, rows))
+
+
+def rowwise_dot(a: np.ndarray, ai: np.ndarray, b: np.ndarray, bi: np.ndarray, chunk: int = 32768) -> np.ndarray:
+    """out[i] = a[ai[i]] . b[bi[i]], in chunks (no (m, dim) temporaries for large m)."""
+    out = np.empty(len(ai), dtype=np.float32)
+    for lo in range(0, len(ai), chunk):
+        hi = min(len(ai), lo + chunk)
+        out[lo:hi] = np.einsum("nd,nd->n", a[ai[lo:hi]], b[bi[lo:hi]])
+    return out
+
+
 def merge_feeds(parts: list[np.ndarray], k: int) -> np.ndarray:
     """Concatenate ranked feeds (rows aligned) in the given priority order, drop -1 and
     repeated posts (the first occurrence wins), keep the first k of each row."""
     mat = np.concatenate(parts, axis=1)
     n, m = mat.shape
-    if not m:
-        return empty_feed(n, k)
-    rows = np.repeat(np.arange(n, dtype=np.int64), m)
-    flat = mat.ravel()
-    rank = np.tile(np.arange(m, dtype=np.float64), n)
-    ok = flat >= 0
-    return segmented_topk(rows[ok], flat[ok], -rank[ok], n, k)
+    out = empty_feed(n, k)
+    if not m or k <= 0:
+        return out
+    order = np.argsort(mat, axis=1, kind="stable")  # equal ids adjacent, earliest first
+    srt = np.take_along_axis(mat, order, axis=1)
+    repeat = np.zeros((n, m), dtype=bool)
+    repeat[:, 1:] = srt[:, 1:] == srt[:, :-1]
+    keep = np.empty((n, m), dtype=bool)
+    np.put_along_axis(keep, order, ~repeat, axis=1)
+    keep &= mat >= 0
+    rank = np.cumsum(keep, axis=1) - 1
+    r, c = np.nonzero(keep & (rank < k))
+    out[r, rank[r, c]] = mat[r, c]
+    return out
 
 
 def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -257,8 +300,9 @@ def pool_topk(scores: np.ndarray, pool: np.ndarray, k: int) -> tuple[np.ndarray,
     return ids.astype(np.int64, copy=False), vals
 
 
-def followee_items(platform, users: np.ndarray, per_followee: int,
-                   max_depth: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def followee_items(platform, users: np.ndarray, per_followee: int, max_depth: int | None = None,
+                   prune_k: int | None = None, prune_score=None,
+                   pairs: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The latest visible posts of each user's followees: (row, shown post, share post).
 
     Walks every followee's newest-first post list (`u_last_post`, `p_prev_by_author`) for
@@ -267,11 +311,18 @@ def followee_items(platform, users: np.ndarray, per_followee: int,
     so a followee with long runs of invisible posts cannot stall a step). A repost shows
     its root ("shown"); "share" is the followee's own post id (its time is the share time).
     Pairs whose followee the user muted are skipped. Cost ~ followee pairs x depth walked.
+    `pairs` may pass `platform.followees(users)` when the caller already has it.
+
+    With `prune_k` (newest-first feeds), a pair stops as soon as its next post cannot beat
+    the user's k-th best distinct item found so far. Items are scored by
+    `prune_score(shown, share) -> int64` (default 2 * share + 1), which must never exceed
+    2 * share + 1: a pair whose next post is `cur` can then score at most 2 * cur + 1.
     """
+    score_of = prune_score or (lambda shown, share: 2 * share + 1)
     empty = np.empty(0, np.int64)
     if per_followee <= 0 or not len(users) or not platform.n_posts:
         return empty, empty, empty
-    row, fol = platform.followees(users)
+    row, fol = pairs if pairs is not None else platform.followees(users)
     has_mutes = len(platform.rel["mute"]) > 0
     if has_mutes and len(row):
         keep = ~platform.muted_mask(users[row], fol)
@@ -298,11 +349,37 @@ def followee_items(platform, users: np.ndarray, per_followee: int,
         need -= vis
         cur = prev[cur]
         keep = (cur >= 0) & (need > 0)
+        if prune_k and depth in (0, 1, 3):  # after steps 1, 2 and 4: most pairs stop early
+            shown_all, share_all = np.concatenate(out_p), np.concatenate(out_s)
+            floor = _kth_best(np.concatenate(out_r), shown_all, share_all, score_of(shown_all, share_all),
+                              len(users), prune_k)
+            keep &= 2 * cur + 1 >= floor[row]
         row, cur, need = row[keep], cur[keep], need[keep]
         depth += 1
     if not out_r:
         return empty, empty, empty
     return np.concatenate(out_r), np.concatenate(out_p), np.concatenate(out_s)
+
+
+def _kth_best(rows: np.ndarray, shown: np.ndarray, share: np.ndarray, score: np.ndarray,
+              n_rows: int, k: int) -> np.ndarray:
+    """Per row, a lower bound of the k-th best score over distinct shown posts: the exact
+    k-th best over the items that are not reposts (each such post is listed once per
+    row, so no dedupe sort is needed); a very low value where a row has fewer than k."""
+    floor = np.full(n_rows, np.iinfo(np.int64).min, dtype=np.int64)
+    own = shown == share
+    rows, score = rows[own], score[own]
+    if not len(rows):
+        return floor
+    lo, hi = int(score.min()), int(score.max())
+    if hi - lo >= 1 << 34 or n_rows >= 1 << 28:  # out of the packed-key range: be conservative
+        return floor
+    key = np.sort((rows << 34) | (hi - score))
+    r = key >> 34
+    start = np.searchsorted(r, np.arange(n_rows))
+    full = np.flatnonzero(np.bincount(r, minlength=n_rows) >= k)
+    floor[full] = hi - (key[start[full] + k - 1] & ((1 << 34) - 1))
+    return floor
 
 
 def downranked(platform, posts: np.ndarray) -> np.ndarray:

@@ -101,10 +101,11 @@ class TwitterRecommender(BaseRecommender):
         row, shown, share = followee_items(platform, users, self.in_network_per_followee)
         if not len(row) or count <= 0:
             return empty_feed(len(users), count)
-        likes = demote(platform.p_likes.a[shown].astype(np.float64), downranked(platform, shown),
-                       self.downrank_factor)
-        score = likes + share / (platform.n_posts + 1.0)  # the fraction only breaks ties
-        return segmented_topk(row, shown, score, len(users), count)
+        likes = platform.p_likes.a[shown].astype(np.int64)  # integer scores sort faster
+        dr = downranked(platform, shown)
+        if dr.any():
+            likes = demote(likes.astype(np.float64), dr, self.downrank_factor)
+        return segmented_topk(row, shown, likes, len(users), count, tiebreak=share, maybe_dup=shown != share)
 
     def out_of_network(self, platform, users: np.ndarray, k: int) -> np.ndarray:
         """(len(users), k) best pool posts by R x F x S, visible ones only."""
@@ -114,12 +115,17 @@ class TwitterRecommender(BaseRecommender):
             return out
         self.index.sync(platform)
         prior = self.post_prior(platform, pool).astype(np.float32)
-        pvec = np.ascontiguousarray(self.index.post_matrix[pool])
+        # one matmul gives prior * (S + eps): users get an extra eps column, posts a prior one
+        pmat = np.empty((len(pool), self.index.dim + 1), dtype=np.float32)
+        np.multiply(self.index.post_matrix[pool], prior[:, None], out=pmat[:, :-1])
+        pmat[:, -1] = prior
+        umat = np.empty((len(users), self.index.dim + 1), dtype=np.float32)
+        umat[:, :-1] = self.index.user_vectors(platform, users)
+        umat[:, -1] = self.tie_epsilon
         dr = downranked(platform, pool)
         brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
         for sl in chunked_rows(len(users), self.chunk):
-            uvec = self.index.user_vectors(platform, users[sl])
-            score = (uvec @ pvec.T + np.float32(self.tie_epsilon)) * prior
+            score = umat[sl] @ pmat.T
             if dr.any():
                 score = demote(score, dr[None, :], self.downrank_factor)
             r, c = chunk_cells(brow, bcol, sl)

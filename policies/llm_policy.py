@@ -1,0 +1,101 @@
+"""LLMPolicy: LLM-driven users in the env — one batched generation per step for all of them.
+
+The env renders what each active LLM user reads (`feed_views`); `LLMPolicyCore` turns the
+views into prompts (shared instructions first, for prefix caching), per-agent JSON schemas
+of the actions each agent can take on what it sees, one backend call, strict parsing and
+bounded memory. Every reply becomes a valid action or a counted do_nothing. Token and
+latency stats of the last call are kept in `last_stats` (the metrics recorder logs them).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from oasis_gym.simulation import ActionArrays, ObsBatch
+
+from .base import BasePolicy, actions_from_dicts
+from .llm import LLMPolicyCore
+
+
+def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: list[str] | None = None, **kwargs):
+    """A generation backend: "auto" (vLLM on a GPU, else transformers with SmolLM2-135M),
+    "vllm", "transformers" or "openai" (one or more OpenAI-compatible base URLs)."""
+    from .llm import default_backend, ensure_smollm2
+
+    if kind == "auto":
+        return default_backend(model, **kwargs)
+    if kind == "vllm":
+        from .llm.backends.vllm_backend import VLLMBackend
+
+        return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
+    if kind == "transformers":
+        from .llm.backends.transformers_backend import TransformersBackend
+
+        return TransformersBackend(model or ensure_smollm2(), **kwargs)
+    if kind == "openai":
+        from .llm.backends.openai_backend import OpenAIBackend
+
+        if not endpoints:
+            raise ValueError("the openai backend needs at least one endpoint URL")
+        return OpenAIBackend(endpoints, model=model or "default", **kwargs)
+    raise ValueError(f"unknown LLM backend {kind!r}: auto, vllm, transformers or openai")
+
+
+class LLMPolicy(BasePolicy):
+    name = "llm"
+
+    def __init__(self, backend=None, core: LLMPolicyCore | None = None, **core_kwargs):
+        if core is None:
+            core = LLMPolicyCore(backend if backend is not None else make_backend(), **core_kwargs)
+        self.core = core
+        self.last_stats: dict = {}
+
+    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        super().reset(env, users, seed)
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:
+        if len(obs) == 0:
+            self.last_stats = {"agents": 0}
+            return ActionArrays.empty()
+        sim = getattr(env, "sim", env)
+        views = sim.feed_views(obs.users)
+        actions, self.last_stats = self.core.decide(views)
+        return actions_from_dicts(obs.users, actions)
+
+    def interview(self, env, agent: str, question: str) -> str:
+        """Ask a user a free-form question mid-run (OASIS's INTERVIEW); the question and answer
+        are journaled (table `interview`, and a trace row as OASIS writes it)."""
+        sim = getattr(env, "sim", env)
+        user = int(agent.removeprefix("user_"))
+        view = sim.profile_views([user])[0]
+        answer = self.core.interview(view, question)
+        record_interview(sim, user, question, answer)
+        return answer
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "core": self.core.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        if "core" in state:
+            self.core.load_state_dict(state["core"])
+
+
+def record_interview(sim, user: int, question: str, answer: str) -> None:
+    import json
+
+    conn: sqlite3.Connection = sim.journal.conn
+    pf = sim.platform
+    conn.execute("BEGIN")
+    try:
+        conn.execute("INSERT INTO interview(step, user_id, question, answer, created_at) VALUES (?,?,?,?,?)",
+                     (pf.step, user, question, answer, pf.created_at()))
+        conn.execute("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
+                     (user, pf.created_at(), "interview",
+                      json.dumps({"prompt": question, "interview_response": answer}, ensure_ascii=False), pf.step, "ok"))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
