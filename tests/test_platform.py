@@ -304,3 +304,31 @@ def test_any_batch_keeps_state_consistent(tmp_path_factory, rows):
     back = Platform.from_db(j.path)
     np.testing.assert_array_equal(back.u_followers.a, pf.u_followers.a)
     assert list(back.p_content) == list(pf.p_content)
+
+
+@pytest.mark.parametrize("compact_every", [0, 3])
+def test_pair_set_matches_a_python_set(compact_every):
+    from oasis_gym.platform.store import PairSet, pair_keys
+
+    rng = np.random.default_rng(compact_every)
+    ref: set[int] = set()
+    ps = PairSet()
+    for it in range(150):
+        keys = np.unique(pair_keys(rng.integers(0, 40, 25), rng.integers(0, 40, 25)))
+        if it % 3 == 0:
+            present = keys[ps.contains_keys(keys)]
+            ps.remove_keys(present)
+            ref -= set(present.tolist())
+        else:
+            new = keys[~ps.contains_keys(keys)]
+            ps.add_keys(new)
+            ref |= set(new.tolist())
+        if compact_every and it % compact_every == 0:
+            ps.compact()
+        q = rng.integers(0, 40, 6)
+        owner, second = ps.partners(q)
+        assert sorted(zip(q[owner].tolist(), second.tolist())) == sorted(
+            (int(u), k & 0xFFFFFFFF) for u in q.tolist() for k in ref if k >> 32 == u)
+        probe = pair_keys(rng.integers(0, 40, 50), rng.integers(0, 40, 50))
+        assert ps.contains_keys(probe).tolist() == [k in ref for k in probe.tolist()]
+        assert len(ps) == len(ref)

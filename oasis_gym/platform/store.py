@@ -150,17 +150,27 @@ class PairSet:
         self.compact()
         return self._base
 
-    def ranges(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For each id in `a`: (start, stop) of its pairs in `keys()`."""
-        keys = self.keys()
-        a = np.asarray(a, dtype=np.int64)
-        return np.searchsorted(keys, a << _PAIR_SHIFT), np.searchsorted(keys, (a + 1) << _PAIR_SHIFT)
-
     def partners(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """All pairs whose first id is in `a`: (index into `a`, second id), grouped by `a` order."""
-        keys = self.keys()
-        start, stop = self.ranges(a)
-        counts = stop - start
-        owner = np.repeat(np.arange(len(a), dtype=np.int64), counts)
-        offsets = np.arange(counts.sum(), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        return owner, keys[np.repeat(start, counts) + offsets] & _LOW_MASK
+        """All pairs whose first id is in `a`: (index into `a`, second id), grouped by `a`
+        order. Reads the base and the pending arrays as they are (no merge)."""
+        a = np.asarray(a, dtype=np.int64)
+        owner, second = _partners_in(self._base, a)
+        if len(self._removed) and len(owner):
+            keep = ~_isin_sorted(self._removed, pair_keys(a[owner], second))
+            owner, second = owner[keep], second[keep]
+        if len(self._added):
+            o2, s2 = _partners_in(self._added, a)
+            if len(o2):
+                owner, second = np.concatenate([owner, o2]), np.concatenate([second, s2])
+                order = np.argsort(owner, kind="stable")
+                owner, second = owner[order], second[order]
+        return owner, second
+
+
+def _partners_in(keys: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    start = np.searchsorted(keys, a << _PAIR_SHIFT)
+    stop = np.searchsorted(keys, (a + 1) << _PAIR_SHIFT)
+    counts = stop - start
+    owner = np.repeat(np.arange(len(a), dtype=np.int64), counts)
+    offsets = np.arange(counts.sum(), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, keys[np.repeat(start, counts) + offsets] & _LOW_MASK
