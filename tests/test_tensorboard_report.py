@@ -284,3 +284,20 @@ def test_action_tags_from_real_codes_reach_the_report(tmp_path):
     assert "  like_post: 6" in text and "  repost: 3" in text
     assert "  follow:" not in text                         # zero totals are left out
     assert_valid_png(tmp_path / "r" / "actions.png")
+
+
+def test_opinion_grid_carries_unchanged_users_forward(tmp_path):
+    """The journal's opinion table lists only users whose opinion changed; the heatmap must
+    still show every user's current opinion at each step."""
+    from oasis_gym.metrics.report import opinion_grid
+
+    conn = sqlite3.connect(tmp_path / "o.db")
+    conn.execute("CREATE TABLE user_profile (user_id INTEGER, opinion REAL)")
+    conn.execute("CREATE TABLE opinion (step INTEGER, user_id INTEGER, opinion REAL)")
+    conn.executemany("INSERT INTO user_profile VALUES (?, ?)", [(0, -0.99), (1, -0.99), (2, 0.99), (3, 0.99)])
+    conn.executemany("INSERT INTO opinion VALUES (?, ?, ?)", [(1, 0, 0.99), (3, 1, 0.99), (3, 2, -0.99)])
+    steps, edges, grid = opinion_grid(conn)
+    assert steps.tolist() == [1, 3]
+    assert grid[0, 0] == 0.25 and grid[0, -1] == 0.75   # step 1: one user moved up, three unchanged
+    assert grid[1, 0] == 0.25 and grid[1, -1] == 0.75   # step 3: one moved up, one moved down
+    assert np.allclose(grid.sum(axis=1), 1.0)

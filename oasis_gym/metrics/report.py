@@ -98,35 +98,53 @@ def _plot_series(metrics: Metrics, tags: Sequence[str], title: str, path: Path,
     return _save(fig, path)
 
 
+def opinion_grid(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(steps, bin edges, share-of-users grid [step, bin]) over ALL users: the journal's
+    `opinion` table holds only the users whose opinion changed at a step, so the current
+    opinions (starting from `user_profile.opinion`) are carried forward and binned after
+    each recorded step. None when there is no opinion history."""
+    steps = np.array([r[0] for r in conn.execute(
+        "SELECT DISTINCT step FROM opinion WHERE opinion IS NOT NULL ORDER BY step")], dtype=np.int64)
+    if steps.size == 0:
+        return None
+    size = int(conn.execute("SELECT MAX(user_id) FROM opinion").fetchone()[0]) + 1
+    base = np.zeros((0, 2))
+    if _table_exists(conn, "user_profile"):
+        base = np.asarray(conn.execute("SELECT user_id, opinion FROM user_profile WHERE opinion IS NOT NULL")
+                          .fetchall(), dtype=np.float64).reshape(-1, 2)
+        size = max(size, int(base[:, 0].max()) + 1 if len(base) else 0)
+    current = np.full(size, np.nan)
+    current[base[:, 0].astype(np.int64)] = base[:, 1]
+    edges = np.linspace(-1.0, 1.0, _OPINION_BINS + 1)
+    grid = np.zeros((steps.size, _OPINION_BINS), dtype=np.float64)
+    cur = conn.execute("SELECT step, user_id, opinion FROM opinion WHERE opinion IS NOT NULL ORDER BY step, rowid")
+    k = 0
+    while rows := cur.fetchmany(_FETCH_ROWS):
+        arr = np.asarray(rows, dtype=np.float64)
+        for step in np.unique(arr[:, 0]).astype(np.int64):  # a chunk may span steps
+            while steps[k] < step:
+                grid[k] = _share_hist(current, edges)
+                k += 1
+            sel = arr[:, 0] == step
+            current[arr[sel, 1].astype(np.int64)] = arr[sel, 2]
+    grid[k] = _share_hist(current, edges)
+    return steps, edges, grid
+
+
 def _opinion_heatmap(conn: sqlite3.Connection, path: Path, notes: list[str]) -> Path | None:
-    """Step x opinion-bin heatmap of the share of users, read in bounded-memory chunks."""
+    """Step x opinion-bin heatmap of the share of all users (see `opinion_grid`)."""
     if not _table_exists(conn, "opinion"):
         notes.append("no 'opinion' table: opinion heatmap skipped")
         return None
     try:
-        lo, hi, n = conn.execute(
-            "SELECT MIN(opinion), MAX(opinion), COUNT(opinion) FROM opinion").fetchone()
-        steps = np.array([r[0] for r in conn.execute(
-            "SELECT DISTINCT step FROM opinion WHERE opinion IS NOT NULL ORDER BY step")], dtype=np.int64)
-        if not n or steps.size == 0:
-            notes.append("'opinion' table is empty: opinion heatmap skipped")
-            return None
-        lo, hi = (-1.0, 1.0) if lo >= -1.0 and hi <= 1.0 else (float(lo), float(hi) + 1e-9)
-        if hi <= lo:
-            hi = lo + 1.0
-        edges = np.linspace(lo, hi, _OPINION_BINS + 1)
-        counts = np.zeros(steps.size * _OPINION_BINS, dtype=np.int64)
-        cur = conn.execute("SELECT step, opinion FROM opinion WHERE opinion IS NOT NULL")
-        while rows := cur.fetchmany(_FETCH_ROWS):
-            arr = np.asarray(rows, dtype=np.float64)
-            s_idx = np.searchsorted(steps, arr[:, 0].astype(np.int64))
-            b_idx = np.clip(np.searchsorted(edges, arr[:, 1], side="right") - 1, 0, _OPINION_BINS - 1)
-            counts += np.bincount(s_idx * _OPINION_BINS + b_idx, minlength=counts.size)
-    except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
+        result = opinion_grid(conn)
+    except (sqlite3.DatabaseError, TypeError, ValueError, IndexError) as exc:
         notes.append(f"'opinion' table unreadable ({exc}): opinion heatmap skipped")
         return None
-    grid = counts.reshape(steps.size, _OPINION_BINS).astype(np.float64)
-    grid /= np.maximum(grid.sum(axis=1, keepdims=True), 1.0)
+    if result is None:
+        notes.append("'opinion' table is empty: opinion heatmap skipped")
+        return None
+    steps, edges, grid = result
     fig, (ax,) = _figure(1)
     # column edges from the recorded steps, so opinions sampled every k steps stay in place
     last_width = steps[-1] - steps[-2] if steps.size > 1 else 1
@@ -137,6 +155,12 @@ def _opinion_heatmap(conn: sqlite3.Connection, path: Path, notes: list[str]) -> 
     ax.set_ylabel("opinion")
     ax.set_title("Opinion distribution over time")
     return _save(fig, path)
+
+
+def _share_hist(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    v = np.clip(values[np.isfinite(values)], edges[0], edges[-1])
+    counts = np.histogram(v, bins=edges)[0].astype(np.float64)
+    return counts / max(counts.sum(), 1.0)
 
 
 def _followers(conn: sqlite3.Connection, notes: list[str]) -> NDArray[np.float64] | None:
