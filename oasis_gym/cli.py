@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--resume", default=None, metavar="DB",
                      help="continue the run journaled in DB (same policy and settings) up to --steps total steps")
+    from oasis_gym.scenarios import add_scenario_args
+
+    add_scenario_args(run)
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
@@ -78,6 +81,10 @@ def make_llm_policy(args):
 
 
 def cmd_run(args) -> int:
+    if getattr(args, "scenario", None):
+        from oasis_gym.scenarios import run_scenario_cli
+
+        return run_scenario_cli(args)
     from oasis_gym.envs import reddit_v0, twitter_v0
     from oasis_gym.envs.social_env import SocialMediaEnv
     from oasis_gym.run import simulate
