@@ -1,0 +1,273 @@
+"""Gymnasium single-agent envs over one platform agent: the shared base and the registry.
+
+`PlatformAgentEnv` runs a `SocialMediaEnv` (the PettingZoo parallel env) in which one
+platform agent (`recommender_0` or `moderator_0`) is the learner, the users are driven by a
+user policy (ABM by default) and the other platform agent, if any, by a fixed rule. Every
+`step(action)` asks the user policy for its batch of actions, runs one simulation step
+through `SocialMediaEnv.step_batch`, and returns the learner's observation and reward.
+See `recommender_v0` and `moderator_v0` for the documented envs.
+
+Pickling (e.g. for `SubprocVecEnv`): an env pickles as its constructor arguments only and
+rebuilds its simulation lazily at the next `reset`, so the user-policy factory (and any
+LLM client it creates) must be picklable / created inside the factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
+
+PlatformRule = Callable[[Any], np.ndarray]   # rule(sim) -> platform agent action
+UserPolicyFactory = Callable[[Any], Any]     # factory(env: SocialMediaEnv) -> Policy
+
+
+class PlatformAgentEnv(gym.Env):
+    """Base class; subclasses set `agent` and implement `_agent_config` / `_other_actions`."""
+
+    agent: str = ""
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, users=None, *, scenario="misinfo_stream", user_policy: UserPolicyFactory | None = None,
+                 agent_params: dict | None = None, max_cycles: int | None = None, render_mode: str | None = None,
+                 population_seed: int = 0, **env_kwargs: Any):
+        from .platform_scenarios import make_scenario
+
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self._init_kwargs = dict(users=users, scenario=scenario, user_policy=user_policy, agent_params=agent_params,
+                                 max_cycles=max_cycles, render_mode=render_mode, population_seed=population_seed,
+                                 **env_kwargs)
+        self.render_mode = render_mode
+        self.scenario = make_scenario(scenario)
+        base = self.scenario.env_kwargs() if self.scenario is not None else {"users": 100, "max_cycles": 50}
+        self._env_kwargs = {**base, **env_kwargs, "population_seed": population_seed}
+        if users is not None:
+            self._env_kwargs["users"] = users
+        if max_cycles is not None:
+            self._env_kwargs["max_cycles"] = max_cycles
+        self.max_cycles = int(self._env_kwargs["max_cycles"])
+        scenario_params = self.scenario.agent_params.get(self.agent.split("_")[0], {}) if self.scenario else {}
+        self.agent_params = {**scenario_params, **(agent_params or {})}
+        self._user_policy_factory = user_policy
+        self._env = None
+        self._users = None
+        self._population = None
+        agent = self._make_agent(self.agent_params)
+        self.observation_space = agent.observation_space
+        self.action_space = agent.action_space
+
+    # ------------------------------------------------------------------ subclass hooks
+    @staticmethod
+    def _make_agent(params: dict):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _agent_config(self) -> dict:  # pragma: no cover - abstract
+        """SimulationConfig values that switch on the platform agents of this env."""
+        raise NotImplementedError
+
+    def _other_actions(self, sim) -> dict:
+        """Actions of the platform agents driven by fixed rules this step."""
+        return {}
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict:
+        return {"init_kwargs": self._init_kwargs}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(**state["init_kwargs"])
+
+    # ------------------------------------------------------------------ lazy build
+    @property
+    def parallel_env(self):
+        """The underlying PettingZoo `SocialMediaEnv` (built at the first reset)."""
+        if self._env is None:
+            self._build()
+        return self._env
+
+    @property
+    def sim(self):
+        return self.parallel_env.sim
+
+    def _build(self) -> None:
+        from .social_env import SocialMediaEnv, load_population
+
+        kw = dict(self._env_kwargs)
+        users, pop_seed = kw.pop("users"), kw.pop("population_seed")
+        self._population = load_population(users, pop_seed)
+        setup = kw.pop("setup", None) or self.scenario
+        # platform agent params: the scenario's, then the env argument's, then the learner's
+        params = {k: dict(v) for k, v in (self.scenario.agent_params if self.scenario else {}).items()}
+        for key, value in kw.pop("platform_agent_params", {}).items():
+            params[key] = {**params.get(key, {}), **value}
+        agent_key = self.agent.split("_")[0]
+        params[agent_key] = {**params.get(agent_key, {}), **self.agent_params}
+        self._env = SocialMediaEnv(self._population, setup=setup, platform_agent_params=params,
+                                   **{**kw, **self._agent_config()})
+        factory = self._user_policy_factory
+        if factory is None:
+            factory = self.scenario.user_policy if self.scenario is not None else _abm_users
+        self._users = factory(self._env)
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        env = self.parallel_env
+        # an explicit seed reproduces the episode; otherwise the next episode's seed comes from
+        # the env's generator (seeded by the last explicit seed)
+        episode_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31 - 1))
+        if hasattr(env.sim.recsys, "set_weights"):
+            # the agent-controlled recsys keeps the last episode's weights across resets;
+            # start every episode from the same ranking so reset(seed) is reproducible
+            env.sim.recsys.set_weights(self._initial_weights())
+        env.reset(seed=episode_seed)
+        self._users.reset(env, np.arange(env.sim.platform.n_users), episode_seed)
+        self._episode = _EpisodeStats()
+        return self._obs(), {"seed": episode_seed, "step": 0}
+
+    def step(self, action):
+        if self._env is None or not self._env.agents:
+            raise RuntimeError("step() called before reset() or after the episode ended")
+        from oasis_gym.platform_agents import exposure_stats
+
+        env, sim = self._env, self._env.sim
+        served = exposure_stats(sim)
+        acts = self._users.act(env, sim.obs)
+        platform_actions = {**self._other_actions(sim), **self._learner_action(action)}
+        before = _moderation_counts(sim)
+        out = env.step_batch(acts, platform_actions)
+        reward = self._reward(sim, out, served)
+        info = self._info(sim, out, served, before)
+        self._episode.add(info, reward)
+        truncated = not env.agents
+        if truncated:
+            info["episode_metrics"] = self._episode.summary(sim)
+        return self._obs(), reward, False, truncated, info
+
+    def _initial_weights(self) -> np.ndarray:
+        from oasis_gym.recsys import DEFAULT_WEIGHTS
+
+        weights = self._env_kwargs.get("recsys_params", {}).get("weights")
+        return np.asarray(weights if weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
+
+    def _learner_action(self, action) -> dict:
+        return {self.agent: action}
+
+    def _reward(self, sim, out, served: tuple[float, float, int]) -> float:
+        return float(out.platform_rewards[self.agent])
+
+    def _obs(self) -> np.ndarray:
+        return np.asarray(self._env.sim.platform_obs[self.agent], dtype=np.float32)
+
+    def _info(self, sim, out, served_stats: tuple[float, float, int], before: np.ndarray) -> dict:
+        """Emergent metrics of this step (exposure of the feeds users acted on, actions, opinions)."""
+        from oasis_gym.actions import ActionType as A
+        from oasis_gym.platform_agents import esteban_ray
+
+        ok = out.results == 0
+        engaged = int(np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT,
+                                                 A.LIKE_COMMENT]).sum())
+        op = sim.platform.u_opinion.a
+        after = _moderation_counts(sim)
+        served = _served(served_stats)
+        return {
+            "impressions": served["impressions"], "misinfo_impressions": served["misinfo_impressions"],
+            "misinfo_share": served["misinfo_share"], "cross_cutting_share": served["cross_cutting_share"],
+            "engagements": engaged,
+            "engagement_rate": engaged / served["impressions"] if served["impressions"] else 0.0,
+            "reports": int((out.actions[ok] == A.REPORT_POST).sum()),
+            "opinion_std": float(op.std()), "esteban_ray": esteban_ray(op),
+            "moderation": {k: int(v) for k, v in zip(("label", "downrank", "remove", "suspend"), after - before)},
+            "active_users": len(out.users),
+        }
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._env is None:
+            return None
+        env = self._env
+        env.render_mode = "ansi"
+        return env.render()
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+
+
+def _abm_users(env):
+    from oasis_gym.policies.abm import ABMPolicy
+
+    return ABMPolicy()
+
+
+def _served(stats: tuple[float, float, int]) -> dict:
+    misinfo, cross, n = stats
+    return {"impressions": n, "misinfo_impressions": int(round(misinfo * n)), "misinfo_share": misinfo,
+            "cross_cutting_share": cross}
+
+
+def _moderation_counts(sim) -> np.ndarray:
+    """Posts labelled / downranked / removed and users suspended so far."""
+    from oasis_gym.platform import DOWNRANKED, LABELLED
+
+    pf = sim.platform
+    status = pf.p_status.a
+    return np.array([(status == LABELLED).sum(), (status == DOWNRANKED).sum(), (status == REMOVED).sum(),
+                     pf.u_suspended.a.sum()], dtype=np.int64)
+
+
+class _EpisodeStats:
+    """Running totals of one episode, summarized when it ends (`info["episode_metrics"]`)."""
+
+    def __init__(self):
+        self.ret = 0.0
+        self.steps = 0
+        self.impressions = 0
+        self.misinfo_impressions = 0
+        self.engagements = 0
+
+    def add(self, info: dict, reward: float) -> None:
+        self.ret += reward
+        self.steps += 1
+        self.impressions += info["impressions"]
+        self.misinfo_impressions += info["misinfo_impressions"]
+        self.engagements += info["engagements"]
+
+    def summary(self, sim) -> dict:
+        return {"return": self.ret, "steps": self.steps, "impressions": self.impressions,
+                "misinfo_impressions": self.misinfo_impressions,
+                "misinfo_share": self.misinfo_impressions / max(self.impressions, 1),
+                "engagement_rate": self.engagements / max(self.impressions, 1),
+                **moderation_outcome(sim)}
+
+
+def moderation_outcome(sim) -> dict:
+    """Who the moderation hit: shares of misinformation / true / unlabelled original posts
+    (quotes included, reposts excluded) with any moderation status."""
+    from oasis_gym.platform import REPOST
+
+    pf = sim.platform
+    original = pf.p_kind.a != REPOST
+    acted = pf.p_status.a > 0
+    label = pf.p_label.a
+
+    def share(sel: np.ndarray) -> float:
+        sel = sel & original
+        return float(acted[sel].mean()) if sel.any() else 0.0
+
+    return {"misinfo_actioned_share": share(label == MISINFO_LABEL), "true_actioned_share": share(label == TRUE_LABEL),
+            "non_misinfo_actioned_share": share(label != MISINFO_LABEL),
+            "posts_actioned": int((acted & original).sum())}
+
+
+def register_gym_envs() -> None:
+    """Register `oasis_gym/Recommender-v0` and `oasis_gym/Moderator-v0` with Gymnasium
+    (string entry points: nothing is imported until an env is made). Idempotent."""
+    for name, module, cls in (("Recommender-v0", "recommender_v0", "RecommenderEnv"),
+                              ("Moderator-v0", "moderator_v0", "ModeratorEnv")):
+        env_id = f"oasis_gym/{name}"
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=f"oasis_gym.envs.{module}:{cls}", disable_env_checker=False)

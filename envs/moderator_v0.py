@@ -1,0 +1,97 @@
+"""Moderator-v0: learn to moderate a social platform whose users are simulated.
+
+This environment is part of oasis-gym. Make it with
+``gymnasium.make("oasis_gym/Moderator-v0", ...)`` (after `import oasis_gym`) or
+``from oasis_gym.envs.moderator_v0 import ModeratorEnv``.
+
+| Action space       | `MultiDiscrete([5] * top_m)` (scenario default top_m = 20)      |
+|--------------------|-----------------------------------------------------------------|
+| Observation space  | `Box(-inf, inf, (top_m * 9,), float32)`                         |
+| Import             | `gymnasium.make("oasis_gym/Moderator-v0")`                      |
+
+## Description
+The agent is the platform's content moderator (`moderator_0` of the PettingZoo env). Each
+step it sees the `top_m` visible original posts spreading fastest over the last
+`window_minutes` and may act on each of them. The users are simulated (by default the
+1 000 ABM users of the `misinfo_stream` scenario, see `platform_scenarios`: a stream of
+true news and extreme-stance misinformation, users who report what they disagree with);
+feeds come from the platform's own recommender (Twitter-like by default) unless
+`recsys="agent"` with a `recommender` rule is given.
+
+## Action space
+`MultiDiscrete([5] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
+3 remove, 4 remove and suspend the author. Effects are real and journaled: labels show
+in feeds, downranked posts rank lower, removed posts leave every feed, suspended users
+never activate again. Actions on empty slots are ignored.
+
+## Observation space
+`Box(-inf, inf, (top_m * 9,))`, float32, slot-major: per post slot velocity (likes +
+shares + comments per hour of age), likes, shares, reports, age in hours, log(1 +
+author followers), misinformation score (1 flagged, 0 true, 0.5 unknown), moderation
+status, slot filled (1) or empty (0, all features 0). Slots are ordered by velocity.
+
+## Rewards
+`ModeratorAgent.reward` (platform_agents): - misinformation share of the feeds served
+after the action - action_cost * (posts acted on that are not misinformation) (default
+cost 0.02). The reward follows the action of the same step.
+
+## Starting state
+As Recommender-v0: `reset(seed)` rebuilds the platform and the scenario's posts from the
+seed; without a seed the episode seed comes from the env's generator.
+
+## Episode end
+No termination. Truncation after `max_cycles` steps (scenario default 50).
+
+## Info
+As Recommender-v0 (impressions, misinformation exposure, engagement, reports, opinions,
+moderation counts of the step); at the last step `episode_metrics` also has
+`misinfo_actioned_share`, `true_actioned_share` (posts labelled true with any
+moderation status), `non_misinfo_actioned_share` and `posts_actioned`.
+
+## Arguments
+`ModeratorEnv(users=None, scenario="misinfo_stream", user_policy=None, recommender=None,
+agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_kwargs)`
+- `users`, `scenario`, `user_policy`, `max_cycles`, `population_seed`, `**env_kwargs`: as
+  Recommender-v0 (e.g. `recsys="reddit"` for hot-score feeds).
+- `recommender`: None (the `recsys` argument ranks the feeds) or a rule
+  `f(sim) -> weights` for `recommender_0` (then `recsys="agent"` is used), e.g.
+  `FixedWeights(...)` or a trained recommender.
+- `agent_params`: `ModeratorAgent` fields (`top_m`, `window_minutes`, `action_cost`);
+  they override the scenario's (`misinfo_stream` sets `top_m=20`; without a scenario the
+  `ModeratorAgent` default is 10).
+
+## Version history
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .gym_registry import PlatformAgentEnv, register_gym_envs
+
+__all__ = ["ModeratorEnv", "register_gym_envs"]
+
+
+class ModeratorEnv(PlatformAgentEnv):
+    agent = "moderator_0"
+
+    def __init__(self, users=None, *, recommender=None, **kwargs: Any):
+        self._recommender = recommender
+        super().__init__(users, **kwargs)
+        self._init_kwargs["recommender"] = recommender
+
+    @staticmethod
+    def _make_agent(params: dict):
+        from oasis_gym.platform_agents import ModeratorAgent
+
+        return ModeratorAgent(**params)
+
+    def _agent_config(self) -> dict:
+        cfg = {"moderator_agent": True}
+        if self._recommender is not None:
+            cfg.update(recsys="agent", recommender_agent=True)
+        return cfg
+
+    def _other_actions(self, sim) -> dict:
+        return {"recommender_0": self._recommender(sim)} if self._recommender is not None else {}

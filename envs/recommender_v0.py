@@ -1,0 +1,166 @@
+"""Recommender-v0: learn the feed ranking of a social platform whose users are simulated.
+
+This environment is part of oasis-gym. Make it with
+``gymnasium.make("oasis_gym/Recommender-v0", ...)`` (after `import oasis_gym`) or
+``from oasis_gym.envs.recommender_v0 import RecommenderEnv``.
+
+| Action space       | `Box(-1.0, 1.0, (7,), float32)`                                 |
+|--------------------|-----------------------------------------------------------------|
+| Observation space  | `Box(-inf, inf, (23,), float32)`                                |
+| Import             | `gymnasium.make("oasis_gym/Recommender-v0")`                    |
+
+## Description
+The agent is the platform's recommender (`recommender_0` of the PettingZoo env). Each step
+it sets the weights of a linear ranking score over the candidate posts' features; every
+feed served for the next step is ranked by them. The users are simulated (by default the
+1 000 ABM users of the `misinfo_stream` scenario, see `platform_scenarios`) and react to
+what they are shown: they like, dislike, repost, follow, post, report, and their opinions
+move with what they read. The moderator is off unless `moderator="report_threshold"`
+(remove posts with >= 3 reports) or another rule is given.
+
+## Action space
+`Box(-1, 1, (7,))`: the ranking weights over the candidate features
+(`oasis_gym.recsys.CANDIDATE_FEATURES`), in order: recency (exp(-age / 180 min)),
+popularity (log_1000(1 + likes + shares)), author_fans (log_1000(1 + followers)),
+similarity (user-post interest cosine), in_network (author followed or shared by a
+followee), controversy (min/max of likes and dislikes), reports (log_1000(1 + reports)).
+score = features @ weights; downranked posts are demoted; the top `feed_size` are served.
+
+## Observation space
+`Box(-inf, inf, (23,))`, float32: engagement rate, impressions per active user,
+misinformation share of impressions, cross-cutting share, opinion mean / std / mean |x|,
+Esteban-Ray polarization, active-user fraction (9 values, of the step just played), then
+the candidate pool's 7 feature means and 7 feature stds.
+
+## Rewards
+`RecommenderAgent.reward` (platform_agents): engagement_rate - misinfo_penalty *
+misinfo_share - polarization_penalty * opinion_std (defaults 1.0, 1.0, 0.5), measured on the
+feeds the users acted on this step. The feeds of step t were ranked by the action of step
+t-1: the effect of an action shows in the next reward (use gamma > 0).
+
+## Starting state
+`reset(seed)` rebuilds the platform: the population (fixed by `population_seed`), the
+scenario's seeded posts and news accounts (from `seed`), fresh user policy state.
+Without a seed, the episode seed is drawn from the env's generator (seeded by the last
+explicit seed), so `SubprocVecEnv` workers started with different seeds stay different.
+
+## Episode end
+No termination. Truncation after `max_cycles` steps (scenario default 50).
+
+## Info
+Every step: `impressions`, `misinfo_impressions`, `misinfo_share`, `cross_cutting_share`,
+`engagements`, `engagement_rate`, `reports`, `opinion_std`, `esteban_ray`, `moderation`
+(posts labelled / downranked / removed and users suspended this step), `active_users`.
+At the last step also `episode_metrics` (return, totals, moderation shares).
+
+## Arguments
+`RecommenderEnv(users=None, scenario="misinfo_stream", user_policy=None, moderator=None,
+feed=None, agent_params=None, max_cycles=None, render_mode=None, population_seed=0,
+**env_kwargs)`
+- `users`: user count / profile file / Population (default: the scenario's, 1 000).
+- `scenario`: "misinfo_stream", a `MisinfoScenario` (fields overridable) or None (plain
+  env: 100 users, no seeded posts). The scenario sets `setup`, activation, action set,
+  `max_cycles` and the default user policy.
+- `user_policy`: a factory `f(parallel_env) -> Policy` (e.g. a HybridPolicy with LLM
+  core users, or `SB3Policy.load(...)`); picklable for subprocess vector envs.
+- `moderator`: None (off), "report_threshold", "oracle" or a rule `f(sim) -> action` for
+  `moderator_0` (then it is switched on with `agent_params`-independent defaults).
+- `feed`: None (the agent ranks the feeds), or a baseline recsys name ("reddit" hot
+  score, "random", "chronological", "twitter"): the feeds come from that recsys, the
+  action is ignored, and the reward is still `RecommenderAgent.reward` of the served
+  feeds, so baselines and learned rankings are scored alike on the same scenario. The
+  observation then has zeros for the pool statistics (the baseline has no pool).
+- `agent_params`: `RecommenderAgent` fields (`misinfo_penalty`, `polarization_penalty`).
+- `**env_kwargs`: any `SocialMediaEnv` argument (`activation`, `feed_size`,
+  `recsys_params`, `db_path`, ...), overriding the scenario's.
+
+## Version history
+- v0: initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .gym_registry import PlatformAgentEnv, PlatformRule, register_gym_envs
+
+__all__ = ["RecommenderEnv", "register_gym_envs"]
+
+
+def _moderator_rule(moderator) -> PlatformRule | None:
+    from .platform_scenarios import NoModeration, OracleModerator, ReportThresholdModerator
+
+    if moderator is None or callable(moderator):
+        return moderator
+    rules = {"none": NoModeration, "report_threshold": ReportThresholdModerator, "oracle": OracleModerator}
+    if moderator not in rules:
+        raise ValueError(f"moderator must be None, a rule f(sim) or one of {sorted(rules)}, got {moderator!r}")
+    return rules[moderator]()
+
+
+class RecommenderEnv(PlatformAgentEnv):
+    agent = "recommender_0"
+
+    def __init__(self, users=None, *, moderator=None, feed: str | None = None, **kwargs: Any):
+        self._moderator = _moderator_rule(moderator)
+        if feed is not None and feed in ("agent", "agent_controlled", "agent-controlled"):
+            raise ValueError("feed names a fixed baseline recsys; leave it None for the learned ranking")
+        self.feed = feed
+        super().__init__(users, **kwargs)
+        self._init_kwargs.update(moderator=moderator, feed=feed)
+        self._scorer = self._make_agent(self.agent_params)
+
+    @staticmethod
+    def _make_agent(params: dict):
+        from oasis_gym.platform_agents import RecommenderAgent
+
+        return RecommenderAgent(**params)
+
+    def _agent_config(self) -> dict:
+        if self.feed is not None:
+            return {"recsys": self.feed, "recommender_agent": False, "moderator_agent": self._moderator is not None}
+        return {"recsys": "agent", "recommender_agent": True, "moderator_agent": self._moderator is not None}
+
+    # baseline mode: no recommender_0 in the simulation; the env scores the fixed feeds itself
+    def _learner_action(self, action) -> dict:
+        return {} if self.feed is not None else {self.agent: action}
+
+    def _reward(self, sim, out, served) -> float:
+        if self.feed is None:
+            return float(out.platform_rewards[self.agent])
+        return float(self._scorer.reward(sim, served))
+
+    def _obs(self) -> np.ndarray:
+        if self.feed is None:
+            return super()._obs()
+        from oasis_gym.platform_agents import RECOMMENDER_FEATURES
+
+        x = np.zeros(self.observation_space.shape, dtype=np.float32)
+        x[: len(RECOMMENDER_FEATURES)] = self._scorer.observe(_PoolFree(self._env.sim))[: len(RECOMMENDER_FEATURES)]
+        return x
+
+    def _other_actions(self, sim) -> dict:
+        return {"moderator_0": self._moderator(sim)} if self._moderator is not None else {}
+
+    def action_for_weights(self, weights) -> np.ndarray:
+        """The action that sets these ranking weights (clipped to the action space)."""
+        return np.clip(np.asarray(weights, dtype=np.float32), -1.0, 1.0)
+
+
+class _PoolFree:
+    """A view of a simulation whose recsys has no candidate pool: pool statistics read as 0."""
+
+    def __init__(self, sim):
+        self._sim = sim
+        self.recsys = self
+
+    def __getattr__(self, name):
+        return getattr(self._sim, name)
+
+    @staticmethod
+    def candidate_pool_stats(platform) -> np.ndarray:
+        from oasis_gym.recsys import CANDIDATE_FEATURES
+
+        return np.zeros(2 * len(CANDIDATE_FEATURES), dtype=np.float32)

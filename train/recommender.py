@@ -1,0 +1,118 @@
+"""Train the recommender (`oasis_gym/Recommender-v0`) with PPO, then compare it with the
+fixed feeds on its own reward.
+
+    python -m oasis_gym.train.recommender --timesteps 60000 --time-limit 900 --out runs/rec
+    oasis-gym train recommender --timesteps 60000 --out runs/rec
+
+Steps (read top to bottom):
+1. env: the `misinfo_stream` scenario (1 000 ABM users, true news + misinformation,
+   reporting users), 50-step episodes; `--users` / `--max-cycles` shrink it.
+2. baselines: the RecommenderAgent reward of the fixed feeds (hot score, random,
+   chronological, Twitter, default weights) on the evaluation seeds, before training --
+   also drawn in TensorBoard as flat `eval/baseline_*` lines.
+3. PPO (stable-baselines3) on `n_envs` subprocess envs under VecMonitor + VecNormalize,
+   with checkpoints, the env-metrics TensorBoard callback and a wall-clock limit.
+4. evaluation of the saved model (reloaded as `SB3Policy`) on the same seeds, and a JSON
+   summary (`eval.json`): mean / std / per-seed returns and relative gains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+
+from .common import EnvConfig, PPOConfig, limit_threads, write_json
+
+BASELINES = ("reddit", "random", "chronological", "twitter", "default_weights")
+
+
+@dataclass
+class Args:
+    env: EnvConfig = field(default_factory=lambda: EnvConfig(kind="recommender"))
+    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(gamma=0.9, out_dir="runs/recommender"))
+    eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004)
+    baselines: tuple[str, ...] = BASELINES
+
+
+def train(args: Args) -> dict:
+    from oasis_gym.policies.sb3 import SB3Policy
+
+    from .evaluate import evaluate_recommender, paired_gains, summarize
+
+    limit_threads(1)
+    # 2. baselines on the evaluation seeds (same scenario, same reward)
+    base_runs = {name: evaluate_recommender(name, args.eval_seeds, args.env) for name in args.baselines}
+    base_mean = {name: summarize(runs)["mean"] for name, runs in base_runs.items()}
+    probe_seeds = args.ppo.eval_seeds
+
+    def probe(act) -> float:  # the learning curve against the baselines (BaselineEvalCallback)
+        return summarize(evaluate_recommender(act, probe_seeds, args.env))["mean"]
+
+    probe_base = ({name: summarize(evaluate_recommender(name, probe_seeds, args.env))["mean"] for name in ("reddit", "random")}
+                  if args.ppo.eval_every else {})
+    # 3. PPO
+    from .common import train_ppo
+
+    _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
+    # 4. the saved model, reloaded as a policy, on the evaluation seeds
+    policy = SB3Policy.load(info["model"], agent="recommender_0")
+    runs = evaluate_recommender(policy, args.eval_seeds, args.env)
+    result = {"ppo": summarize(runs), "ppo_misinfo_share": summarize(runs, "misinfo_share"),
+              "ppo_engagement_rate": summarize(runs, "engagement_rate"), "train": info,
+              "baselines": {name: {"return": summarize(r), "misinfo_share": summarize(r, "misinfo_share"),
+                                   "engagement_rate": summarize(r, "engagement_rate"),
+                                   "gain_of_ppo": paired_gains(runs, r)}
+                            for name, r in base_runs.items()},
+              "eval_seeds": list(args.eval_seeds)}
+    result["baseline_means"] = base_mean
+    write_json(f"{args.ppo.out_dir}/eval.json", result)
+    return result
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timesteps", type=int, default=60_000)
+    p.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
+    p.add_argument("--n-envs", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
+    p.add_argument("--max-cycles", type=int, default=None, help="episode length (default 50)")
+    p.add_argument("--eval-seeds", type=int, nargs="+", default=[1000, 1001, 1002, 1003, 1004])
+    p.add_argument("--eval-every", type=int, default=0, help="timesteps between TensorBoard evaluations (0: off)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default 3e-4 / moderator 1e-3)")
+    p.add_argument("--gamma", type=float, default=None)
+    p.add_argument("--policy", choices=("mlp", "slot"), default=None, help="network (default: mlp / moderator: slot)")
+    p.add_argument("--n-steps", type=int, default=None, help="rollout steps per env")
+    p.add_argument("--ent-coef", type=float, default=None)
+    p.add_argument("--out", default=None)
+
+
+def args_from_namespace(ns: argparse.Namespace, kind: str, defaults: Args) -> Args:
+    env = EnvConfig(kind=kind, users=ns.users, max_cycles=ns.max_cycles)
+    ppo = defaults.ppo
+    ppo.total_timesteps, ppo.time_limit_s, ppo.n_envs, ppo.seed = ns.timesteps, ns.time_limit, ns.n_envs, ns.seed
+    ppo.eval_every = ns.eval_every
+    for name, value in (("learning_rate", ns.lr), ("gamma", ns.gamma), ("policy", ns.policy), ("n_steps", ns.n_steps), ("ent_coef", ns.ent_coef)):
+        if value is not None:
+            setattr(ppo, name, value)
+    if ns.n_steps is not None:
+        ppo.batch_size = min(ppo.batch_size, ns.n_steps * ppo.n_envs)
+    if ns.out:
+        ppo.out_dir = ns.out
+    defaults.env, defaults.eval_seeds = env, tuple(ns.eval_seeds)
+    return defaults
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(p)
+    args = args_from_namespace(p.parse_args(argv), "recommender", Args())
+    result = train(args)
+    print(json.dumps({"ppo": result["ppo"]["mean"], **{k: v for k, v in result["baseline_means"].items()},
+                      "out": args.ppo.out_dir}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Train the recommender with Ray RLlib on the PettingZoo parallel env (example).
+
+    pip install "ray[rllib]"            # optional; not a dependency of oasis-gym
+    python -m oasis_gym.train.rllib_recommender --iterations 20 --users 1000
+    python -m oasis_gym.train.rllib_recommender --iterations 20 --with-moderator  # two learners
+
+RLlib sees the simulation through `ray.rllib.env.wrappers.pettingzoo_env.ParallelPettingZooEnv`
+wrapped around `PlatformAgentsParallelEnv`, a PettingZoo `ParallelEnv` whose agents are the
+platform agents only:
+
+* the **users are fixed**: they are driven inside the env, in one batched call per step, by
+  the scenario's user policy (ABM users who report; any `Policy` factory can replace it).
+  Exposing 1 000 users as RLlib agents would make RLlib build and step 1 000 per-agent
+  observation dicts per step for agents that never learn;
+* `recommender_0` is **learned** (RLModule "recommender", in `policies_to_train`);
+* `moderator_0` is either off, driven by a fixed rule inside the env (`moderator_rule=
+  "report_threshold"`), or -- with `--with-moderator` -- a second learned module
+  ("moderator"), so the policy mapping sends each platform agent to its own module.
+
+Spaces, rewards and the scenario are exactly those of `oasis_gym/Recommender-v0` (see
+`oasis_gym.envs.recommender_v0`), so SB3 and RLlib results are comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+from pettingzoo import ParallelEnv
+
+POLICY_OF_AGENT = {"recommender_0": "recommender", "moderator_0": "moderator"}
+
+
+def policy_mapping_fn(agent_id: str, episode: Any = None, **kwargs) -> str:
+    """recommender_0 -> the "recommender" module, moderator_0 -> "moderator"."""
+    return POLICY_OF_AGENT[agent_id]
+
+
+class PlatformAgentsParallelEnv(ParallelEnv):
+    """The platform agents of a scenario as a PettingZoo ParallelEnv (users driven inside)."""
+
+    metadata = {"name": "oasis_platform_agents_v0", "render_modes": [], "is_parallelizable": True}
+
+    def __init__(self, users=None, max_cycles: int | None = None, scenario: str = "misinfo_stream",
+                 learn_moderator: bool = False, moderator_rule: str | None = None, seed: int = 0, **env_kwargs):
+        from oasis_gym.envs.moderator_v0 import ModeratorEnv
+        from oasis_gym.envs.recommender_v0 import RecommenderEnv
+
+        # the single-agent env supplies the scenario, users and fixed rules; this class only
+        # exposes its platform agents side by side
+        base = RecommenderEnv if not learn_moderator else ModeratorEnv
+        extra = {"recommender": _LearnedSlot()} if learn_moderator else {"moderator": moderator_rule}
+        self._gym = base(users=users, max_cycles=max_cycles, scenario=scenario, **extra, **env_kwargs)
+        self.possible_agents = ["recommender_0"] + (["moderator_0"] if learn_moderator else [])
+        self.agents: list[str] = []
+        self._spaces = {"recommender_0": _agent_spaces("recommender", self._gym)}
+        if learn_moderator:
+            self._spaces["moderator_0"] = (self._gym.observation_space, self._gym.action_space)
+        self._seed = seed
+        self._episodes = 0
+
+    def observation_space(self, agent: str):
+        return self._spaces[agent][0]
+
+    def action_space(self, agent: str):
+        return self._spaces[agent][1]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        # a fresh seed per episode (from the given one, or a counter) keeps episodes varied
+        episode_seed = seed if seed is not None else self._seed + self._episodes
+        self._episodes += 1
+        self._gym.reset(seed=episode_seed)
+        self.agents = list(self.possible_agents)
+        return self._observations(), {a: {} for a in self.agents}
+
+    def step(self, actions: dict):
+        env = self._gym
+        sim = env.sim
+        if "moderator_0" in self.possible_agents:
+            env._recommender.action = np.asarray(actions["recommender_0"], dtype=np.float32)
+            learner_action = actions["moderator_0"]
+        else:
+            learner_action = actions["recommender_0"]
+        _, _, _, truncated, info = env.step(learner_action)
+        out = sim.last_outcome
+        rewards = {a: float(out.platform_rewards[a]) for a in self.agents}
+        obs = self._observations()
+        infos = {a: {k: info[k] for k in ("misinfo_share", "engagement_rate", "opinion_std")} for a in self.agents}
+        terminations = dict.fromkeys(self.agents, False)
+        truncations = dict.fromkeys(self.agents, bool(truncated))
+        if truncated:
+            self.agents = []
+        return obs, rewards, terminations, truncations, infos
+
+    def _observations(self) -> dict:
+        return {a: np.asarray(self._gym.sim.platform_obs[a], dtype=np.float32) for a in self.possible_agents}
+
+    def close(self) -> None:
+        self._gym.close()
+
+
+class _LearnedSlot:
+    """Rule stand-in for a platform agent whose action comes from RLlib this step."""
+
+    action: np.ndarray | None = None
+
+    def __call__(self, sim) -> np.ndarray:
+        from oasis_gym.recsys import DEFAULT_WEIGHTS
+
+        return self.action if self.action is not None else DEFAULT_WEIGHTS
+
+
+def _agent_spaces(kind: str, gym_env) -> tuple:
+    from oasis_gym.platform_agents import ModeratorAgent, RecommenderAgent
+
+    agent = RecommenderAgent() if kind == "recommender" else ModeratorAgent(**gym_env.agent_params)
+    return agent.observation_space, agent.action_space
+
+
+def make_rllib_env(env_config: dict):
+    """RLlib env creator: ParallelPettingZooEnv around PlatformAgentsParallelEnv."""
+    from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+    return ParallelPettingZooEnv(PlatformAgentsParallelEnv(**env_config))
+
+
+def build_config(env_config: dict, train_batch_size: int = 200, minibatch_size: int = 100, num_epochs: int = 5,
+                 num_env_runners: int = 0, lr: float = 3e-4, gamma: float = 0.9):
+    """PPO on the new API stack: one RLModule per platform agent, only the learned ones trained."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.tune.registry import register_env
+
+    register_env("oasis_platform_agents", make_rllib_env)
+    learned = ["recommender"] + (["moderator"] if env_config.get("learn_moderator") else [])
+    return (PPOConfig()
+            .environment("oasis_platform_agents", env_config=env_config)
+            .framework("torch")
+            .env_runners(num_env_runners=num_env_runners, rollout_fragment_length="auto")
+            .multi_agent(policies=set(learned), policy_mapping_fn=policy_mapping_fn, policies_to_train=learned)
+            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={p: RLModuleSpec() for p in learned}))
+            .training(train_batch_size=train_batch_size, minibatch_size=minibatch_size, num_epochs=num_epochs,
+                      lr=lr, gamma=gamma)
+            .debugging(seed=env_config.get("seed", 0)))
+
+
+def train(iterations: int, env_config: dict, **config_kwargs) -> list[dict]:
+    """Run `iterations` RLlib training iterations; returns a short summary of each."""
+    import ray
+
+    ray.init(num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1, include_dashboard=False,
+             ignore_reinit_error=True, log_to_driver=False)
+    algo = build_config(env_config, **config_kwargs).build_algo()
+    out = []
+    try:
+        for i in range(iterations):
+            result = algo.train()
+            runners = result.get("env_runners", {})
+            out.append({"iteration": i + 1,
+                        "episode_return_mean": runners.get("episode_return_mean"),
+                        "agent_episode_returns_mean": runners.get("agent_episode_returns_mean"),
+                        "num_env_steps_sampled_lifetime": runners.get("num_env_steps_sampled_lifetime")})
+    finally:
+        algo.stop()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
+    p.add_argument("--max-cycles", type=int, default=None)
+    p.add_argument("--with-moderator", action="store_true", help="learn moderator_0 too (its own module)")
+    p.add_argument("--moderator-rule", default=None, help="fixed moderator rule, e.g. report_threshold")
+    p.add_argument("--train-batch-size", type=int, default=200)
+    p.add_argument("--env-runners", type=int, default=0)
+    args = p.parse_args(argv)
+    env_config = {"users": args.users, "max_cycles": args.max_cycles, "learn_moderator": args.with_moderator,
+                  "moderator_rule": args.moderator_rule}
+    for row in train(args.iterations, env_config, train_batch_size=args.train_batch_size,
+                     minibatch_size=min(100, args.train_batch_size), num_env_runners=args.env_runners):
+        print(json.dumps(row, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
