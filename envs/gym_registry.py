@@ -108,10 +108,14 @@ class PlatformAgentEnv(gym.Env):
         params[agent_key] = {**params.get(agent_key, {}), **self.agent_params}
         self._env = SocialMediaEnv(self._population, setup=setup, platform_agent_params=params,
                                    **{**kw, **self._agent_config()})
+
+    def _make_users(self):
+        """The user policy, made once the first episode's platform exists (so a factory may
+        route users by their followers, e.g. `HybridPolicy.top_k_by_followers`)."""
         factory = self._user_policy_factory
         if factory is None:
             factory = self.scenario.user_policy if self.scenario is not None else _abm_users
-        self._users = factory(self._env)
+        return factory(self._env)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -125,6 +129,8 @@ class PlatformAgentEnv(gym.Env):
             # start every episode from the same ranking so reset(seed) is reproducible
             env.sim.recsys.set_weights(self._initial_weights())
         env.reset(seed=episode_seed)
+        if self._users is None:
+            self._users = self._make_users()
         self._users.reset(env, np.arange(env.sim.platform.n_users), episode_seed)
         self._episode = _EpisodeStats()
         return self._obs(), {"seed": episode_seed, "step": 0}
@@ -163,7 +169,7 @@ class PlatformAgentEnv(gym.Env):
     def _obs(self) -> np.ndarray:
         return np.asarray(self._env.sim.platform_obs[self.agent], dtype=np.float32)
 
-    def _info(self, sim, out, served_stats: tuple[float, float, int], before: np.ndarray) -> dict:
+    def _info(self, sim, out, served_stats: tuple[float, float, int], before: tuple[np.ndarray, int]) -> dict:
         """Emergent metrics of this step (exposure of the feeds users acted on, actions, opinions)."""
         from oasis_gym.actions import ActionType as A
         from oasis_gym.platform_agents import esteban_ray
@@ -172,7 +178,6 @@ class PlatformAgentEnv(gym.Env):
         engaged = int(np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT,
                                                  A.LIKE_COMMENT]).sum())
         op = sim.platform.u_opinion.a
-        after = _moderation_counts(sim)
         served = _served(served_stats)
         return {
             "impressions": served["impressions"], "misinfo_impressions": served["misinfo_impressions"],
@@ -181,7 +186,7 @@ class PlatformAgentEnv(gym.Env):
             "engagement_rate": engaged / served["impressions"] if served["impressions"] else 0.0,
             "reports": int((out.actions[ok] == A.REPORT_POST).sum()),
             "opinion_std": float(op.std()), "esteban_ray": esteban_ray(op),
-            "moderation": {k: int(v) for k, v in zip(("label", "downrank", "remove", "suspend"), after - before)},
+            "moderation": _moderated_since(sim, before),
             "active_users": len(out.users),
         }
 
@@ -209,14 +214,22 @@ def _served(stats: tuple[float, float, int]) -> dict:
             "cross_cutting_share": cross}
 
 
-def _moderation_counts(sim) -> np.ndarray:
-    """Posts labelled / downranked / removed and users suspended so far."""
+def _moderation_counts(sim) -> tuple[np.ndarray, int]:
+    """Snapshot before a step: every post's moderation status and the suspended-user count."""
+    pf = sim.platform
+    return pf.p_status.a.copy(), int(pf.u_suspended.a.sum())
+
+
+def _moderated_since(sim, before: tuple[np.ndarray, int]) -> dict:
+    """Posts that entered each moderation status this step, and users suspended this step."""
     from oasis_gym.platform import DOWNRANKED, LABELLED
 
+    status, suspended = before
     pf = sim.platform
-    status = pf.p_status.a
-    return np.array([(status == LABELLED).sum(), (status == DOWNRANKED).sum(), (status == REMOVED).sum(),
-                     pf.u_suspended.a.sum()], dtype=np.int64)
+    now = pf.p_status.a[: len(status)]
+    changed = now != status
+    return {"label": int((changed & (now == LABELLED)).sum()), "downrank": int((changed & (now == DOWNRANKED)).sum()),
+            "remove": int((changed & (now == REMOVED)).sum()), "suspend": int(pf.u_suspended.a.sum()) - suspended}
 
 
 class _EpisodeStats:

@@ -37,8 +37,8 @@ Where exposure happens (no moderation, Twitter recsys, measured): about half of 
 misinformation impressions fall in the step right after a post appears, before any
 moderator can see it (a new post is ranked high by recency for everyone; the moderator
 acts on what it observed in the previous step). Removing posts alone therefore cuts
-exposure by at most ~30 % here (oracle with top_m=20); removing and suspending the
-authors cuts it by ~80 %.
+exposure by about 30 % here (an oracle removing every misinformation post it sees,
+top_m=20, 3 seeds); removing them and suspending their authors cuts it by 75-80 %.
 
 Fixed platform rules (baselines and "the other agent" of each single-agent env):
 - `NoModeration`: every slot "none".

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
     run.add_argument("--activation", default="activity", help="'activity' (24-h vectors) or a flat probability")
     run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
+    run.add_argument("--seed-posts", type=int, default=100,
+                     help="posts the most-followed users have written before step 0 (synthetic populations)")
     run.add_argument("--db", default="run.db", help="SQLite journal path")
     run.add_argument("--logdir", default=None, help="TensorBoard log dir (default runs/<db stem>)")
     run.add_argument("--no-tensorboard", action="store_true")
@@ -46,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     from oasis_gym.scenarios import add_scenario_args
 
     add_scenario_args(run)
+    from oasis_gym.train.cli import add_train_parser
+
+    add_train_parser(sub)
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
@@ -107,6 +112,8 @@ def cmd_run(args) -> int:
             kwargs["recsys"] = args.recsys
         if args.all_actions:
             kwargs["available_actions"] = tuple(range(23))
+        if isinstance(args.users, int) and args.seed_posts > 0:
+            kwargs["setup"] = seed_posts_setup(args.seed_posts)
         env = module.parallel_env(**kwargs)
         env.reset(seed=args.seed)
     policy = make_policy(args, env)
@@ -133,6 +140,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def seed_posts_setup(count: int):
+    """A setup hook: the `count` most-followed users (one post each, wrapping around) wrote
+    posts before step 0 whose wording and stance follow their opinion, so a synthetic
+    population starts with something to read."""
+    def setup(sim) -> None:
+        from oasis_gym.policies.abm_dynamics import template_text
+
+        pf = sim.platform
+        authors = np.argsort(-pf.u_followers.a, kind="stable")[: max(1, min(count, pf.n_users))]
+        authors = np.resize(authors, count)
+        stance = pf.u_opinion.a[authors]
+        rng = np.random.default_rng(sim.seed)
+        texts = template_text(stance, "the news", rng)
+        pf.create_posts(authors, texts, stance=stance)
+
+    return setup
+
+
 def cmd_report(args) -> int:
     from oasis_gym.metrics.report import make_report
 
@@ -145,6 +170,10 @@ def cmd_report(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "train":
+        from oasis_gym.train.cli import cmd_train
+
+        return cmd_train(args)
     return {"run": cmd_run, "report": cmd_report}[args.command](args)
 
 

@@ -54,6 +54,7 @@ def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, 
                 break
             obs = env.sim.obs
             acts = policy.act(env, obs)
+            _report_llm_stats(env, policy)
             out = env.step_batch(acts)
             summary.steps += 1
             summary.actions += len(out.users)
@@ -70,6 +71,22 @@ def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, 
             bar.close()
     summary.seconds = time.perf_counter() - start
     return summary
+
+
+def _report_llm_stats(env, policy) -> None:
+    """Hand the LLM policies' token / latency stats of this step to the metrics recorders
+    (step hooks with `record_llm`), which log them with the step."""
+    recorders = [h for h in env.sim.step_hooks if hasattr(h, "record_llm")]
+    if not recorders:
+        return
+    stack = [policy]
+    while stack:
+        p = stack.pop()
+        stack.extend(p.policies() if hasattr(p, "policies") else [])
+        stats = getattr(p, "last_stats", None)
+        if stats:
+            for recorder in recorders:
+                recorder.record_llm(stats)
 
 
 def resume(db_path: str, policy, steps: int | None = None, *, progress: bool = False, **env_overrides) -> tuple:

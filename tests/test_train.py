@@ -110,12 +110,16 @@ def test_moderation_rules_act_on_misinformation():
     env = tiny(ModeratorEnv)
     env.reset(seed=1)
     rule = OracleModerator(action=4)
+    counted = {"label": 0, "downrank": 0, "remove": 0, "suspend": 0}
     for _ in range(6):
-        env.step(rule(env.sim))
+        _, _, _, _, info = env.step(rule(env.sim))
+        for k, v in info["moderation"].items():
+            counted[k] += v
     out = env.sim.platform
     hit = out.p_status.a > 0
     assert hit.any() and (out.p_label.a[hit] == 1).all()   # the oracle only touches misinformation
     assert out.u_suspended.a.any()
+    assert counted == {"label": 0, "downrank": 0, "remove": int(hit.sum()), "suspend": int(out.u_suspended.a.sum())}
     thr = ReportThresholdModerator(threshold=1)
     env.reset(seed=1)
     acted = thr(env.sim)
@@ -135,6 +139,25 @@ def test_feed_baseline_ignores_action_and_uses_recommender_reward():
     r1 = rollout(learned, lo, 5)[2::2]
     r2 = rollout(learned, hi, 5)[2::2]
     assert r1[0] == r2[0] and r1 != r2   # the first feeds precede any action; later ones follow it
+
+
+def _hybrid_users(env):
+    from oasis_gym.policies.abm import ABMPolicy
+    from oasis_gym.policies.base import RandomPolicy
+    from oasis_gym.policies.hybrid import HybridPolicy
+
+    return HybridPolicy.top_k_by_followers(env, RandomPolicy(), ABMPolicy(), 5)
+
+
+def test_user_policy_factory_drives_users():
+    env = tiny(RecommenderEnv, user_policy=_hybrid_users)
+    rollout(env, [np.zeros(7, np.float32)] * 3, 2)
+    users = env._users
+    assert type(users).__name__ == "HybridPolicy" and len(users.routes[0][1]) == 5
+    traced = env.sim.journal.conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0]
+    assert traced > 0
+    clone = pickle.loads(pickle.dumps(env))   # a module-level factory pickles with the env
+    assert rollout(clone, [np.zeros(7, np.float32)] * 2, 2)[0].shape == (23,)
 
 
 def test_pickle_rebuilds_lazily():

@@ -90,6 +90,7 @@ class AgentControlledRecommender(BaseRecommender):
         self.weights = DEFAULT_WEIGHTS.copy()
         if weights is not None:
             self.set_weights(weights)
+        self.initial_weights = self.weights.copy()  # restored on reset: episodes replay exactly
         self._cell_stats = np.zeros(4, dtype=np.float64)  # sim mean, sim std, in-net mean, in-net std
 
     def set_weights(self, w: np.ndarray) -> None:
@@ -103,6 +104,7 @@ class AgentControlledRecommender(BaseRecommender):
 
     def reset(self, platform, rng: np.random.Generator | None = None) -> None:
         super().reset(platform, rng)
+        self.weights = self.initial_weights.copy()
         self._cell_stats[:] = 0.0
 
     def pool(self, platform) -> np.ndarray:
