@@ -16,6 +16,7 @@ import time
 # On a shared / oversubscribed CPU, spinning OpenMP workers stall each other; passive waiting
 # keeps the numbers meaningful (must be set before torch is imported).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")  # keep vLLM's INFO logs off stdout (one JSON line)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

@@ -8,7 +8,6 @@ import gymnasium
 import numpy as np
 import pytest
 
-pytest.importorskip("stable_baselines3")
 
 from gymnasium import spaces  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
