@@ -346,9 +346,13 @@ def load_platform(path: str | Path) -> Platform:
     return pf
 
 
-def _columns(conn, sql: str, n: int) -> list:
+def _columns(conn, sql: str, n: int, table: str) -> list:
+    """The result columns of `sql`, whose first column must be the ids 0..rows-1."""
     rows = conn.execute(sql).fetchall()
-    return [list(c) for c in zip(*rows)] if rows else [[] for _ in range(n)]
+    cols = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(n)]
+    if cols[0] != list(range(len(rows))):
+        raise ValueError(f"{table} ids in the journal are not 0..n-1")
+    return cols
 
 
 def _load_users(conn, pf: Platform) -> None:
@@ -357,10 +361,8 @@ def _load_users(conn, pf: Platform) -> None:
                           "  ORDER BY o.step DESC, o.rowid DESC LIMIT 1), p.opinion),"
                           " interests, activity, num_followers, num_followings,"
                           " CAST(ROUND((julianday(created_at) - julianday('2026-01-01')) * 1440) AS INTEGER)"
-                          " FROM user u JOIN user_profile p ON p.user_id = u.user_id ORDER BY u.user_id", 14)
+                          " FROM user u JOIN user_profile p ON p.user_id = u.user_id ORDER BY u.user_id", 14, "user")
     n = len(cols[0])
-    if list(cols[0]) != list(range(n)):
-        raise ValueError("user ids in the journal are not 0..n-1")
     pf.u_user_name.extend(cols[1]); pf.u_name.extend(cols[2]); pf.u_bio.extend(cols[3]); pf.u_persona.extend(cols[4])  # noqa: E702
     pf.u_signed_up.extend(np.array(cols[5], dtype=bool))
     pf.u_suspended.extend(np.array(cols[6], dtype=bool))
@@ -378,10 +380,8 @@ def _load_users(conn, pf: Platform) -> None:
 def _load_posts(conn, pf: Platform) -> None:
     cols = _columns(conn, "SELECT post_id, user_id, IFNULL(original_post_id, -1), content, quote_content, kind, step,"
                           " minute, num_likes, num_dislikes, num_shares, num_reports, num_comments, IFNULL(stance, 'nan'),"
-                          " label, status FROM post ORDER BY post_id", 16)
+                          " label, status FROM post ORDER BY post_id", 16, "post")
     n = len(cols[0])
-    if list(cols[0]) != list(range(n)):
-        raise ValueError("post ids in the journal are not 0..n-1")
     authors = np.array(cols[1], dtype=np.int64)
     pf.p_author.extend(authors)
     pf.p_root.extend(np.array(cols[2], dtype=np.int64))
@@ -400,10 +400,8 @@ def _load_posts(conn, pf: Platform) -> None:
 
 def _load_comments(conn, pf: Platform) -> None:
     cols = _columns(conn, "SELECT comment_id, post_id, user_id, content, step, minute, num_likes, num_dislikes,"
-                          " IFNULL(stance, 'nan') FROM comment ORDER BY comment_id", 9)
+                          " IFNULL(stance, 'nan') FROM comment ORDER BY comment_id", 9, "comment")
     n = len(cols[0])
-    if list(cols[0]) != list(range(n)):
-        raise ValueError("comment ids in the journal are not 0..n-1")
     posts = np.array(cols[1], dtype=np.int64)
     pf.c_post.extend(posts)
     pf.c_author.extend(np.array(cols[2], dtype=np.int64))
