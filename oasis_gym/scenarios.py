@@ -320,10 +320,10 @@ class DecayingCascadeABM(ABMPolicy):
         if self.config.diffusion != "independent_cascade" or not self.half_life:
             return super()._diffuse(sim, obs, has, rng)
         from oasis_gym.policies.abm_dynamics import independent_cascade
-        from oasis_gym.simulation import _F, ActionArrays
+        from oasis_gym.simulation import FEED_INDEX, ActionArrays
 
-        fresh = has & (obs.feed[..., _F["reposted_by_me"]] == 0)
-        age = np.maximum(obs.feed[..., _F["age_minutes"]].astype(np.float64), 0.0)
+        fresh = has & (obs.feed[..., FEED_INDEX["reposted_by_me"]] == 0)
+        age = np.maximum(obs.feed[..., FEED_INDEX["age_minutes"]].astype(np.float64), 0.0)
         p = np.clip(self.config.cascade_p * np.exp2(-age / self.half_life), 0.0, 1.0)
         slot = independent_cascade(rng, fresh, p)
         action = np.where(slot >= 0, self.config.diffusion_action, A.DO_NOTHING).astype(np.int64)

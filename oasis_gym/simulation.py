@@ -22,13 +22,20 @@ import numpy as np
 
 from .actions import (
     ACTION_NAMES,
+    ALL_ACTIONS,
+    COMMENT_TARGET,
     NUM_ACTIONS,
+    POST_TARGET,
+    REDDIT_DEFAULT_ACTIONS,
+    TWITTER_DEFAULT_ACTIONS,
+    USER_TARGET,
     ActionType as A,
     Result as R,
 )
 from .clock import Clock, sample_active
 from .platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
-from .platform.platform import MODERATION_NAMES, QUOTE
+from .platform.journal import read_meta
+from .platform.platform import MODERATION_NAMES, QUOTE, REPOST
 
 FEED_FEATURES = (
     "followed_author", "likes", "dislikes", "shares", "comments", "age_minutes", "reports",
@@ -38,7 +45,7 @@ FEED_FEATURES = (
 COMMENT_FEATURES = ("likes", "dislikes", "liked_by_me", "disliked_by_me", "stance")
 USER_FEATURES = ("followers", "followed_by_me", "muted_by_me", "from_search")
 SELF_FEATURES = ("followers", "followings", "posts", "opinion", "hour", "step")
-_F = {name: i for i, name in enumerate(FEED_FEATURES)}
+FEED_INDEX = {name: i for i, name in enumerate(FEED_FEATURES)}
 
 # Info-action view kinds shaping a user's next observation
 _VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
@@ -198,8 +205,6 @@ class Simulation:
 
     # ------------------------------------------------------------------ lifecycle
     def platform_config(self) -> PlatformConfig:
-        from .actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
-
         cfg = self.config
         if cfg.available_actions is not None:
             actions = tuple(int(a) for a in cfg.available_actions)
@@ -212,8 +217,8 @@ class Simulation:
     def reset(self, seed: int | None = None) -> ObsBatch:
         self.close()
         self.seed = seed
-        seqs = np.random.SeedSequence(seed).spawn(4)
-        self.rng_active, self.rng_recsys, self.rng_text, self.rng_user = (np.random.default_rng(s) for s in seqs)
+        seqs = np.random.SeedSequence(seed).spawn(3)
+        self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
         self.platform = Platform(self.platform_config(), start_minute=self.clock.start_minute)
         self.platform.add_users(self.population)
         self.db_path = self._fresh_db_path()
@@ -257,7 +262,7 @@ class Simulation:
             pass
 
     def _generators(self) -> tuple[np.random.Generator, ...]:
-        return self.rng_active, self.rng_recsys, self.rng_text, self.rng_user
+        return self.rng_active, self.rng_recsys, self.rng_text
 
     def _meta(self) -> dict:
         """Saved with every step: what `resume` needs to continue exactly (generator states as
@@ -271,7 +276,6 @@ class Simulation:
     def resume(self, db_path: str) -> ObsBatch:
         """Continue from a journal: restore the platform, generators and pending views, then
         activate the next step's users exactly as the uninterrupted run would have."""
-        from .platform.journal import read_meta
 
         self.close()
         meta = read_meta(db_path)
@@ -279,7 +283,7 @@ class Simulation:
         self.platform = Platform.from_db(db_path)
         self.db_path = str(db_path)
         self.journal = Journal(self.db_path)
-        self.rng_active, self.rng_recsys, self.rng_text, self.rng_user = (np.random.default_rng() for _ in range(4))
+        self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng() for _ in range(3))
         self.recsys.reset(self.platform, np.random.default_rng(0))  # caches only: rebuilt from state
         for g, state in zip(self._generators(), meta["rng"]):
             g.bit_generator.state = state
@@ -338,23 +342,23 @@ class Simulation:
             authors = np.where(has, pf.p_author.a[p], -1)
             uu = np.broadcast_to(users[:, None], (n, K))
             f = feed
-            f[..., _F["followed_author"]] = pf.rel["follow"].contains(uu, np.maximum(authors, 0))
-            f[..., _F["likes"]] = pf.p_likes.a[p]
-            f[..., _F["dislikes"]] = pf.p_dislikes.a[p]
-            f[..., _F["shares"]] = pf.p_shares.a[p]
-            f[..., _F["comments"]] = pf.p_comments.a[p]
-            f[..., _F["age_minutes"]] = pf.minute - pf.p_minute.a[p]
-            f[..., _F["reports"]] = pf.p_reports.a[p]
-            f[..., _F["moderation"]] = pf.p_status.a[p]
-            f[..., _F["author_followers"]] = pf.u_followers.a[np.maximum(authors, 0)]
-            f[..., _F["similarity"]] = self.recsys.similarity(pf, users, post_ids)
+            f[..., FEED_INDEX["followed_author"]] = pf.rel["follow"].contains(uu, np.maximum(authors, 0))
+            f[..., FEED_INDEX["likes"]] = pf.p_likes.a[p]
+            f[..., FEED_INDEX["dislikes"]] = pf.p_dislikes.a[p]
+            f[..., FEED_INDEX["shares"]] = pf.p_shares.a[p]
+            f[..., FEED_INDEX["comments"]] = pf.p_comments.a[p]
+            f[..., FEED_INDEX["age_minutes"]] = pf.minute - pf.p_minute.a[p]
+            f[..., FEED_INDEX["reports"]] = pf.p_reports.a[p]
+            f[..., FEED_INDEX["moderation"]] = pf.p_status.a[p]
+            f[..., FEED_INDEX["author_followers"]] = pf.u_followers.a[np.maximum(authors, 0)]
+            f[..., FEED_INDEX["similarity"]] = self.recsys.similarity(pf, users, post_ids)
             stance = pf.p_stance.a[p]
-            f[..., _F["stance_known"]] = ~np.isnan(stance)
-            f[..., _F["stance"]] = np.nan_to_num(stance)
-            f[..., _F["liked_by_me"]] = pf.rel["like"].contains(uu, p)
-            f[..., _F["disliked_by_me"]] = pf.rel["dislike"].contains(uu, p)
-            f[..., _F["reposted_by_me"]] = pf.rel["repost"].contains(uu, p)
-            f[..., _F["is_quote"]] = pf.p_kind.a[p] == QUOTE
+            f[..., FEED_INDEX["stance_known"]] = ~np.isnan(stance)
+            f[..., FEED_INDEX["stance"]] = np.nan_to_num(stance)
+            f[..., FEED_INDEX["liked_by_me"]] = pf.rel["like"].contains(uu, p)
+            f[..., FEED_INDEX["disliked_by_me"]] = pf.rel["dislike"].contains(uu, p)
+            f[..., FEED_INDEX["reposted_by_me"]] = pf.rel["repost"].contains(uu, p)
+            f[..., FEED_INDEX["is_quote"]] = pf.p_kind.a[p] == QUOTE
             feed[~has] = 0.0
         # comments: the C newest of each post slot, hiding authors the viewer muted
         comment_ids = pf.recent_comments(post_ids.reshape(-1), C).reshape(n, K * C)
@@ -398,7 +402,7 @@ class Simulation:
         m = np.zeros((n, NUM_ACTIONS), dtype=bool)
         for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
             m[:, a] = True
-        liked, disliked, reposted = (feed[..., _F[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me"))
+        liked, disliked, reposted = (feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me"))
         m[:, A.LIKE_POST] = (has & ~liked).any(1)
         m[:, A.UNLIKE_POST] = (has & liked).any(1)
         m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
@@ -454,7 +458,6 @@ class Simulation:
         comment = _int_column(acts.comment, n, 0)[take]
         uslot = _int_column(acts.user, n, 0)[take]
         target = np.full(len(take), -1, dtype=np.int64)
-        from .actions import COMMENT_TARGET, POST_TARGET, USER_TARGET
 
         def pick(table: np.ndarray, slots: np.ndarray, sel: np.ndarray) -> np.ndarray:
             ok = sel & (slots >= 0) & (slots < table.shape[1])
@@ -475,7 +478,8 @@ class Simulation:
         # the platform resolves reposts to roots; recompute the resolved target for rewards
         resolved = target.copy()
         on_post = np.isin(action, list(POST_TARGET)) & (target >= 0) & (target < pf.n_posts)
-        resolved[on_post] = np.where(pf.p_kind.a[target[on_post]] == 1, pf.p_root.a[target[on_post]], target[on_post])
+        resolved[on_post] = np.where(pf.p_kind.a[target[on_post]] == REPOST, pf.p_root.a[target[on_post]],
+                                     target[on_post])
         out = StepOutcome(users, action, resolved, res, new_ids, np.zeros(0, np.float32), ignored)
         out.rewards = self.reward_fn(self, out)
         self.recsys.update(pf)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
-from oasis_gym.simulation import _F, ActionArrays, ObsBatch
+from oasis_gym.platform import REPOST
+from oasis_gym.simulation import FEED_INDEX, ActionArrays, ObsBatch
 
 from .abm_dynamics import (
     BehaviourParams,
@@ -73,8 +74,8 @@ class ABMPolicy(BasePolicy):
         if n == 0:
             return ActionArrays.empty()
         has = obs.mask_post.astype(bool)
-        known = has & (obs.feed[..., _F["stance_known"]] > 0)
-        stance = np.where(known, obs.feed[..., _F["stance"]], np.nan).astype(np.float32)
+        known = has & (obs.feed[..., FEED_INDEX["stance_known"]] > 0)
+        stance = np.where(known, obs.feed[..., FEED_INDEX["stance"]], np.nan).astype(np.float32)
         opinion = pf.u_opinion.a[users].astype(np.float64)
         if cfg.opinion_model and known.any():
             new, _ = update_opinions(cfg.opinion_model, opinion, np.nan_to_num(stance), known,
@@ -87,11 +88,11 @@ class ABMPolicy(BasePolicy):
             return self._diffuse(sim, obs, has, rng)
         post_rate = np.where(pf.u_is_core.a[users], cfg.core_post_rate, cfg.post_rate)
         action, slot, out_stance = choose_actions(
-            rng, cfg.behaviour, opinion, stance, has, obs.feed[..., _F["likes"]],
-            obs.feed[..., _F["author_followers"]], post_rate, obs.mask_type.astype(bool),
-            obs.feed[..., _F["liked_by_me"]] > 0, obs.feed[..., _F["followed_author"]] > 0,
-            already_disliked=obs.feed[..., _F["disliked_by_me"]] > 0,
-            already_reposted=obs.feed[..., _F["reposted_by_me"]] > 0)
+            rng, cfg.behaviour, opinion, stance, has, obs.feed[..., FEED_INDEX["likes"]],
+            obs.feed[..., FEED_INDEX["author_followers"]], post_rate, obs.mask_type.astype(bool),
+            obs.feed[..., FEED_INDEX["liked_by_me"]] > 0, obs.feed[..., FEED_INDEX["followed_author"]] > 0,
+            already_disliked=obs.feed[..., FEED_INDEX["disliked_by_me"]] > 0,
+            already_reposted=obs.feed[..., FEED_INDEX["reposted_by_me"]] > 0)
         action = action.astype(np.int64)
         slot = np.maximum(slot, 0)
         text: list[str | None] = [None] * n
@@ -106,7 +107,7 @@ class ABMPolicy(BasePolicy):
         """Calibration mode: reposts by independent cascade or linear threshold only."""
         cfg = self.config
         users = obs.users
-        fresh = has & (obs.feed[..., _F["reposted_by_me"]] == 0)
+        fresh = has & (obs.feed[..., FEED_INDEX["reposted_by_me"]] == 0)
         if cfg.diffusion == "independent_cascade":
             slot = independent_cascade(rng, fresh, cfg.cascade_p)
         elif cfg.diffusion == "threshold":
@@ -140,7 +141,7 @@ def _followee_share(sim, users: np.ndarray, post_ids: np.ndarray) -> np.ndarray:
     if not len(owner) or not has.any():
         return out
     p = np.where(has, post_ids, 0)
-    root = np.where(pf.p_kind.a[p] == 1, pf.p_root.a[p], p) if pf.n_posts else p
+    root = np.where(pf.p_kind.a[p] == REPOST, pf.p_root.a[p], p)
     for k in range(K):  # K is the feed size (~10): a loop over slots, never over users
         shared = pf.rel["repost"].contains(followee, root[owner, k]) | (pf.p_author.a[root[owner, k]] == followee)
         out[:, k] = np.bincount(owner, weights=shared, minlength=n)
