@@ -69,7 +69,11 @@ def make_policy(args, env):
     llm = make_llm_policy(args)
     if args.policy == "llm":
         return llm
-    return HybridPolicy.top_k_by_followers(env, llm, ABMPolicy(), args.core_users)
+    if getattr(args, "core_ids", None) is not None:  # a resumed run keeps its LLM users
+        return HybridPolicy([(llm, np.asarray(args.core_ids, dtype=np.int64))], default=ABMPolicy())
+    policy = HybridPolicy.top_k_by_followers(env, llm, ABMPolicy(), args.core_users)
+    args.core_ids = policy.routes[0][1].tolist()
+    return policy
 
 
 def make_llm_policy(args):

@@ -215,6 +215,9 @@ class Simulation:
                               allow_self_rating=cfg.allow_self_rating, max_text_length=cfg.max_text_length)
 
     def reset(self, seed: int | None = None) -> ObsBatch:
+        if self.population is None:
+            raise RuntimeError("this simulation was resumed from a journal and has no starting population: "
+                               "make a new env (with users=...) to start a new episode")
         self.close()
         self.seed = seed
         seqs = np.random.SeedSequence(seed).spawn(3)
@@ -561,12 +564,13 @@ class Simulation:
                    obs: ObsBatch | None = None) -> list[dict]:
         """What an LLM user reads, one dict per user of the current observation (slot order)."""
         pf, obs = self.platform, (obs if obs is not None else self.obs)
-        rows = np.searchsorted(obs.users, users)
+        row_of = {u: r for r, u in enumerate(obs.users.tolist())}
         out = []
         time = pf.created_at()[:16]
         allowed_all = [ACTION_NAMES[a] for a in range(NUM_ACTIONS)]
-        for u, r in zip(np.asarray(users).tolist(), rows.tolist()):
-            if r >= len(obs.users) or obs.users[r] != u:
+        for u in np.asarray(users).tolist():
+            r = row_of.get(u)
+            if r is None:
                 raise KeyError(f"user {u} is not active this step")
             posts = []
             for slot, p in enumerate(obs.post_ids[r].tolist()):

@@ -332,3 +332,44 @@ def test_pair_set_matches_a_python_set(compact_every):
         probe = pair_keys(rng.integers(0, 40, 50), rng.integers(0, 40, 50))
         assert ps.contains_keys(probe).tolist() == [k in ref for k in probe.tolist()]
         assert len(ps) == len(ref)
+
+
+def test_a_failed_commit_keeps_memory_and_journal_in_agreement(tmp_path):
+    pf, j = fresh(tmp_path)
+    pf.apply(ActionBatch.of([(1, A.LIKE_POST, 0)]))
+    step, minute = pf.step, pf.minute
+
+    def failing_hook(conn):
+        raise RuntimeError("hook failed")
+
+    with pytest.raises(RuntimeError):
+        j.commit_step(pf, advance_minutes=3, extra=failing_hook)
+    assert (pf.step, pf.minute) == (step, minute)          # the clock did not move
+    j.commit_step(pf, advance_minutes=3)                    # the pending like is written now
+    back = Platform.from_db(j.path)
+    assert back.p_likes.a[0] == 1 and len(back.rel["like"]) == 1 and back.step == step + 1
+    with pytest.raises(TypeError):                          # meta that is not JSON fails before BEGIN
+        j.commit_step(pf, advance_minutes=3, meta={"x": object()})
+    assert Platform.from_db(j.path).step == step + 1
+
+
+def test_repost_of_a_quote_keeps_the_quote_text(tmp_path):
+    pf, j = fresh(tmp_path)
+    _, (quote,) = run(pf, j, (1, A.QUOTE_POST, 0, "my comment"))
+    _, (repost,) = run(pf, j, (2, A.REPOST, quote))
+    assert pf.p_root.a[repost] == quote and pf.p_quote[repost] == "my comment"
+    assert db(j).execute("SELECT quote_content FROM post WHERE post_id=?", (int(repost),)).fetchone() == ("my comment",)
+
+
+def test_apply_on_an_empty_platform_rejects_cleanly():
+    res, _ = Platform().apply(ActionBatch.of([(0, A.CREATE_POST, -1, "hi")]))
+    assert res.tolist() == [R.UNKNOWN_USER]
+
+
+def test_sign_up_in_the_step_users_are_added(tmp_path):
+    pf = Platform()
+    pf.add_users(make_population(3), signed_up=False)
+    pf.apply(ActionBatch.of([(1, A.SIGN_UP, None)]))
+    j = Journal(tmp_path / "s.db")
+    j.commit_step(pf)
+    assert db(j).execute("SELECT user_id, signed_up FROM user").fetchall() == [(0, 0), (1, 1), (2, 0)]

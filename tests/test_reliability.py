@@ -11,6 +11,7 @@ import textwrap
 import time
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,16 @@ def test_any_action_value_is_applied_or_recorded_never_crashes(tmp_path_factory,
     assert [likes.get(p, 0) for p in range(pf.n_posts)] == pf.p_likes.a.tolist()
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     env.close()
+
+
+def test_a_resumed_env_refuses_reset_clearly(tmp_path):
+    from oasis_gym.envs.social_env import SocialMediaEnv
+
+    env = twitter_v0.parallel_env(users=50, activation=0.5, max_cycles=4, db_path=str(tmp_path / "r.db"))
+    simulate(env, ABMPolicy(), 2, seed=1)
+    env.close()
+    resumed = SocialMediaEnv.resume(str(tmp_path / "r.db"))
+    views = resumed.sim.profile_views(np.array([5, 2]))  # any order, active or not
+    assert [v["user_id"] for v in views] == [5, 2]
+    with pytest.raises(RuntimeError, match="make a new env"):
+        resumed.reset(seed=0)

@@ -191,29 +191,35 @@ class Journal:
                     meta: dict | None = None) -> None:
         """Write everything pending on `platform` (plus `extra(conn)` and `meta`) atomically.
 
-        With `advance_minutes`, the platform clock moves on to the next step before the meta
-        row is written, so a journal always names the step a resumed run starts with.
+        With `advance_minutes`, the platform clock moves on to the next step, and the meta row
+        names that step, so a journal always says where a resumed run starts. Only a
+        committed transaction clears the pending log and moves the clock: after a failure
+        (a raising hook, say) memory and journal still agree, and the changes stay pending.
         """
-        log = platform.reset_pending()
+        step = platform.step + (1 if advance_minutes is not None else 0)
+        minute = platform.minute + (advance_minutes or 0)
+        meta_rows = [(k, json.dumps(v)) for k, v in {"step": step, "minute": minute,
+                     "platform_config": dataclasses.asdict(platform.config), **(meta or {})}.items()]
         conn = self.conn
         conn.execute("BEGIN")
         try:
-            self._write(conn, platform, log)
+            self._write(conn, platform, platform.pending)
             if extra is not None:
                 extra(conn)
             if not self._indexed:
                 for statement in INDEXES.strip().split(";"):
                     if statement.strip():
                         conn.execute(statement)
-                self._indexed = True
-            if advance_minutes is not None:
-                platform.advance(advance_minutes)
-            self.set_meta(conn, {"step": platform.step, "minute": platform.minute,
-                                 "platform_config": dataclasses.asdict(platform.config), **(meta or {})})
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", meta_rows)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
+            self._follow_id = None  # re-read: the rolled-back rows took none
             raise
+        self._indexed = True
+        platform.reset_pending()
+        if advance_minutes is not None:
+            platform.advance(advance_minutes)
         if self._checkpointer is not None:
             self._checkpointer.poke()
 
@@ -221,7 +227,7 @@ class Journal:
         now = pf.created_at()
         step = pf.step
         if log.new_users:
-            ids = np.concatenate(log.new_users)
+            ids = np.unique(np.concatenate(log.new_users))  # a sign-up may repeat a new user
             _write_users(conn, pf, ids, now)
         if log.new_posts:
             ids = np.concatenate(log.new_posts)

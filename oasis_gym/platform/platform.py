@@ -277,9 +277,10 @@ class Platform:
         act = np.where(bad, A.DO_NOTHING, act)
         known = (user >= 0) & (user < n_users)
         res[(res == 0) & ~known] = R.UNKNOWN_USER
-        u = np.where(known, user, 0)
-        res[(res == 0) & ~self.u_signed_up.a[u] & (act != A.SIGN_UP)] = R.UNKNOWN_USER
-        res[(res == 0) & self.u_suspended.a[u]] = R.USER_SUSPENDED
+        if n_users:
+            u = np.where(known, user, 0)
+            res[(res == 0) & ~self.u_signed_up.a[u] & (act != A.SIGN_UP)] = R.UNKNOWN_USER
+            res[(res == 0) & self.u_suspended.a[u]] = R.USER_SUSPENDED
         res[(res == 0) & ~self.available[act]] = R.ACTION_UNAVAILABLE
 
         # resolve and check targets by kind
@@ -334,7 +335,8 @@ class Platform:
             res[i[dup]] = R.ALREADY_DONE
             i, keys = i[~dup], keys[~dup]
             self.rel["repost"].add_keys(np.sort(keys))
-            new_id[i] = self._new_posts(user[i], REPOST, t[i], [self.p_content[p] for p in t[i]], [None] * len(i), self.p_stance.a[t[i]])
+            new_id[i] = self._new_posts(user[i], REPOST, t[i], [self.p_content[p] for p in t[i]],
+                                        [self.p_quote[p] for p in t[i]], self.p_stance.a[t[i]])
             self._bump(self.p_shares, t[i], 1, self.pending.touched_posts)
         i = sel(A.QUOTE_POST)
         if len(i):
