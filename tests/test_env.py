@@ -225,3 +225,16 @@ def test_cli_run_leaves_a_journal_with_one_trace_row_per_action(tmp_path, capsys
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == summary["actions"] > 0
     assert conn.execute("SELECT MAX(step) FROM trace").fetchone()[0] == 4
+
+
+def test_cli_resume_continues_like_an_uninterrupted_run(tmp_path, capsys):
+    from oasis_gym.cli import main
+
+    common = ["--users", "300", "--policy", "abm", "--activation", "0.3", "--quiet", "--no-tensorboard"]
+    assert main(["run", "--steps", "8", "--db", str(tmp_path / "full.db"), *common]) == 0
+    assert main(["run", "--steps", "4", "--db", str(tmp_path / "part.db"), *common]) == 0
+    assert main(["run", "--resume", str(tmp_path / "part.db"), "--steps", "8", "--quiet", "--no-tensorboard"]) == 0
+    query = "SELECT user_id, action, info, step, result FROM trace ORDER BY rowid"
+    full = sqlite3.connect(tmp_path / "full.db").execute(query).fetchall()
+    assert full == sqlite3.connect(tmp_path / "part.db").execute(query).fetchall()
+    assert max(r[3] for r in full) == 7
