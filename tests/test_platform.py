@@ -373,3 +373,15 @@ def test_sign_up_in_the_step_users_are_added(tmp_path):
     j = Journal(tmp_path / "s.db")
     j.commit_step(pf)
     assert db(j).execute("SELECT user_id, signed_up FROM user").fetchall() == [(0, 0), (1, 1), (2, 0)]
+
+
+def test_one_megabyte_text_is_rejected_by_default_and_stored_when_allowed(tmp_path):
+    big = "ü" * (1 << 20)
+    pf, j = fresh(tmp_path)
+    assert run(pf, j, (1, A.CREATE_POST, None, big), (2, A.CREATE_COMMENT, 0, big))[0] == [R.TEXT_TOO_LONG] * 2
+    infos = [i for (i,) in db(j).execute("SELECT info FROM trace WHERE result='text_too_long'")]
+    assert len(infos) == 2 and all(len(i) < 1000 and "(1048576 characters)" in i for i in infos)
+    (tmp_path / "big").mkdir()
+    pf, j = fresh(tmp_path / "big", max_text_length=2 << 20)
+    _, (post,) = run(pf, j, (1, A.CREATE_POST, None, big))
+    assert db(j).execute("SELECT content FROM post WHERE post_id=?", (int(post),)).fetchone()[0] == big

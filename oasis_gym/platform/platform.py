@@ -462,7 +462,11 @@ class Platform:
             if created[k] >= 0:
                 parts.append(f'"{_CREATED_KEY[a]}": {created[k]}')
             if _TEXT_KEY[a] and texts[k] is not None:
-                text = texts[k] if isinstance(texts[k], str) and codes[k] != R.TEXT_INVALID else repr(texts[k])[:200]
+                text = texts[k]
+                if not isinstance(text, str) or codes[k] == R.TEXT_INVALID:
+                    text = repr(text)[:200]
+                elif codes[k] == R.TEXT_TOO_LONG:  # a preview, not megabytes of rejected text
+                    text = f"{text[:200]}... ({len(text)} characters)"
                 parts.append(f'"{_TEXT_KEY[a]}": {json.dumps(text, ensure_ascii=False)}')
             if codes[k]:
                 parts.append(f'"error": "{RESULT_NAMES[codes[k]]}"')
