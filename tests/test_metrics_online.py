@@ -239,6 +239,9 @@ def test_report_from_finished_db(random_run, tmp_path):
     assert {"actions.png", "cascade.png", "metrics_opinion.png", "metrics_network.png", "metrics_exposure.png",
             "metrics_activity.png", "metrics_invalid.png", "opinion_heatmap.png", "follower_ccdf.png",
             "summary.txt"} <= names
+    import sqlite3
+    has_curves = sqlite3.connect(random_run["tmp"] / "run.db").execute("SELECT COUNT(*) FROM cascade_curve").fetchone()[0]
+    assert ("cascade_curves.png" in names) == (has_curves > 0)
     for p in written:
         if p.suffix == ".png":
             assert p.read_bytes()[:8] == PNG_MAGIC

@@ -81,7 +81,7 @@ def _plot_series(metrics: Metrics, tags: Sequence[str], title: str, path: Path,
         fig, (ax,) = _figure(1)
         for tag in tags:
             steps, vals = metrics[tag]
-            ax.plot(steps, vals, label=tag.split("/", 1)[-1], linewidth=1.2)
+            ax.plot(steps, vals, label=tag.split("/", 1)[-1], linewidth=1.2, marker="o" if len(steps) == 1 else None)
         ax.set_xlabel("step")
         ax.set_ylabel("count per step")
         ax.legend(fontsize=7, ncol=2 if len(tags) > 8 else 1, loc="upper left")
@@ -90,7 +90,7 @@ def _plot_series(metrics: Metrics, tags: Sequence[str], title: str, path: Path,
     fig, axes = _figure(len(tags))
     for ax, tag in zip(axes, tags):
         steps, vals = metrics[tag]
-        ax.plot(steps, vals, linewidth=1.2)
+        ax.plot(steps, vals, linewidth=1.2, marker="o" if len(steps) == 1 else None)  # one-point series: a marker
         ax.set_title(tag, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -154,6 +154,33 @@ def _opinion_heatmap(conn: sqlite3.Connection, path: Path, notes: list[str]) -> 
     ax.set_xlabel("step")
     ax.set_ylabel("opinion")
     ax.set_title("Opinion distribution over time")
+    return _save(fig, path)
+
+
+def _cascade_curves(conn: sqlite3.Connection, path: Path, notes: list[str], top: int = 5) -> Path | None:
+    """Per-minute scale / depth / max breadth of the largest tracked cascades (table
+    `cascade_curve`, written by the metrics recorder)."""
+    if not _table_exists(conn, "cascade_curve"):
+        notes.append("no 'cascade_curve' table: per-minute cascade curves skipped")
+        return None
+    try:
+        posts = [r[0] for r in conn.execute(
+            "SELECT post_id FROM cascade_curve GROUP BY post_id ORDER BY MAX(scale) DESC, post_id LIMIT ?", (top,))]
+        if not posts:
+            notes.append("'cascade_curve' table is empty: per-minute cascade curves skipped")
+            return None
+        fig, axes = _figure(3)
+        for post in posts:
+            rows = np.asarray(conn.execute("SELECT minute, scale, depth, max_breadth FROM cascade_curve"
+                                           " WHERE post_id = ? ORDER BY minute", (post,)).fetchall(), dtype=np.float64)
+            for ax, col, name in zip(axes, (1, 2, 3), ("scale", "depth", "max breadth")):
+                ax.plot(rows[:, 0], rows[:, col], linewidth=1.2, label=f"post {post}")
+                ax.set_title(f"cascade {name}", fontsize=9)
+                ax.set_xlabel("minutes since the root post", fontsize=8)
+        axes[0].legend(fontsize=7)
+    except (sqlite3.DatabaseError, TypeError, ValueError, IndexError) as exc:
+        notes.append(f"'cascade_curve' table unreadable ({exc}): per-minute cascade curves skipped")
+        return None
     return _save(fig, path)
 
 
@@ -313,7 +340,8 @@ def make_report(db_path: str | Path, out_dir: str | Path) -> list[Path]:
             followers = _followers(conn, notes)
             ccdf = (None if followers is None
                     else _follower_ccdf(followers, out / "follower_ccdf.png", notes))
-            written += [p for p in (heat, ccdf) if p is not None]
+            curves = _cascade_curves(conn, out / "cascade_curves.png", notes)
+            written += [p for p in (heat, ccdf, curves) if p is not None]
             users = _count(conn, "user", notes, note_missing=False)  # noted above
             posts = _count(conn, "post", notes)
             reposts = _reposts(conn) if posts is not None else None
