@@ -160,8 +160,7 @@ def _opinion_heatmap(conn: sqlite3.Connection, path: Path, notes: list[str]) -> 
 def _cascade_curves(conn: sqlite3.Connection, path: Path, notes: list[str], top: int = 5) -> Path | None:
     """Per-minute scale / depth / max breadth of the largest tracked cascades (table
     `cascade_curve`, written by the metrics recorder)."""
-    if not _table_exists(conn, "cascade_curve"):
-        notes.append("no 'cascade_curve' table: per-minute cascade curves skipped")
+    if not _table_exists(conn, "cascade_curve"):  # optional: only runs with a metrics recorder have it
         return None
     try:
         posts = [r[0] for r in conn.execute(
