@@ -29,16 +29,22 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")   # before numpy: one BLAS thread per process
 
 
-def run_recommender(args) -> dict:
-    from oasis_gym.train import recommender
+def _train_args(module, kind: str, args):
+    """The training script's Args for this bench's command line (shared by both agents)."""
     from oasis_gym.train.common import EnvConfig
 
-    a = recommender.Args()
-    a.env = EnvConfig(kind="recommender", users=args.users)
+    a = module.Args()
+    a.env = EnvConfig(kind=kind, users=args.users)
     a.eval_seeds = tuple(range(1000, 1000 + args.eval_seeds))
     a.ppo.total_timesteps, a.ppo.time_limit_s, a.ppo.n_envs = args.timesteps, args.time_limit, args.n_envs
-    a.ppo.seed, a.ppo.out_dir, a.ppo.checkpoint_every = args.seed, str(Path(args.out) / "recommender"), 20_000
-    res = recommender.train(a)
+    a.ppo.seed, a.ppo.out_dir, a.ppo.checkpoint_every = args.seed, str(Path(args.out) / kind), 20_000
+    return a
+
+
+def run_recommender(args) -> dict:
+    from oasis_gym.train import recommender
+
+    res = recommender.train(_train_args(recommender, "recommender", args))
     base = res["baselines"]
     gains = {name: {"mean_based": (res["ppo"]["mean"] - b["return"]["mean"]) / abs(b["return"]["mean"]),
                     "per_seed": b["gain_of_ppo"]} for name, b in base.items()}
@@ -53,14 +59,8 @@ def run_recommender(args) -> dict:
 
 def run_moderator(args) -> dict:
     from oasis_gym.train import moderator
-    from oasis_gym.train.common import EnvConfig
 
-    a = moderator.Args()
-    a.env = EnvConfig(kind="moderator", users=args.users)
-    a.eval_seeds = tuple(range(1000, 1000 + args.eval_seeds))
-    a.ppo.total_timesteps, a.ppo.time_limit_s, a.ppo.n_envs = args.timesteps, args.time_limit, args.n_envs
-    a.ppo.seed, a.ppo.out_dir, a.ppo.checkpoint_every = args.seed, str(Path(args.out) / "moderator"), 20_000
-    res = moderator.train(a)
+    res = moderator.train(_train_args(moderator, "moderator", args))
     ppo = res["ppo"]
     keep = ("exposure_cut", "true_actioned_share", "non_misinfo_actioned_share", "misinfo_actioned_share",
             "return", "misinfo_impressions")
