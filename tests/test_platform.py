@@ -3,6 +3,7 @@ hostile text. Real SQLite files throughout."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
@@ -11,6 +12,7 @@ from conftest import make_population
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oasis_gym.actions import ACTION_NAMES, COMMENT_TARGET, POST_TARGET, TEXT_ACTIONS, USER_TARGET
 from oasis_gym.actions import ActionType as A
 from oasis_gym.actions import Result as R
 from oasis_gym.platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
@@ -385,3 +387,73 @@ def test_one_megabyte_text_is_rejected_by_default_and_stored_when_allowed(tmp_pa
     pf, j = fresh(tmp_path / "big", max_text_length=2 << 20)
     _, (post,) = run(pf, j, (1, A.CREATE_POST, None, big))
     assert db(j).execute("SELECT content FROM post WHERE post_id=?", (int(post),)).fetchone()[0] == big
+
+
+# --------------------------------------------------------------------------- trace rows
+def reference_info(action: int, target: int, new_id: int, text, result: int) -> dict:
+    """The info JSON a trace row must hold, spelled out per row (the journal renders it in
+    groups): target, created id, text, error, in that order."""
+    info = {}
+    if 0 <= action < len(A):
+        a = A(action)
+        key = ("post_id" if a in POST_TARGET else "comment_id" if a in COMMENT_TARGET
+               else "user_id" if a in USER_TARGET else None)
+        if key:
+            info[key] = target
+        if new_id >= 0:
+            info["comment_id" if a == A.CREATE_COMMENT else "post_id" if a == A.CREATE_POST else "new_post_id"] = new_id
+        text_key = ("query" if a in (A.SEARCH_POSTS, A.SEARCH_USER) else "reason" if a == A.REPORT_POST
+                    else "content" if a in TEXT_ACTIONS else None)
+        if text_key and text is not None:
+            def storable(s):  # as UTF-8 TEXT, byte-exact: no NUL, no unpaired surrogate
+                return isinstance(s, str) and "\x00" not in s and s.encode("utf-8", "ignore").decode() == s
+
+            if result == R.TEXT_TOO_LONG:
+                text = f"{text[:200] if storable(text[:200]) else repr(text[:200])}... ({len(text)} characters)"
+            elif not storable(text):
+                text = repr(text)[:200]
+            info[text_key] = text
+    if result:
+        info["error"] = R(result).name.lower()
+    return info
+
+
+def test_every_trace_row_holds_its_action_target_created_id_text_and_error(tmp_path):
+    rng = np.random.default_rng(3)
+    pf, j = fresh(tmp_path, n=30, edges=[(i, (i + 1) % 30) for i in range(30)], posts=[(i, f"seed {i}") for i in range(5)])
+    texts_pool = ["plain", "quote ' \" ; DROP TABLE trace; --", "é 🙂 \u202e rtl", "x" * 300, "nul\x00byte", "lone \ud800", "", None, 7]
+    rows = []
+    for _ in range(6):
+        n = 150
+        act = rng.choice(np.array(RANDOM_MIX + [A.SEARCH_USER, 99, -4], dtype=np.int64), n)
+        user = rng.integers(-1, 32, n)
+        target = rng.integers(-1, max(pf.n_posts, pf.n_comments, 30) + 2, n)
+        text = [texts_pool[k] for k in rng.integers(0, len(texts_pool), n)]
+        n_posts = pf.n_posts  # targets are checked against the posts that existed before the step
+        res, new = pf.apply(ActionBatch(user, act, target, text, None))
+        resolved = target.copy()  # reposts resolve to their root, unless rejected before targets are read
+        early = np.isin(res, [R.INVALID_ACTION, R.UNKNOWN_USER, R.USER_SUSPENDED, R.ACTION_UNAVAILABLE])
+        on_post = np.isin(act, list(POST_TARGET)) & (target >= 0) & (target < n_posts) & ~early
+        resolved[on_post] = np.where(pf.p_kind.a[target[on_post]] == 1, pf.p_root.a[target[on_post]], target[on_post])
+        rows += list(zip(user.tolist(), act.tolist(), resolved.tolist(), new.tolist(), text, res.tolist()))
+        j.commit_step(pf, advance_minutes=3)
+    got = db(j).execute("SELECT user_id, action, info, result FROM trace WHERE step >= 0 ORDER BY rowid").fetchall()
+    assert len(got) == len(rows) and len({r[5] for r in rows}) > 5  # many kinds of rejection
+    for (user, action, info, result), (u, a, t, n, x, r) in zip(got, rows):
+        expected = reference_info(a, t, n, x, r)
+        assert (user, action, result) == (u, ACTION_NAMES[a] if 0 <= a < len(A) else "invalid", R(r).name.lower())
+        assert list(json.loads(info).items()) == list(expected.items())
+
+
+def test_query_indexes_are_built_at_close_and_pair_indexes_from_the_first_commit(tmp_path):
+    pf, j = random_run(tmp_path, steps=3)
+
+    def indexes():
+        return {name for (name,) in db(j).execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'idx_%'")}
+
+    assert indexes() == {"idx_mute_pair", "idx_like_pair", "idx_dislike_pair", "idx_comment_like_pair",
+                         "idx_comment_dislike_pair", "idx_report_pair"}
+    j.close()
+    assert {"idx_post_user", "idx_trace_step", "idx_opinion_user"} <= indexes()
+    plan = " ".join(r[3] for r in db(j).execute("EXPLAIN QUERY PLAN SELECT * FROM trace WHERE step = 2"))
+    assert "idx_trace_step" in plan

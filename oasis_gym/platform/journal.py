@@ -14,14 +14,17 @@ loss may lose the last few commits (synchronous=FULL closes that gap at some cos
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sqlite3
+from json.encoder import encode_basestring  # json.dumps(str, ensure_ascii=False), in C
 from pathlib import Path
 
 import numpy as np
 
-from ..actions import RESULT_NAMES
-from .platform import RELATIONS, Platform, PlatformConfig, REPOST, StepLog
+from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from .platform import (REPOST, TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, Platform, PlatformConfig,
+                       StepLog, TraceRows)
 from .store import PairSet, pair_keys, unpack_keys
 
 SCHEMA = """
@@ -62,17 +65,23 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS interview (step INTEGER, user_id INTEGER, question TEXT, answer TEXT, created_at DATETIME);
 """
 
-# Created after the first commit's bulk load (sorting once beats growing B-trees row by row).
+# What the writes need (deletes look pairs up): created after the first commit's bulk load
+# (sorting once beats growing B-trees row by row).
 INDEXES = """
-CREATE INDEX IF NOT EXISTS idx_post_user ON post(user_id);
-CREATE INDEX IF NOT EXISTS idx_post_original ON post(original_post_id);
-CREATE INDEX IF NOT EXISTS idx_comment_post ON comment(post_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_like_pair ON comment_like(comment_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_dislike_pair ON comment_dislike(comment_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_report_pair ON report(post_id, user_id);
+"""
+
+# What analysis queries need. Kept out of the run (maintained row by row, they cost about a
+# quarter of the journal's SQL time) and built by Journal.build_query_indexes at close().
+QUERY_INDEXES = """
+CREATE INDEX IF NOT EXISTS idx_post_user ON post(user_id);
+CREATE INDEX IF NOT EXISTS idx_post_original ON post(original_post_id);
+CREATE INDEX IF NOT EXISTS idx_comment_post ON comment(post_id);
 CREATE INDEX IF NOT EXISTS idx_trace_step ON trace(step);
 CREATE INDEX IF NOT EXISTS idx_rec_user ON rec(user_id);
 CREATE INDEX IF NOT EXISTS idx_opinion_user ON opinion(user_id, step);
@@ -166,11 +175,19 @@ class Journal:
             self._checkpointer = _Checkpointer(self.path)
 
     def close(self) -> None:
-        if self._checkpointer is not None:
-            self._checkpointer.stop()
-            self._checkpointer = None
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.conn.close()
+        try:
+            self.build_query_indexes()
+        finally:
+            if self._checkpointer is not None:
+                self._checkpointer.stop()
+                self._checkpointer = None
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.close()
+
+    def build_query_indexes(self) -> None:
+        """Index what analysis queries look up: posts by user or root, comments by post, trace
+        by step, recommendations by user, opinions by user. Idempotent; `close` calls it."""
+        self.conn.executescript(QUERY_INDEXES)
 
     def _follow_ids(self, conn: sqlite3.Connection, k: int) -> range:
         """Ids for k new follow rows (the table is keyed by the pair, so we number them)."""
@@ -283,16 +300,62 @@ class Journal:
             conn.executemany("UPDATE user SET num_followers=?, num_followings=?, suspended=? WHERE user_id=?",
                              zip(pf.u_followers.a[ids].tolist(), pf.u_followings.a[ids].tolist(),
                                  pf.u_suspended.a[ids].astype(int).tolist(), ids.tolist()))
-        for users, actions, infos, results in log.traces:
+        for tr in log.traces:
             conn.executemany("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
-                             zip(users.tolist(), [now] * len(users), actions, infos, [step] * len(users),
-                                 [RESULT_NAMES[r] for r in results.tolist()]))
+                             zip(tr.user.tolist(), [now] * len(tr.user), [_ACTION_NAME.get(a, "invalid") for a in tr.action.tolist()],
+                                 trace_infos(tr), [step] * len(tr.user), [RESULT_NAMES[r] for r in tr.result.tolist()]))
         for users, values in log.opinions:
             conn.executemany("INSERT INTO opinion(step, user_id, opinion) VALUES (?,?,?)",
                              zip([step] * len(users), users.tolist(), values.astype(float).tolist()))
         for kind, ids, action in log.moderation:
             conn.executemany("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES (?,?,?,?,?)",
                              ((step, kind, i, action, now) for i in ids.tolist()))
+
+
+_ACTION_NAME = dict(enumerate(ACTION_NAMES))
+
+
+@functools.lru_cache(maxsize=None)
+def _info_format(action: int, created: bool, text: bool, error: bool) -> str:
+    """The %-format of an info JSON with the given parts, in OASIS's key order."""
+    parts = []
+    if action < NUM_ACTIONS and TRACE_TARGET_KEY[action]:
+        parts.append(f'"{TRACE_TARGET_KEY[action]}": %d')
+    if created:
+        parts.append(f'"{TRACE_CREATED_KEY[action]}": %d')
+    if text:
+        parts.append(f'"{TRACE_TEXT_KEY[action]}": %s')
+    if error:
+        parts.append('"error": "%s"')
+    return "{" + ", ".join(parts) + "}"
+
+
+def trace_infos(tr: TraceRows) -> list[str]:
+    """Each trace row's info JSON, OASIS-style: {"post_id": 3}, {"post_id": 9, "content": ...},
+    with "error" naming the reason of a rejected action. Rows are grouped by which parts they
+    have (a few dozen groups per step), and each group is formatted in one comprehension."""
+    n = len(tr.action)
+    code = np.where((tr.action >= 0) & (tr.action < NUM_ACTIONS), tr.action, NUM_ACTIONS)  # invalid: no keys
+    has_text = np.zeros(n, dtype=bool)
+    has_text[list(tr.texts)] = True
+    created, error = tr.new_id >= 0, tr.result != 0
+    group = ((code * 2 + created) * 2 + has_text) * 2 + error
+    out = np.empty(n, dtype=object)
+    for g in np.unique(group).tolist():
+        rows = np.flatnonzero(group == g)
+        a, c, t, e = g >> 3, bool(g & 4), bool(g & 2), bool(g & 1)
+        fmt = _info_format(a, c, t, e)
+        cols = []
+        if a < NUM_ACTIONS and TRACE_TARGET_KEY[a]:
+            cols.append(tr.target[rows].tolist())
+        if c:
+            cols.append(tr.new_id[rows].tolist())
+        if t:
+            cols.append([encode_basestring(tr.texts[k]) for k in rows.tolist()])
+        if e:
+            cols.append([RESULT_NAMES[r] for r in tr.result[rows].tolist()])
+        out[rows] = [fmt % args for args in zip(*cols)] if cols else fmt
+    return out.tolist()
 
 
 def _write_users(conn: sqlite3.Connection, pf: Platform, ids: np.ndarray, now: str) -> None:
@@ -332,8 +395,9 @@ def read_meta(path: str | Path) -> dict:
 
 def load_platform(path: str | Path) -> Platform:
     """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db)."""
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, isolation_level=None)
     try:
+        conn.execute("BEGIN")  # one snapshot of every table, even while another process commits steps
         meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
         config = PlatformConfig(**{k: (tuple(v) if isinstance(v, list) else v)
                                    for k, v in meta.get("platform_config", {}).items()})

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,14 +32,13 @@ from ..actions import (
     COMMENT_TARGET,
     NUM_ACTIONS,
     POST_TARGET,
-    RESULT_NAMES,
     TEXT_ACTIONS,
     USER_TARGET,
     ActionType as A,
     Result as R,
 )
 from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
-from .text import TextColumn, check_text
+from .text import TextColumn, check_text, is_storable
 
 # Post kinds and moderation states.
 ORIGINAL, REPOST, QUOTE = 0, 1, 2
@@ -114,18 +113,46 @@ class StepLog:
     touched_posts: list = field(default_factory=list)
     touched_comments: list = field(default_factory=list)
     touched_users: list = field(default_factory=list)
-    traces: list = field(default_factory=list)    # (user, action, info, result) column tuples
+    traces: list = field(default_factory=list)    # TraceRows, one per apply
     opinions: list = field(default_factory=list)  # (user ids, values)
     moderation: list = field(default_factory=list)  # (kind, ids, action)
 
 
-# JSON keys of a trace row's info, by action code
-_TARGET_KEY = [("post_id" if a in POST_TARGET else "comment_id" if a in COMMENT_TARGET
-                else "user_id" if a in USER_TARGET else None) for a in range(NUM_ACTIONS)]
-_CREATED_KEY = ["comment_id" if a == A.CREATE_COMMENT else "post_id" if a == A.CREATE_POST else "new_post_id"
-                for a in range(NUM_ACTIONS)]
-_TEXT_KEY = [("query" if a in (A.SEARCH_POSTS, A.SEARCH_USER) else "reason" if a == A.REPORT_POST
-              else "content" if a in TEXT_ACTIONS else None) for a in range(NUM_ACTIONS)]
+class TraceRows(NamedTuple):
+    """One apply's trace: every action as given (raw code), its resolved target, the id it
+    created or -1, its result, and {row: text} for text-carrying actions."""
+
+    user: np.ndarray
+    action: np.ndarray
+    target: np.ndarray
+    new_id: np.ndarray
+    result: np.ndarray
+    texts: dict
+
+
+# JSON keys of a trace row's info, by action code (the journal renders info from these)
+TRACE_TARGET_KEY = [("post_id" if a in POST_TARGET else "comment_id" if a in COMMENT_TARGET
+                     else "user_id" if a in USER_TARGET else None) for a in range(NUM_ACTIONS)]
+TRACE_CREATED_KEY = ["comment_id" if a == A.CREATE_COMMENT else "post_id" if a == A.CREATE_POST else "new_post_id"
+                     for a in range(NUM_ACTIONS)]
+TRACE_TEXT_KEY = [("query" if a in (A.SEARCH_POSTS, A.SEARCH_USER) else "reason" if a == A.REPORT_POST
+                   else "content" if a in TEXT_ACTIONS else None) for a in range(NUM_ACTIONS)]
+_HAS_TEXT_KEY = np.array([k is not None for k in TRACE_TEXT_KEY])
+_REPORT_POST = int(A.REPORT_POST)  # a plain int: enum attribute lookups are slow in per-row loops
+
+
+def _rejected_text_note(text: object, code: int) -> str:
+    """What the trace keeps of a rejected action's text: the text itself when it is storable
+    and short, a 200-character preview when too long, a repr when it cannot be stored as
+    UTF-8 text (non-str, NUL, unpaired surrogates)."""
+    if isinstance(text, str) and code == R.TEXT_TOO_LONG:
+        preview = text[:200]
+        return f"{preview if is_storable(preview) else repr(preview)}... ({len(text)} characters)"
+    if not isinstance(text, str) or not is_storable(text):
+        return repr(text)[:200]
+    return text
+
+
 EPOCH = dt.datetime(2026, 1, 1)  # simulated time 0 (minute offsets are added to it)
 
 
@@ -314,9 +341,9 @@ class Platform:
 
         # text checks (only the few text-carrying actions pay a Python loop)
         max_len = self.config.max_text_length
-        for i in np.flatnonzero((res == 0) & np.isin(act, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT,
-                                                              A.SEARCH_POSTS, A.SEARCH_USER, A.REPORT_POST])):
-            res[i] = check_text(texts[i], max_len, allow_empty=act[i] == A.REPORT_POST)
+        rows = np.flatnonzero((res == 0) & np.isin(act, list(TEXT_ACTIONS)))
+        res[rows] = [check_text(texts[i], max_len, allow_empty=a == _REPORT_POST)
+                     for i, a in zip(rows.tolist(), act[rows].tolist())]
 
         # phases
         sel = lambda code: np.flatnonzero((res == 0) & (act == code))  # noqa: E731
@@ -449,29 +476,16 @@ class Platform:
     def _trace(self, user, act, raw_act, t, res, new_id, texts) -> None:
         """Trace rows: OASIS's (user_id, action, info) for every action, rejected ones too.
 
-        `info` is JSON like OASIS's ({"post_id": 3}, {"content": ..., "post_id": 9}); it
-        never holds feed dumps. Built with f-strings: json.dumps only for free text.
+        Kept as columns; the journal renders each row's `info` JSON, like OASIS's
+        ({"post_id": 3}, {"content": ..., "post_id": 9}), never with feed dumps. Only the
+        text-carrying rows are looked at here, to pick the text the trace keeps.
         """
-        acts, targets, created, codes = act.tolist(), t.tolist(), new_id.tolist(), res.tolist()
-        info = []
-        for k, a in enumerate(acts):
-            parts = []
-            key = _TARGET_KEY[a]
-            if key:
-                parts.append(f'"{key}": {targets[k]}')
-            if created[k] >= 0:
-                parts.append(f'"{_CREATED_KEY[a]}": {created[k]}')
-            if _TEXT_KEY[a] and texts[k] is not None:
-                text = texts[k]
-                if not isinstance(text, str) or codes[k] == R.TEXT_INVALID:
-                    text = repr(text)[:200]
-                elif codes[k] == R.TEXT_TOO_LONG:  # a preview, not megabytes of rejected text
-                    text = f"{text[:200]}... ({len(text)} characters)"
-                parts.append(f'"{_TEXT_KEY[a]}": {json.dumps(text, ensure_ascii=False)}')
-            if codes[k]:
-                parts.append(f'"error": "{RESULT_NAMES[codes[k]]}"')
-            info.append("{" + ", ".join(parts) + "}")
-        self.pending.traces.append((user.copy(), [action_name(a) for a in raw_act.tolist()], info, res.copy()))
+        with_text = _HAS_TEXT_KEY[act]
+        notes = {k: texts[k] for k in np.flatnonzero(with_text & (res == 0)).tolist() if texts[k] is not None}
+        for k in np.flatnonzero(with_text & (res != 0)).tolist():
+            if texts[k] is not None:
+                notes[k] = _rejected_text_note(texts[k], int(res[k]))
+        self.pending.traces.append(TraceRows(user.copy(), raw_act.copy(), t.copy(), new_id.copy(), res.copy(), notes))
 
     # ------------------------------------------------------------------ platform-side actions
     def set_opinions(self, users: np.ndarray, values: np.ndarray) -> None:

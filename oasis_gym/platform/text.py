@@ -50,18 +50,28 @@ class TextColumn(Sequence):
         self._extra.extend(values)
 
 
+# module constants: member lookups on an Enum class are slow on Python 3.11, and this runs per text
+_OK, _INVALID, _EMPTY, _TOO_LONG = Result.OK, Result.TEXT_INVALID, Result.TEXT_EMPTY, Result.TEXT_TOO_LONG
+
+
 def check_text(text: object, max_length: int, allow_empty: bool = False) -> Result:
     """Why `text` cannot be stored, or Result.OK."""
     if not isinstance(text, str):
-        return Result.TEXT_INVALID if text is not None else (Result.OK if allow_empty else Result.TEXT_EMPTY)
+        return _INVALID if text is not None else (_OK if allow_empty else _EMPTY)
     if not text.strip():
-        return Result.OK if allow_empty else Result.TEXT_EMPTY
+        return _OK if allow_empty else _EMPTY
     if len(text) > max_length:
-        return Result.TEXT_TOO_LONG
+        return _TOO_LONG
+    return _OK if is_storable(text) else _INVALID
+
+
+def is_storable(text: str) -> bool:
+    """Whether SQLite can hold `text` as TEXT and give it back byte-exact: no NUL, and no
+    unpaired surrogates (which have no UTF-8 form)."""
     if "\x00" in text:
-        return Result.TEXT_INVALID
+        return False
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:  # unpaired surrogates cannot be stored as UTF-8
-        return Result.TEXT_INVALID
-    return Result.OK
+    except UnicodeEncodeError:
+        return False
+    return True
