@@ -13,6 +13,7 @@ import sqlite3
 
 import numpy as np
 
+from oasis_gym.actions import ActionType
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
 from .base import BasePolicy, actions_from_dicts
@@ -60,6 +61,7 @@ class LLMPolicy(BasePolicy):
             self.last_stats = {"agents": 0}
             return ActionArrays.empty()
         sim = getattr(env, "sim", env)
+        self.core.adopt_action_set([ActionType(a) for a in sim.platform.config.available_actions])
         views = sim.feed_views(obs.users)
         actions, self.last_stats = self.core.decide(views)
         return actions_from_dicts(obs.users, actions)

@@ -8,6 +8,7 @@ import sqlite3
 import numpy as np
 from llm_fixtures import llm_module
 
+from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
@@ -77,3 +78,20 @@ def test_information_spread_scenario_with_hybrid_llm_users(tmp_path, tiny_model_
     assert np.isfinite(figures["summary"]["nrmse"]["scale"])
     conn = sqlite3.connect(tmp_path / "spread.db")
     assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == run["actions"]
+
+
+def test_llm_prompt_lists_the_platforms_actions_unless_chosen(tiny_backend):
+    env = twitter_v0.parallel_env(users=20, activation=1.0, max_cycles=1)  # OASIS' Twitter action set
+    env.reset(seed=0)
+    adopted = LLMPolicy(core=L.LLMPolicyCore(tiny_backend, max_tokens=48))
+    chosen = LLMPolicy(core=L.LLMPolicyCore(tiny_backend, max_tokens=48, action_set=list(ActionType)))
+    obs = env.sim.obs
+    for policy in (adopted, chosen):
+        policy.act(env, obs)
+    platform_actions = {ACTION_NAMES[a] for a in env.sim.platform.config.available_actions} - {"sign_up"}
+    listed = adopted.core.prompt.system_prompt
+    assert {ACTION_NAMES[a] for a in adopted.core.prompt.action_set} == platform_actions
+    assert "create_comment" not in platform_actions and "create_comment" not in listed
+    assert all(name in listed for name in platform_actions)
+    assert "create_comment" in chosen.core.prompt.system_prompt  # an explicit action set is kept
+    env.close()

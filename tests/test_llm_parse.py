@@ -245,12 +245,16 @@ def test_feed_is_compact_and_complete():
     pb = prompt_mod.PromptBuilder()
     text = pb.user_message(_view())
     lines = text.split("\n")
-    assert "#17 @user5: hello [3L 1R 1C]" in lines
-    assert "#40 @user6: world [2C] (misleading)" in lines
-    assert "  quoting: q" in lines and "  c4 @user9: hi [1L]" in lines and "  c9 @user2: b [2L]" in lines
-    assert "u5 @user5: bio" in lines
+    # author as u<id> (the handle "user5" only restates it); 1C left out: its one comment is shown
+    assert "#17 u5 [3L 1R]: hello" in lines
+    assert "#40 u6 (misleading): world" in lines
+    assert "  quoting: q" in lines and "  c4 [1L]: hi" in lines and "  c8: a" in lines and "  c9 [2L]: b" in lines
+    assert "Users:" not in text  # the only visible user is post 17's author, shown as u5
     assert any(line.startswith("Allowed now: do_nothing, create_post, like_post") for line in lines)
-    assert "step 3: liked post 12" in text and "Now: 2026-01-01 08:15" in text
+    assert "step 3: liked post 12" in text and "Now: Jan 1 08:15" in text
+    listed = prompt_mod.PromptBuilder(comment_authors=True, system_prompt="S").user_message(_view())
+    assert "  c4 @user9 [1L]: hi" in listed.split("\n")
+    assert "Allowed now: do_nothing, create_post, like_post, follow, like_comment, quote_post" in listed
 
 
 def test_texts_are_cut_and_comments_limited():
@@ -261,7 +265,7 @@ def test_texts_are_cut_and_comments_limited():
     pb = prompt_mod.PromptBuilder(max_post_chars=50, comments_per_post=2)
     lines = pb.user_message(v).split("\n")
     first = next(line for line in lines if line.startswith("#17"))
-    assert len(first.split(": ", 1)[1].split(" [")[0]) <= 50 and "…" in first
+    assert len(first.split(": ", 1)[1]) <= 50 and "…" in first
     assert sum(line.startswith("  c") for line in lines) == 1 + 2
 
 
@@ -283,7 +287,7 @@ def test_custom_templates():
     v = _view()
     pb = prompt_mod.PromptBuilder(user_template="{name} (step {step}) {time}\n{memory}\n{feed}", system_prompt="SYS")
     m = pb.messages(v)  # view keys and section names ({time} is the rendered section)
-    assert m[0]["content"] == "SYS" and m[1]["content"].startswith("Ann (step 5) Now: 2026-01-01 08:15\n")
+    assert m[0]["content"] == "SYS" and m[1]["content"].startswith("Ann (step 5) Now: Jan 1 08:15\n")
     pb2 = prompt_mod.PromptBuilder(user_template=lambda view, sec: f"{view['agent']}|{sec['allowed']}")
     assert pb2.user_message(v).startswith("user_3|Allowed now:")
     empty = prompt_mod.PromptBuilder().user_message(_view(posts=[], users=[], memory=[]))

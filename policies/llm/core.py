@@ -62,6 +62,8 @@ class LLMPolicyCore:
         self.backend = backend
         self.schema_config = schema_config or (prompt.schema_config if prompt else SchemaConfig())
         self.prompt = prompt or PromptBuilder(action_set, schema_config=self.schema_config)
+        # the platform's action set is adopted from the env unless the caller chose one
+        self._action_set_chosen = prompt is not None or action_set is not None
         self.memory = memory if memory is not None else AgentMemory()
         self.memory_source = memory_source
         self.max_tokens = max_tokens if max_tokens is not None else reply_token_bound(self.schema_config)
@@ -69,6 +71,13 @@ class LLMPolicyCore:
         self.interview_max_tokens = interview_max_tokens
         self._rng = np.random.default_rng(seed)
         self.totals: Counter = Counter()
+
+    def adopt_action_set(self, action_set: Sequence[ActionType]) -> None:
+        """Describe this platform's actions in the shared prompt (OASIS' Twitter set lists 10
+        of the 22), unless a prompt or action set was given explicitly."""
+        action_set = tuple(a for a in action_set if a != ActionType.SIGN_UP)
+        if not self._action_set_chosen and action_set != self.prompt.action_set:
+            self.prompt = self.prompt.for_action_set(action_set)
 
     def _next_seed(self) -> int:
         return int(self._rng.integers(0, 2**31 - 1))

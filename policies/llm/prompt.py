@@ -1,14 +1,43 @@
-"""Render an agent's feed view into chat messages.
+"""Render an agent's feed view into chat messages, within a character budget.
 
 Layout, chosen for prefix caching: message 0 (system) holds the shared instructions and the
 action catalogue of the *platform's* action set; it is byte-identical for every agent and
 every step, so vLLM's automatic prefix caching (and any server-side cache) computes its KV
 once. Everything agent-specific follows in message 1 (user): persona, memory, time, feed,
-visible users and the actions allowed now.
+other visible users and the actions allowed now.
 
-The feed is compact: one line per post (id, author, text, non-zero counts, label), an
-optional quoted-text line, then up to ``comments_per_post`` top comments indented. Texts
-are cut to fixed character budgets so a 10-post feed stays around 500 tokens.
+Compact feed: one line per post ``#<post_id> u<author_id>[ @handle] [counts] (label): text``,
+then an optional ``quoting:`` line and up to ``comments_per_post`` top comments
+``c<comment_id> [likes]: text``. Every id the agent may act on (the reply schema's enums)
+is printed: post and comment ids on their lines, feed authors as ``u<id>`` on their posts
+(the handle is left out when it only restates the id, as OASIS' ``user<id>`` names do),
+other visible users (search results) in a ``Users:`` section. Left out to save tokens:
+authors' bios (OASIS' feed shows none either), comment authors' handles (a comment view
+has no author id, so nothing can be done with them; ``comment_authors=True`` shows them),
+counts the platform's actions cannot change, and a comment count that only repeats the
+number of comments shown. Ids are digits, one token each with SmolLM2's tokenizer, so they
+and the counts are about half of a compact feed's tokens.
+
+Budget: ``feed_tokens`` bounds the feed and users sections together, in estimated tokens:
+the markup (ids, counts, "#", "u", brackets; a digit is a token of its own) is measured by
+rendering the sections with empty texts and costs :data:`MARKUP_TOKENS_PER_CHAR` per
+character; the texts get the rest at ``chars_per_token`` characters per token (4.5;
+English tweets measure 4.6 with SmolLM2; lower it for CJK or emoji-heavy text). When
+every text fits at its per-item cap (``max_post_chars``, ``max_comment_chars``,
+``max_bio_chars``) it is shown whole (a 3-tweet feed is); otherwise comments, quoted texts
+and bios are cut first (one cap for all, so short ones stay whole) down to half the post
+cap, then posts and comments shrink together (comments at half the post cap) down to
+``min_post_chars`` / ``min_comment_chars``. Nothing with an id is ever dropped, so a feed
+whose markup alone nears the budget (many comments, searched users) overruns it rather than
+hiding something the agent could act on. ``feed_tokens=None`` disables the budget
+(per-item caps only). Cuts end on a word boundary when one is near, marked with "…".
+
+Measured with ``bench/prompt_tokens.py`` (views of a real ``Simulation`` over OASIS
+profiles and posts, SmolLM2's tokenizer and chat template), defaults, 10-post feeds of
+tweet-length posts: about 530 prompt tokens in all under OASIS' Twitter action set (system
+part 144, posts cut to ~65 chars), about 555 with a few comments (Twitter plus replies,
+system 165, posts ~45 chars); OASIS' Reddit set with comments and searched users is at the
+floors, about 595 (system 187).
 
 Customization: ``system_prompt`` replaces the shared text; ``user_template`` is either a
 ``str.format`` template over the section names in :data:`SECTION_NAMES` plus any top-level
@@ -17,11 +46,13 @@ key of the view, or a callable ``(view, sections) -> str``.
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Callable, Iterable, Sequence
 
 from oasis_gym.actions import ACTION_NAMES, ActionType
 
-from .schema import SchemaConfig, action_fields, feasible_actions
+from .schema import QUERY_ACTIONS, SchemaConfig, action_fields, feasible_actions, text_limit
 
 SECTION_NAMES = ("profile", "memory", "time", "feed", "users", "allowed")
 
@@ -32,14 +63,42 @@ DEFAULT_USER_TEMPLATE = "{profile}\n{memory}\n{time}\n{feed}\n{users}\n{allowed}
 _PERSONA_KEYS = ("persona", "user_char")
 _BIO_KEYS = ("bio", "description")
 _DEMO_KEYS = ("age", "gender", "mbti", "country", "profession")
+# Count fields of a post, their letter, and the actions that can make them non-zero.
+_COUNTS = (("likes", "L", (ActionType.LIKE_POST,)),
+           ("dislikes", "D", (ActionType.DISLIKE_POST,)),
+           ("reposts", "R", (ActionType.REPOST, ActionType.QUOTE_POST)),
+           ("comments", "C", (ActionType.CREATE_COMMENT,)))
+_ISO_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?$")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_WORD_BACKOFF = 12  # a cut moves back to a word boundary at most this many characters
+# Tokens per character of the feed's markup (ids, counts, "#", "u", brackets): measured with
+# SmolLM2's tokenizer on real feeds (a digit is a token of its own). Prose is ~4.6 chars/token.
+MARKUP_TOKENS_PER_CHAR = 0.8
 
 UserTemplate = str | Callable[[dict, dict], str]
 
 
+def _one_line(text) -> str:
+    return " ".join(str(text or "").split())
+
+
 def _cut(text: str | None, n: int) -> str:
-    """One-line text of at most n characters (ellipsis when cut)."""
-    s = " ".join(str(text or "").split())
-    return s if len(s) <= n else s[: max(0, n - 1)].rstrip() + "…"
+    """One-line text of at most n characters; a cut ends on a word boundary when one is
+    near (a split word costs extra tokens and reads badly) and is marked with "…"."""
+    s = _one_line(text)
+    if len(s) <= n:
+        return s
+    if n <= 1:
+        return "…"[:max(n, 0)]
+    head = s[: n - 1]
+    space = head.rfind(" ")
+    if space >= len(head) - _WORD_BACKOFF and space > 0:
+        head = head[:space]
+    return head.rstrip(" ,;:.-") + "…"
+
+
+def _squash(name) -> str:
+    return "".join(ch for ch in str(name).lower() if ch.isalnum())
 
 
 def _field(view: dict, keys: Iterable[str]):
@@ -52,8 +111,40 @@ def _field(view: dict, keys: Iterable[str]):
     return None
 
 
+def _fill_cap(lengths: Sequence[int], budget: int, lo: int, hi: int) -> int | None:
+    """Largest cap c in [lo, hi] with sum(min(L, c)) <= budget ("water filling": items
+    shorter than c stay whole, longer ones are all cut to c); None if even lo overruns."""
+    def total(c: int) -> int:
+        return sum(min(x, c) for x in lengths)
+
+    if total(lo) > budget:
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if total(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _author(user_id, name) -> str:
+    """``u<id>`` (what a follow reply needs) plus the handle unless it only restates the id."""
+    if user_id is None:
+        return f"@{name or '?'}"
+    uid = int(user_id)
+    return f"u{uid}" if not name or str(name) in (f"user{uid}", f"user_{uid}") else f"u{uid} @{name}"
+
+
 class PromptBuilder:
-    """Turns feed views into chat messages (see module doc)."""
+    """Turns feed views into chat messages (see module doc).
+
+    ``feed_tokens``: estimated-token budget of the feed + users sections (None: no budget);
+    ``chars_per_token`` converts it for texts. The ``max_*`` limits cap single texts, the
+    ``min_*`` ones are the floors the budget never cuts below. ``counts``: post counts to
+    show (default: those the action set can change). ``comment_authors``: show commenters'
+    handles.
+    """
 
     def __init__(
         self,
@@ -62,26 +153,66 @@ class PromptBuilder:
         schema_config: SchemaConfig | None = None,
         system_prompt: str | None = None,
         user_template: UserTemplate | None = None,
-        max_post_chars: int = 140,
-        max_comment_chars: int = 80,
+        feed_tokens: int | None = 270,
+        chars_per_token: float = 4.5,
+        max_post_chars: int = 280,
+        max_comment_chars: int = 280,
+        min_post_chars: int = 40,
+        min_comment_chars: int = 20,
         comments_per_post: int = 2,
         max_persona_chars: int = 300,
         max_bio_chars: int = 40,
         max_users: int = 5,
         memory_items: int = 3,
+        max_memory_chars: int = 56,
+        counts: Sequence[str] | None = None,
+        comment_authors: bool = False,
     ) -> None:
+        if feed_tokens is not None and feed_tokens < 0:
+            raise ValueError("feed_tokens must be >= 0 or None")
+        if chars_per_token <= 0:
+            raise ValueError("chars_per_token must be > 0")
+        if min(max_post_chars, max_comment_chars, min_post_chars, min_comment_chars) < 1:
+            raise ValueError("text limits must be >= 1")
         self.action_set = tuple(action_set) if action_set is not None else tuple(
             a for a in ActionType if a != ActionType.SIGN_UP)
         self.schema_config = schema_config or SchemaConfig()
         self.user_template: UserTemplate = user_template or DEFAULT_USER_TEMPLATE
+        self.feed_tokens = feed_tokens
+        self.chars_per_token = chars_per_token
         self.max_post_chars = max_post_chars
         self.max_comment_chars = max_comment_chars
+        self.min_post_chars = min(min_post_chars, max_post_chars)
+        self.min_comment_chars = min(min_comment_chars, max_comment_chars)
         self.comments_per_post = comments_per_post
         self.max_persona_chars = max_persona_chars
         self.max_bio_chars = max_bio_chars
         self.max_users = max_users
         self.memory_items = memory_items
+        self.max_memory_chars = max_memory_chars
+        # which post counts to show: by default those the platform's actions can change
+        self._default_counts = counts is None
+        self.counts = tuple(counts) if counts is not None else self._changeable_counts()
+        unknown = set(self.counts) - {k for k, _, _ in _COUNTS}
+        if unknown:
+            raise ValueError(f"unknown post counts {sorted(unknown)}: likes, dislikes, reposts, comments")
+        self.comment_authors = comment_authors
+        self._custom_system = system_prompt is not None
         self._system = system_prompt if system_prompt is not None else self._default_system()
+
+    def _changeable_counts(self) -> tuple[str, ...]:
+        return tuple(k for k, _, acts in _COUNTS if any(a in self.action_set for a in acts))
+
+    def for_action_set(self, action_set: Sequence[ActionType]) -> "PromptBuilder":
+        """This builder for another platform's action set: same settings, and the catalogue,
+        the default counts and the default system prompt of that set."""
+        other = copy.copy(self)
+        other.action_set = tuple(action_set)
+        if self._default_counts:
+            other.counts = other._changeable_counts()
+        if not self._custom_system:
+            other._system = other._default_system()
+        return other
 
     # ---- shared part -------------------------------------------------------------------
     def _catalogue(self) -> list[str]:
@@ -92,33 +223,55 @@ class PromptBuilder:
             groups.setdefault(fields, []).append(ACTION_NAMES[a])
         return [f"{', '.join(names)}: {', '.join(f) if f else '-'}" for f, names in groups.items()]
 
+    def _kinds(self) -> set[str]:
+        return {f for a in self.action_set for f in action_fields(a, self.schema_config)}
+
     def _id_line(self) -> str:
         """How feed ids map to reply fields, only for the target kinds this platform uses."""
-        kinds = {f for a in self.action_set for f in action_fields(a, self.schema_config)}
-        ex = [(k, tag, n) for k, tag, n in (("post_id", "post #", 17), ("comment_id", "comment c", 4),
-                                            ("user_id", "user u", 5)) if k in kinds]
-        parts = [f'{tag}{n} -> "{k}":{n}' for k, tag, n in ex]
-        line = ("Ids are the numbers in your feed: " + ", ".join(parts) + ". ") if parts else ""
-        return line + f"text: at most {self.schema_config.max_text_chars} characters."
+        ex = [f"{tag}{n} {k} {n}" for k, tag, n in (("post", "#", 7), ("comment", "c", 4), ("user", "u", 5))
+              if f"{k}_id" in self._kinds()]
+        ex[0:1] = [ex[0].replace(" ", " is ", 1)] if ex else []
+        return ("Ids: " + ", ".join(ex) + ".") if ex else ""
+
+    def _fields_line(self) -> str:
+        """Text limits (a search query's is shorter) and the stance range."""
+        cfg = self.schema_config
+        limits = {a: text_limit(a, cfg) for a in self.action_set if "text" in action_fields(a, cfg)}
+        text = ""
+        if limits:
+            longest = max(limits.values())
+            short = {n for a, n in limits.items() if n < longest and a in QUERY_ACTIONS}
+            text = f"text: max {longest} chars" + (f" ({min(short)} for search)." if short else ".")
+        return " ".join(p for p in (text, "stance: -1 against to 1 for." if "stance" in self._kinds() else "") if p)
+
+    def _counts_line(self) -> str:
+        legend = [f"{c} {k}" for k, c, _ in _COUNTS if k in self.counts]
+        return ("Counts: " + ", ".join(legend) + ".") if legend else ""
+
+    def _example(self) -> str:
+        """One reply in schema order, for an action of this platform (like_post if it has it)."""
+        values = {"post_id": "7", "comment_id": "4", "user_id": "5", "text": '"so true"', "stance": "0.5",
+                  "reason": '"funny"'}
+        order = (ActionType.LIKE_POST, ActionType.REPOST, ActionType.LIKE_COMMENT, ActionType.FOLLOW,
+                 ActionType.CREATE_POST)
+        act = next((a for a in order if a in self.action_set), min(self.action_set, default=ActionType.DO_NOTHING))
+        body = "".join(f',"{f}":{values[f]}' for f in action_fields(act, self.schema_config))
+        return f'{{"action":"{ACTION_NAMES[act]}"{body}}}'
 
     def _default_system(self) -> str:
-        cfg = self.schema_config
-        reason = ', then "reason"' if cfg.max_reason_chars else ""
+        """The shared prefix: what to reply, the catalogue (action: fields), how feed ids map
+        to reply fields, the text/stance ranges, the count letters and one example."""
+        reason = ', "reason"' if self.schema_config.max_reason_chars else ""
         lines = [
-            "You are a user of a social media platform. Pick exactly one action for this moment.",
-            f'Reply with one JSON object only: "action" first, then the fields of that action{reason}.',
+            "You are a social media user. Choose one action now.",
+            f'Reply with JSON: "action", its fields{reason}. E.g. {self._example()}',
             "Actions: fields",
             *self._catalogue(),
             self._id_line(),
+            self._fields_line(),
+            self._counts_line(),
         ]
-        if cfg.stance:
-            lines.append("stance: your opinion, -1 (against) to 1 (for).")
-        if cfg.max_reason_chars:
-            lines.append("reason: a few words.")
-        lines.append("Counts: L likes, D dislikes, R reposts, C comments.")
-        lines.append('Example: {"action":"like_post","post_id":17' +
-                     (',"reason":"funny"}' if cfg.max_reason_chars else "}"))
-        return "\n".join(lines)
+        return "\n".join(line for line in lines if line)
 
     @property
     def system_prompt(self) -> str:
@@ -128,7 +281,8 @@ class PromptBuilder:
     def profile(self, view: dict) -> str:
         name = view.get("name") or view.get("realname") or view.get("user_name") or view.get("agent", "")
         handle = view.get("user_name") or view.get("username")
-        head = f"You are {name}" + (f" (@{handle})." if handle and handle != name else ".")
+        same = handle and _squash(handle) == _squash(name)  # OASIS' "user_13" / "user13"
+        head = f"You are {name}" + (f" (@{handle})." if handle and not same else ".")
         parts = [head]
         persona = _field(view, _PERSONA_KEYS)
         bio = _field(view, _BIO_KEYS)
@@ -145,57 +299,138 @@ class PromptBuilder:
         return " ".join(parts)
 
     def memory(self, view: dict, entries: Sequence[str] | None = None) -> str:
-        items = list(entries if entries is not None else view.get("memory") or ())[-self.memory_items:]
-        return "Your recent actions: " + "; ".join(_cut(e, 80) for e in items) if items else ""
+        items = list(entries if entries is not None else view.get("memory") or ())
+        items = items[-self.memory_items:] if self.memory_items > 0 else []
+        return "Your recent actions: " + "; ".join(_cut(e, self.max_memory_chars) for e in items) if items else ""
 
     @staticmethod
     def time(view: dict) -> str:
+        """``Now: <time>``; an ISO date-time loses its year and seconds ("Jan 1 08:06"):
+        the digits of "2026-01-01 08:06:00" cost a token each."""
         t = view.get("time")
-        return f"Now: {t}" if t is not None else ""
+        if t is None:
+            return ""
+        m = _ISO_TIME.match(str(t))
+        if m:
+            _, mo, d, hm = m.groups()
+            if 1 <= int(mo) <= 12:
+                t = f"{_MONTHS[int(mo) - 1]} {int(d)} {hm}"
+        return f"Now: {t}"
 
-    def _post(self, p: dict) -> list[str]:
-        counts = " ".join(f"{int(p.get(k) or 0)}{c}" for k, c in
-                          (("likes", "L"), ("dislikes", "D"), ("reposts", "R"), ("comments", "C"))
-                          if int(p.get(k) or 0))
-        line = f"#{p['post_id']} @{p.get('author_name', p.get('author_id', '?'))}: {_cut(p.get('text'), self.max_post_chars)}"
+    # ---- feed ------------------------------------------------------------------------------
+    def _comments(self, p: dict) -> list[dict]:
+        return list(p.get("top_comments") or ())[: max(0, self.comments_per_post)]
+
+    def _post_lines(self, p: dict, post_cap: int, comment_cap: int) -> list[str]:
+        """``#id u<author> [counts] (label): text``, then quote and comment lines. Metadata
+        goes before the text so that a cut text ends its line (and "]:" is one token)."""
+        shown = len(self._comments(p))
+        counts = " ".join(f"{int(p.get(k) or 0)}{c}" for k, c, _ in _COUNTS
+                          if k in self.counts and int(p.get(k) or 0) and not (k == "comments" and int(p[k]) <= shown))
+        head = f"#{p['post_id']} {_author(p.get('author_id'), p.get('author_name'))}"
         if counts:
-            line += f" [{counts}]"
+            head += f" [{counts}]"
         if p.get("label"):
-            line += f" ({p['label']})"
-        out = [line]
+            head += f" ({p['label']})"
+        out = [f"{head}: {_cut(p.get('text'), post_cap)}"]
         if p.get("quoted_text"):
-            out.append(f"  quoting: {_cut(p['quoted_text'], self.max_comment_chars)}")
-        for c in list(p.get("top_comments") or ())[: self.comments_per_post]:
-            cl = f"  c{c['comment_id']} @{c.get('author_name', '?')}: {_cut(c.get('text'), self.max_comment_chars)}"
-            if int(c.get("likes") or 0):
-                cl += f" [{int(c['likes'])}L]"
-            out.append(cl)
+            out.append(f"  quoting: {_cut(p['quoted_text'], comment_cap)}")
+        for c in self._comments(p):
+            likes = int(c.get("likes") or 0)
+            who = f" @{c.get('author_name', '?')}" if self.comment_authors else ""
+            out.append(f"  c{c['comment_id']}{who}" + (f" [{likes}L]" if likes else "")
+                       + f": {_cut(c.get('text'), comment_cap)}")
         return out
 
-    def feed(self, view: dict) -> str:
+    def feed_caps(self, view: dict) -> tuple[int, int]:
+        """(post cap, comment cap) in characters for this view under ``feed_tokens`` (see
+        module doc). The fixed part (the feed and users sections rendered with empty texts:
+        ids, authors, counts) is measured; the rest of the budget goes to the texts. Quoted
+        texts and the bios of listed users are cut like comments (bios never beyond
+        ``max_bio_chars``)."""
+        posts, users = list(view.get("posts") or ()), self._listed_users(view)
+        pmax, cmax = self.max_post_chars, self.max_comment_chars
+        if self.feed_tokens is None or not (posts or users):
+            return pmax, cmax
+        markup = (len(self._render(posts, 0, 0)) if posts else 0) + len(self._users_text(users, 0))
+        budget = int((self.feed_tokens - markup * MARKUP_TOKENS_PER_CHAR) * self.chars_per_token)
+        plen = [len(_one_line(p.get("text"))) for p in posts]
+        clen = [len(_one_line(p.get("quoted_text"))) for p in posts if p.get("quoted_text")]
+        clen += [len(_one_line(c.get("text"))) for p in posts for c in self._comments(p)]
+        clen += [min(len(_one_line(u.get("bio"))), self.max_bio_chars) for u in users]
+        c_floor = min(cmax, max(self.min_comment_chars, pmax // 2))
+        c_cap = _fill_cap(clen, budget - sum(min(x, pmax) for x in plen), c_floor, cmax)
+        if c_cap is not None:  # comments are cut first, down to half the post cap ...
+            return pmax, c_cap
+
+        def comment_cap(p: int) -> int:  # ... then posts and comments shrink together
+            return min(cmax, max(self.min_comment_chars, p // 2))
+
+        def fits(p: int) -> bool:
+            c = comment_cap(p)
+            return sum(min(x, p) for x in plen) + sum(min(x, c) for x in clen) <= budget
+
+        lo, hi = self.min_post_chars, pmax
+        if not fits(lo):
+            return lo, comment_cap(lo)  # the floors overrun the budget: ids are never dropped
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        return lo, comment_cap(lo)
+
+    def _render(self, posts: list[dict], post_cap: int, comment_cap: int) -> str:
+        return "Feed:\n" + "\n".join(line for p in posts for line in self._post_lines(p, post_cap, comment_cap))
+
+    def feed(self, view: dict, caps: tuple[int, int] | None = None) -> str:
         posts = list(view.get("posts") or ())
         if not posts:
             return "Your feed is empty."
-        return "Feed:\n" + "\n".join(line for p in posts for line in self._post(p))
+        return self._render(posts, *(caps or self.feed_caps(view)))
 
-    def users(self, view: dict) -> str:
-        users = list(view.get("users") or ())[: self.max_users]
+    def _listed_users(self, view: dict) -> list[dict]:
+        """Visible users not already shown as a post's author (search results), deduplicated,
+        at most ``max_users``."""
+        shown = {int(p["author_id"]) for p in view.get("posts") or () if p.get("author_id") is not None}
+        out: list[dict] = []
+        for u in view.get("users") or ():
+            uid = int(u["user_id"])
+            if uid not in shown and len(out) < self.max_users:
+                shown.add(uid)
+                out.append(u)
+        return out
+
+    def _users_text(self, users: list[dict], bio_cap: int) -> str:
+        cap = min(bio_cap, self.max_bio_chars)
+        lines = [_author(u["user_id"], u.get("user_name")) + (f": {_cut(u['bio'], cap)}" if u.get("bio") else "")
+                 for u in users]
+        return "Users:\n" + "\n".join(lines) if lines else ""
+
+    def users(self, view: dict, comment_cap: int | None = None) -> str:
+        """Visible users other than the feed's authors (search results), with short bios."""
+        users = self._listed_users(view)
         if not users:
             return ""
-        return "Users:\n" + "\n".join(
-            f"u{u['user_id']} @{u.get('user_name', '?')}" + (f": {_cut(u.get('bio'), self.max_bio_chars)}" if u.get("bio") else "")
-            for u in users)
+        return self._users_text(users, self.feed_caps(view)[1] if comment_cap is None else comment_cap)
 
-    @staticmethod
-    def allowed(view: dict, names: Sequence[str] | None = None) -> str:
-        if names is None:
-            names = [ACTION_NAMES[a] for a in feasible_actions(view)]
-        return "Allowed now: " + ", ".join(names)
+    def allowed(self, view: dict, names: Sequence[str] | None = None) -> str:
+        """The feasible actions; with the default system prompt, relative to its catalogue
+        ("all" / "all except ...") when that is shorter."""
+        if names is not None:
+            return "Allowed now: " + ", ".join(names)
+        acts = feasible_actions(view)
+        listed = "Allowed now: " + ", ".join(ACTION_NAMES[a] for a in acts)
+        if self._custom_system or not set(acts) <= set(self.action_set):
+            return listed
+        missing = [ACTION_NAMES[a] for a in sorted(self.action_set) if a not in acts]
+        relative = "Allowed now: all" + (" except " + ", ".join(missing) if missing else "")
+        return relative if len(relative) < len(listed) else listed
 
     def sections(self, view: dict, memory: Sequence[str] | None = None,
                  allowed: Sequence[str] | None = None) -> dict[str, str]:
+        caps = self.feed_caps(view)
         return {"profile": self.profile(view), "memory": self.memory(view, memory), "time": self.time(view),
-                "feed": self.feed(view), "users": self.users(view), "allowed": self.allowed(view, allowed)}
+                "feed": self.feed(view, caps), "users": self.users(view, caps[1]),
+                "allowed": self.allowed(view, allowed)}
 
     def user_message(self, view: dict, memory: Sequence[str] | None = None,
                      allowed: Sequence[str] | None = None) -> str:
