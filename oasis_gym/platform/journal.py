@@ -317,7 +317,8 @@ _ACTION_NAME = dict(enumerate(ACTION_NAMES))
 
 @functools.lru_cache(maxsize=None)
 def _info_format(action: int, created: bool, text: bool, error: bool) -> str:
-    """The %-format of an info JSON with the given parts, in OASIS's key order."""
+    """The %-format of an info JSON with the given parts, in a fixed order: target, created
+    id, text, error."""
     parts = []
     if action < NUM_ACTIONS and TRACE_TARGET_KEY[action]:
         parts.append(f'"{TRACE_TARGET_KEY[action]}": %d')
