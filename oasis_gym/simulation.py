@@ -218,7 +218,7 @@ class Simulation:
         if self.population is None:
             raise RuntimeError("this simulation was resumed from a journal and has no starting population: "
                                "make a new env (with users=...) to start a new episode")
-        self.close()
+        self._close_journal(query_indexes=False)  # the new episode's journal replaces it
         self.seed = seed
         seqs = np.random.SeedSequence(seed).spawn(3)
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
@@ -249,9 +249,13 @@ class Simulation:
 
     def close(self) -> None:
         """Close the journal. A journal in a temp dir of our own (no `db_path` given) is
-        deleted when the Simulation is garbage-collected; pass `db_path` to keep it."""
+        deleted when the Simulation is garbage-collected; pass `db_path` to keep it (its
+        query indexes are built now)."""
+        self._close_journal(query_indexes=self.config.db_path not in (None, ":memory:"))
+
+    def _close_journal(self, query_indexes: bool) -> None:
         if self.journal is not None:
-            self.journal.close()
+            self.journal.close(query_indexes=query_indexes)
             self.journal = None
 
     def __del__(self) -> None:

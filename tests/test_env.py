@@ -238,3 +238,17 @@ def test_cli_resume_continues_like_an_uninterrupted_run(tmp_path, capsys):
     full = sqlite3.connect(tmp_path / "full.db").execute(query).fetchall()
     assert full == sqlite3.connect(tmp_path / "part.db").execute(query).fetchall()
     assert max(r[3] for r in full) == 7
+
+
+def test_a_kept_journal_gets_its_query_indexes_at_close(tmp_path):
+    db = tmp_path / "kept.db"
+    env = twitter_v0.parallel_env(users=30, max_cycles=3, db_path=str(db))
+    for seed in (0, 1):  # a reset replaces the journal: the first episode's is deleted, not indexed
+        obs, _ = env.reset(seed=seed)
+        env.step({a: env.action_space(a).sample(mask=obs[a]["action_mask"]) for a in env.agents})
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='idx_trace_step'").fetchone()[0] == 0
+    env.close()
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='idx_trace_step'").fetchone()[0] == 1
+    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN SELECT * FROM post WHERE user_id = 3"))
+    assert "idx_post_user" in plan

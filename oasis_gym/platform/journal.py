@@ -174,9 +174,12 @@ class Journal:
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = _Checkpointer(self.path)
 
-    def close(self) -> None:
+    def close(self, query_indexes: bool = True) -> None:
+        """Close the journal, first building the query indexes (skip that for a journal about
+        to be deleted)."""
         try:
-            self.build_query_indexes()
+            if query_indexes:
+                self.build_query_indexes()
         finally:
             if self._checkpointer is not None:
                 self._checkpointer.stop()
