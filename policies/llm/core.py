@@ -73,8 +73,8 @@ class LLMPolicyCore:
         self.totals: Counter = Counter()
 
     def adopt_action_set(self, action_set: Sequence[ActionType]) -> None:
-        """Describe this platform's actions in the shared prompt (OASIS' Twitter set lists 10
-        of the 22), unless a prompt or action set was given explicitly."""
+        """Describe this platform's actions in the shared prompt (OASIS' Twitter set has 6 of
+        the 22), unless a prompt or action set was given explicitly."""
         action_set = tuple(a for a in action_set if a != ActionType.SIGN_UP)
         if not self._action_set_chosen and action_set != self.prompt.action_set:
             self.prompt = self.prompt.for_action_set(action_set)
