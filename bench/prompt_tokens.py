@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -34,11 +33,10 @@ except ModuleNotFoundError:  # before the editable install
     from policies import llm as L
 
 from oasis_gym.actions import REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType
+from oasis_gym.policies.llm.real_views import (ALL_USER_ACTIONS, counterfactual_texts, memory_lines,
+                                               simulation_views)
 from oasis_gym.population import data_path, load_twitter_csv
-from oasis_gym.simulation import ActionArrays, Simulation, SimulationConfig
 
-SHARED = Path(ROOT).parent / "shared" / "data" / "oasis"
-ALL_USER_ACTIONS = tuple(a for a in ActionType if a != ActionType.SIGN_UP)
 # OASIS' Twitter default; the same with replies (comments); OASIS' Reddit default; every user
 # action (the catalogue LLMPolicyCore builds when it is not given the env's action set).
 ACTION_SETS = {
@@ -49,86 +47,12 @@ ACTION_SETS = {
 }
 
 
-def _data(name: str) -> Path:
-    p = SHARED / name
-    return p if p.is_file() else data_path(name)
-
-
-def _tweet(text: str, n: int = 280) -> str:
-    """Cut at a word boundary to at most n characters (a tweet)."""
-    s = " ".join(text.split())
-    return s if len(s) <= n else s[:n].rsplit(" ", 1)[0]
-
-
-def counterfactual_texts() -> tuple[list[str], list[str]]:
-    """(posts, comments) from OASIS' Reddit counterfactual set: selftexts and reply bodies."""
-    rows = json.loads(_data("counterfactual_36.json").read_text())
-    posts = [_tweet(r["RS"]["selftext"]) for r in rows]
-    comments = [_tweet(v["body"]) for r in rows for k, v in r.items() if k.startswith("RC")]
-    return posts, comments
-
-
-def simulation_views(n_views: int = 8, seed: int = 0, n_seed_posts: int = 60, actions=ALL_USER_ACTIONS,
-                     comment_rate: float = 0.1, search_rate: float = 0.3) -> list[dict]:
-    """Feed views of a real Twitter-like run: 10 posts, comments, counts, visible users.
-
-    Two steps of random likes, reposts and comments (each user comments with probability
-    ``comment_rate`` per step) give the posts counts and top comments; in the second step
-    some users search for users ("media"), so their next view lists search results too.
-    Only what ``actions`` (the env's action set) allows happens: OASIS' Twitter default has
-    no comments and no search. Viewers: users with a full feed (searchers first), longest
-    personas first (the heavy end of ordinary users)."""
-    rng = np.random.default_rng(seed)
-    pop = load_twitter_csv(_data("False_Business_0.csv"))
-    posts, comments = counterfactual_texts()
-    picked = rng.choice(len(posts), n_seed_posts, replace=False)
-
-    def setup(sim: Simulation) -> None:
-        sim.platform.create_posts(rng.integers(0, pop.n, n_seed_posts), [posts[i] for i in picked])
-
-    codes = tuple(int(a) for a in actions)
-    sim = Simulation(pop, SimulationConfig(platform="twitter", available_actions=codes, activation=1.0,
-                                           db_path=":memory:"), setup=setup)
-    obs = sim.reset(seed=seed)
-    searched: set[int] = set()
-    for step in range(2):
-        n = len(obs.users)
-        kind = rng.choice([ActionType.CREATE_COMMENT, ActionType.LIKE_POST, ActionType.REPOST, ActionType.DO_NOTHING],
-                          n, p=[comment_rate, 0.35, 0.1, 0.55 - comment_rate]).astype(np.int64)
-        text = [comments[int(i)] for i in rng.integers(0, len(comments), n)]
-        if step == 1 and int(ActionType.SEARCH_USER) in codes:
-            search = rng.random(n) < search_rate
-            kind[search] = ActionType.SEARCH_USER
-            for i in np.flatnonzero(search):
-                text[i] = "media"
-            searched = set(obs.users[search].tolist())
-        sim.step(ActionArrays(obs.users, kind, post=rng.integers(0, sim.K, n), text=text))
-        obs = sim.obs
-    full = [u for r, u in enumerate(obs.users.tolist()) if (obs.post_ids[r] >= 0).all()]
-    persona_len = {u: len(sim.platform.u_persona[u] or sim.platform.u_bio[u]) for u in full}
-    viewers = sorted(full, key=lambda u: (u not in searched, -persona_len[u], u))[:n_views]
-    views = sim.feed_views(np.array(sorted(viewers), dtype=np.int64))
-    for v in views:
-        v["memory"] = memory_lines(v, rng)
-    sim.close()
-    return views
-
-
-def memory_lines(view: dict, rng: np.random.Generator) -> list[str]:
-    """Three entries shaped like ``core.describe`` writes them."""
-    p = view["posts"]
-    step = int(view.get("step", 2))
-    return [f"step {max(0, step - 2)}: like_post post {p[int(rng.integers(len(p)))]['post_id']}",
-            f"step {max(0, step - 1)}: create_comment post {p[0]['post_id']}: " + _tweet(p[0]["text"], 60),
-            f"step {step}: repost post {p[-1]['post_id']}"]
-
-
 def worst_case_view(seed: int = 0, actions=ALL_USER_ACTIONS) -> dict:
     """Ten 280-char posts with two 280-char comments each and 15 visible users (long bios)."""
     rng = np.random.default_rng(seed)
     posts, _ = counterfactual_texts()
     long_posts = sorted(posts, key=len)[-10:]
-    users = load_twitter_csv(_data("197_progressive.csv"))
+    users = load_twitter_csv(data_path("197_progressive.csv"))
 
     def pad(s: str, n: int = 280) -> str:
         while len(s) < n:

