@@ -166,8 +166,14 @@ class SocialMediaEnv(ParallelEnv):
         self._cycles += 1
         out = self.sim.step(acts, platform_actions)
         if self._cycles >= self.sim.config.max_cycles:
-            self.agents = []
+            self._end_episode()
         return out
+
+    def _end_episode(self) -> None:
+        """No agents left, and the journal holds every step (its writer thread is done)."""
+        self.agents = []
+        if self.sim.journal is not None:
+            self.sim.journal.flush()
 
     def _after_step(self, out: StepOutcome):
         batch = self.sim.obs
@@ -184,7 +190,7 @@ class SocialMediaEnv(ParallelEnv):
             info["last_action"] = action_name(a)
             info["last_result"] = RESULT_NAMES[r]
         if done:
-            self.agents = []
+            self._end_episode()
         return observations, rewards, terminations, truncations, infos
 
     def _observations(self, batch: ObsBatch) -> dict:

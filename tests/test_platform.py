@@ -19,10 +19,10 @@ from oasis_gym.platform import REMOVED, ActionBatch, Journal, Platform, Platform
 from oasis_gym.platform.journal import RELATION_TABLES
 
 
-def fresh(tmp_path, n=5, edges=(), posts=((0, "root post"),), **config):
+def fresh(tmp_path, n=5, edges=(), posts=((0, "root post"),), pipelined=True, **config):
     pf = Platform(PlatformConfig(**config))
     pf.add_users(make_population(n, edges, posts))
-    journal = Journal(tmp_path / "run.db")
+    journal = Journal(tmp_path / "run.db", pipelined=pipelined)
     journal.commit_step(pf)
     return pf, journal
 
@@ -34,7 +34,14 @@ def run(pf, journal, *rows):
 
 
 def db(journal):
+    """A second connection to the journal, once its writer thread has committed every step."""
+    journal.flush()
     return sqlite3.connect(journal.path)
+
+
+def restored(journal):
+    journal.flush()
+    return Platform.from_db(journal.path)
 
 
 # --------------------------------------------------------------------------- effects
@@ -213,8 +220,8 @@ def test_hostile_text_round_trips_byte_exact(tmp_path, text):
     assert conn.execute("SELECT content FROM post WHERE post_id=?", (int(new[0]),)).fetchone()[0] == text
     assert conn.execute("SELECT content FROM comment WHERE comment_id=?", (int(new[1]),)).fetchone()[0] == text
     assert conn.execute("SELECT COUNT(*) FROM post").fetchone()[0] == 2  # tables intact
-    restored = Platform.from_db(j.path)
-    assert restored.p_content[int(new[0])] == text and restored.c_content[int(new[1])] == text
+    back = restored(j)
+    assert back.p_content[int(new[0])] == text and back.c_content[int(new[1])] == text
 
 
 # --------------------------------------------------------------------------- journal = state
@@ -223,9 +230,9 @@ RANDOM_MIX = [A.CREATE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.FOLLOW,
               A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, A.REPORT_POST, A.DO_NOTHING, A.REFRESH, A.SEARCH_POSTS]
 
 
-def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0):
+def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0, pipelined=True):
     rng = np.random.default_rng(seed)
-    pf, j = fresh(tmp_path, n=n, edges=[(i, (i + 1) % n) for i in range(n)], posts=[(i, f"seed {i}") for i in range(5)])
+    pf, j = fresh(tmp_path, pipelined=pipelined, n=n, edges=[(i, (i + 1) % n) for i in range(n)], posts=[(i, f"seed {i}") for i in range(5)])
     for _ in range(steps):
         act = rng.choice(np.array(RANDOM_MIX, dtype=np.int64), per_step)
         user = rng.integers(0, n, per_step)
@@ -240,8 +247,9 @@ def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0):
     return pf, j
 
 
-def test_journal_counters_match_relation_tables(tmp_path):
-    pf, j = random_run(tmp_path)
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_journal_counters_match_relation_tables(tmp_path, pipelined):
+    pf, j = random_run(tmp_path, pipelined=pipelined)
     conn = db(j)
     recount = lambda sql: dict(conn.execute(sql).fetchall())  # noqa: E731
     likes = recount('SELECT post_id, COUNT(*) FROM "like" GROUP BY post_id')
@@ -268,9 +276,10 @@ def test_journal_counters_match_relation_tables(tmp_path):
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def test_from_db_restores_the_exact_state(tmp_path):
-    pf, j = random_run(tmp_path)
-    back = Platform.from_db(j.path)
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_from_db_restores_the_exact_state(tmp_path, pipelined):
+    pf, j = random_run(tmp_path, pipelined=pipelined)
+    back = restored(j)
     assert (back.step, back.minute) == (pf.step, pf.minute)
     for name, value in vars(pf).items():
         if hasattr(value, "a"):
@@ -303,7 +312,7 @@ def test_any_batch_keeps_state_consistent(tmp_path_factory, rows):
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE step=0 AND action != ''").fetchone()[0] == len(rows)
     likes = dict(conn.execute('SELECT post_id, COUNT(*) FROM "like" GROUP BY post_id').fetchall())
     assert [likes.get(p, 0) for p in range(pf.n_posts)] == pf.p_likes.a.tolist()
-    back = Platform.from_db(j.path)
+    back = restored(j)
     np.testing.assert_array_equal(back.u_followers.a, pf.u_followers.a)
     assert list(back.p_content) == list(pf.p_content)
 
@@ -348,11 +357,11 @@ def test_a_failed_commit_keeps_memory_and_journal_in_agreement(tmp_path):
         j.commit_step(pf, advance_minutes=3, extra=failing_hook)
     assert (pf.step, pf.minute) == (step, minute)          # the clock did not move
     j.commit_step(pf, advance_minutes=3)                    # the pending like is written now
-    back = Platform.from_db(j.path)
+    back = restored(j)
     assert back.p_likes.a[0] == 1 and len(back.rel["like"]) == 1 and back.step == step + 1
     with pytest.raises(TypeError):                          # meta that is not JSON fails before BEGIN
         j.commit_step(pf, advance_minutes=3, meta={"x": object()})
-    assert Platform.from_db(j.path).step == step + 1
+    assert restored(j).step == step + 1
 
 
 def test_repost_of_a_quote_keeps_the_quote_text(tmp_path):

@@ -121,6 +121,7 @@ def test_any_action_value_is_applied_or_recorded_never_crashes(tmp_path_factory,
     agents = env.agents[: len(values)]
     _, _, _, _, infos = env.step(dict(zip(agents, values)))
     assert all("last_result" in infos[a] for a in agents)
+    env.sim.journal.flush()  # mid-episode, the journal's writer thread may still be committing the step
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE step=0").fetchone()[0] == len(agents)
     likes = dict(conn.execute('SELECT post_id, COUNT(*) FROM "like" GROUP BY post_id').fetchall())

@@ -1,6 +1,6 @@
 """The social platform: in-memory columnar state, batched actions, SQLite journal."""
 
-from .journal import Journal, load_platform
+from .journal import Journal, JournalError, load_platform
 from .platform import (
     DOWNRANKED,
     LABELLED,
@@ -18,7 +18,7 @@ from .platform import (
 )
 
 __all__ = [
-    "ActionBatch", "Journal", "Platform", "PlatformConfig", "load_platform",
+    "ActionBatch", "Journal", "JournalError", "Platform", "PlatformConfig", "load_platform",
     "ORIGINAL", "REPOST", "QUOTE", "VISIBLE", "LABELLED", "DOWNRANKED", "REMOVED",
     "UNKNOWN_LABEL", "TRUE_LABEL", "MISINFO_LABEL",
 ]

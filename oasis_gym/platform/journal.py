@@ -2,7 +2,7 @@
 
 Table and column names are OASIS's (user, post, comment, follow, mute, like, dislike,
 comment_like, comment_dislike, report, trace, rec), so SQL written for OASIS databases runs on
-ours. Our extra columns (moderation status, stance, opinion, ...) and tables (opinion,
+ours (`user` is a view that reads like OASIS's table; see the schema). Our extra columns (moderation status, stance, opinion, ...) and tables (opinion,
 moderation, meta, metrics) sit beside them. Ids are 0-based and equal to the in-memory ids
 (OASIS's AUTOINCREMENT ids start at 1; ours are inserted explicitly).
 
@@ -17,7 +17,10 @@ import dataclasses
 import functools
 import json
 import sqlite3
+from collections.abc import Callable
+from itertools import islice
 from json.encoder import encode_basestring  # json.dumps(str, ensure_ascii=False), in C
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +31,20 @@ from .platform import (REPOST, TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_K
 from .store import PairSet, pair_keys, unpack_keys
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS user (
-    user_id INTEGER PRIMARY KEY, agent_id INTEGER, user_name TEXT, name TEXT, bio TEXT,
-    created_at DATETIME, num_followings INTEGER DEFAULT 0, num_followers INTEGER DEFAULT 0,
+-- OASIS's `user` is a view (below) over two tables: the account columns, written once, and the
+-- counters and flags, which each step updates for thousands of users. Kept narrow, those
+-- updates dirty a few hundred pages instead of about one page per user: they were 40% of a
+-- step's write volume.
+CREATE TABLE IF NOT EXISTS user_account (
+    user_id INTEGER PRIMARY KEY, agent_id INTEGER, user_name TEXT, name TEXT, bio TEXT, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS user_state (
+    user_id INTEGER PRIMARY KEY, num_followings INTEGER DEFAULT 0, num_followers INTEGER DEFAULT 0,
     signed_up INTEGER DEFAULT 1, suspended INTEGER DEFAULT 0);
--- written once per user: keeps the user rows above small, so the per-step counter updates
--- touch few pages
+CREATE VIEW IF NOT EXISTS user AS
+    SELECT a.user_id, a.agent_id, a.user_name, a.name, a.bio, a.created_at, s.num_followings, s.num_followers,
+           s.signed_up, s.suspended
+    FROM user_account a JOIN user_state s ON s.user_id = a.user_id;
+-- written once per user, like user_account
 CREATE TABLE IF NOT EXISTS user_profile (
     user_id INTEGER PRIMARY KEY, persona TEXT, is_core INTEGER DEFAULT 0, interests INTEGER,
     activity BLOB, opinion REAL);
@@ -158,34 +169,73 @@ class _Checkpointer:
         self._thread.join()
 
 
-class Journal:
-    """Writes a Platform's per-step changes to SQLite, one transaction per step."""
+class JournalError(RuntimeError):
+    """A pipelined step failed to commit: the journal holds the steps before it, memory is ahead."""
 
-    def __init__(self, path: str | Path = ":memory:", background_checkpoint: bool = True):
+
+class Journal:
+    """Writes a Platform's per-step changes to SQLite, one transaction per step.
+
+    Pipelined (the default), a step's rows are built on the calling thread, then executed and
+    committed on a writer thread while the caller computes the next step: SQLite releases the
+    GIL while it runs a statement, and each statement carries thousands of rows, so the
+    journal's SQL and I/O overlap with the simulation on a second core. Every use of `conn`
+    (and the next `commit_step`, `flush`, `close`) first waits for that write, so readers
+    always see every committed step. A write that fails there (disk full, say) raises
+    `JournalError` then and on every later use; the database holds exactly the steps before
+    it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning.
+    """
+
+    def __init__(self, path: str | Path = ":memory:", background_checkpoint: bool = True, pipelined: bool = True):
         self.path = str(path)
-        self.conn = connect(self.path)
-        self.conn.executescript(SCHEMA)
-        self._indexed = self.conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0
+        self._conn = connect(self.path)
+        self._conn.executescript(SCHEMA)
+        self._indexed = self._conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0
         self._follow_id: int | None = None
         if self._indexed:  # an existing journal (resume)
-            self.conn.executescript(INDEXES)
+            self._conn.executescript(INDEXES)
         self._checkpointer = None
         if background_checkpoint and self.path != ":memory:":
-            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+            self._conn.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = _Checkpointer(self.path)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="oasis-gym-journal") if pipelined else None
+        self._in_flight: Future | None = None
+        self._failed: JournalError | None = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The journal's connection, once every handed-off step is committed."""
+        self.flush()
+        return self._conn
+
+    def flush(self) -> None:
+        """Wait until the last handed-off step is committed; raise `JournalError` if it failed."""
+        future, self._in_flight = self._in_flight, None
+        if future is not None:
+            try:
+                future.result()
+            except BaseException as exc:
+                self._failed = JournalError(f"{self.path}: a step failed to commit ({exc!r}); the journal holds"
+                                            " the steps before it, memory is ahead of it")
+                raise self._failed from exc
+        if self._failed is not None:
+            raise self._failed
 
     def close(self, query_indexes: bool = True) -> None:
         """Close the journal, first building the query indexes (skip that for a journal about
         to be deleted)."""
         try:
+            self.flush()
             if query_indexes:
                 self.build_query_indexes()
         finally:
+            if self._writer is not None:
+                self._writer.shutdown()
             if self._checkpointer is not None:
                 self._checkpointer.stop()
                 self._checkpointer = None
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self.conn.close()
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._conn.close()
 
     def build_query_indexes(self) -> None:
         """Index what analysis queries look up: posts by user or root, comments by post, trace
@@ -212,107 +262,170 @@ class Journal:
         """Write everything pending on `platform` (plus `extra(conn)` and `meta`) atomically.
 
         With `advance_minutes`, the platform clock moves on to the next step, and the meta row
-        names that step, so a journal always says where a resumed run starts. Only a
-        committed transaction clears the pending log and moves the clock: after a failure
-        (a raising hook, say) memory and journal still agree, and the changes stay pending.
+        names that step, so a journal always says where a resumed run starts. A failure while
+        the step is built (a raising hook, say) rolls it back, and memory and journal still
+        agree: the changes stay pending and the clock stays. Pipelined, the step is handed to
+        the writer thread; the first commit (a bulk load) is always written in place.
         """
+        self.flush()
         step = platform.step + (1 if advance_minutes is not None else 0)
         minute = platform.minute + (advance_minutes or 0)
         meta_rows = [(k, json.dumps(v)) for k, v in {"step": step, "minute": minute,
                      "platform_config": dataclasses.asdict(platform.config), **(meta or {})}.items()]
-        conn = self.conn
+        conn = self._conn
+        handoff = self._writer is not None and self._indexed
+        statements: list[tuple[str, list]] = []
         conn.execute("BEGIN")
         try:
-            self._write(conn, platform, platform.pending)
+            self._write(conn, platform, platform.pending,
+                        (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute)
             if extra is not None:
                 extra(conn)
             if not self._indexed:
-                for statement in INDEXES.strip().split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", meta_rows)
-            conn.execute("COMMIT")
+                statements += [(s, []) for s in INDEXES.split(";") if s.strip()]
+            statements.append((_rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
+                               [x for row in meta_rows for x in row]))
+            if not handoff:
+                self._finish(statements)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             self._follow_id = None  # re-read: the rolled-back rows took none
             raise
+        if handoff:
+            self._in_flight = self._writer.submit(self._finish, statements)
         self._indexed = True
         platform.reset_pending()
         if advance_minutes is not None:
             platform.advance(advance_minutes)
+
+    def _finish(self, statements: list[tuple[str, list]]) -> None:
+        """Run the rest of a step's statements and commit it (on the writer thread, pipelined)."""
+        conn = self._conn
+        try:
+            for sql, params in statements:
+                conn.execute(sql, params)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
         if self._checkpointer is not None:
             self._checkpointer.poke()
 
-    def _write(self, conn: sqlite3.Connection, pf: Platform, log: StepLog) -> None:
+    def _write(self, conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Callable[[str, list], object]) -> None:
+        """Build the step's statements and pass each to `emit(sql, params)`."""
         now = pf.created_at()
         step = pf.step
+        sql = RowWriter(emit)
         if log.new_users:
             ids = np.unique(np.concatenate(log.new_users))  # a sign-up may repeat a new user
-            _write_users(conn, pf, ids, now)
+            _write_users(conn, sql, pf, ids, now)
         if log.new_posts:
             ids = np.concatenate(log.new_posts)
             idx = ids.tolist()
             roots = pf.p_root.a[ids]
             stance = pf.p_stance.a[ids].astype(float)
-            conn.executemany(
-                "INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind, step,"
-                " minute, stance, label, status) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                zip(idx, pf.p_author.a[ids].tolist(), [None if r < 0 else r for r in roots.tolist()],
-                    (pf.p_content[p] for p in idx), (pf.p_quote[p] for p in idx),
-                    (pf.created_at(m) for m in pf.p_minute.a[ids].tolist()), pf.p_kind.a[ids].tolist(),
-                    pf.p_step.a[ids].tolist(), pf.p_minute.a[ids].tolist(),
-                    [None if x != x else x for x in stance.tolist()], pf.p_label.a[ids].tolist(),
-                    pf.p_status.a[ids].tolist()))
+            minutes = pf.p_minute.a[ids].tolist()
+            sql.rows("INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind,"
+                     " step, minute, stance, label, status) VALUES ",
+                     [idx, pf.p_author.a[ids].tolist(), [None if r < 0 else r for r in roots.tolist()],
+                      [pf.p_content[p] for p in idx], [pf.p_quote[p] for p in idx], [pf.created_at(m) for m in minutes],
+                      pf.p_kind.a[ids].tolist(), pf.p_step.a[ids].tolist(), minutes,
+                      [None if x != x else x for x in stance.tolist()], pf.p_label.a[ids].tolist(),
+                      pf.p_status.a[ids].tolist()])
         if log.new_comments:
             ids = np.concatenate(log.new_comments)
             idx = ids.tolist()
-            conn.executemany(
-                "INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance)"
-                " VALUES (?,?,?,?,?,?,?,?)",
-                zip(idx, pf.c_post.a[ids].tolist(), pf.c_author.a[ids].tolist(), (pf.c_content[c] for c in idx),
-                    (pf.created_at(m) for m in pf.c_minute.a[ids].tolist()), pf.c_step.a[ids].tolist(),
-                    pf.c_minute.a[ids].tolist(), [None if x != x else x for x in pf.c_stance.a[ids].astype(float).tolist()]))
+            minutes = pf.c_minute.a[ids].tolist()
+            sql.rows("INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance) VALUES ",
+                     [idx, pf.c_post.a[ids].tolist(), pf.c_author.a[ids].tolist(), [pf.c_content[c] for c in idx],
+                      [pf.created_at(m) for m in minutes], pf.c_step.a[ids].tolist(), minutes,
+                      [None if x != x else x for x in pf.c_stance.a[ids].astype(float).tolist()]])
         for name, chunks in log.inserts.items():
             table, col_a, col_b = RELATION_TABLES[name]
-            a, b = unpack_keys(np.concatenate(chunks))
+            a, b = (c.tolist() for c in unpack_keys(np.concatenate(chunks)))
             if name == "follow":
-                conn.executemany(f"INSERT INTO {table}(follow_id, {col_a}, {col_b}, created_at) VALUES (?,?,?,?)",
-                                 zip(self._follow_ids(conn, len(a)), a.tolist(), b.tolist(), [now] * len(a)))
+                sql.rows(f"INSERT INTO {table}(follow_id, {col_a}, {col_b}, created_at) VALUES ",
+                         [list(self._follow_ids(conn, len(a))), a, b, [now] * len(a)])
             elif name == "report":
-                conn.executemany(f"INSERT INTO {table}({col_a}, {col_b}, report_reason, created_at) VALUES (?,?,?,?)",
-                                 zip(a.tolist(), b.tolist(), log.report_reasons, [now] * len(a)))
+                sql.rows(f"INSERT INTO {table}({col_a}, {col_b}, report_reason, created_at) VALUES ",
+                         [a, b, log.report_reasons, [now] * len(a)])
             else:
-                conn.executemany(f"INSERT INTO {table}({col_a}, {col_b}, created_at) VALUES (?,?,?)",
-                                 zip(a.tolist(), b.tolist(), [now] * len(a)))
+                sql.rows(f"INSERT INTO {table}({col_a}, {col_b}, created_at) VALUES ", [a, b, [now] * len(a)])
         for name, chunks in log.deletes.items():
             table, col_a, col_b = RELATION_TABLES[name]
-            a, b = unpack_keys(np.concatenate(chunks))
-            conn.executemany(f"DELETE FROM {table} WHERE {col_a}=? AND {col_b}=?", zip(a.tolist(), b.tolist()))
+            sql.rows(f"DELETE FROM {table} WHERE ({col_a}, {col_b}) IN (SELECT column1, column2 FROM (VALUES ",
+                     [c.tolist() for c in unpack_keys(np.concatenate(chunks))], "))")
         if log.touched_posts:
             ids = np.unique(np.concatenate(log.touched_posts))
-            cols = [pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids], pf.p_reports.a[ids],
-                    pf.p_comments.a[ids], pf.p_status.a[ids], ids]
-            conn.executemany("UPDATE post SET num_likes=?, num_dislikes=?, num_shares=?, num_reports=?,"
-                             " num_comments=?, status=? WHERE post_id=?", zip(*(c.tolist() for c in cols)))
+            sql.rows("UPDATE post SET num_likes=v.column2, num_dislikes=v.column3, num_shares=v.column4,"
+                     " num_reports=v.column5, num_comments=v.column6, status=v.column7 FROM (VALUES ",
+                     [c.tolist() for c in (ids, pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids],
+                                           pf.p_reports.a[ids], pf.p_comments.a[ids], pf.p_status.a[ids])],
+                     ") AS v WHERE post_id=v.column1")
         if log.touched_comments:
             ids = np.unique(np.concatenate(log.touched_comments))
-            conn.executemany("UPDATE comment SET num_likes=?, num_dislikes=? WHERE comment_id=?",
-                             zip(pf.c_likes.a[ids].tolist(), pf.c_dislikes.a[ids].tolist(), ids.tolist()))
+            sql.rows("UPDATE comment SET num_likes=v.column2, num_dislikes=v.column3 FROM (VALUES ",
+                     [c.tolist() for c in (ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids])],
+                     ") AS v WHERE comment_id=v.column1")
         if log.touched_users:
             ids = np.unique(np.concatenate(log.touched_users))
-            conn.executemany("UPDATE user SET num_followers=?, num_followings=?, suspended=? WHERE user_id=?",
-                             zip(pf.u_followers.a[ids].tolist(), pf.u_followings.a[ids].tolist(),
-                                 pf.u_suspended.a[ids].astype(int).tolist(), ids.tolist()))
+            sql.rows("UPDATE user_state SET num_followers=v.column2, num_followings=v.column3, suspended=v.column4"
+                     " FROM (VALUES ", [c.tolist() for c in (ids, pf.u_followers.a[ids], pf.u_followings.a[ids],
+                                                             pf.u_suspended.a[ids].astype(int))],
+                     ") AS v WHERE user_id=v.column1")
         for tr in log.traces:
-            conn.executemany("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
-                             zip(tr.user.tolist(), [now] * len(tr.user), [action_name(a) for a in tr.action.tolist()],
-                                 trace_infos(tr), [step] * len(tr.user), [RESULT_NAMES[r] for r in tr.result.tolist()]))
+            n = len(tr.user)
+            sql.rows("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES ",
+                     [tr.user.tolist(), [now] * n, [action_name(a) for a in tr.action.tolist()], trace_infos(tr),
+                      [step] * n, [RESULT_NAMES[r] for r in tr.result.tolist()]])
         for users, values in log.opinions:
-            conn.executemany("INSERT INTO opinion(step, user_id, opinion) VALUES (?,?,?)",
-                             zip([step] * len(users), users.tolist(), values.astype(float).tolist()))
+            sql.rows("INSERT INTO opinion(step, user_id, opinion) VALUES ",
+                     [[step] * len(users), users.tolist(), values.astype(float).tolist()])
         for kind, ids, action in log.moderation:
-            conn.executemany("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES (?,?,?,?,?)",
-                             ((step, kind, i, action, now) for i in ids.tolist()))
+            sql.rows("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES ",
+                     [[step] * len(ids), [kind] * len(ids), ids.tolist(), [action] * len(ids), [now] * len(ids)])
+
+
+# Rows per statement: up to this many, and never more bound values than any SQLite build allows
+# (SQLITE_MAX_VARIABLE_NUMBER is 32766 by default since 3.32).
+MAX_STATEMENT_ROWS = 4096
+MAX_STATEMENT_VALUES = 32766
+
+
+@functools.lru_cache(maxsize=1024)
+def _rows_sql(head: str, width: int, rows: int, tail: str) -> str:
+    return head + ",".join(["(" + ",".join("?" * width) + ")"] * rows) + tail
+
+
+class RowWriter:
+    """Writes rows as statements of many rows each, `head` + "(?,..),(?,..)" + `tail`.
+
+    One `execute` binds all of a statement's rows in one C call, where `executemany` pays the
+    Python per-row overhead (about half of a row's cost). Statement sizes are a multiple of
+    the largest size plus powers of two, so a few dozen SQL texts cover every step and stay
+    in the connection's statement cache. Each statement goes to `emit(sql, params)` as soon
+    as it is built, so a million-user sign-up streams instead of materializing at once.
+    """
+
+    def __init__(self, emit: Callable[[str, list], object]):
+        self.emit = emit
+
+    def rows(self, head: str, columns: list, tail: str = "") -> None:
+        """Write the rows of `columns`: equal-length lists, or iterators (taken lazily)."""
+        width = len(columns)
+        n = len(columns[0])
+        columns = [c if isinstance(c, list) else iter(c) for c in columns]
+        most = 1 << min(MAX_STATEMENT_ROWS, MAX_STATEMENT_VALUES // width).bit_length() - 1
+        start = 0
+        while start < n:
+            size = most if n - start >= most else 1 << (n - start).bit_length() - 1
+            flat = [None] * (width * size)
+            for k, col in enumerate(columns):
+                flat[k::width] = col[start:start + size] if isinstance(col, list) else list(islice(col, size))
+            self.emit(_rows_sql(head, width, size, tail), flat)
+            start += size
 
 
 @functools.lru_cache(maxsize=None)
@@ -359,28 +472,26 @@ def trace_infos(tr: TraceRows) -> list[str]:
     return out.tolist()
 
 
-def _write_users(conn: sqlite3.Connection, pf: Platform, ids: np.ndarray, now: str) -> None:
-    existing = conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
+def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np.ndarray, now: str) -> None:
+    existing = conn.execute("SELECT COUNT(*) FROM user_account").fetchone()[0]
     new = ids[ids >= existing]
     signed_again = ids[ids < existing]
     if len(signed_again):
-        conn.executemany("UPDATE user SET signed_up=1 WHERE user_id=?", ((i,) for i in signed_again.tolist()))
+        sql.rows("UPDATE user_state SET signed_up=1 WHERE user_id IN (VALUES ", [signed_again.tolist()], ")")
     if not len(new):
         return
     idx = new.tolist()
-    conn.executemany(
-        "INSERT INTO user(user_id, agent_id, user_name, name, bio, created_at, num_followings, num_followers,"
-        " signed_up, suspended) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        zip(idx, idx, pf.u_user_name.take(idx), pf.u_name.take(idx), pf.u_bio.take(idx),
-            (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist()), pf.u_followings.a[new].tolist(),
-            pf.u_followers.a[new].tolist(), pf.u_signed_up.a[new].astype(int).tolist(),
-            pf.u_suspended.a[new].astype(int).tolist()))
+    sql.rows("INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
+             [idx, idx, pf.u_user_name.take(idx), pf.u_name.take(idx), pf.u_bio.take(idx),
+              (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist())])
+    sql.rows("INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
+             [idx, pf.u_followings.a[new].tolist(), pf.u_followers.a[new].tolist(),
+              pf.u_signed_up.a[new].astype(int).tolist(), pf.u_suspended.a[new].astype(int).tolist()])
     act = pf.u_activity.a
-    conn.executemany(
-        "INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES (?,?,?,?,?,?)",
-        zip(idx, pf.u_persona.take(idx), pf.u_is_core.a[new].astype(int).tolist(),
-            pf.u_interests.a[new].astype(np.int64).tolist(), (act[i].tobytes() for i in idx),
-            pf.u_opinion.a[new].astype(float).tolist()))
+    sql.rows("INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES ",
+             [idx, pf.u_persona.take(idx), pf.u_is_core.a[new].astype(int).tolist(),
+              pf.u_interests.a[new].astype(np.int64).tolist(), (act[i].tobytes() for i in idx),
+              pf.u_opinion.a[new].astype(float).tolist()])
 
 
 def read_meta(path: str | Path) -> dict:
