@@ -17,6 +17,7 @@ from oasis_gym.actions import ActionType as A
 from oasis_gym.actions import Result as R
 from oasis_gym.platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
 from oasis_gym.platform.journal import RELATION_TABLES
+from oasis_gym.platform.platform import JOURNALED_RELATIONS
 
 
 def fresh(tmp_path, n=5, edges=(), posts=((0, "root post"),), pipelined=True, **config):
@@ -289,6 +290,9 @@ def test_from_db_restores_the_exact_state(tmp_path, pipelined):
     assert list(back.u_user_name) == list(pf.u_user_name)
     for name, rel in pf.rel.items():
         np.testing.assert_array_equal(back.rel[name].keys(), rel.keys(), err_msg=name)
+    for name in JOURNALED_RELATIONS:  # the row ids (follow_id, like_id, ...)
+        np.testing.assert_array_equal(back.rel[name].values(), pf.rel[name].values(), err_msg=name)
+    assert back.next_row_id == pf.next_row_id
     # and it keeps running identically
     rows = [(1, A.LIKE_POST, 2), (2, A.CREATE_POST, None, "after"), (3, A.FOLLOW, 9), (4, A.REPOST, 3)]
     r1, n1 = pf.apply(ActionBatch.of(rows))
@@ -317,23 +321,30 @@ def test_any_batch_keeps_state_consistent(tmp_path_factory, rows):
     assert list(back.p_content) == list(pf.p_content)
 
 
+@pytest.mark.parametrize("with_values", [False, True])
 @pytest.mark.parametrize("compact_every", [0, 3])
-def test_pair_set_matches_a_python_set(compact_every):
+def test_pair_set_matches_a_python_dict(compact_every, with_values):
     from oasis_gym.platform.store import PairSet, pair_keys
 
     rng = np.random.default_rng(compact_every)
-    ref: set[int] = set()
-    ps = PairSet()
+    ref: dict[int, int] = {}
+    ps = PairSet(values=[]) if with_values else PairSet()
+    next_value = 0
     for it in range(150):
         keys = np.unique(pair_keys(rng.integers(0, 40, 25), rng.integers(0, 40, 25)))
         if it % 3 == 0:
             present = keys[ps.contains_keys(keys)]
-            ps.remove_keys(present)
-            ref -= set(present.tolist())
+            if with_values:
+                assert ps.values_of(present).tolist() == [ref[k] for k in present.tolist()]
+            ps.remove_keys(rng.permutation(present))
+            for k in present.tolist():
+                del ref[k]
         else:
-            new = keys[~ps.contains_keys(keys)]
-            ps.add_keys(new)
-            ref |= set(new.tolist())
+            new = rng.permutation(keys[~ps.contains_keys(keys)])
+            values = np.arange(next_value, next_value + len(new))
+            next_value += len(new)
+            ps.add_keys(new, values if with_values else None)
+            ref.update(zip(new.tolist(), values.tolist()))
         if compact_every and it % compact_every == 0:
             ps.compact()
         q = rng.integers(0, 40, 6)
@@ -343,6 +354,9 @@ def test_pair_set_matches_a_python_set(compact_every):
         probe = pair_keys(rng.integers(0, 40, 50), rng.integers(0, 40, 50))
         assert ps.contains_keys(probe).tolist() == [k in ref for k in probe.tolist()]
         assert len(ps) == len(ref)
+    assert ps.keys().tolist() == sorted(ref)
+    if with_values:
+        assert ps.values().tolist() == [ref[k] for k in sorted(ref)]
 
 
 def test_a_failed_commit_keeps_memory_and_journal_in_agreement(tmp_path):
@@ -454,15 +468,18 @@ def test_every_trace_row_holds_its_action_target_created_id_text_and_error(tmp_p
         assert list(json.loads(info).items()) == list(expected.items())
 
 
-def test_query_indexes_are_built_at_close_and_pair_indexes_from_the_first_commit(tmp_path):
+def test_indexes_are_built_at_close(tmp_path):
+    """The run writes no index (rows append; deletes go by row id); close builds them all,
+    and the unique pair indexes double as a check that no pair was journaled twice."""
     pf, j = random_run(tmp_path, steps=3)
 
     def indexes():
         return {name for (name,) in db(j).execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'idx_%'")}
 
-    assert indexes() == {"idx_mute_pair", "idx_like_pair", "idx_dislike_pair", "idx_comment_like_pair",
-                         "idx_comment_dislike_pair", "idx_report_pair"}
+    assert indexes() == set()
     j.close()
-    assert {"idx_post_user", "idx_trace_step", "idx_opinion_user"} <= indexes()
-    plan = " ".join(r[3] for r in db(j).execute("EXPLAIN QUERY PLAN SELECT * FROM trace WHERE step = 2"))
-    assert "idx_trace_step" in plan
+    assert {"idx_follow_pair", "idx_like_pair", "idx_post_user", "idx_trace_step", "idx_opinion_user"} <= indexes()
+    for query, index in (("SELECT * FROM trace WHERE step = 2", "idx_trace_step"),
+                         ("SELECT * FROM follow WHERE followee_id = 3", "idx_follow_followee"),
+                         ('SELECT * FROM "like" WHERE post_id = 3 AND user_id = 1', "idx_like_pair")):
+        assert index in " ".join(r[3] for r in db(j).execute("EXPLAIN QUERY PLAN " + query)), query

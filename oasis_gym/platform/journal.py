@@ -58,10 +58,11 @@ CREATE TABLE IF NOT EXISTS comment (
     comment_id INTEGER PRIMARY KEY, post_id INTEGER, user_id INTEGER, content TEXT,
     created_at DATETIME, num_likes INTEGER DEFAULT 0, num_dislikes INTEGER DEFAULT 0,
     step INTEGER, minute INTEGER, stance REAL);
--- keyed by the pair (WITHOUT ROWID): the initial follow graph (tens of millions of edges at 1M
--- users) loads in key order as a plain append, and needs no second index; follow_id is ours
-CREATE TABLE IF NOT EXISTS follow (follow_id INTEGER, follower_id INTEGER, followee_id INTEGER, created_at DATETIME,
-    PRIMARY KEY (follower_id, followee_id)) WITHOUT ROWID;
+-- follow_id is the platform's edge id: new follows append, an unfollow deletes by row id, and
+-- the pair indexes are built at close (kept up during the run, random-pair inserts were a
+-- third of a step's write volume)
+CREATE TABLE IF NOT EXISTS follow (follow_id INTEGER PRIMARY KEY, follower_id INTEGER, followee_id INTEGER,
+    created_at DATETIME);
 CREATE TABLE IF NOT EXISTS mute (mute_id INTEGER PRIMARY KEY, muter_id INTEGER, mutee_id INTEGER, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS "like" (like_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS dislike (dislike_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
@@ -76,20 +77,17 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS interview (step INTEGER, user_id INTEGER, question TEXT, answer TEXT, created_at DATETIME);
 """
 
-# What the writes need (deletes look pairs up): created after the first commit's bulk load
-# (sorting once beats growing B-trees row by row).
-INDEXES = """
+# What analysis queries need. Kept out of the run (maintained row by row, they cost about a
+# quarter of the journal's SQL time) and built by Journal.build_query_indexes at close().
+QUERY_INDEXES = """
+CREATE UNIQUE INDEX IF NOT EXISTS idx_follow_pair ON follow(follower_id, followee_id);
+CREATE INDEX IF NOT EXISTS idx_follow_followee ON follow(followee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_like_pair ON comment_like(comment_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_dislike_pair ON comment_dislike(comment_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_report_pair ON report(post_id, user_id);
-"""
-
-# What analysis queries need. Kept out of the run (maintained row by row, they cost about a
-# quarter of the journal's SQL time) and built by Journal.build_query_indexes at close().
-QUERY_INDEXES = """
 CREATE INDEX IF NOT EXISTS idx_post_user ON post(user_id);
 CREATE INDEX IF NOT EXISTS idx_post_original ON post(original_post_id);
 CREATE INDEX IF NOT EXISTS idx_comment_post ON comment(post_id);
@@ -98,75 +96,31 @@ CREATE INDEX IF NOT EXISTS idx_rec_user ON rec(user_id);
 CREATE INDEX IF NOT EXISTS idx_opinion_user ON opinion(user_id, step);
 """
 
-# (table, first column, second column) of each journaled relation
+# (table, row id column, first column, second column) of each journaled relation
 RELATION_TABLES = {
-    "follow": ("follow", "follower_id", "followee_id"),
-    "mute": ("mute", "muter_id", "mutee_id"),
-    "like": ('"like"', "user_id", "post_id"),
-    "dislike": ("dislike", "user_id", "post_id"),
-    "comment_like": ("comment_like", "user_id", "comment_id"),
-    "comment_dislike": ("comment_dislike", "user_id", "comment_id"),
-    "report": ("report", "user_id", "post_id"),
+    "follow": ("follow", "follow_id", "follower_id", "followee_id"),
+    "mute": ("mute", "mute_id", "muter_id", "mutee_id"),
+    "like": ('"like"', "like_id", "user_id", "post_id"),
+    "dislike": ("dislike", "dislike_id", "user_id", "post_id"),
+    "comment_like": ("comment_like", "comment_like_id", "user_id", "comment_id"),
+    "comment_dislike": ("comment_dislike", "comment_dislike_id", "user_id", "comment_id"),
+    "report": ("report", "report_id", "user_id", "post_id"),
 }
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    # the multi-row statements come in about 150 sizes (see RowWriter): keep them all prepared
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, cached_statements=1024)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=OFF")
     # index pages of large tables must stay cached, or every step pays random I/O
     conn.execute("PRAGMA cache_size=-262144")  # KiB: 256 MiB
     conn.execute("PRAGMA temp_store=MEMORY")
-    conn.execute("PRAGMA wal_autocheckpoint=16384")  # pages (64 MiB): fewer, larger checkpoints
+    # pages (64 MiB): fewer, larger checkpoints. They run inside the COMMIT that crosses the mark,
+    # on the writer thread when the journal is pipelined.
+    conn.execute("PRAGMA wal_autocheckpoint=16384")
     return conn
-
-
-class _Checkpointer:
-    """Copies the WAL back into the database on a background thread (its own connection).
-
-    Checkpoints are the costliest part of a commit (page copies + fsync); run PASSIVE on a
-    second thread they overlap with the simulation instead of stalling it, and sqlite3
-    releases the GIL while it works. A WAL that still outgrows `max_wal_bytes` (the writer
-    outpacing the checkpointer) is checkpointed in the foreground by `poke`.
-    """
-
-    def __init__(self, path: str, max_wal_bytes: int = 1 << 30):
-        import threading
-
-        self.path, self.max_wal_bytes = path, max_wal_bytes
-        self._wake = threading.Event()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="oasis-gym-checkpoint", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        conn = sqlite3.connect(self.path, check_same_thread=False)
-        try:
-            while not self._stopping:
-                self._wake.wait(timeout=1.0)
-                self._wake.clear()
-                if not self._stopping:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            conn.close()
-
-    def poke(self) -> None:
-        import os
-
-        try:
-            big = os.path.getsize(self.path + "-wal") > self.max_wal_bytes
-        except OSError:
-            big = False
-        if big:
-            with sqlite3.connect(self.path) as conn:
-                conn.execute("PRAGMA wal_checkpoint(RESTART)")
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        self._thread.join()
 
 
 class JournalError(RuntimeError):
@@ -186,18 +140,11 @@ class Journal:
     it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning.
     """
 
-    def __init__(self, path: str | Path = ":memory:", background_checkpoint: bool = True, pipelined: bool = True):
+    def __init__(self, path: str | Path = ":memory:", pipelined: bool = True):
         self.path = str(path)
         self._conn = connect(self.path)
         self._conn.executescript(SCHEMA)
-        self._indexed = self._conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0
-        self._follow_id: int | None = None
-        if self._indexed:  # an existing journal (resume)
-            self._conn.executescript(INDEXES)
-        self._checkpointer = None
-        if background_checkpoint and self.path != ":memory:":
-            self._conn.execute("PRAGMA wal_autocheckpoint=0")
-            self._checkpointer = _Checkpointer(self.path)
+        self._started = self._conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0  # resuming
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="oasis-gym-journal") if pipelined else None
         self._in_flight: Future | None = None
         self._failed: JournalError | None = None
@@ -231,24 +178,14 @@ class Journal:
         finally:
             if self._writer is not None:
                 self._writer.shutdown()
-            if self._checkpointer is not None:
-                self._checkpointer.stop()
-                self._checkpointer = None
+            if self.path != ":memory:":
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
 
     def build_query_indexes(self) -> None:
-        """Index what analysis queries look up: posts by user or root, comments by post, trace
-        by step, recommendations by user, opinions by user. Idempotent; `close` calls it."""
+        """Index what analysis queries look up: follows by follower and by followee, posts by
+        user or root, comments by post, trace by step, recommendations by user, opinions by user. Idempotent; `close` calls it."""
         self.conn.executescript(QUERY_INDEXES)
-
-    def _follow_ids(self, conn: sqlite3.Connection, k: int) -> range:
-        """Ids for k new follow rows (the table is keyed by the pair, so we number them)."""
-        if self._follow_id is None:
-            self._follow_id = conn.execute("SELECT IFNULL(MAX(follow_id) + 1, 0) FROM follow").fetchone()[0]
-        first = self._follow_id
-        self._follow_id += k
-        return range(first, first + k)
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
         conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
@@ -271,9 +208,10 @@ class Journal:
         step = platform.step + (1 if advance_minutes is not None else 0)
         minute = platform.minute + (advance_minutes or 0)
         meta_rows = [(k, json.dumps(v)) for k, v in {"step": step, "minute": minute,
+                     "next_row_id": platform.next_row_id,
                      "platform_config": dataclasses.asdict(platform.config), **(meta or {})}.items()]
         conn = self._conn
-        handoff = self._writer is not None and self._indexed
+        handoff = self._writer is not None and self._started
         statements: list[tuple[str, list]] = []
         conn.execute("BEGIN")
         try:
@@ -281,8 +219,6 @@ class Journal:
                         (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute)
             if extra is not None:
                 extra(conn)
-            if not self._indexed:
-                statements += [(s, []) for s in INDEXES.split(";") if s.strip()]
             statements.append((_rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
                                [x for row in meta_rows for x in row]))
             if not handoff:
@@ -290,11 +226,10 @@ class Journal:
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            self._follow_id = None  # re-read: the rolled-back rows took none
             raise
         if handoff:
             self._in_flight = self._writer.submit(self._finish, statements)
-        self._indexed = True
+        self._started = True
         platform.reset_pending()
         if advance_minutes is not None:
             platform.advance(advance_minutes)
@@ -310,8 +245,6 @@ class Journal:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if self._checkpointer is not None:
-            self._checkpointer.poke()
 
     def _write(self, conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Callable[[str, list], object]) -> None:
         """Build the step's statements and pass each to `emit(sql, params)`."""
@@ -343,20 +276,18 @@ class Journal:
                       [pf.created_at(m) for m in minutes], pf.c_step.a[ids].tolist(), minutes,
                       [None if x != x else x for x in pf.c_stance.a[ids].astype(float).tolist()]])
         for name, chunks in log.inserts.items():
-            table, col_a, col_b = RELATION_TABLES[name]
-            a, b = (c.tolist() for c in unpack_keys(np.concatenate(chunks)))
-            if name == "follow":
-                sql.rows(f"INSERT INTO {table}(follow_id, {col_a}, {col_b}, created_at) VALUES ",
-                         [list(self._follow_ids(conn, len(a))), a, b, [now] * len(a)])
-            elif name == "report":
-                sql.rows(f"INSERT INTO {table}({col_a}, {col_b}, report_reason, created_at) VALUES ",
-                         [a, b, log.report_reasons, [now] * len(a)])
+            table, id_col, col_a, col_b = RELATION_TABLES[name]
+            a, b = (c.tolist() for c in unpack_keys(np.concatenate([keys for keys, _ in chunks])))
+            ids = np.concatenate([ids for _, ids in chunks]).tolist()
+            if name == "report":
+                sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, report_reason, created_at) VALUES ",
+                         [ids, a, b, log.report_reasons, [now] * len(a)])
             else:
-                sql.rows(f"INSERT INTO {table}({col_a}, {col_b}, created_at) VALUES ", [a, b, [now] * len(a)])
+                sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, created_at) VALUES ",
+                         [ids, a, b, [now] * len(a)])
         for name, chunks in log.deletes.items():
-            table, col_a, col_b = RELATION_TABLES[name]
-            sql.rows(f"DELETE FROM {table} WHERE ({col_a}, {col_b}) IN (SELECT column1, column2 FROM (VALUES ",
-                     [c.tolist() for c in unpack_keys(np.concatenate(chunks))], "))")
+            table, id_col, _, _ = RELATION_TABLES[name]
+            sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks).tolist()], ")")
         if log.touched_posts:
             ids = np.unique(np.concatenate(log.touched_posts))
             sql.rows("UPDATE post SET num_likes=v.column2, num_dislikes=v.column3, num_shares=v.column4,"
@@ -518,9 +449,11 @@ def load_platform(path: str | Path) -> Platform:
         _load_users(conn, pf)
         _load_posts(conn, pf)
         _load_comments(conn, pf)
-        for name, (table, col_a, col_b) in RELATION_TABLES.items():
-            rows = np.array(conn.execute(f"SELECT {col_a}, {col_b} FROM {table}").fetchall(), dtype=np.int64).reshape(-1, 2)
-            pf.rel[name] = PairSet(pair_keys(rows[:, 0], rows[:, 1]))
+        for name, (table, id_col, col_a, col_b) in RELATION_TABLES.items():
+            rows = np.array(conn.execute(f"SELECT {col_a}, {col_b}, {id_col} FROM {table}").fetchall(),
+                            dtype=np.int64).reshape(-1, 3)
+            pf.rel[name] = PairSet(pair_keys(rows[:, 0], rows[:, 1]), rows[:, 2])
+        pf.next_row_id.update(meta.get("next_row_id", {}))
         reposts = pf.p_kind.a == REPOST
         pf.rel["repost"] = PairSet(pair_keys(pf.p_author.a[reposts], pf.p_root.a[reposts]))
     finally:

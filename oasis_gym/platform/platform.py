@@ -60,6 +60,7 @@ RELATION_OF = {
     A.REPORT_POST: "report",
 }
 RELATIONS = ("follow", "mute", "like", "dislike", "comment_like", "comment_dislike", "report", "repost")
+JOURNALED_RELATIONS = RELATIONS[:-1]  # each has a journal table; repost pairs derive from the posts
 
 
 @dataclass
@@ -107,8 +108,8 @@ class StepLog:
     new_users: list = field(default_factory=list)
     new_posts: list = field(default_factory=list)
     new_comments: list = field(default_factory=list)
-    inserts: dict = field(default_factory=dict)   # relation -> list of key arrays
-    deletes: dict = field(default_factory=dict)   # relation -> list of key arrays
+    inserts: dict = field(default_factory=dict)   # relation -> list of (pair keys, row ids)
+    deletes: dict = field(default_factory=dict)   # relation -> list of row ids
     report_reasons: list = field(default_factory=list)
     touched_posts: list = field(default_factory=list)
     touched_comments: list = field(default_factory=list)
@@ -208,7 +209,11 @@ class Platform:
         self.c_prev_on_post = GrowArray(np.int64, fill=-1)
         self.c_content: list[str] = []
         # relations: (user, target) pairs
-        self.rel = {name: PairSet() for name in RELATIONS}
+        # Each journaled pair keeps its row id (follow_id, like_id, ...), numbered by the platform
+        # like posts are: the journal appends new rows and deletes by row id, and needs no pair
+        # index during the run (kept up row by row, random pairs cost a third of a step's writes).
+        self.rel = {name: PairSet(values=[]) if name in JOURNALED_RELATIONS else PairSet() for name in RELATIONS}
+        self.next_row_id = dict.fromkeys(JOURNALED_RELATIONS, 0)
         self.available = np.zeros(NUM_ACTIONS, dtype=bool)
         self.available[list(self.config.available_actions)] = True
         self.pending = StepLog()
@@ -261,15 +266,23 @@ class Platform:
         keys = sorted_unique(pair_keys(src[keep], dst[keep]))
         if len(self.rel["follow"]):
             keys = keys[~self.rel["follow"].contains_keys(keys)]
-            self.rel["follow"].add_keys(keys)
-        else:
-            self.rel["follow"] = PairSet(keys)
+        self._add_pairs("follow", keys)
         a, b = unpack_keys(keys)
         n = self.n_users
         self.u_followings.a[:] += np.bincount(a, minlength=n).astype(np.int32)
         self.u_followers.a[:] += np.bincount(b, minlength=n).astype(np.int32)
-        # the edges join users added in this same step: their rows are written with these counts
-        self._log_insert("follow", keys)
+        # (the edges join users added in this same step: their rows are written with these counts)
+
+    def _add_pairs(self, name: str, keys: np.ndarray) -> None:
+        """Add absent pairs to a journaled relation, numbered in the given order, and log them."""
+        first = self.next_row_id[name]
+        ids = np.arange(first, first + len(keys), dtype=np.int64)
+        self.next_row_id[name] += len(keys)
+        if len(self.rel[name]) == 0:  # e.g. the initial follow graph: a bulk build
+            self.rel[name] = PairSet(keys, ids)
+        else:
+            self.rel[name].add_keys(keys, ids)
+        self.pending.inserts.setdefault(name, []).append((keys, ids))
 
     def create_posts(self, authors: np.ndarray, texts: list[str], stance=None, label=None) -> np.ndarray:
         """Seed original posts outside of agent actions (scenario roots, previous tweets)."""
@@ -395,11 +408,10 @@ class Platform:
             return
         sign = 1 if adding else -1
         if adding:
-            rel.add_keys(np.sort(keys))
-            self._log_insert(name, keys)
+            self._add_pairs(name, keys)
         else:
-            rel.remove_keys(np.sort(keys))
-            self.pending.deletes.setdefault(name, []).append(keys)
+            self.pending.deletes.setdefault(name, []).append(rel.values_of(keys))
+            rel.remove_keys(keys)
         if name == "report":
             self.pending.report_reasons.extend(texts[k] or "" for k in i)
         tg = t[i]
@@ -422,9 +434,6 @@ class Platform:
     def _bump(col: GrowArray, ids: np.ndarray, delta: int, touched: list) -> None:
         np.add.at(col.a, ids, delta)
         touched.append(ids)
-
-    def _log_insert(self, name: str, keys: np.ndarray) -> None:
-        self.pending.inserts.setdefault(name, []).append(keys)
 
     def _new_posts(self, authors, kind, roots, contents, quotes, stance=None) -> np.ndarray:
         k = len(authors)

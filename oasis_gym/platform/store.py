@@ -84,7 +84,9 @@ def _isin_sorted(sorted_arr: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 class PairSet:
-    """A set of (a, b) id pairs with vectorized add / remove / contains.
+    """A set of (a, b) id pairs with vectorized add / remove / contains, and optionally an
+    int64 value per pair (the follow set keeps each edge's follow_id, so the journal can
+    delete an edge by its row id).
 
     Stored LSM-style: a large sorted base array plus small sorted `added` and `removed`
     arrays that are merged into the base once they grow past a fraction of it. Sorted by
@@ -92,10 +94,16 @@ class PairSet:
     adjacency list (followees of a user) with no extra structure.
     """
 
-    def __init__(self, keys: np.ndarray | None = None):
-        self._base = sorted_unique(np.asarray(keys if keys is not None else [], dtype=np.int64))
-        self._added = np.empty(0, dtype=np.int64)
-        self._removed = np.empty(0, dtype=np.int64)
+    def __init__(self, keys: np.ndarray | None = None, values: np.ndarray | None = None):
+        keys = np.asarray(keys if keys is not None else [], dtype=np.int64)
+        self.has_values = values is not None
+        if self.has_values:  # keys must be unique here
+            order = np.argsort(keys, kind="stable")
+            self._base, self._base_values = keys[order], np.asarray(values, dtype=np.int64)[order]
+        else:
+            self._base, self._base_values = sorted_unique(keys), _EMPTY
+        self._added, self._added_values = _EMPTY, _EMPTY
+        self._removed = _EMPTY
 
     def __len__(self) -> int:
         return len(self._base) + len(self._added) - len(self._removed)
@@ -108,16 +116,26 @@ class PairSet:
     def contains(self, a, b) -> np.ndarray:
         return self.contains_keys(pair_keys(a, b))
 
-    def add_keys(self, keys: np.ndarray) -> None:
-        """Add keys known to be absent (callers check `contains_keys` first)."""
+    def add_keys(self, keys: np.ndarray, values: np.ndarray | None = None) -> None:
+        """Add keys known to be absent (callers check `contains_keys` first), with their values
+        if the set has values."""
         keys = np.asarray(keys, dtype=np.int64)
         if not len(keys):
             return
+        values = np.asarray(values, dtype=np.int64) if self.has_values else None
         revived = _isin_sorted(self._removed, keys)
-        if revived.any():
+        if revived.any():  # removed from the base earlier in this cycle: back in the base
             self._removed = np.setdiff1d(self._removed, keys[revived], assume_unique=True)
+            if values is not None:
+                self._base_values[np.searchsorted(self._base, keys[revived])] = values[revived]
+                values = values[~revived]
             keys = keys[~revived]
-        self._added = np.union1d(self._added, keys)
+        if values is not None:
+            merged = np.concatenate([self._added, keys])
+            order = np.argsort(merged, kind="stable")
+            self._added, self._added_values = merged[order], np.concatenate([self._added_values, values])[order]
+        else:
+            self._added = np.union1d(self._added, keys)
         self._maybe_compact()
 
     def remove_keys(self, keys: np.ndarray) -> None:
@@ -127,28 +145,50 @@ class PairSet:
             return
         fresh = _isin_sorted(self._added, keys)
         if fresh.any():
-            self._added = np.setdiff1d(self._added, keys[fresh], assume_unique=True)
+            keep = ~_isin_sorted(np.sort(keys[fresh]), self._added)
+            self._added = self._added[keep]
+            if self.has_values:
+                self._added_values = self._added_values[keep]
             keys = keys[~fresh]
         self._removed = np.union1d(self._removed, keys)
         self._maybe_compact()
+
+    def values_of(self, keys: np.ndarray) -> np.ndarray:
+        """The values of keys known to be present."""
+        keys = np.asarray(keys, dtype=np.int64)
+        out = np.empty(len(keys), dtype=np.int64)
+        fresh = _isin_sorted(self._added, keys)
+        out[fresh] = self._added_values[np.searchsorted(self._added, keys[fresh])]
+        out[~fresh] = self._base_values[np.searchsorted(self._base, keys[~fresh])]
+        return out
 
     def _maybe_compact(self) -> None:
         if len(self._added) + len(self._removed) > max(4096, len(self._base) >> 4):
             self.compact()
 
     def compact(self) -> None:
-        base = self._base
+        base, values = self._base, self._base_values
         if len(self._removed):
-            base = base[~_isin_sorted(self._removed, base)]
+            keep = ~_isin_sorted(self._removed, base)
+            base = base[keep]
+            if self.has_values:
+                values = values[keep]
         if len(self._added):
-            base = np.insert(base, np.searchsorted(base, self._added), self._added)
-        self._base = base
-        self._added = np.empty(0, dtype=np.int64)
-        self._removed = np.empty(0, dtype=np.int64)
+            at = np.searchsorted(base, self._added)
+            base = np.insert(base, at, self._added)
+            if self.has_values:
+                values = np.insert(values, at, self._added_values)
+        self._base, self._base_values = base, values
+        self._added, self._added_values, self._removed = _EMPTY, _EMPTY, _EMPTY
 
     def keys(self) -> np.ndarray:
         self.compact()
         return self._base
+
+    def values(self) -> np.ndarray:
+        """The values, aligned with `keys()`."""
+        self.compact()
+        return self._base_values
 
     def partners(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All pairs whose first id is in `a`: (index into `a`, second id), grouped by `a`
@@ -165,6 +205,9 @@ class PairSet:
                 order = np.argsort(owner, kind="stable")
                 owner, second = owner[order], second[order]
         return owner, second
+
+
+_EMPTY = np.empty(0, dtype=np.int64)  # never written to: every update above makes a new array
 
 
 def _partners_in(keys: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
