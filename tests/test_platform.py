@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from oasis_gym.actions import ACTION_NAMES, COMMENT_TARGET, POST_TARGET, TEXT_ACTIONS, USER_TARGET
 from oasis_gym.actions import ActionType as A
 from oasis_gym.actions import Result as R
-from oasis_gym.platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
+from oasis_gym.platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from oasis_gym.platform.journal import RELATION_TABLES
 from oasis_gym.platform.platform import JOURNALED_RELATIONS
 
@@ -378,6 +378,38 @@ def test_a_failed_commit_keeps_memory_and_journal_in_agreement(tmp_path):
     assert restored(j).step == step + 1
 
 
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_a_full_disk_loses_nothing_that_was_committed(tmp_path, pipelined):
+    """SQLite's real disk-full path (max_page_count caps the file). Committing in place, the
+    failing step stays pending and goes in once there is room. Pipelined, the writer thread's
+    failure raises JournalError on the next use of the journal, and on every use after;
+    the file holds exactly the steps before it, so a run resumes from there."""
+    pf, j = fresh(tmp_path, pipelined=pipelined, max_text_length=200_000)
+    run(pf, j, (1, A.LIKE_POST, 0))
+    pages = j.conn.execute("PRAGMA page_count").fetchone()[0]
+    j.conn.execute(f"PRAGMA max_page_count={pages + 2}")
+    posts = [(u, A.CREATE_POST, None, "x" * 100_000) for u in range(5)]
+    if not pipelined:
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            run(pf, j, *posts)
+        assert pf.step == 1 and pf.pending.new_posts                  # still pending, clock kept
+        j.conn.execute("PRAGMA max_page_count=1073741823")
+        j.commit_step(pf, advance_minutes=3)
+        back = restored(j)
+        assert back.step == 2 and back.n_posts == 6 and back.p_content[5] == "x" * 100_000
+        return
+    run(pf, j, *posts)                        # handed to the writer thread, which fails
+    with pytest.raises(JournalError, match="full"):
+        j.flush()
+    with pytest.raises(JournalError):
+        j.commit_step(pf, advance_minutes=3)
+    with pytest.raises(JournalError):
+        j.close()
+    back = Platform.from_db(j.path)
+    assert (back.step, back.n_posts, back.p_likes.a[0]) == (1, 1, 1)  # the step before the failure
+    assert (pf.step, pf.n_posts) == (2, 6)                            # memory went on
+
+
 def test_repost_of_a_quote_keeps_the_quote_text(tmp_path):
     pf, j = fresh(tmp_path)
     _, (quote,) = run(pf, j, (1, A.QUOTE_POST, 0, "my comment"))
@@ -480,6 +512,6 @@ def test_indexes_are_built_at_close(tmp_path):
     j.close()
     assert {"idx_follow_pair", "idx_like_pair", "idx_post_user", "idx_trace_step", "idx_opinion_user"} <= indexes()
     for query, index in (("SELECT * FROM trace WHERE step = 2", "idx_trace_step"),
-                         ("SELECT * FROM follow WHERE followee_id = 3", "idx_follow_followee"),
+                         ("SELECT * FROM follow WHERE follower_id = 3", "idx_follow_pair"),
                          ('SELECT * FROM "like" WHERE post_id = 3 AND user_id = 1', "idx_like_pair")):
         assert index in " ".join(r[3] for r in db(j).execute("EXPLAIN QUERY PLAN " + query)), query

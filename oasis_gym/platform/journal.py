@@ -2,9 +2,15 @@
 
 Table and column names are OASIS's (user, post, comment, follow, mute, like, dislike,
 comment_like, comment_dislike, report, trace, rec), so SQL written for OASIS databases runs on
-ours (`user` is a view that reads like OASIS's table; see the schema). Our extra columns (moderation status, stance, opinion, ...) and tables (opinion,
-moderation, meta, metrics) sit beside them. Ids are 0-based and equal to the in-memory ids
-(OASIS's AUTOINCREMENT ids start at 1; ours are inserted explicitly).
+ours (`user` is a view that reads like OASIS's table; see the schema). Our extra columns
+(moderation status, stance, opinion, ...) and tables (opinion, moderation, meta, metrics) sit
+beside them. Ids are 0-based and equal to the in-memory ids (OASIS's AUTOINCREMENT ids start
+at 1; ours are inserted explicitly).
+
+Speed: a step's rows go in multi-row statements (`RowWriter`), executed and committed on a
+writer thread while the simulation goes on (`Journal`). During the run, rows only append
+(relation rows carry the platform's row ids, so deletes go by id) and no index is kept up;
+`close` builds the indexes analysis queries use.
 
 Durability: WAL mode with synchronous=NORMAL. A process killed at any point (SIGKILL
 included) leaves a database holding exactly the committed steps; only an OS crash or power
@@ -18,10 +24,11 @@ import functools
 import json
 import sqlite3
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from json.encoder import encode_basestring  # json.dumps(str, ensure_ascii=False), in C
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,11 +84,11 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS interview (step INTEGER, user_id INTEGER, question TEXT, answer TEXT, created_at DATETIME);
 """
 
-# What analysis queries need. Kept out of the run (maintained row by row, they cost about a
-# quarter of the journal's SQL time) and built by Journal.build_query_indexes at close().
+# What analysis queries need, built by Journal.build_query_indexes at close(). None is kept up
+# during the run: row by row, random keys dirty a page each, and the pair indexes alone were
+# a third of a step's write volume. (Unique: building them checks that no pair is journaled twice.)
 QUERY_INDEXES = """
 CREATE UNIQUE INDEX IF NOT EXISTS idx_follow_pair ON follow(follower_id, followee_id);
-CREATE INDEX IF NOT EXISTS idx_follow_followee ON follow(followee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
 CREATE UNIQUE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
@@ -183,8 +190,9 @@ class Journal:
             self._conn.close()
 
     def build_query_indexes(self) -> None:
-        """Index what analysis queries look up: follows by follower and by followee, posts by
-        user or root, comments by post, trace by step, recommendations by user, opinions by user. Idempotent; `close` calls it."""
+        """Index what analysis queries look up: relation pairs, posts by user or root,
+        comments by post, trace by step, recommendations by user, opinions by user. Idempotent;
+        `close` calls it."""
         self.conn.executescript(QUERY_INDEXES)
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
@@ -256,67 +264,60 @@ class Journal:
             _write_users(conn, sql, pf, ids, now)
         if log.new_posts:
             ids = np.concatenate(log.new_posts)
-            idx = ids.tolist()
-            roots = pf.p_root.a[ids]
-            stance = pf.p_stance.a[ids].astype(float)
-            minutes = pf.p_minute.a[ids].tolist()
+            minutes = pf.p_minute.a[ids]
             sql.rows("INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind,"
                      " step, minute, stance, label, status) VALUES ",
-                     [idx, pf.p_author.a[ids].tolist(), [None if r < 0 else r for r in roots.tolist()],
-                      [pf.p_content[p] for p in idx], [pf.p_quote[p] for p in idx], [pf.created_at(m) for m in minutes],
-                      pf.p_kind.a[ids].tolist(), pf.p_step.a[ids].tolist(), minutes,
-                      [None if x != x else x for x in stance.tolist()], pf.p_label.a[ids].tolist(),
-                      pf.p_status.a[ids].tolist()])
+                     [ids, pf.p_author.a[ids], [None if r < 0 else r for r in pf.p_root.a[ids].tolist()],
+                      [pf.p_content[p] for p in ids.tolist()], [pf.p_quote[p] for p in ids.tolist()],
+                      [pf.created_at(m) for m in minutes.tolist()], pf.p_kind.a[ids], pf.p_step.a[ids], minutes,
+                      _nan_to_null(pf.p_stance.a[ids]), pf.p_label.a[ids], pf.p_status.a[ids]])
         if log.new_comments:
             ids = np.concatenate(log.new_comments)
-            idx = ids.tolist()
-            minutes = pf.c_minute.a[ids].tolist()
+            minutes = pf.c_minute.a[ids]
             sql.rows("INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance) VALUES ",
-                     [idx, pf.c_post.a[ids].tolist(), pf.c_author.a[ids].tolist(), [pf.c_content[c] for c in idx],
-                      [pf.created_at(m) for m in minutes], pf.c_step.a[ids].tolist(), minutes,
-                      [None if x != x else x for x in pf.c_stance.a[ids].astype(float).tolist()]])
+                     [ids, pf.c_post.a[ids], pf.c_author.a[ids], [pf.c_content[c] for c in ids.tolist()],
+                      [pf.created_at(m) for m in minutes.tolist()], pf.c_step.a[ids], minutes,
+                      _nan_to_null(pf.c_stance.a[ids])])
         for name, chunks in log.inserts.items():
             table, id_col, col_a, col_b = RELATION_TABLES[name]
-            a, b = (c.tolist() for c in unpack_keys(np.concatenate([keys for keys, _ in chunks])))
-            ids = np.concatenate([ids for _, ids in chunks]).tolist()
+            a, b = unpack_keys(np.concatenate([keys for keys, _ in chunks]))
+            ids = np.concatenate([ids for _, ids in chunks])
             if name == "report":
                 sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, report_reason, created_at) VALUES ",
-                         [ids, a, b, log.report_reasons, [now] * len(a)])
+                         [ids, a, b, log.report_reasons, Same(now)])
             else:
-                sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, created_at) VALUES ",
-                         [ids, a, b, [now] * len(a)])
+                sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, created_at) VALUES ", [ids, a, b, Same(now)])
         for name, chunks in log.deletes.items():
             table, id_col, _, _ = RELATION_TABLES[name]
-            sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks).tolist()], ")")
+            sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
         if log.touched_posts:
             ids = np.unique(np.concatenate(log.touched_posts))
             sql.rows("UPDATE post SET num_likes=v.column2, num_dislikes=v.column3, num_shares=v.column4,"
                      " num_reports=v.column5, num_comments=v.column6, status=v.column7 FROM (VALUES ",
-                     [c.tolist() for c in (ids, pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids],
-                                           pf.p_reports.a[ids], pf.p_comments.a[ids], pf.p_status.a[ids])],
-                     ") AS v WHERE post_id=v.column1")
+                     [ids, pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids], pf.p_reports.a[ids],
+                      pf.p_comments.a[ids], pf.p_status.a[ids]], ") AS v WHERE post_id=v.column1")
         if log.touched_comments:
             ids = np.unique(np.concatenate(log.touched_comments))
             sql.rows("UPDATE comment SET num_likes=v.column2, num_dislikes=v.column3 FROM (VALUES ",
-                     [c.tolist() for c in (ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids])],
-                     ") AS v WHERE comment_id=v.column1")
+                     [ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids]], ") AS v WHERE comment_id=v.column1")
         if log.touched_users:
             ids = np.unique(np.concatenate(log.touched_users))
             sql.rows("UPDATE user_state SET num_followers=v.column2, num_followings=v.column3, suspended=v.column4"
-                     " FROM (VALUES ", [c.tolist() for c in (ids, pf.u_followers.a[ids], pf.u_followings.a[ids],
-                                                             pf.u_suspended.a[ids].astype(int))],
-                     ") AS v WHERE user_id=v.column1")
+                     " FROM (VALUES ", [ids, pf.u_followers.a[ids], pf.u_followings.a[ids],
+                                        pf.u_suspended.a[ids].astype(int)], ") AS v WHERE user_id=v.column1")
         for tr in log.traces:
-            n = len(tr.user)
             sql.rows("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES ",
-                     [tr.user.tolist(), [now] * n, [action_name(a) for a in tr.action.tolist()], trace_infos(tr),
-                      [step] * n, [RESULT_NAMES[r] for r in tr.result.tolist()]])
+                     [tr.user, Same(now), [action_name(a) for a in tr.action.tolist()], trace_infos(tr), Same(step),
+                      [RESULT_NAMES[r] for r in tr.result.tolist()]])
         for users, values in log.opinions:
-            sql.rows("INSERT INTO opinion(step, user_id, opinion) VALUES ",
-                     [[step] * len(users), users.tolist(), values.astype(float).tolist()])
+            sql.rows("INSERT INTO opinion(user_id, step, opinion) VALUES ", [users, Same(step), values])
         for kind, ids, action in log.moderation:
-            sql.rows("INSERT INTO moderation(step, target, target_id, action, created_at) VALUES ",
-                     [[step] * len(ids), [kind] * len(ids), ids.tolist(), [action] * len(ids), [now] * len(ids)])
+            sql.rows("INSERT INTO moderation(target_id, step, target, action, created_at) VALUES ",
+                     [ids, Same(step), Same(kind), Same(action), Same(now)])
+
+
+def _nan_to_null(values: np.ndarray) -> list:
+    return [None if x != x else x for x in values.tolist()]
 
 
 # Rows per statement: up to this many, and never more bound values than any SQLite build allows
@@ -330,33 +331,51 @@ def _rows_sql(head: str, width: int, rows: int, tail: str) -> str:
     return head + ",".join(["(" + ",".join("?" * width) + ")"] * rows) + tail
 
 
+class Same(NamedTuple):
+    """A column with one value in every row (created_at, step ...)."""
+
+    value: object
+
+
 class RowWriter:
     """Writes rows as statements of many rows each, `head` + "(?,..),(?,..)" + `tail`.
 
     One `execute` binds all of a statement's rows in one C call, where `executemany` pays the
     Python per-row overhead (about half of a row's cost). Statement sizes are a multiple of
     the largest size plus powers of two, so a few dozen SQL texts cover every step and stay
-    in the connection's statement cache. Each statement goes to `emit(sql, params)` as soon
-    as it is built, so a million-user sign-up streams instead of materializing at once.
+    in the connection's statement cache. Columns become Python values one statement at a
+    time, and each statement goes to `emit(sql, params)` as soon as it is built, so the
+    initial follow graph of a million users (27M edges) streams in bounded memory.
     """
 
     def __init__(self, emit: Callable[[str, list], object]):
         self.emit = emit
 
     def rows(self, head: str, columns: list, tail: str = "") -> None:
-        """Write the rows of `columns`: equal-length lists, or iterators (taken lazily)."""
+        """Write the rows of `columns`: numpy arrays, lists, `Same` values or iterators (taken
+        lazily); the first column gives the row count."""
         width = len(columns)
         n = len(columns[0])
-        columns = [c if isinstance(c, list) else iter(c) for c in columns]
+        columns = [c if isinstance(c, (np.ndarray, list, Same)) else iter(c) for c in columns]
         most = 1 << min(MAX_STATEMENT_ROWS, MAX_STATEMENT_VALUES // width).bit_length() - 1
         start = 0
         while start < n:
             size = most if n - start >= most else 1 << (n - start).bit_length() - 1
             flat = [None] * (width * size)
             for k, col in enumerate(columns):
-                flat[k::width] = col[start:start + size] if isinstance(col, list) else list(islice(col, size))
+                flat[k::width] = _take(col, start, size)
             self.emit(_rows_sql(head, width, size, tail), flat)
             start += size
+
+
+def _take(col, start: int, size: int) -> list:
+    if isinstance(col, np.ndarray):
+        return col[start:start + size].tolist()
+    if isinstance(col, list):
+        return col[start:start + size]
+    if isinstance(col, Same):
+        return [col.value] * size
+    return list(islice(col, size))
 
 
 @functools.lru_cache(maxsize=None)
@@ -408,21 +427,20 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
     new = ids[ids >= existing]
     signed_again = ids[ids < existing]
     if len(signed_again):
-        sql.rows("UPDATE user_state SET signed_up=1 WHERE user_id IN (VALUES ", [signed_again.tolist()], ")")
+        sql.rows("UPDATE user_state SET signed_up=1 WHERE user_id IN (VALUES ", [signed_again], ")")
     if not len(new):
         return
     idx = new.tolist()
     sql.rows("INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
-             [idx, idx, pf.u_user_name.take(idx), pf.u_name.take(idx), pf.u_bio.take(idx),
+             [new, new, pf.u_user_name.take(idx), pf.u_name.take(idx), pf.u_bio.take(idx),
               (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist())])
     sql.rows("INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
-             [idx, pf.u_followings.a[new].tolist(), pf.u_followers.a[new].tolist(),
-              pf.u_signed_up.a[new].astype(int).tolist(), pf.u_suspended.a[new].astype(int).tolist()])
+             [new, pf.u_followings.a[new], pf.u_followers.a[new], pf.u_signed_up.a[new].astype(int),
+              pf.u_suspended.a[new].astype(int)])
     act = pf.u_activity.a
     sql.rows("INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES ",
-             [idx, pf.u_persona.take(idx), pf.u_is_core.a[new].astype(int).tolist(),
-              pf.u_interests.a[new].astype(np.int64).tolist(), (act[i].tobytes() for i in idx),
-              pf.u_opinion.a[new].astype(float).tolist()])
+             [new, pf.u_persona.take(idx), pf.u_is_core.a[new].astype(int), pf.u_interests.a[new].astype(np.int64),
+              (act[i].tobytes() for i in idx), pf.u_opinion.a[new]])
 
 
 def read_meta(path: str | Path) -> dict:
