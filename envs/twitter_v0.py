@@ -81,7 +81,8 @@ render_mode=None, reward_fn=None, setup=None)`
   are passed to it.
 - `activation`: "activity" (each user's 24-h vector) or a flat probability in [0, 1].
 - `db_path`: SQLite journal; None -> a temp file, ":memory:" allowed. `reset` starts a new
-  journal at that path (an existing file there is replaced).
+  journal at that path (an existing file there is replaced). Steps are committed on a writer
+  thread, one behind at most; the episode's end and `close()` wait for the last one.
 - `render_mode="ansi"`: `render()` returns a readable step summary.
 - `setup(sim)`: called at every reset after users are added (seed root posts, labels...).
 

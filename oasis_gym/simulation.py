@@ -7,6 +7,9 @@ built for all active users at once, and `step` takes one columnar batch of actio
 One step:
     actions (slots) -> ids via the feeds the users saw -> Platform.apply -> rewards ->
     journal commit (one transaction) + clock advance -> who is active next -> feeds -> obs
+
+The commit's SQL runs on the journal's writer thread while the next step is computed (see
+`Journal`); step hooks still run in the calling thread, inside the step's transaction.
 """
 
 from __future__ import annotations
