@@ -164,14 +164,13 @@ class Journal:
 
     def flush(self) -> None:
         """Wait until the last handed-off step is committed; raise `JournalError` if it failed."""
-        future, self._in_flight = self._in_flight, None
-        if future is not None:
-            try:
-                future.result()
-            except BaseException as exc:
-                self._failed = JournalError(f"{self.path}: a step failed to commit ({exc!r}); the journal holds"
+        if self._in_flight is not None:
+            error = self._in_flight.exception()  # waits (an interrupt here leaves the step in flight)
+            self._in_flight = None
+            if error is not None:
+                self._failed = JournalError(f"{self.path}: a step failed to commit ({error!r}); the journal holds"
                                             " the steps before it, memory is ahead of it")
-                raise self._failed from exc
+                raise self._failed from error
         if self._failed is not None:
             raise self._failed
 
@@ -290,21 +289,29 @@ class Journal:
         for name, chunks in log.deletes.items():
             table, id_col, _, _ = RELATION_TABLES[name]
             sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
+        # Counter updates as upserts of rows that exist (written at creation, earlier in this
+        # transaction at the latest): half the cost of UPDATE ... FROM (VALUES ...), which
+        # materializes and joins the values first.
         if log.touched_posts:
             ids = np.unique(np.concatenate(log.touched_posts))
-            sql.rows("UPDATE post SET num_likes=v.column2, num_dislikes=v.column3, num_shares=v.column4,"
-                     " num_reports=v.column5, num_comments=v.column6, status=v.column7 FROM (VALUES ",
-                     [ids, pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids], pf.p_reports.a[ids],
-                      pf.p_comments.a[ids], pf.p_status.a[ids]], ") AS v WHERE post_id=v.column1")
+            sql.rows("INSERT INTO post(post_id, num_likes, num_dislikes, num_shares, num_reports, num_comments, status)"
+                     " VALUES ", [ids, pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids], pf.p_reports.a[ids],
+                                  pf.p_comments.a[ids], pf.p_status.a[ids]],
+                     " ON CONFLICT(post_id) DO UPDATE SET num_likes=excluded.num_likes, num_dislikes=excluded.num_dislikes,"
+                     " num_shares=excluded.num_shares, num_reports=excluded.num_reports,"
+                     " num_comments=excluded.num_comments, status=excluded.status")
         if log.touched_comments:
             ids = np.unique(np.concatenate(log.touched_comments))
-            sql.rows("UPDATE comment SET num_likes=v.column2, num_dislikes=v.column3 FROM (VALUES ",
-                     [ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids]], ") AS v WHERE comment_id=v.column1")
+            sql.rows("INSERT INTO comment(comment_id, num_likes, num_dislikes) VALUES ",
+                     [ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids]],
+                     " ON CONFLICT(comment_id) DO UPDATE SET num_likes=excluded.num_likes,"
+                     " num_dislikes=excluded.num_dislikes")
         if log.touched_users:
             ids = np.unique(np.concatenate(log.touched_users))
-            sql.rows("UPDATE user_state SET num_followers=v.column2, num_followings=v.column3, suspended=v.column4"
-                     " FROM (VALUES ", [ids, pf.u_followers.a[ids], pf.u_followings.a[ids],
-                                        pf.u_suspended.a[ids].astype(int)], ") AS v WHERE user_id=v.column1")
+            sql.rows("INSERT INTO user_state(user_id, num_followers, num_followings, suspended) VALUES ",
+                     [ids, pf.u_followers.a[ids], pf.u_followings.a[ids], pf.u_suspended.a[ids].astype(int)],
+                     " ON CONFLICT(user_id) DO UPDATE SET num_followers=excluded.num_followers,"
+                     " num_followings=excluded.num_followings, suspended=excluded.suspended")
         for tr in log.traces:
             sql.rows("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES ",
                      [tr.user, Same(now), [action_name(a) for a in tr.action.tolist()], trace_infos(tr), Same(step),
