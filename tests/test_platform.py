@@ -277,6 +277,43 @@ def test_journal_counters_match_relation_tables(tmp_path, pipelined):
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+# OASIS's columns (camel-ai/oasis social_platform/schema); ours may add more
+OASIS_COLUMNS = {
+    "user": ["user_id", "agent_id", "user_name", "name", "bio", "created_at", "num_followings", "num_followers"],
+    "post": ["post_id", "user_id", "original_post_id", "content", "image_path", "quote_content", "created_at",
+             "num_likes", "num_dislikes", "num_shares", "num_reports"],
+    "comment": ["comment_id", "post_id", "user_id", "content", "created_at", "num_likes", "num_dislikes"],
+    "follow": ["follow_id", "follower_id", "followee_id", "created_at"],
+    "mute": ["mute_id", "muter_id", "mutee_id", "created_at"],
+    "like": ["like_id", "user_id", "post_id", "created_at"],
+    "dislike": ["dislike_id", "user_id", "post_id", "created_at"],
+    "comment_like": ["comment_like_id", "user_id", "comment_id", "created_at"],
+    "comment_dislike": ["comment_dislike_id", "user_id", "comment_id", "created_at"],
+    "report": ["report_id", "user_id", "post_id", "report_reason", "created_at"],
+    "trace": ["user_id", "created_at", "action", "info"],
+    "rec": ["user_id", "post_id"],
+}
+
+
+def test_oasis_sql_runs_on_the_journal(tmp_path):
+    """OASIS's tables and columns, in OASIS's order (`user` is a view), and the kind of query
+    OASIS analyses run: joins of posts with their authors, follower rankings, trace counts."""
+    pf, j = random_run(tmp_path)
+    conn = db(j)
+    for table, columns in OASIS_COLUMNS.items():
+        have = [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+        assert have[:len(columns)] == columns, table
+    top = conn.execute("SELECT user_id, num_followers FROM user ORDER BY num_followers DESC, user_id LIMIT 5").fetchall()
+    order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))[:5]
+    assert top == list(zip(order.tolist(), pf.u_followers.a[order].tolist()))
+    rows = conn.execute("SELECT p.post_id, u.user_name, p.num_likes FROM post p JOIN user u ON u.user_id = p.user_id"
+                        " ORDER BY p.post_id").fetchall()
+    assert rows == [(p, pf.u_user_name[int(pf.p_author.a[p])], int(pf.p_likes.a[p])) for p in range(pf.n_posts)]
+    likes = conn.execute("SELECT COUNT(*) FROM trace WHERE action = 'like_post' AND result = 'ok'").fetchone()[0]
+    assert likes == len(pf.rel["like"]) + conn.execute(
+        "SELECT COUNT(*) FROM trace WHERE action = 'unlike_post' AND result = 'ok'").fetchone()[0]
+
+
 @pytest.mark.parametrize("pipelined", [True, False])
 def test_from_db_restores_the_exact_state(tmp_path, pipelined):
     pf, j = random_run(tmp_path, pipelined=pipelined)
