@@ -9,11 +9,12 @@ One step:
     journal commit (one transaction) + clock advance -> who is active next -> feeds -> obs
 
 The commit's SQL runs on the journal's writer thread while the next step is computed (see
-`Journal`); step hooks still run in the calling thread, inside the step's transaction.
+`Journal`); step hooks run in the calling thread, first in the step's transaction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import tempfile
@@ -36,7 +37,7 @@ from .actions import (
     Result as R,
 )
 from .clock import Clock, sample_active
-from .platform import REMOVED, ActionBatch, Journal, Platform, PlatformConfig
+from .platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from .platform.journal import read_meta
 from .platform.platform import MODERATION_NAMES, QUOTE, REPOST
 
@@ -184,7 +185,9 @@ class Simulation:
         self.recsys = make_recommender(cfg.recsys, **cfg.recsys_params)
         self.reward_fn = reward_fn or engagement_reward
         self.setup = setup
-        self.step_hooks: list[Callable] = []      # fn(sim, outcome, conn) inside the step transaction
+        # fn(sim, outcome, conn), first in the step's transaction: the journal holds the steps
+        # before, memory this one; platform changes a hook makes (posts, ...) join the step
+        self.step_hooks: list[Callable] = []
         # name -> fn() returning JSON-able state saved in the journal each step (policies, ...)
         self.state_providers: dict[str, Callable[[], dict]] = {}
         self.K, self.C, self.S = cfg.feed_size, cfg.comments_per_post, cfg.search_size
@@ -221,7 +224,8 @@ class Simulation:
         if self.population is None:
             raise RuntimeError("this simulation was resumed from a journal and has no starting population: "
                                "make a new env (with users=...) to start a new episode")
-        self._close_journal(query_indexes=False)  # the new episode's journal replaces it
+        with contextlib.suppress(JournalError):  # a failed episode's journal: raised at its steps already
+            self._close_journal(query_indexes=False)  # the new episode's journal replaces it
         self.seed = seed
         seqs = np.random.SeedSequence(seed).spawn(3)
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
@@ -257,9 +261,9 @@ class Simulation:
         self._close_journal(query_indexes=self.config.db_path not in (None, ":memory:"))
 
     def _close_journal(self, query_indexes: bool) -> None:
-        if self.journal is not None:
-            self.journal.close(query_indexes=query_indexes)
-            self.journal = None
+        journal, self.journal = self.journal, None
+        if journal is not None:
+            journal.close(query_indexes=query_indexes)
 
     def __del__(self) -> None:
         try:

@@ -231,9 +231,11 @@ RANDOM_MIX = [A.CREATE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.FOLLOW,
               A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, A.REPORT_POST, A.DO_NOTHING, A.REFRESH, A.SEARCH_POSTS]
 
 
-def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0, pipelined=True):
+def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0, pipelined=True, max_values=None):
     rng = np.random.default_rng(seed)
     pf, j = fresh(tmp_path, pipelined=pipelined, n=n, edges=[(i, (i + 1) % n) for i in range(n)], posts=[(i, f"seed {i}") for i in range(5)])
+    if max_values is not None:  # bound values per statement, e.g. 999 as in SQLite before 3.32
+        j.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, max_values)
     for _ in range(steps):
         act = rng.choice(np.array(RANDOM_MIX, dtype=np.int64), per_step)
         user = rng.integers(0, n, per_step)
@@ -271,6 +273,9 @@ def test_journal_counters_match_relation_tables(tmp_path, pipelined):
     clikes = recount("SELECT comment_id, COUNT(*) FROM comment_like GROUP BY comment_id")
     for cid, nl in conn.execute("SELECT comment_id, num_likes FROM comment"):
         assert nl == clikes.get(cid, 0) == pf.c_likes.a[cid]
+    for table, _, col_a, col_b in RELATION_TABLES.values():  # no pair journaled twice
+        assert conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} GROUP BY {col_a}, {col_b}"
+                            " HAVING COUNT(*) > 1)").fetchone() == (0,), table
     # every action is traced, rejected ones with their reason
     assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == 30 * 120
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE result != 'ok'").fetchone()[0] > 0
@@ -314,9 +319,9 @@ def test_oasis_sql_runs_on_the_journal(tmp_path):
         "SELECT COUNT(*) FROM trace WHERE action = 'unlike_post' AND result = 'ok'").fetchone()[0]
 
 
-@pytest.mark.parametrize("pipelined", [True, False])
-def test_from_db_restores_the_exact_state(tmp_path, pipelined):
-    pf, j = random_run(tmp_path, pipelined=pipelined)
+@pytest.mark.parametrize("pipelined, max_values", [(True, None), (False, None), (True, 999)])
+def test_from_db_restores_the_exact_state(tmp_path, pipelined, max_values):
+    pf, j = random_run(tmp_path, pipelined=pipelined, max_values=max_values, per_step=300 if max_values else 120)
     back = restored(j)
     assert (back.step, back.minute) == (pf.step, pf.minute)
     for name, value in vars(pf).items():
@@ -445,6 +450,53 @@ def test_a_full_disk_loses_nothing_that_was_committed(tmp_path, pipelined):
     back = Platform.from_db(j.path)
     assert (back.step, back.n_posts, back.p_likes.a[0]) == (1, 1, 1)  # the step before the failure
     assert (pf.step, pf.n_posts) == (2, 6)                            # memory went on
+
+
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_platform_changes_made_by_a_step_hook_join_the_step(tmp_path, pipelined):
+    """A hook (a scenario's post stream, say) runs first in the step's transaction, seeing the
+    journal as of the step before; the posts it creates are journaled with the step."""
+    pf, j = fresh(tmp_path, pipelined=pipelined)
+    pf.apply(ActionBatch.of([(1, A.LIKE_POST, 0)]))
+    seen = []
+
+    def hook(conn):
+        seen.append(conn.execute('SELECT COUNT(*) FROM "like"').fetchone()[0])
+        pf.create_posts(np.array([2]), ["posted by a hook"])
+
+    j.commit_step(pf, advance_minutes=3, extra=hook)
+    run(pf, j, (3, A.LIKE_POST, 1))
+    assert seen == [0]
+    assert db(j).execute("SELECT user_id, content, num_likes FROM post WHERE post_id = 1").fetchone() == (
+        2, "posted by a hook", 1)
+    assert restored(j).n_posts == pf.n_posts == 2
+
+
+def test_a_resumed_journal_drops_its_indexes_until_close(tmp_path):
+    """A closed journal has its indexes; continued, it appends without them (the speed of the
+    run, and two steps written in one commit may unfollow and follow the same pair again)
+    and close builds them again."""
+    pf, j = fresh(tmp_path, edges=[(1, 2)])
+    j.close()
+    j = Journal(j.path)
+    pf = restored(j)
+    assert db(j).execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").fetchone() == (0,)
+    pf.apply(ActionBatch.of([(1, A.UNFOLLOW, 2)]))
+    pf.apply(ActionBatch.of([(1, A.FOLLOW, 2)]))  # two applies, one commit
+    j.commit_step(pf, advance_minutes=3)
+    assert db(j).execute("SELECT follow_id FROM follow WHERE follower_id = 1 AND followee_id = 2").fetchall() == [(1,)]
+    j.close()
+    assert "idx_follow_pair" in {n for (n,) in db(j).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+def test_a_journal_of_the_older_schema_is_refused_with_a_clear_error(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE user (user_id INTEGER PRIMARY KEY, agent_id INTEGER, user_name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(JournalError, match="older oasis-gym"):
+        Journal(path)
 
 
 def test_repost_of_a_quote_keeps_the_quote_text(tmp_path):

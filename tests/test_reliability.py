@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oasis_gym.envs import twitter_v0
-from oasis_gym.platform import Platform
+from oasis_gym.platform import JournalError, Platform
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
@@ -98,6 +98,28 @@ def test_sigkill_mid_run_leaves_a_consistent_resumable_journal(tmp_path):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT MAX(step) FROM trace").fetchone()[0] == step + 2
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path):
+    """Disk full (SQLite's max_page_count) under a pipelined run: the next step raises
+    JournalError, the journal keeps the steps before, and the env still resets and closes."""
+    env = twitter_v0.parallel_env(users=300, activation=1.0, max_cycles=5, db_path=str(tmp_path / "full.db"),
+                                  available_actions=ALL)
+    policy = make_policy()
+    obs, _ = env.reset(seed=1)
+    policy.reset(env, np.arange(300), 1)
+    env.step_batch(policy.act(env, env.sim.obs))
+    conn = env.sim.journal.conn
+    conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
+    env.step_batch(policy.act(env, env.sim.obs))        # handed to the writer thread, which fails
+    with pytest.raises(JournalError, match="full"):
+        env.step_batch(policy.act(env, env.sim.obs))
+    assert Platform.from_db(tmp_path / "full.db").step == 1
+    env.reset(seed=2)                                    # a new episode, a new journal
+    summary = simulate(env, policy, seed=2, reset=False)
+    assert summary.steps == 5
+    env.close()
+    env.close()
 
 
 action_values = st.one_of(

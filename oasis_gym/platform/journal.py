@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import json
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
@@ -86,15 +87,15 @@ CREATE TABLE IF NOT EXISTS interview (step INTEGER, user_id INTEGER, question TE
 
 # What analysis queries need, built by Journal.build_query_indexes at close(). None is kept up
 # during the run: row by row, random keys dirty a page each, and the pair indexes alone were
-# a third of a step's write volume. (Unique: building them checks that no pair is journaled twice.)
+# a third of a step's write volume.
 QUERY_INDEXES = """
-CREATE UNIQUE INDEX IF NOT EXISTS idx_follow_pair ON follow(follower_id, followee_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_like_pair ON comment_like(comment_id, user_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_comment_dislike_pair ON comment_dislike(comment_id, user_id);
-CREATE UNIQUE INDEX IF NOT EXISTS idx_report_pair ON report(post_id, user_id);
+CREATE INDEX IF NOT EXISTS idx_follow_pair ON follow(follower_id, followee_id);
+CREATE INDEX IF NOT EXISTS idx_mute_pair ON mute(muter_id, mutee_id);
+CREATE INDEX IF NOT EXISTS idx_like_pair ON "like"(post_id, user_id);
+CREATE INDEX IF NOT EXISTS idx_dislike_pair ON dislike(post_id, user_id);
+CREATE INDEX IF NOT EXISTS idx_comment_like_pair ON comment_like(comment_id, user_id);
+CREATE INDEX IF NOT EXISTS idx_comment_dislike_pair ON comment_dislike(comment_id, user_id);
+CREATE INDEX IF NOT EXISTS idx_report_pair ON report(post_id, user_id);
 CREATE INDEX IF NOT EXISTS idx_post_user ON post(user_id);
 CREATE INDEX IF NOT EXISTS idx_post_original ON post(original_post_id);
 CREATE INDEX IF NOT EXISTS idx_comment_post ON comment(post_id);
@@ -150,11 +151,19 @@ class Journal:
     def __init__(self, path: str | Path = ":memory:", pipelined: bool = True):
         self.path = str(path)
         self._conn = connect(self.path)
+        if self._conn.execute("SELECT type FROM sqlite_master WHERE name = 'user'").fetchone() == ("table",):
+            self._conn.close()
+            raise JournalError(f"{self.path}: written by an older oasis-gym (its `user` is a table); "
+                               "Platform.from_db still reads it, but it cannot be continued")
         self._conn.executescript(SCHEMA)
         self._started = self._conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0  # resuming
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="oasis-gym-journal") if pipelined else None
+        if self._started:  # the run goes on appending: its indexes are rebuilt at close
+            self._conn.executescript("".join(f"DROP INDEX IF EXISTS {name};" for name in _index_names(QUERY_INDEXES)))
+        self._thread_prefix = f"oasis-gym-journal-{id(self):x}"
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix=self._thread_prefix) if pipelined else None
         self._in_flight: Future | None = None
         self._failed: JournalError | None = None
+        self._closed = False
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -176,7 +185,11 @@ class Journal:
 
     def close(self, query_indexes: bool = True) -> None:
         """Close the journal, first building the query indexes (skip that for a journal about
-        to be deleted)."""
+        to be deleted). Raises `JournalError` if a handed-off step failed; closed all the same,
+        and a second call does nothing."""
+        if self._closed or threading.current_thread().name.startswith(self._thread_prefix):
+            return  # (a garbage-collected owner on our own writer thread: waiting would deadlock)
+        self._closed = True
         try:
             self.flush()
             if query_indexes:
@@ -184,7 +197,7 @@ class Journal:
         finally:
             if self._writer is not None:
                 self._writer.shutdown()
-            if self.path != ":memory:":
+            if self.path != ":memory:" and self._failed is None:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._conn.close()
 
@@ -205,7 +218,9 @@ class Journal:
                     meta: dict | None = None) -> None:
         """Write everything pending on `platform` (plus `extra(conn)` and `meta`) atomically.
 
-        With `advance_minutes`, the platform clock moves on to the next step, and the meta row
+        `extra(conn)` runs first, in the calling thread: it sees the journal as of the steps
+        before, and the platform changes it makes are written with this step. With
+        `advance_minutes`, the platform clock moves on to the next step, and the meta row
         names that step, so a journal always says where a resumed run starts. A failure while
         the step is built (a raising hook, say) rolls it back, and memory and journal still
         agree: the changes stay pending and the clock stays. Pipelined, the step is handed to
@@ -222,10 +237,10 @@ class Journal:
         statements: list[tuple[str, list]] = []
         conn.execute("BEGIN")
         try:
+            if extra is not None:  # first: what it changes on the platform (a scenario's posts) joins the step
+                extra(conn)
             self._write(conn, platform, platform.pending,
                         (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute)
-            if extra is not None:
-                extra(conn)
             statements.append((_rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
                                [x for row in meta_rows for x in row]))
             if not handoff:
@@ -257,7 +272,7 @@ class Journal:
         """Build the step's statements and pass each to `emit(sql, params)`."""
         now = pf.created_at()
         step = pf.step
-        sql = RowWriter(emit)
+        sql = RowWriter(emit, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
         if log.new_users:
             ids = np.unique(np.concatenate(log.new_users))  # a sign-up may repeat a new user
             _write_users(conn, sql, pf, ids, now)
@@ -323,14 +338,17 @@ class Journal:
                      [ids, Same(step), Same(kind), Same(action), Same(now)])
 
 
+def _index_names(script: str) -> list[str]:
+    return [line.split()[5] for line in script.strip().splitlines()]  # CREATE INDEX IF NOT EXISTS <name>
+
+
 def _nan_to_null(values: np.ndarray) -> list:
     return [None if x != x else x for x in values.tolist()]
 
 
-# Rows per statement: up to this many, and never more bound values than any SQLite build allows
-# (SQLITE_MAX_VARIABLE_NUMBER is 32766 by default since 3.32).
+# Rows per statement, at most (and never more bound values than the connection allows: 32766
+# by default since SQLite 3.32, 999 before).
 MAX_STATEMENT_ROWS = 4096
-MAX_STATEMENT_VALUES = 32766
 
 
 @functools.lru_cache(maxsize=1024)
@@ -355,8 +373,9 @@ class RowWriter:
     initial follow graph of a million users (27M edges) streams in bounded memory.
     """
 
-    def __init__(self, emit: Callable[[str, list], object]):
+    def __init__(self, emit: Callable[[str, list], object], max_values: int = 999):
         self.emit = emit
+        self.max_values = max_values  # bound values per statement: the connection's limit
 
     def rows(self, head: str, columns: list, tail: str = "") -> None:
         """Write the rows of `columns`: numpy arrays, lists, `Same` values or iterators (taken
@@ -364,7 +383,7 @@ class RowWriter:
         width = len(columns)
         n = len(columns[0])
         columns = [c if isinstance(c, (np.ndarray, list, Same)) else iter(c) for c in columns]
-        most = 1 << min(MAX_STATEMENT_ROWS, MAX_STATEMENT_VALUES // width).bit_length() - 1
+        most = 1 << min(MAX_STATEMENT_ROWS, self.max_values // width).bit_length() - 1
         start = 0
         while start < n:
             size = most if n - start >= most else 1 << (n - start).bit_length() - 1
@@ -478,7 +497,7 @@ def load_platform(path: str | Path) -> Platform:
             rows = np.array(conn.execute(f"SELECT {col_a}, {col_b}, {id_col} FROM {table}").fetchall(),
                             dtype=np.int64).reshape(-1, 3)
             pf.rel[name] = PairSet(pair_keys(rows[:, 0], rows[:, 1]), rows[:, 2])
-        pf.next_row_id.update(meta.get("next_row_id", {}))
+            pf.next_row_id[name] = int(meta.get("next_row_id", {}).get(name, rows[:, 2].max(initial=-1) + 1))
         reposts = pf.p_kind.a == REPOST
         pf.rel["repost"] = PairSet(pair_keys(pf.p_author.a[reposts], pf.p_root.a[reposts]))
     finally:
