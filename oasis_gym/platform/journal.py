@@ -142,8 +142,8 @@ class Journal:
     committed on a writer thread while the caller computes the next step: SQLite releases the
     GIL while it runs a statement, and each statement carries thousands of rows, so the
     journal's SQL and I/O overlap with the simulation on a second core. Every use of `conn`
-    (and the next `commit_step`, `flush`, `close`) first waits for that write, so readers
-    always see every committed step. A write that fails there (disk full, say) raises
+    (and the next `commit_step`, `flush`, `close`) first waits for that write, so what reads
+    through the journal sees every step handed to it. A write that fails there (disk full, say) raises
     `JournalError` then and on every later use; the database holds exactly the steps before
     it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning.
     """
@@ -153,8 +153,8 @@ class Journal:
         self._conn = connect(self.path)
         if self._conn.execute("SELECT type FROM sqlite_master WHERE name = 'user'").fetchone() == ("table",):
             self._conn.close()
-            raise JournalError(f"{self.path}: written by an older oasis-gym (its `user` is a table); "
-                               "Platform.from_db still reads it, but it cannot be continued")
+            raise JournalError(f"{self.path}: written by an older oasis-gym (its `user` is a table), "
+                               "which this version cannot continue")
         self._conn.executescript(SCHEMA)
         self._started = self._conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0  # resuming
         if self._started:  # the run goes on appending: its indexes are rebuilt at close
