@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import sqlite3
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from .actions import (
 )
 from .clock import Clock, sample_active
 from .platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
-from .platform.journal import read_meta
+from .platform.journal import RowWriter, Same, read_meta
 from .platform.platform import MODERATION_NAMES, QUOTE, REPOST
 
 FEED_FEATURES = (
@@ -506,8 +507,8 @@ class Simulation:
                 hook(self, out, conn)
             if self.config.log_recs and len(obs.users):
                 r, k = np.nonzero(obs.post_ids >= 0)
-                conn.executemany("INSERT INTO rec(user_id, post_id, step) VALUES (?,?,?)",
-                                 zip(obs.users[r].tolist(), obs.post_ids[r, k].tolist(), [pf.step] * len(r)))
+                RowWriter(conn.execute, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)).rows(
+                    "INSERT INTO rec(user_id, post_id, step) VALUES ", [obs.users[r], obs.post_ids[r, k], Same(pf.step)])
 
         self.journal.commit_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())
         self._activate()
