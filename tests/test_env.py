@@ -148,6 +148,7 @@ def test_bad_actions_are_recorded_noops(tmp_path):
     assert results == ["invalid_action", "invalid_action", "invalid_action", "unknown_post", "invalid_action",
                        "invalid_action", "unknown_target_user", "ok"]
     assert env.sim.platform.n_posts == before + 1
+    env.sim.journal.flush()  # mid-episode, the journal's writer thread may still be committing the step
     conn = sqlite3.connect(env.sim.db_path)
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE step=0").fetchone()[0] == 8
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
