@@ -85,8 +85,8 @@ def _isin_sorted(sorted_arr: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 class PairSet:
     """A set of (a, b) id pairs with vectorized add / remove / contains, and optionally an
-    int64 value per pair (the follow set keeps each edge's follow_id, so the journal can
-    delete an edge by its row id).
+    int64 value per pair (a journaled relation keeps each pair's row id: follow_id, like_id,
+    ..., so the journal deletes rows by id).
 
     Stored LSM-style: a large sorted base array plus small sorted `added` and `removed`
     arrays that are merged into the base once they grow past a fraction of it. Sorted by
@@ -207,7 +207,7 @@ class PairSet:
         return owner, second
 
 
-_EMPTY = np.empty(0, dtype=np.int64)  # never written to: every update above makes a new array
+_EMPTY = np.empty(0, dtype=np.int64)  # never written to (only a set with values writes its values in place)
 
 
 def _partners_in(keys: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
