@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import sqlite3
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -507,7 +506,7 @@ class Simulation:
                 hook(self, out, conn)
             if self.config.log_recs and len(obs.users):
                 r, k = np.nonzero(obs.post_ids >= 0)
-                RowWriter(conn.execute, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)).rows(
+                RowWriter(conn).rows(
                     "INSERT INTO rec(user_id, post_id, step) VALUES ", [obs.users[r], obs.post_ids[r, k], Same(pf.step)])
 
         self.journal.commit_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())

@@ -272,7 +272,7 @@ class Journal:
         """Build the step's statements and pass each to `emit(sql, params)`."""
         now = pf.created_at()
         step = pf.step
-        sql = RowWriter(emit, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+        sql = RowWriter(conn, emit)
         if log.new_users:
             ids = np.unique(np.concatenate(log.new_users))  # a sign-up may repeat a new user
             _write_users(conn, sql, pf, ids, now)
@@ -369,13 +369,14 @@ class RowWriter:
     Python per-row overhead (about half of a row's cost). Statement sizes are a multiple of
     the largest size plus powers of two, so a few dozen SQL texts cover every step and stay
     in the connection's statement cache. Columns become Python values one statement at a
-    time, and each statement goes to `emit(sql, params)` as soon as it is built, so the
-    initial follow graph of a million users (27M edges) streams in bounded memory.
+    time, and each statement goes to `emit(sql, params)` (default: `conn.execute`) as soon as
+    it is built, so the initial follow graph of a million users (27M edges) streams in
+    bounded memory.
     """
 
-    def __init__(self, emit: Callable[[str, list], object], max_values: int = 999):
-        self.emit = emit
-        self.max_values = max_values  # bound values per statement: the connection's limit
+    def __init__(self, conn: sqlite3.Connection, emit: Callable[[str, list], object] | None = None):
+        self.emit = emit or conn.execute
+        self.max_values = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)  # bound values per statement
 
     def rows(self, head: str, columns: list, tail: str = "") -> None:
         """Write the rows of `columns`: numpy arrays, lists, `Same` values or iterators (taken
