@@ -6,6 +6,7 @@ The documentation of agents, spaces, rewards and arguments lives in the versione
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,8 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from oasis_gym.actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from oasis_gym.errors import ConfigError
+from oasis_gym.platform.journal_file import check_distinct, connect_readonly
 from oasis_gym.platform.platform import action_name
 from oasis_gym.simulation import (
     COMMENT_FEATURES,
@@ -34,7 +37,11 @@ def load_population(users, population_seed: int = 0):
     """`users` may be a Population, a profile file path (.csv / .json) or a user count."""
     from oasis_gym import population as popmod
 
+    if isinstance(users, (bool, np.bool_)):
+        raise ConfigError(f"users must be a user count, a profile path or a Population, got {users!r}")
     if isinstance(users, (int, np.integer)):
+        if users < 1:
+            raise ConfigError(f"users must be at least 1, got {users}")
         return popmod.synthetic(int(users), seed=population_seed)
     if isinstance(users, (str, bytes)) or hasattr(users, "__fspath__"):
         return popmod.load_profiles(users)
@@ -61,6 +68,8 @@ class SocialMediaEnv(ParallelEnv):
         if config.get("recsys") is None:  # the platform's own, or the trainable one
             config["recsys"] = "agent" if config.get("recommender_agent") else platform
         self.render_mode = render_mode
+        if isinstance(users, (str, os.PathLike)):  # the journal must not be the file it reads
+            check_distinct(config.get("db_path"), {"profile file (users)": users})
         population = load_population(users, population_seed) if users is not None else None
         self.sim = Simulation(population, SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup)
         n = population.n if population is not None else _count_users(_resume_from)
@@ -79,8 +88,9 @@ class SocialMediaEnv(ParallelEnv):
         saved random generator states, so a non-LLM run continues bit-identically.
         `overrides` change config values (e.g. a larger `max_cycles`)."""
         from oasis_gym.platform.journal import read_meta
+        from oasis_gym.simulation import check_resumable
 
-        meta = read_meta(db_path)
+        meta = check_resumable(read_meta(db_path), db_path)
         config = {**meta["config"], **overrides, "db_path": str(db_path)}
         platform = config.pop("platform")
         env = cls(None, platform=platform, render_mode=render_mode, reward_fn=reward_fn, setup=setup,
@@ -261,11 +271,9 @@ class SocialMediaEnv(ParallelEnv):
 
 
 def _count_users(db_path: str | None) -> int:
-    import sqlite3
-
     if db_path is None:
         raise TypeError("users must be a Population, a profile path or a user count")
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = connect_readonly(db_path)
     try:
         return conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
     finally:

@@ -73,7 +73,7 @@ No termination; all agents are truncated after `max_cycles` steps.
 `twitter_v0.parallel_env(users=100, population_seed=0, recsys="twitter", recsys_params={},
 feed_size=10, comments_per_post=2, search_size=5, available_actions=None,
 minutes_per_step=3, start_hour=8, activation="activity", max_cycles=50, db_path=None,
-allow_self_rating=True, max_text_length=5000, auto_text=True, log_recs=False,
+overwrite=False, allow_self_rating=True, max_text_length=5000, auto_text=True, log_recs=False,
 render_mode=None, reward_fn=None, setup=None)`
 - `users`: a user count (synthetic population from `population_seed`), a profile file
   (OASIS Twitter CSV or Reddit JSON) or a `Population`.
@@ -81,8 +81,11 @@ render_mode=None, reward_fn=None, setup=None)`
   are passed to it.
 - `activation`: "activity" (each user's 24-h vector) or a flat probability in [0, 1].
 - `db_path`: SQLite journal; None -> a temp file, ":memory:" allowed. `reset` starts a new
-  journal at that path (an existing file there is replaced). Steps are committed on a writer
-  thread, one behind at most; the episode's end and `close()` wait for the last one.
+  journal at that path: it replaces the journal this env wrote in its previous episode, an
+  other existing oasis-gym journal only with `overwrite=True`, and never anything else (a
+  `JournalError` names the file). An env holds its journal's writer lock until `close()`: a
+  second env or process on the same path gets a `JournalError`. Steps are committed on a
+  writer thread, one behind at most; the episode's end and `close()` wait for the last one.
 - `render_mode="ansi"`: `render()` returns a readable step summary.
 - `setup(sim)`: called at every reset after users are added (seed root posts, labels...).
 

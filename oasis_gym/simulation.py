@@ -20,7 +20,6 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from .actions import (
     Result as R,
 )
 from .clock import Clock, sample_active
+from .errors import ConfigError
 from .platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from .platform.journal import RowWriter, Same, read_meta
 from .platform.platform import MODERATION_NAMES, QUOTE, REPOST
@@ -160,6 +160,7 @@ class SimulationConfig:
     activation: str | float = "activity"                # "activity" (24-h vectors) or a flat probability
     max_cycles: int = 50
     db_path: str | None = None                          # None: a temp file; ":memory:" allowed
+    overwrite: bool = False                             # reset may replace an existing journal at db_path
     allow_self_rating: bool = True
     max_text_length: int = 5000
     auto_text: bool = True                              # fill missing text of text actions from a template
@@ -181,6 +182,8 @@ class Simulation:
         self.config = cfg = config or SimulationConfig()
         if cfg.feed_size < 1 or cfg.comments_per_post < 0 or cfg.search_size < 0:
             raise ValueError("feed_size must be >= 1, comments_per_post and search_size >= 0")
+        if isinstance(cfg.max_cycles, bool) or not isinstance(cfg.max_cycles, (int, np.integer)) or cfg.max_cycles < 1:
+            raise ConfigError(f"max_cycles must be a whole number >= 1, got {cfg.max_cycles!r}")
         self.clock = Clock(cfg.minutes_per_step, cfg.start_hour)
         self.recsys = make_recommender(cfg.recsys, **cfg.recsys_params)
         self.reward_fn = reward_fn or engagement_reward
@@ -208,6 +211,7 @@ class Simulation:
         self.platform: Platform | None = None
         self.journal: Journal | None = None
         self.db_path: str | None = None
+        self._journal_id: str | None = None  # of the journal this Simulation created (reset may replace it)
 
     # ------------------------------------------------------------------ lifecycle
     def platform_config(self) -> PlatformConfig:
@@ -232,7 +236,10 @@ class Simulation:
         self.platform = Platform(self.platform_config(), start_minute=self.clock.start_minute)
         self.platform.add_users(self.population)
         self.db_path = self._fresh_db_path()
-        self.journal = Journal(self.db_path)
+        # a new episode, a new journal: never over a file that is not ours without `overwrite`
+        self.journal = Journal(self.db_path, new=True, overwrite=self.config.overwrite or self._tmpdir is not None,
+                               own_journal_id=self._journal_id)
+        self._journal_id = self.journal.journal_id
         if self.setup is not None:
             self.setup(self)
         self.recsys.reset(self.platform, self.rng_recsys)
@@ -243,21 +250,15 @@ class Simulation:
 
     def _fresh_db_path(self) -> str:
         path = self.config.db_path
-        if path == ":memory:":
-            return path
         if path is None:
             self._tmpdir = self._tmpdir or tempfile.mkdtemp(prefix="oasis_gym_")
             path = os.path.join(self._tmpdir, "run.db")
-        for suffix in ("", "-wal", "-shm"):  # a reset starts a new episode: a new journal
-            if os.path.exists(path + suffix):
-                os.remove(path + suffix)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return path
+        return str(path)
 
     def close(self) -> None:
-        """Close the journal. A journal in a temp dir of our own (no `db_path` given) is
-        deleted when the Simulation is garbage-collected; pass `db_path` to keep it (its
-        query indexes are built now)."""
+        """Close the journal (and release its writer's lock). A journal in a temp dir of our
+        own (no `db_path` given) is deleted when the Simulation is garbage-collected; pass
+        `db_path` to keep it (its query indexes are built now)."""
         self._close_journal(query_indexes=self.config.db_path not in (None, ":memory:"))
 
     def _close_journal(self, query_indexes: bool) -> None:
@@ -292,11 +293,15 @@ class Simulation:
         activate the next step's users exactly as the uninterrupted run would have."""
 
         self.close()
-        meta = read_meta(db_path)
+        meta = check_resumable(read_meta(db_path), db_path)
+        journal = Journal(db_path)  # the writer's lock first: nothing is read while another run writes
+        try:
+            self.platform = Platform.from_db(db_path)
+        except BaseException:
+            journal.close(query_indexes=False)
+            raise
+        self.journal, self.db_path, self._journal_id = journal, str(db_path), journal.journal_id
         self.seed = meta.get("seed")
-        self.platform = Platform.from_db(db_path)
-        self.db_path = str(db_path)
-        self.journal = Journal(self.db_path)
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng() for _ in range(3))
         self.recsys.reset(self.platform, np.random.default_rng(0))  # caches only: rebuilt from state
         for g, state in zip(self._generators(), meta["rng"]):
@@ -613,6 +618,25 @@ class Simulation:
                 "memory": list((memories or {}).get(u, [])),
             })
         return out
+
+
+def check_resumable(meta: dict, path) -> dict:
+    """`meta` if it holds what `Simulation.resume` needs, else a `JournalError` naming `path`."""
+    config = meta.get("config")
+    problem = None
+    if "step" not in meta:
+        problem = "no step was committed"
+    elif not isinstance(config, dict) or config.get("platform") not in ("twitter", "reddit"):
+        problem = "its config is missing or names an unknown platform"
+    elif set(config) - set(SimulationConfig.__dataclass_fields__):
+        problem = f"its config has unknown keys {sorted(set(config) - set(SimulationConfig.__dataclass_fields__))}"
+    elif not isinstance(meta.get("rng"), list) or len(meta["rng"]) != 3 or not all(isinstance(r, dict) for r in meta["rng"]):
+        problem = "its generator states are missing"
+    elif not isinstance(meta.get("state", {}), dict) or not isinstance(meta.get("views", []), list):
+        problem = "its saved state is damaged"
+    if problem:
+        raise JournalError(f"{path}: cannot resume this journal: {problem}")
+    return meta
 
 
 def _int_column(values, n: int, default: int) -> np.ndarray:

@@ -24,6 +24,7 @@ import functools
 import json
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain, islice
@@ -36,7 +37,11 @@ import numpy as np
 from ..actions import NUM_ACTIONS, RESULT_NAMES
 from .platform import (REPOST, TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, Platform, PlatformConfig,
                        StepLog, TraceRows, action_name)
+from .journal_file import (APPLICATION_ID, JOURNAL, MISSING, JournalError, JournalLock, connect_readonly,
+                           prepare_new, require_journal, what_is)
 from .store import PairSet, pair_keys, unpack_keys
+
+__all__ = ["Journal", "JournalError", "RowWriter", "Same", "connect", "load_platform", "read_meta"]
 
 SCHEMA = """
 -- OASIS's `user` is a view (below) over two tables: the account columns, written once, and the
@@ -131,10 +136,6 @@ def connect(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
-class JournalError(RuntimeError):
-    """A pipelined step failed to commit: the journal holds the steps before it, memory is ahead."""
-
-
 class Journal:
     """Writes a Platform's per-step changes to SQLite, one transaction per step.
 
@@ -148,22 +149,69 @@ class Journal:
     it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning.
     """
 
-    def __init__(self, path: str | Path = ":memory:", pipelined: bool = True):
+    def __init__(self, path: str | Path = ":memory:", pipelined: bool = True, *, new: bool = False,
+                 overwrite: bool = False, own_journal_id: str | None = None):
+        """Open the journal at `path` to continue it, or create it if nothing is there.
+
+        `new=True` starts a new journal: an existing journal at `path` is an error unless
+        `overwrite=True` or its id is `own_journal_id` (the caller's own, from an earlier
+        episode). Anything at `path` that is not an oasis-gym journal is refused, never
+        deleted (see `journal_file`). The writer holds the journal's lock until `close`: a
+        second writer gets a `JournalError`.
+        """
         self.path = str(path)
-        self._conn = connect(self.path)
-        if self._conn.execute("SELECT type FROM sqlite_master WHERE name = 'user'").fetchone() == ("table",):
+        self._lock: JournalLock | None = None
+        self._closed = True  # until the connection is open
+        if self.path not in (":memory:", ""):
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise JournalError(f"cannot create the folder of the journal {self.path}: {err}") from err
+            self._lock = JournalLock(self.path)
+            try:
+                if new or overwrite:
+                    prepare_new(self.path, overwrite, own_journal_id)
+                elif what_is(self.path) not in (JOURNAL, MISSING):
+                    require_journal(self.path)
+                self._conn = connect(self.path)
+            except BaseException as err:
+                self._lock.release()
+                if isinstance(err, (OSError, sqlite3.Error)):
+                    raise JournalError(f"cannot open the journal {self.path}: {err}") from err
+                raise
+        else:
+            self._conn = connect(self.path)
+        try:
+            self._open_schema()
+        except BaseException:
             self._conn.close()
-            raise JournalError(f"{self.path}: written by an older oasis-gym (its `user` is a table), "
-                               "which this version cannot continue")
-        self._conn.executescript(SCHEMA)
-        self._started = self._conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] > 0  # resuming
-        if self._started:  # the run goes on appending: its indexes are rebuilt at close
-            self._conn.executescript("".join(f"DROP INDEX IF EXISTS {name};" for name in _index_names(QUERY_INDEXES)))
+            if self._lock is not None:
+                self._lock.release()
+            raise
         self._thread_prefix = f"oasis-gym-journal-{id(self):x}"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=self._thread_prefix) if pipelined else None
         self._in_flight: Future | None = None
         self._failed: JournalError | None = None
         self._closed = False
+
+    def _open_schema(self) -> None:
+        """Create the schema (a new journal: with its application id and journal id, in one
+        transaction) or check and complete it (a continued one)."""
+        conn = self._conn
+        if conn.execute("SELECT type FROM sqlite_master WHERE name = 'user'").fetchone() == ("table",):
+            raise JournalError(f"{self.path}: written by an older oasis-gym or another program (its `user` is a "
+                               "table), which this version cannot continue")
+        fresh = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+        if fresh:
+            conn.executescript(f"BEGIN; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} "
+                               f"INSERT INTO meta(key, value) VALUES ('journal_id', '\"{uuid.uuid4().hex}\"'); COMMIT;")
+        else:
+            conn.executescript(SCHEMA)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
+        self.journal_id: str | None = row[0] if row else None  # (the JSON text: compared, never parsed)
+        self._started = conn.execute("SELECT 1 FROM meta WHERE key = 'step'").fetchone() is not None  # resuming
+        if self._started:  # the run goes on appending: its indexes are rebuilt at close
+            conn.executescript("".join(f"DROP INDEX IF EXISTS {name};" for name in _index_names(QUERY_INDEXES)))
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -197,9 +245,13 @@ class Journal:
         finally:
             if self._writer is not None:
                 self._writer.shutdown()
-            if self.path != ":memory:" and self._failed is None:
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._conn.close()
+            try:
+                if self.path != ":memory:" and self._failed is None:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._conn.close()
+            finally:
+                if self._lock is not None:
+                    self._lock.release()  # after the connection: the next writer finds the file at rest
 
     def build_query_indexes(self) -> None:
         """Index what analysis queries look up: relation pairs, posts by user or root,
@@ -471,19 +523,23 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
 
 
 def read_meta(path: str | Path) -> dict:
-    """The meta rows of a journal (step, minute, configs, generator states ...)."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no journal at {path}")
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    """The meta rows of a journal (step, minute, configs, generator states ...). Raises
+    `JournalError` if `path` holds no oasis-gym journal or its meta is not readable."""
+    require_journal(path)
     try:
-        return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-    finally:
-        conn.close()
+        conn = connect_readonly(path)
+        try:
+            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        finally:
+            conn.close()
+    except (sqlite3.Error, ValueError, RecursionError) as err:
+        raise JournalError(f"{path}: the journal's meta is damaged ({err})") from err
 
 
 def load_platform(path: str | Path) -> Platform:
     """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db)."""
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, isolation_level=None)
+    require_journal(path)
+    conn = connect_readonly(path, isolation_level=None)
     try:
         conn.execute("BEGIN")  # one snapshot of every table, even while another process commits steps
         meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
