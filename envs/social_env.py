@@ -91,6 +91,8 @@ class SocialMediaEnv(ParallelEnv):
         from oasis_gym.simulation import check_resumable
 
         meta = check_resumable(read_meta(db_path), db_path)
+        if overrides.get("platform", meta["config"]["platform"]) != meta["config"]["platform"]:
+            raise ConfigError(f"{db_path} is a {meta['config']['platform']} journal: a resumed run keeps its platform")
         config = {**meta["config"], **overrides, "db_path": str(db_path)}
         platform = config.pop("platform")
         env = cls(None, platform=platform, render_mode=render_mode, reward_fn=reward_fn, setup=setup,

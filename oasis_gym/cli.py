@@ -8,42 +8,98 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from oasis_gym.errors import OasisGymError
+
 POLICIES = ("hybrid", "abm", "random", "llm")
 
 
+# ------------------------------------------------------------------ argument validators
+# Each turns a bad value into argparse's one-line error (exit 2).
+
 def _users(value: str):
-    return int(value) if value.isdigit() else value
+    if value.strip().lstrip("+-").isdigit():
+        return _positive_int(value)
+    if not os.path.isfile(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is neither a user count >= 1 nor a profile file")
+    return value
+
+
+def _int_at_least(low: int):
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value!r}") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value!r}")
+        return number
+
+    parse.__name__ = f"int>={low}"
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_nonnegative_int = _int_at_least(0)
+
+
+def _activation(value: str) -> str:
+    if value == "activity":
+        return value
+    try:
+        p = float(value)
+    except ValueError:
+        p = math.nan
+    if not 0.0 <= p <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected 'activity' or a probability in [0, 1], got {value!r}")
+    return value
+
+
+def _path(value: str) -> str:
+    if not value or "\0" in value:
+        raise argparse.ArgumentTypeError(f"expected a file path, got {value!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line (no usage block): `oasis-gym run: error: ...`, exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="oasis-gym", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="oasis-gym", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a simulation")
     run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
     run.add_argument("--users", type=_users, default=1000, help="user count (synthetic) or a profile file (.csv/.json)")
-    run.add_argument("--steps", type=int, default=None, help="total steps (default 20; on --resume: the original run's)")
+    run.add_argument("--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)")
     run.add_argument("--policy", choices=POLICIES, default="hybrid",
                      help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)")
-    run.add_argument("--core-users", type=int, default=10, help="hybrid: the most-followed users driven by the LLM")
+    run.add_argument("--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM")
     run.add_argument("--llm-backend", default="auto", help="auto | vllm | transformers | openai")
     run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
     run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
     run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
-    run.add_argument("--activation", default="activity", help="'activity' (24-h vectors) or a flat probability")
+    run.add_argument("--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability")
     run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
-    run.add_argument("--seed-posts", type=int, default=100,
+    run.add_argument("--seed-posts", type=_nonnegative_int, default=100,
                      help="posts the most-followed users have written before step 0 (synthetic populations)")
-    run.add_argument("--db", default="run.db", help="SQLite journal path")
+    run.add_argument("--db", type=_path, default="run.db", help="SQLite journal path")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace an existing oasis-gym journal at --db (anything else there is never replaced)")
     run.add_argument("--logdir", default=None, help="TensorBoard log dir (default runs/<db stem>)")
     run.add_argument("--no-tensorboard", action="store_true")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=_nonnegative_int, default=0)
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--resume", default=None, metavar="DB",
+    run.add_argument("--resume", type=_path, default=None, metavar="DB",
                      help="continue the run journaled in DB (same policy and settings) up to --steps total steps")
     from oasis_gym.scenarios import add_scenario_args
 
@@ -89,8 +145,76 @@ def make_llm_policy(args):
     return LLMPolicy(backend)
 
 
+# Settings that define a run: a resumed run keeps the journal's, and contradicting them is an
+# error. Everything else given with --resume (steps, LLM backend and endpoints, logging) applies.
+RUN_DEFINING = ("platform", "users", "policy", "core_users", "recsys", "activation", "all_actions", "seed_posts",
+                "seed")
+_NOT_SAVED = ("resume", "overwrite", "given")  # never part of the settings saved in the journal
+
+
+def _saved_settings(args) -> dict:
+    return {k: v for k, v in vars(args).items() if k not in _NOT_SAVED}
+
+
+def _same_setting(given, saved) -> bool:
+    if given == saved:
+        return True
+    if isinstance(given, str) and isinstance(saved, str):  # a profile file named another way
+        try:
+            return os.path.samefile(given, saved)
+        except OSError:
+            return False
+    return False
+
+
+def _resumed_args(args) -> argparse.Namespace:
+    """The settings of the run journaled in `args.resume`, with what the command line may
+    change; a contradiction of a run-defining setting is refused."""
+    from oasis_gym.errors import ConfigError
+    from oasis_gym.platform.journal import JournalError, read_meta
+
+    given = getattr(args, "given", set())
+    if args.overwrite:
+        raise ConfigError("--overwrite replaces a journal and --resume continues one: use one of them")
+    if "db" in given and not _same_setting(args.db, args.resume):
+        raise ConfigError("--resume continues its journal in place: drop --db")
+    state = read_meta(args.resume).get("state")
+    saved = state.get("cli") if isinstance(state, dict) else None
+    if saved is None:
+        raise JournalError(f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)")
+    steps = saved.get("steps") if isinstance(saved, dict) else None
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1 or not {"platform", "users", "policy"} <= set(saved):
+        raise JournalError(f"{args.resume}: the command-line settings saved in the journal are damaged")
+    for key in RUN_DEFINING:
+        if key in given and not _same_setting(getattr(args, key), saved.get(key)):
+            flag = "--" + key.replace("_", "-")
+            raise ConfigError(f"{args.resume} was written with {flag} {saved.get(key)}, and a resumed run keeps its "
+                              f"settings: drop {flag} {getattr(args, key)}")
+    changes = {k: getattr(args, k) for k in given if k not in RUN_DEFINING and hasattr(args, k)}
+    merged = {**vars(args), **saved, **changes}
+    merged.update(resume=args.resume, db=args.resume, steps=args.steps or steps)
+    return argparse.Namespace(**merged)
+
+
+def _check_paths(args) -> None:
+    """The journal must not be one of the run's input or output files."""
+    from oasis_gym.platform.journal_file import check_distinct
+
+    scenario = getattr(args, "scenario", None)
+    check_distinct(args.resume or args.db, {
+        "profile file (--users)": args.users if isinstance(args.users, str) else None,
+        "scenario file (--scenario)": scenario if scenario and os.path.isfile(scenario) else None,
+        "figures file (--figures)": getattr(args, "figures", None), "TensorBoard folder (--logdir)": args.logdir,
+        "LLM model (--llm-model)": args.llm_model})
+
+
 def cmd_run(args) -> int:
+    from oasis_gym.errors import ConfigError
+
+    _check_paths(args)
     if getattr(args, "scenario", None):
+        if args.resume:
+            raise ConfigError("--resume continues an 'oasis-gym run' journal; a scenario runs from its start")
         from oasis_gym.scenarios import run_scenario_cli
 
         return run_scenario_cli(args)
@@ -99,18 +223,12 @@ def cmd_run(args) -> int:
     from oasis_gym.run import simulate
 
     if args.resume:
-        from oasis_gym.platform.journal import read_meta
-
-        saved = read_meta(args.resume).get("state", {}).get("cli")
-        if saved is None:
-            raise SystemExit(f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)")
-        args = argparse.Namespace(**{**saved, "resume": args.resume, "quiet": args.quiet,
-                                     "steps": args.steps or saved["steps"], "db": args.resume})
+        args = _resumed_args(args)
         env = SocialMediaEnv.resume(args.db, max_cycles=args.steps)
     else:
         args.steps = args.steps or 20
         module = twitter_v0 if args.platform == "twitter" else reddit_v0
-        kwargs = {"users": args.users, "max_cycles": args.steps, "db_path": args.db,
+        kwargs = {"users": args.users, "max_cycles": args.steps, "db_path": args.db, "overwrite": args.overwrite,
                   "activation": args.activation if args.activation == "activity" else float(args.activation)}
         if args.recsys:
             kwargs["recsys"] = args.recsys
@@ -119,25 +237,29 @@ def cmd_run(args) -> int:
         if isinstance(args.users, int) and args.seed_posts > 0:
             kwargs["setup"] = seed_posts_setup(args.seed_posts)
         env = module.parallel_env(**kwargs)
-        env.reset(seed=args.seed)
-    policy = make_policy(args, env)
-    policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
-    if args.resume and "policy" in env.sim.saved_state:
-        policy.load_state_dict(env.sim.saved_state["policy"])
-    saved_args = {k: v for k, v in vars(args).items() if k != "resume"}
-    env.sim.state_providers["cli"] = lambda: saved_args
+    # saved with every commit from the journal's first on (read live: make_policy adds core_ids),
+    # so a run killed before its first step is resumable
+    env.sim.state_providers["cli"] = lambda: _saved_settings(args)
     recorder = None
-    if not args.no_tensorboard:
-        from oasis_gym.metrics import MetricsRecorder
+    try:
+        if not args.resume:
+            env.reset(seed=args.seed)
+        policy = make_policy(args, env)
+        policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
+        if args.resume and "policy" in env.sim.saved_state:
+            policy.load_state_dict(env.sim.saved_state["policy"])
+        if not args.no_tensorboard:
+            from oasis_gym.metrics import MetricsRecorder
 
-        logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
-        recorder = MetricsRecorder(logdir)
-        recorder.attach(env.sim)
-        recorder.on_reset(env.sim)
-    summary = simulate(env, policy, args.steps - env._cycles, seed=args.seed, reset=False, progress=not args.quiet)
-    if recorder is not None:
-        recorder.close()
-    env.close()
+            logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
+            recorder = MetricsRecorder(logdir)
+            recorder.attach(env.sim)
+            recorder.on_reset(env.sim)
+        summary = simulate(env, policy, args.steps - env._cycles, seed=args.seed, reset=False, progress=not args.quiet)
+    finally:
+        if recorder is not None:
+            recorder.close()
+        env.close()
     print(json.dumps({"steps": summary.steps, "actions": summary.actions, "accepted": summary.accepted,
                       "actions_per_s": round(summary.actions_per_s, 1), "db": args.db,
                       "logdir": recorder.logdir if recorder is not None else None}))
@@ -172,13 +294,36 @@ def cmd_report(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "train":
-        from oasis_gym.train.cli import cmd_train
+def _given_options(argv: list[str] | None) -> set[str]:
+    """The settings the command line names (a second parse, with every default suppressed)."""
+    parser = build_parser()
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            else:
+                action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
 
-        return cmd_train(args)
-    return {"run": cmd_run, "report": cmd_report}[args.command](args)
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line. Bad input (arguments, files, journals) ends it with one line on
+    stderr and exit code 2 (SystemExit); any other exception is a bug and keeps its traceback."""
+    from oasis_gym.population import ProfileError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "train":
+            from oasis_gym.train.cli import cmd_train
+
+            return cmd_train(args)
+        if args.command == "run":
+            args.given = _given_options(argv)
+        return {"run": cmd_run, "report": cmd_report}[args.command](args)
+    except (OasisGymError, ProfileError) as err:
+        parser.exit(2, f"oasis-gym {args.command}: error: {' '.join(str(err).splitlines())}\n")
 
 
 if __name__ == "__main__":

@@ -955,15 +955,16 @@ class Scenario:
         return HybridPolicy([(llm, _core_ids(spec, env.sim.population))], default=abm)
 
     def run(self, steps: int | None = None, db_path: str | None = None, logdir: str | Path | None = None,
-            progress: bool = False, seed: int | None = None, policy=None) -> dict:
+            progress: bool = False, seed: int | None = None, policy=None, overwrite: bool = False) -> dict:
         """Run the scenario and return its figures (JSON-able dict; `summary` holds the
-        headline numbers, `run` the bookkeeping)."""
+        headline numbers, `run` the bookkeeping). `overwrite` lets it replace an existing
+        journal at `db_path`."""
         from oasis_gym.run import simulate
 
         steps = self.steps if steps is None else int(steps)
         seed = self.seed if seed is None else int(seed)
         t_start = time.perf_counter()
-        env = self.make_env(max_cycles=steps, db_path=db_path)
+        env = self.make_env(max_cycles=steps, db_path=db_path, overwrite=overwrite)
         handler, sim = env.scenario, env.sim
         record = {"name": self.name, "kind": self.kind, "source": self.source, "config": self.config}
         sim.state_providers["scenario"] = lambda: record
@@ -1114,7 +1115,8 @@ def run_scenario_cli(args) -> int:
     if not getattr(args, "no_tensorboard", False):
         logdir = getattr(args, "logdir", None) or str(Path("runs") / Path(db).stem)
     figures = scenario.run(steps=getattr(args, "steps", None), db_path=db, logdir=logdir,
-                           progress=not getattr(args, "quiet", False), seed=seed)
+                           progress=not getattr(args, "quiet", False), seed=seed,
+                           overwrite=getattr(args, "overwrite", False))
     if getattr(args, "figures", None):
         Path(args.figures).write_text(json.dumps(_jsonable(figures), indent=1), encoding="utf-8")
     print(json.dumps(_jsonable({"scenario": scenario.name, **figures["summary"], **figures["run"]})))
