@@ -205,6 +205,8 @@ class Journal:
         if fresh:
             conn.executescript(f"BEGIN; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} "
                                f"INSERT INTO meta(key, value) VALUES ('journal_id', '\"{uuid.uuid4().hex}\"'); COMMIT;")
+            if self.path not in (":memory:", ""):  # into the main file: its header says what it is
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         else:
             conn.executescript(SCHEMA)
         row = conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()

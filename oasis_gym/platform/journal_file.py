@@ -49,13 +49,21 @@ class JournalError(OasisGymError, RuntimeError):
     it and memory is ahead)."""
 
 
-def readonly_uri(path: str | os.PathLike) -> str:
-    """A `file:` URI opening `path` read-only, every character of the name quoted."""
-    return "file:" + urllib.parse.quote(os.path.abspath(os.fspath(path))) + "?mode=ro"
+def file_uri(path: str | os.PathLike, mode: str = "ro") -> str:
+    """A `file:` URI of `path` (every character of the name quoted) opened with `mode`."""
+    return "file:" + urllib.parse.quote(os.path.abspath(os.fspath(path))) + f"?mode={mode}"
 
 
 def connect_readonly(path: str | os.PathLike, **kwargs) -> sqlite3.Connection:
-    return sqlite3.connect(readonly_uri(path), uri=True, **kwargs)
+    """A connection that only reads the existing database at `path` (PRAGMA query_only).
+    Opened read-write where the OS allows, so that, closing last, it removes the -wal and
+    -shm files SQLite makes beside a WAL database (a mode=ro connection leaves them)."""
+    try:
+        conn = sqlite3.connect(file_uri(path, "rw"), uri=True, **kwargs)
+    except sqlite3.OperationalError:
+        return sqlite3.connect(file_uri(path, "ro"), uri=True, **kwargs)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
 
 
 def what_is(path: str | os.PathLike) -> str:
@@ -70,10 +78,13 @@ def what_is(path: str | os.PathLike) -> str:
         return "a directory"
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file (a device, pipe or socket)"
-    if st.st_size == 0 and not _nonempty(str(path) + "-wal"):
+    wal = _is_wal(f"{path}-wal")
+    if st.st_size == 0 and not wal:
         return "an empty file"
     try:
-        conn = connect_readonly(path)
+        # Without a WAL beside it, the file is read as it is (immutable: no -wal or -shm is
+        # opened, so a user's files of those names stay untouched); with one, through it.
+        conn = sqlite3.connect(file_uri(path, "ro") + ("" if wal else "&immutable=1"), uri=True)
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -82,6 +93,8 @@ def what_is(path: str | os.PathLike) -> str:
     except sqlite3.DatabaseError:
         return "not a SQLite database"
     if app_id == APPLICATION_ID or {"meta", "post", "trace"} <= tables:
+        if wal:
+            connect_readonly(path).close()  # ours: closing last, SQLite removes the -shm it made
         return JOURNAL
     if not tables:
         return "an empty SQLite database"
@@ -115,9 +128,12 @@ def _same_file(a, b) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _nonempty(path: str) -> bool:
+def _is_wal(path: str) -> bool:
+    """Whether `path` is a SQLite WAL file (its magic number). SQLite never locks a -wal file,
+    so opening and closing it here cannot drop a lock of this process's connections."""
     try:
-        return os.stat(path).st_size > 0
+        with open(path, "rb") as f:
+            return f.read(4) in (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
     except OSError:
         return False
 
@@ -128,8 +144,10 @@ def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -
     whose files are then deleted. Anything else is refused with `JournalError`."""
     what = what_is(path)
     if what == MISSING:
-        if _nonempty(path + "-wal"):  # SQLite would replay it into the new database
-            raise JournalError(f"{path}-wal exists without {path} (left over from a deleted database): remove it")
+        for sibling in (path + suffix for suffix in SIBLINGS):  # SQLite would replay, reset or delete it
+            if os.path.lexists(sibling):
+                raise JournalError(f"{sibling} exists without {path} (left over from a deleted database?): "
+                                   "it is never deleted; remove it yourself")
         return
     if what == "an empty file" and overwrite:
         pass  # nothing to lose
