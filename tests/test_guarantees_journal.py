@@ -192,7 +192,7 @@ def test_two_envs_in_one_process_the_second_is_refused(tmp_path):
     path = tmp_path / "shared.db"
     first = twitter_v0.parallel_env(db_path=str(path), **ENV)
     first.reset(seed=0)
-    second = twitter_v0.parallel_env(db_path=str(path), overwrite=True, **ENV)
+    second = twitter_v0.parallel_env(db_path=str(path), **ENV)
     with pytest.raises(JournalError, match="being written by another env or Journal of this process"):
         second.reset(seed=0)
     with pytest.raises(JournalError, match="being written"):
@@ -233,7 +233,7 @@ def test_two_processes_on_one_journal_the_second_is_refused(tmp_path, capsys):
     proc = _holder(path)
     try:
         with pytest.raises(JournalError, match=rf"being written by another process \(pid {proc.pid}\)"):
-            twitter_v0.parallel_env(db_path=str(path), overwrite=True, **ENV).reset(seed=0)
+            twitter_v0.parallel_env(db_path=str(path), **ENV).reset(seed=0)
         code, err = cli(capsys, *RUN, "--db", str(path), "--overwrite")
         assert code == 2 and "being written by another process" in err
         with pytest.raises(JournalError, match="being written by another process"):
