@@ -149,6 +149,9 @@ class SocialMediaEnv(ParallelEnv):
     def step(self, actions: Mapping[str, Any]):
         if not self.agents:
             raise RuntimeError("step() called on a finished episode: call reset() first")
+        self.sim.require_live()
+        if not isinstance(actions, Mapping):
+            raise TypeError(f"actions must be a mapping of agent name -> action, got {type(actions).__name__}")
         unknown = [a for a in actions if a not in self._agent_index]
         if unknown:
             raise KeyError(f"unknown agent(s) in actions: {unknown[:5]}")
@@ -164,9 +167,9 @@ class SocialMediaEnv(ParallelEnv):
                     col.append(v)
                 texts.append(text)
                 stances.append(stance)
-        self._cycles += 1
         out = self.sim.step(ActionArrays(np.array(users, dtype=np.int64), *(np.array(c, dtype=np.int64) for c in cols),
                                          texts, np.array(stances, dtype=np.float32)), platform_actions)
+        self._cycles += 1  # only a step that went through uses a cycle (a failed one changed nothing)
         return self._after_step(out)
 
     def step_batch(self, acts: ActionArrays, platform_actions: dict | None = None) -> StepOutcome:
@@ -175,8 +178,8 @@ class SocialMediaEnv(ParallelEnv):
         agents, `self.sim.platform_obs`; their rewards are in `outcome.platform_rewards`."""
         if not self.agents:
             raise RuntimeError("step_batch() called on a finished episode: call reset() first")
-        self._cycles += 1
         out = self.sim.step(acts, platform_actions)
+        self._cycles += 1
         if self._cycles >= self.sim.config.max_cycles:
             self._end_episode()
         return out
@@ -234,11 +237,17 @@ class SocialMediaEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ text + rendering
     def feed_text(self, agent: str) -> dict:
-        """What an LLM user reads: posts with texts, authors, top comments, persona (one agent)."""
+        """What an LLM user reads: posts with texts, authors, top comments, persona (one agent).
+        Any user, any time the env is open: an inactive user (or one after the episode's end)
+        sees what a refresh would show them now, read without changing the run."""
         return self.feed_views([agent])[0]
 
     def feed_views(self, agents: list[str], memories: dict[int, list[str]] | None = None) -> list[dict]:
-        return self.sim.feed_views(np.array([self._agent_index[a] for a in agents], dtype=np.int64), memories)
+        self.sim.require_live()
+        for a in agents:
+            if a in self.sim.platform_agents:
+                raise KeyError(f"{a!r} is a platform agent: it has no feed (see observation_space({a!r}))")
+        return self.sim.feed_views(np.array([self.sim.user_id(a) for a in agents], dtype=np.int64), memories)
 
     @property
     def active_agents(self) -> list[str]:

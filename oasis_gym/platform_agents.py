@@ -81,11 +81,19 @@ class RecommenderAgent:
         if not hasattr(sim.recsys, "set_weights"):
             raise ValueError("recommender_0 needs the agent-controlled recsys: pass recsys='agent'")
 
-    def apply(self, sim, action) -> None:
-        w = np.asarray(action, dtype=np.float32).reshape(-1)
+    def validate(self, action) -> np.ndarray:
+        """The action as ranking weights, or ValueError (wrong shape, NaN, inf, not numbers).
+        Finite values outside [-1, 1] are clipped to the box, as RL libraries do."""
+        try:
+            w = np.asarray(action, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}") from None
         if w.shape != self.action_space.shape or not np.all(np.isfinite(w)):
-            raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {w!r}")
-        sim.recsys.set_weights(np.clip(w, -1.0, 1.0))
+            raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}")
+        return np.clip(w, -1.0, 1.0)
+
+    def apply(self, sim, action) -> None:
+        sim.recsys.set_weights(self.validate(action))
 
     def observe(self, sim) -> np.ndarray:
         pf = sim.platform
@@ -164,11 +172,25 @@ class ModeratorAgent:
                 pf.p_status.a[p], np.ones(len(p))], axis=1)
         return x.reshape(-1)
 
+    def validate(self, action) -> np.ndarray:
+        """The action as one code per slot, or ValueError (wrong shape, NaN, inf, not an
+        integer, a code outside [0, 4])."""
+        err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {len(MODERATION_ACTIONS) - 1}],"
+                         f" got {action!r}")
+        try:
+            a = np.asarray(action).reshape(-1)
+        except (TypeError, ValueError):
+            raise err from None
+        if a.shape != (self.top_m,) or np.issubdtype(a.dtype, np.bool_) or not np.issubdtype(a.dtype, np.number):
+            raise err
+        if not np.issubdtype(a.dtype, np.integer) and not (np.all(np.isfinite(a)) and np.all(a == np.round(a))):
+            raise err
+        if np.any(a < 0) or np.any(a >= len(MODERATION_ACTIONS)):
+            raise err
+        return a.astype(np.int64)
+
     def apply(self, sim, action) -> None:
-        a = np.asarray(action).reshape(-1)
-        if a.shape != (self.top_m,) or not np.issubdtype(a.dtype, np.integer) and not np.all(a == np.round(a)):
-            raise ValueError(f"moderator_0 action must be {self.top_m} integers in [0, 4], got {action!r}")
-        a = np.clip(a.astype(np.int64), 0, len(MODERATION_ACTIONS) - 1)
+        a = self.validate(action)
         pf = sim.platform
         act = (a > 0) & (self.slots >= 0)
         posts, kinds = self.slots[act], a[act]

@@ -206,6 +206,7 @@ class Simulation:
             for agent in self.platform_agents.values():
                 agent.check(self)
         self.platform_obs: dict[str, np.ndarray] = {}
+        self.hooks_ran: list = []  # step hooks run by the step in progress
         self.U = self.K + self.S
         self._tmpdir: str | None = None
         self.platform: Platform | None = None
@@ -449,12 +450,69 @@ class Simulation:
         and activate the next users. Actions of inactive users are ignored (returned in `ignored`).
 
         `platform_actions` holds the actions of `moderator_0` (applied first: removed posts can
-        no longer be rated this step) and `recommender_0` (ranking weights of the next feeds)."""
-        pf, obs = self.platform, self.obs
-        platform_actions = platform_actions or {}
+        no longer be rated this step) and `recommender_0` (ranking weights of the next feeds).
+
+        Atomic: every input is checked before anything is applied (a malformed one raises
+        ValueError / KeyError), and if anything fails later (a step hook, a recommender), the
+        platform, the journal, the generators and every other part of the state are restored
+        exactly as they were before the call (see `step_atomic`), so a retry gives the result
+        the failed call never had."""
+        self.require_live()
+        checked = self._check_step_input(acts, platform_actions)
+        from .step_atomic import capture, restore
+
+        saved = capture(self)
+        try:
+            return self._step(*checked)
+        except BaseException:
+            restore(self, saved)
+            raise
+        finally:
+            self.platform.release()
+
+    def require_live(self) -> None:
+        """Raise a clear error unless an episode is open (reset or resumed, not closed)."""
+        if self.platform is None:
+            raise RuntimeError("no episode: call reset() first")
+        if self.journal is None:
+            raise RuntimeError("this env is closed (close() was called): call reset() to start a new episode")
+
+    def _check_step_input(self, acts: ActionArrays, platform_actions) -> tuple:
+        """Every input of a step, checked and normalized before anything is applied."""
+        platform_actions = dict(platform_actions or {})
         unknown = set(platform_actions) - set(self.platform_agents)
         if unknown:
             raise KeyError(f"no platform agent(s) {sorted(unknown)} in this env")
+        platform_actions = {name: self.platform_agents[name].validate(a) for name, a in platform_actions.items()}
+        raw_users = np.asarray(acts.users)
+        if raw_users.ndim > 1 and raw_users.size == len(raw_users):
+            raw_users = raw_users.reshape(-1)
+        n = raw_users.size if raw_users.ndim == 1 else -1
+        if n < 0:
+            raise ValueError(f"actions' users must be a 1-D array of user ids, got shape {raw_users.shape}")
+        users = _int_column(raw_users, n, 0, "users")
+        cols = (_int_column(acts.type, n, A.DO_NOTHING, "type"), _int_column(acts.post, n, 0, "post"),
+                _int_column(acts.comment, n, 0, "comment"), _int_column(acts.user, n, 0, "user"))
+        texts = acts.text
+        if texts is not None:
+            if isinstance(texts, (str, bytes)) or not hasattr(texts, "__len__") or len(texts) != n:
+                got = f"{len(texts)} entries" if hasattr(texts, "__len__") and not isinstance(texts, (str, bytes)) \
+                    else type(texts).__name__
+                raise ValueError(f"actions' text must be a sequence of one text (or None) per user: {n} users, got {got}")
+        stance = None
+        if acts.stance is not None:
+            try:
+                stance = np.asarray(acts.stance, dtype=np.float32).reshape(-1)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"actions' stance must be numbers (NaN: unknown): {err}") from None
+            if stance.shape != (n,):
+                raise ValueError(f"actions' stance has {stance.size} values for {n} users")
+            if np.any(np.abs(stance[~np.isnan(stance)]) > 1):
+                raise ValueError("actions' stance must lie in [-1, 1] (NaN: unknown)")
+        return users, cols, texts, stance, platform_actions
+
+    def _step(self, users: np.ndarray, cols: tuple, texts_in, stance_in, platform_actions: dict) -> StepOutcome:
+        pf, obs = self.platform, self.obs
         served = None
         if self.platform_agents:
             from .platform_agents import exposure_stats
@@ -462,7 +520,6 @@ class Simulation:
             served = exposure_stats(self)
         if "moderator_0" in platform_actions:
             self.platform_agents["moderator_0"].apply(self, platform_actions["moderator_0"])
-        users = np.asarray(acts.users, dtype=np.int64).reshape(-1)
         n = len(users)
         rows = np.searchsorted(obs.users, users)
         rows = np.minimum(rows, max(len(obs.users) - 1, 0))
@@ -472,10 +529,7 @@ class Simulation:
         take = np.flatnonzero(is_active & first)
         ignored = users[~(is_active & first)]
         rows, users = rows[take], users[take]
-        action = _int_column(acts.type, n, A.DO_NOTHING)[take]
-        post = _int_column(acts.post, n, 0)[take]
-        comment = _int_column(acts.comment, n, 0)[take]
-        uslot = _int_column(acts.user, n, 0)[take]
+        action, post, comment, uslot = (c[take] for c in cols)
         target = np.full(len(take), -1, dtype=np.int64)
 
         def pick(table: np.ndarray, slots: np.ndarray, sel: np.ndarray) -> np.ndarray:
@@ -486,9 +540,8 @@ class Simulation:
         pick(obs.post_ids, post, np.isin(action, list(POST_TARGET)))
         pick(obs.comment_ids, comment, np.isin(action, list(COMMENT_TARGET)))
         pick(obs.user_ids, uslot, np.isin(action, list(USER_TARGET)))
-        texts = list(acts.text[i] for i in take) if acts.text is not None else [None] * len(take)
-        stance = (np.asarray(acts.stance, dtype=np.float32).reshape(-1)[take] if acts.stance is not None
-                  else np.full(len(take), np.nan, dtype=np.float32))
+        texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
+        stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
         if self.config.auto_text:
             self._fill_text(users, action, texts, stance)
         self._score_stance(action, texts, stance)
@@ -508,19 +561,30 @@ class Simulation:
 
         def extra(conn):
             for hook in self.step_hooks:
+                self.hooks_ran.append(hook)  # (a failed step rolls back the state of those that ran)
                 hook(self, out, conn)
             if self.config.log_recs and len(obs.users):
                 r, k = np.nonzero(obs.post_ids >= 0)
                 RowWriter(conn).rows(
                     "INSERT INTO rec(user_id, post_id, step) VALUES ", [obs.users[r], obs.post_ids[r, k], Same(pf.step)])
 
-        self.journal.commit_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())
-        self._activate()
-        out.platform_rewards = {}
-        if "recommender_0" in self.platform_agents:
-            out.platform_rewards["recommender_0"] = self.platform_agents["recommender_0"].reward(self, served)
-        if "moderator_0" in self.platform_agents:
-            out.platform_rewards["moderator_0"] = self.platform_agents["moderator_0"].reward(self)
+        # the step's rows are built (hooks first), the next users activated, and only then is
+        # the step committed: a failure anywhere before leaves neither memory nor journal changed
+        journal = self.journal
+        statements = journal.begin_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())
+        try:
+            pf.reset_pending()
+            pf.advance(self.clock.minutes_per_step)
+            self._activate()
+            out.platform_rewards = {}
+            if "recommender_0" in self.platform_agents:
+                out.platform_rewards["recommender_0"] = self.platform_agents["recommender_0"].reward(self, served)
+            if "moderator_0" in self.platform_agents:
+                out.platform_rewards["moderator_0"] = self.platform_agents["moderator_0"].reward(self)
+            journal.finish_step(statements)
+        except BaseException:
+            journal.abort_step()
+            raise
         return out
 
     def _score_stance(self, action, texts, stance) -> None:
@@ -568,26 +632,73 @@ class Simulation:
                 self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
 
     # ------------------------------------------------------------------ text for LLM users
+    def user_id(self, agent: str) -> int:
+        """The user id of the agent named `user_<id>`; KeyError naming the agent if this
+        env has no such user (`user_-1`, `user_007`, `user_999` of 50 users, ...)."""
+        if isinstance(agent, str) and agent.startswith("user_"):
+            digits = agent[len("user_"):]
+            if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
+                if self.platform is not None and int(digits) < self.platform.n_users:
+                    return int(digits)
+        n = self.platform.n_users if self.platform is not None else 0
+        raise KeyError(f"no agent {agent!r} in this env (its users are user_0 .. user_{n - 1})")
+
+    def _check_users(self, users) -> np.ndarray:
+        if self.platform is None:
+            raise RuntimeError("no episode: call reset() first")
+        users = np.asarray(users).reshape(-1)
+        if users.size and (not np.issubdtype(users.dtype, np.integer) or users.min() < 0
+                           or users.max() >= self.platform.n_users):
+            bad = [u for u in users.tolist() if not (isinstance(u, int) and 0 <= u < self.platform.n_users)]
+            raise KeyError(f"no user(s) {bad[:5]} in this env (user ids are 0 .. {self.platform.n_users - 1})")
+        return users.astype(np.int64)
+
     def profile_views(self, users: np.ndarray) -> list[dict]:
         """Feed views with an empty feed, for any user (active or not): an interview asks a
         user about themselves without serving a feed (which would draw from the generators)."""
-        users = np.asarray(users, dtype=np.int64)
+        users = self._check_users(users)
         n = len(users)
         batch = self._features(users, np.full((n, self.K), -1, np.int64), np.full((n, self.S), -1, np.int64))
         return self.feed_views(users, obs=batch)
 
+    def preview(self, users: np.ndarray) -> ObsBatch:
+        """The observations `users` would get from a refresh now, with no side effect: the
+        recommender ranks with a copy of its generator and its state is restored after, and
+        pending info-action views stay pending. So reading an inactive user's feed never
+        changes the run (same seed, same run)."""
+        users = self._check_users(users)
+        pf, n = self.platform, len(users)
+        rng = np.random.Generator(type(self.rng_recsys.bit_generator)())
+        rng.bit_generator.state = self.rng_recsys.bit_generator.state
+        saved = self.recsys.checkpoint() if hasattr(self.recsys, "checkpoint") else None
+        try:
+            post_ids = self.recsys.recommend(pf, users, self.K, rng) if n else np.empty((0, self.K), np.int64)
+            post_ids = np.asarray(post_ids, dtype=np.int64).reshape(n, self.K).copy()
+            valid = post_ids >= 0
+            if valid.any():
+                valid &= pf.visible_posts_mask(users[:, None], post_ids)
+                post_ids[~valid] = -1
+            return self._features(users, post_ids, np.full((n, self.S), -1, dtype=np.int64))
+        finally:
+            if saved is not None:
+                self.recsys.rollback(saved)
+
     def feed_views(self, users: np.ndarray, memories: dict[int, list[str]] | None = None,
                    obs: ObsBatch | None = None) -> list[dict]:
-        """What an LLM user reads, one dict per user of the current observation (slot order)."""
+        """What an LLM user reads, one dict per user (slot order): an active user's current
+        observation; any other user's is what a refresh would show them now (`preview`)."""
+        users = self._check_users(users)
         pf, obs = self.platform, (obs if obs is not None else self.obs)
-        row_of = {u: r for r, u in enumerate(obs.users.tolist())}
+        source = {u: (obs, r) for r, u in enumerate(obs.users.tolist())}
+        missing = np.unique([u for u in users.tolist() if u not in source]).astype(np.int64)
+        if len(missing):
+            extra = self.preview(missing)
+            source.update({u: (extra, r) for r, u in enumerate(missing.tolist())})
         out = []
         time = pf.created_at()[:16]
         allowed_all = [ACTION_NAMES[a] for a in range(NUM_ACTIONS)]
-        for u in np.asarray(users).tolist():
-            r = row_of.get(u)
-            if r is None:
-                raise KeyError(f"user {u} is not active this step")
+        for u in users.tolist():
+            obs, r = source[u]
             posts = []
             for slot, p in enumerate(obs.post_ids[r].tolist()):
                 if p < 0:
@@ -639,15 +750,22 @@ def check_resumable(meta: dict, path) -> dict:
     return meta
 
 
-def _int_column(values, n: int, default: int) -> np.ndarray:
+def _int_column(values, n: int, default: int, name: str = "action") -> np.ndarray:
     if values is None:
         return np.full(n, default, dtype=np.int64)
-    arr = np.asarray(values)
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"actions' {name} column is not an array: {err}") from None
     if arr.shape != (n,):
-        raise ValueError(f"action column has shape {arr.shape}, expected ({n},)")
-    if not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"action column must hold integers, got {arr.dtype}")
+        raise ValueError(f"actions' {name} column has shape {arr.shape}, expected ({n},)")
+    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
+        if np.issubdtype(arr.dtype, np.bool_) or not np.issubdtype(arr.dtype, np.number):
+            raise ValueError(f"actions' {name} column must hold integers, got {arr.dtype}")
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"actions' {name} column must hold integers, got non-integral {arr.dtype} values")
+        if n and np.max(np.abs(arr.astype(np.float64))) >= 2**62:
+            raise ValueError(f"actions' {name} column holds values out of the int64 range")
     return arr.astype(np.int64)
 
 

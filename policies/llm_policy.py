@@ -70,7 +70,8 @@ class LLMPolicy(BasePolicy):
         """Ask a user a free-form question mid-run (OASIS's INTERVIEW); the question and answer
         are journaled (table `interview`, and a trace row as OASIS writes it)."""
         sim = getattr(env, "sim", env)
-        user = int(agent.removeprefix("user_"))
+        sim.require_live()
+        user = sim.user_id(agent)  # KeyError naming an agent the env does not have
         view = sim.profile_views([user])[0]
         answer = self.core.interview(view, question)
         record_interview(sim, user, question, answer)

@@ -280,6 +280,19 @@ class Journal:
         agree: the changes stay pending and the clock stays. Pipelined, the step is handed to
         the writer thread; the first commit (a bulk load) is always written in place.
         """
+        statements = self.begin_step(platform, advance_minutes, extra, meta)
+        self.finish_step(statements)
+        platform.reset_pending()
+        if advance_minutes is not None:
+            platform.advance(advance_minutes)
+
+    def begin_step(self, platform: Platform, advance_minutes: int | None = None, extra=None,
+                   meta: dict | None = None) -> list:
+        """The first half of `commit_step`: open the step's transaction, run `extra(conn)` and
+        build the step's statements (returned for `finish_step`). Nothing is committed and the
+        platform is not touched (its pending log and clock are the caller's to move on): the
+        caller may still do work that can fail, then `finish_step` or `abort_step`. A failure
+        in here rolls the transaction back and raises."""
         self.flush()
         step = platform.step + (1 if advance_minutes is not None else 0)
         minute = platform.minute + (advance_minutes or 0)
@@ -297,18 +310,24 @@ class Journal:
                         (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute)
             statements.append((_rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
                                [x for row in meta_rows for x in row]))
-            if not handoff:
-                self._finish(statements)
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            self.abort_step()
             raise
-        if handoff:
+        return statements
+
+    def finish_step(self, statements: list) -> None:
+        """Commit a step `begin_step` built: in place, or handed to the writer thread (pipelined,
+        after the first commit). A failure in place rolls the step back and raises."""
+        if self._writer is not None and self._started:
             self._in_flight = self._writer.submit(self._finish, statements)
+        else:
+            self._finish(statements)
         self._started = True
-        platform.reset_pending()
-        if advance_minutes is not None:
-            platform.advance(advance_minutes)
+
+    def abort_step(self) -> None:
+        """Roll back a step `begin_step` opened (nothing of it reaches the database)."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     def _finish(self, statements: list[tuple[str, list]]) -> None:
         """Run the rest of a step's statements and commit it (on the writer thread, pipelined)."""

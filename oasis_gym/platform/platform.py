@@ -217,6 +217,35 @@ class Platform:
         self.available = np.zeros(NUM_ACTIONS, dtype=bool)
         self.available[list(self.config.available_actions)] = True
         self.pending = StepLog()
+        # (column, rows, old values) of every in-place write since `checkpoint()`, or None
+        self._undo: list | None = None
+
+    # ------------------------------------------------------------------ step atomicity
+    def checkpoint(self) -> "Checkpoint":
+        """Start recording: `rollback(cp)` then restores exactly the state of now (a step that
+        fails midway leaves no trace). Costs O(columns) now and O(rows written) per write:
+        appended rows are undone by length, rows written in place keep their old values."""
+        from .checkpoint import capture
+
+        self._undo = []
+        return capture(self)
+
+    def rollback(self, cp: "Checkpoint") -> None:
+        """Restore the state of `checkpoint()` and stop recording."""
+        from .checkpoint import restore
+
+        undo, self._undo = self._undo or [], None
+        restore(self, cp, undo)
+
+    def release(self) -> None:
+        """Stop recording (the step went through)."""
+        self._undo = None
+
+    def _saving(self, col: GrowArray, rows) -> None:
+        """Call before writing `col.a[rows]` in place: keeps the old values for a rollback."""
+        if self._undo is not None:
+            rows = np.array(rows, dtype=np.int64, copy=True) if not isinstance(rows, slice) else rows
+            self._undo.append((col, rows, col.a[rows].copy()))
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -269,6 +298,8 @@ class Platform:
         self._add_pairs("follow", keys)
         a, b = unpack_keys(keys)
         n = self.n_users
+        self._saving(self.u_followings, slice(None))
+        self._saving(self.u_followers, slice(None))
         self.u_followings.a[:] += np.bincount(a, minlength=n).astype(np.int32)
         self.u_followers.a[:] += np.bincount(b, minlength=n).astype(np.int32)
         # (the edges join users added in this same step: their rows are written with these counts)
@@ -364,6 +395,7 @@ class Platform:
         if len(i):
             res[i[self.u_signed_up.a[user[i]] | ~_first_occurrence(user[i])]] = R.ALREADY_SIGNED_UP
             i = i[res[i] == 0]
+            self._saving(self.u_signed_up, user[i])
             self.u_signed_up.a[user[i]] = True
             self.pending.new_users.append(user[i])
         i = sel(A.CREATE_POST)
@@ -430,8 +462,8 @@ class Platform:
         elif name == "comment_dislike":
             self._bump(self.c_dislikes, tg, sign, log.touched_comments)
 
-    @staticmethod
-    def _bump(col: GrowArray, ids: np.ndarray, delta: int, touched: list) -> None:
+    def _bump(self, col: GrowArray, ids: np.ndarray, delta: int, touched: list) -> None:
+        self._saving(col, ids)
         np.add.at(col.a, ids, delta)
         touched.append(ids)
 
@@ -451,6 +483,8 @@ class Platform:
         self.p_last_comment.append_fill(k)
         # per-author linked list of posts, newest first; authors may repeat within a batch
         prev = np.empty(k, dtype=np.int64)
+        self._saving(self.u_last_post, authors)
+        self._saving(self.u_posts, authors)
         last = self.u_last_post.a
         for j in range(k):  # sequential by nature; k is the number of posts created this step
             a = authors[j]
@@ -473,6 +507,7 @@ class Platform:
         self.c_dislikes.append_fill(k)
         self.c_stance.extend(stance)
         prev = np.empty(k, dtype=np.int64)
+        self._saving(self.p_last_comment, posts)
         last = self.p_last_comment.a
         for j in range(k):
             prev[j] = last[posts[j]]
@@ -499,18 +534,21 @@ class Platform:
     # ------------------------------------------------------------------ platform-side actions
     def set_opinions(self, users: np.ndarray, values: np.ndarray) -> None:
         users = np.asarray(users, dtype=np.int64)
+        self._saving(self.u_opinion, users)
         self.u_opinion.a[users] = values
         self.pending.opinions.append((users.copy(), self.u_opinion.a[users].copy()))
 
     def moderate(self, post_ids: np.ndarray, status: int) -> None:
         """Set a moderation status (LABELLED, DOWNRANKED, REMOVED) on posts; journaled."""
         post_ids = np.asarray(post_ids, dtype=np.int64)
+        self._saving(self.p_status, post_ids)
         self.p_status.a[post_ids] = status
         self.pending.touched_posts.append(post_ids)
         self.pending.moderation.append(("post", post_ids, MODERATION_NAMES[status]))
 
     def suspend(self, user_ids: np.ndarray) -> None:
         user_ids = np.asarray(user_ids, dtype=np.int64)
+        self._saving(self.u_suspended, user_ids)
         self.u_suspended.a[user_ids] = True
         self.pending.touched_users.append(user_ids)
         self.pending.moderation.append(("user", user_ids, "suspend"))

@@ -123,13 +123,9 @@ class PairSet:
         if not len(keys):
             return
         values = np.asarray(values, dtype=np.int64) if self.has_values else None
-        revived = _isin_sorted(self._removed, keys)
-        if revived.any():  # removed from the base earlier in this cycle: back in the base
-            self._removed = np.setdiff1d(self._removed, keys[revived], assume_unique=True)
-            if values is not None:
-                self._base_values[np.searchsorted(self._base, keys[revived])] = values[revived]
-                values = values[~revived]
-            keys = keys[~revived]
+        # A key removed from the base earlier in this cycle goes to `added` too (it stays in
+        # `removed`, which only masks the base entry): no array is ever written in place, so
+        # a snapshot of the five array references is a snapshot of the set (step rollback).
         if values is not None:
             merged = np.concatenate([self._added, keys])
             order = np.argsort(merged, kind="stable")
@@ -161,6 +157,13 @@ class PairSet:
         out[fresh] = self._added_values[np.searchsorted(self._added, keys[fresh])]
         out[~fresh] = self._base_values[np.searchsorted(self._base, keys[~fresh])]
         return out
+
+    def state(self) -> tuple:
+        """The set's arrays (never written in place: holding them keeps this state)."""
+        return self._base, self._base_values, self._added, self._added_values, self._removed
+
+    def set_state(self, state: tuple) -> None:
+        self._base, self._base_values, self._added, self._added_values, self._removed = state
 
     def _maybe_compact(self) -> None:
         if len(self._added) + len(self._removed) > max(4096, len(self._base) >> 4):
@@ -207,7 +210,7 @@ class PairSet:
         return owner, second
 
 
-_EMPTY = np.empty(0, dtype=np.int64)  # never written to (only a set with values writes its values in place)
+_EMPTY = np.empty(0, dtype=np.int64)  # never written to: no PairSet writes an array in place
 
 
 def _partners_in(keys: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

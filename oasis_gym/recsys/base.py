@@ -63,6 +63,18 @@ class BaseRecommender:
         """Embed the posts created since the last call."""
         self.index.sync(platform)
 
+    def checkpoint(self) -> tuple:
+        """The state a step may change (small arrays copied; the index by its length), for
+        `rollback` when the step fails (see oasis_gym.step_atomic)."""
+        state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(self).items()}
+        return state, self.index.n_posts
+
+    def rollback(self, checkpoint: tuple) -> None:
+        state, n_posts = checkpoint
+        vars(self).clear()
+        vars(self).update({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()})
+        self.index.truncate(n_posts)
+
     def similarity(self, platform, users: np.ndarray, posts: np.ndarray) -> np.ndarray:
         """(len(users), k) float32 cosine of each user's interest vector with each post; 0 at -1."""
         users = as_users(users)

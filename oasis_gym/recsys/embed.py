@@ -305,6 +305,12 @@ class EmbeddingIndex:
             self._posts.a[rep] = self._posts.a[platform.p_root.a[rep]]
         return ids
 
+    def truncate(self, n_posts: int) -> None:
+        """Forget the posts from `n_posts` on (a failed step's posts are rolled back)."""
+        if self._posts is not None and len(self._posts) > n_posts:
+            self._posts.n = n_posts
+        self._memo = None
+
     def post_vectors(self, posts: np.ndarray) -> np.ndarray:
         """Vectors of post ids (any shape); -1 (padding) gives a zero vector."""
         posts = np.asarray(posts, dtype=np.int64)

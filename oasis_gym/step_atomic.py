@@ -1,0 +1,60 @@
+"""A step happens completely or not at all: capture and restore a Simulation's state.
+
+`Simulation.step` checks every input first, then captures what a step can change, runs
+the step, and on any failure (a step hook, the reward function, a recommender, the commit)
+restores it exactly: the platform (`Platform.checkpoint`, O(columns + rows written)), the
+random generators' states, pending info-action views, the current observations, the
+recommender's own state and the platform agents'. The journal's half-built transaction is
+rolled back by the step itself (`Journal.begin_step` / `abort_step`), so the database never
+sees a failed step. Step hooks that keep state of their own (the metrics recorder) define
+`rollback_step(sim)`, called after the rest is restored, when they ran in the failed step.
+
+So a failed call leaves no trace, and a retry gives exactly the run the failure never
+happened in (same seed, same run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .simulation import Simulation
+
+
+@dataclass
+class StepState:
+    platform: Any
+    rng: list
+    views: dict
+    obs: Any
+    active: Any
+    platform_obs: dict
+    last_outcome: Any
+    recsys: Any
+    agents: dict
+
+
+def capture(sim: "Simulation") -> StepState:
+    recsys_cp = sim.recsys.checkpoint() if hasattr(sim.recsys, "checkpoint") else None
+    sim.hooks_ran = []
+    return StepState(sim.platform.checkpoint(), [g.bit_generator.state for g in sim._generators()],
+                     dict(sim.views), sim.obs, getattr(sim, "active", None), dict(sim.platform_obs),
+                     sim.last_outcome, recsys_cp, {name: dict(vars(a)) for name, a in sim.platform_agents.items()})
+
+
+def restore(sim: "Simulation", st: StepState) -> None:
+    sim.platform.rollback(st.platform)
+    for g, state in zip(sim._generators(), st.rng):
+        g.bit_generator.state = state
+    sim.views = st.views
+    sim.obs, sim.active, sim.platform_obs, sim.last_outcome = st.obs, st.active, st.platform_obs, st.last_outcome
+    if st.recsys is not None:
+        sim.recsys.rollback(st.recsys)
+    for name, state in st.agents.items():
+        vars(sim.platform_agents[name]).clear()
+        vars(sim.platform_agents[name]).update(state)
+    ran, sim.hooks_ran = sim.hooks_ran, []
+    for hook in ran:
+        if hasattr(hook, "rollback_step"):
+            hook.rollback_step(sim)

@@ -1,0 +1,276 @@
+"""Guarantees of the step path: a step is atomic (checked inputs, exact rollback, retry ==
+never failed), a resumed run equals an uninterrupted one in every table (metrics included),
+bad calls get a clear error and change nothing, an agent's feed text can be read any time."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from oasis_gym.envs import twitter_v0
+from oasis_gym.platform.store import GrowArray
+from oasis_gym.platform.text import TextColumn
+from oasis_gym.policies.base import RandomPolicy
+from oasis_gym.simulation import ActionArrays, ObsBatch
+
+ALL = tuple(range(23))
+
+
+# ------------------------------------------------------------------ helpers
+def platform_state(pf) -> dict:
+    """Every part of a platform's in-memory state, as comparable Python values."""
+    out = {"step": pf.step, "minute": pf.minute, "next_row_id": dict(pf.next_row_id)}
+    for name, value in vars(pf).items():
+        if isinstance(value, GrowArray):
+            out[name] = value.a.tolist()
+        elif isinstance(value, (TextColumn, list)) and name[:2] in ("u_", "p_", "c_"):
+            out[name] = list(value)
+    for name, pairs in pf.rel.items():
+        keys = pairs.keys()
+        out[f"rel_{name}"] = (keys.tolist(), pairs.values().tolist() if pairs.has_values else None)
+    pending = pf.pending
+    out["pending"] = (len(pending.new_posts), len(pending.traces), len(pending.opinions), len(pending.moderation))
+    return out
+
+
+def obs_state(obs: ObsBatch) -> list:
+    return [np.asarray(getattr(obs, f)).tolist() for f in ObsBatch.__dataclass_fields__]
+
+
+def journal_tables(path) -> dict:
+    """Every table of a journal, row by row in insertion (rowid) order."""
+    conn = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY rowid').fetchall() for n in names}
+    finally:
+        conn.close()
+
+
+def assert_same_tables(a: dict, b: dict) -> None:
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert len(a[name]) == len(b[name]), f"table {name}: {len(a[name])} vs {len(b[name])} rows"
+        for i, (ra, rb) in enumerate(zip(a[name], b[name])):
+            assert ra == rb or _same_with_nan(ra, rb), f"table {name} row {i}: {ra} != {rb}"
+
+
+def _same_with_nan(ra, rb) -> bool:
+    return len(ra) == len(rb) and all(x == y or (x != x and y != y) for x, y in zip(ra, rb))
+
+
+def make_env(db, **kw):
+    args = dict(users=60, activation=0.5, max_cycles=6, available_actions=ALL, recommender_agent=True,
+                moderator_agent=True, db_path=str(db))
+    args.update(kw)
+    return twitter_v0.parallel_env(**args)
+
+
+def platform_actions(t: int, env) -> dict:
+    rng = np.random.default_rng(100 + t)
+    top_m = env.sim.platform_agents["moderator_0"].top_m
+    return {"recommender_0": rng.uniform(-1, 1, 7).astype(np.float32),
+            "moderator_0": rng.integers(0, 5, top_m)}
+
+
+def run_steps(env, policy, steps, fail=None):
+    """Steps with the batched API; `fail(t, env, acts, pacts)` may make some calls fail first
+    (each failure must raise and change nothing). Returns per-step observations + rewards."""
+    trail = []
+    for t in range(steps):
+        acts = policy.act(env, env.sim.obs)
+        pacts = platform_actions(t, env)
+        if fail is not None:
+            fail(t, env, acts, pacts)
+        out = env.step_batch(acts, pacts)
+        trail.append((obs_state(env.sim.obs), out.rewards.tolist(), out.results.tolist(),
+                      {k: float(v) for k, v in out.platform_rewards.items()},
+                      {k: np.asarray(v).tolist() for k, v in env.sim.platform_obs.items()}))
+    return trail
+
+
+def start(env, seed=3):
+    env.reset(seed=seed)
+    policy = RandomPolicy()
+    policy.reset(env, np.arange(env.sim.platform.n_users), seed)
+    return policy
+
+
+# ------------------------------------------------------------------ 1. atomic steps
+def test_a_failed_step_changes_nothing_and_its_retry_equals_a_run_without_it(tmp_path, monkeypatch):
+    """NaN / inf / wrong-shape / out-of-range platform actions, a malformed user column, a
+    step hook that raises after the users' actions were applied, and a recommender that
+    raises while the next users are activated: each failure leaves platform, journal,
+    generators, observations and cycle count exactly as before, and retrying gives the
+    uninterrupted run, every table and every array included."""
+    # both journals are "run.db" in their own folder: the config saved in them names the same path
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "retry").mkdir()
+    monkeypatch.chdir(tmp_path / "ref")
+    ref_env = make_env("run.db")
+    ref = run_steps(ref_env, start(ref_env), 6)
+    ref_state = platform_state(ref_env.sim.platform)
+    ref_env.close()
+
+    monkeypatch.chdir(tmp_path / "retry")
+    env = make_env("run.db")
+    policy = start(env)
+    failures = []
+
+    def fail(t, env, acts, pacts):
+        if t not in (1, 3, 4):
+            return
+        sim = env.sim
+        before = (platform_state(sim.platform), obs_state(sim.obs), env._cycles,
+                  [g.bit_generator.state for g in sim._generators()], dict(sim.views), sim.recsys.weights.tolist())
+        sim.journal.flush()
+        rows_before = journal_tables(tmp_path / "retry" / "run.db")
+        bad_platform = [{**pacts, "recommender_0": np.full(7, np.nan)}, {**pacts, "recommender_0": np.ones(3)},
+                        {**pacts, "recommender_0": np.array([np.inf] * 7)}, {**pacts, "moderator_0": np.full(10, 7)},
+                        {**pacts, "moderator_0": np.full(10, 1.5)}, {**pacts, "moderator_0": np.full(10, -1)}]
+        for bad in bad_platform:
+            with pytest.raises(ValueError, match="recommender_0|moderator_0"):
+                env.step_batch(acts, bad)
+        short = ActionArrays(acts.users, acts.type, acts.post, acts.comment, acts.user,
+                             ["x"] * max(len(acts) - 1, 0), None)
+        with pytest.raises(ValueError, match="text"):
+            env.step_batch(short, pacts)
+        with pytest.raises(ValueError, match="type"):
+            env.step_batch(ActionArrays(acts.users, np.full(len(acts), np.nan)), pacts)
+
+        def raising_hook(sim, out, conn):
+            assert len(out.users) == len(acts)   # the users' actions were applied in memory
+            raise RuntimeError("hook failed")
+
+        sim.step_hooks.append(raising_hook)
+        with pytest.raises(RuntimeError, match="hook failed"):
+            env.step_batch(acts, pacts)
+        sim.step_hooks.remove(raising_hook)
+        recommend = sim.recsys.recommend
+
+        def raising_recommend(*a, **k):
+            raise RuntimeError("recsys failed")
+
+        sim.recsys.recommend = raising_recommend           # fails after the hooks, while activating
+        with pytest.raises(RuntimeError, match="recsys failed"):
+            env.step_batch(acts, pacts)
+        sim.recsys.recommend = recommend
+        after = (platform_state(sim.platform), obs_state(sim.obs), env._cycles,
+                 [g.bit_generator.state for g in sim._generators()], dict(sim.views), sim.recsys.weights.tolist())
+        assert after[0] == before[0]
+        assert after[1:4] == before[1:4]
+        assert after[4].keys() == before[4].keys() and after[5] == before[5]
+        assert journal_tables(tmp_path / "retry" / "run.db") == rows_before
+        failures.append(t)
+
+    trail = run_steps(env, policy, 6, fail)
+    assert failures == [1, 3, 4]
+    assert env._cycles == 6 and env.agents == []          # failed calls used no cycle
+    assert platform_state(env.sim.platform) == ref_state
+    env.close()
+    assert trail == ref
+    assert_same_tables(journal_tables(tmp_path / "retry" / "run.db"), journal_tables(tmp_path / "ref" / "run.db"))
+
+
+def test_dict_step_with_a_bad_platform_action_applies_no_user_action(tmp_path):
+    env = make_env(tmp_path / "d.db")
+    obs, _ = env.reset(seed=0)
+    actions = {a: {"type": 6} for a in env.agents if a.startswith("user_")}  # create_post each
+    actions["recommender_0"] = np.full(7, np.nan)
+    posts = env.sim.platform.n_posts
+    with pytest.raises(ValueError, match="recommender_0"):
+        env.step(actions)
+    assert env.sim.platform.n_posts == posts and env._cycles == 0
+    actions["recommender_0"] = np.zeros(7, np.float32)
+    env.step(actions)
+    active = len(env.sim.last_outcome.users)
+    assert env.sim.platform.n_posts == posts + active    # one post each, not two
+    assert env._cycles == 1
+    env.close()
+
+
+# ------------------------------------------------------------------ 3. bad calls: a clear error, nothing changed
+def test_step_after_close_is_a_clear_error_before_anything_is_applied(tmp_path):
+    env = twitter_v0.parallel_env(users=30, activation=1.0, max_cycles=4, db_path=str(tmp_path / "c.db"))
+    env.reset(seed=0)
+    env.close()
+    posts = env.sim.platform.n_posts
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step({a: {"type": 6} for a in env.agents})
+    with pytest.raises(RuntimeError, match="closed"):
+        env.step_batch(ActionArrays(env.sim.obs.users, np.full(len(env.sim.obs.users), 6)))
+    assert env.sim.platform.n_posts == posts and env._cycles == 0
+    env.reset(seed=1)                                   # a closed env starts a new episode
+    env.step({})
+    env.close()
+
+
+def test_step_batch_with_too_few_texts_raises_and_uses_no_cycle(tmp_path):
+    env = twitter_v0.parallel_env(users=30, activation=1.0, max_cycles=2, db_path=str(tmp_path / "t.db"))
+    env.reset(seed=0)
+    users = env.sim.obs.users
+    trace = env.sim.journal.conn.execute("SELECT COUNT(*) FROM trace").fetchone()
+    with pytest.raises(ValueError, match=f"{len(users)} users, got {len(users) - 1} entries"):
+        env.step_batch(ActionArrays(users, np.full(len(users), 6), text=["hello"] * (len(users) - 1)))
+    with pytest.raises(ValueError, match="stance"):
+        env.step_batch(ActionArrays(users, np.full(len(users), 6), stance=np.full(len(users), np.inf)))
+    assert env._cycles == 0 and env.sim.platform.n_posts == 0 and env.sim.platform.step == 0
+    assert env.sim.journal.conn.execute("SELECT COUNT(*) FROM trace").fetchone() == trace
+    env.step_batch(ActionArrays(users, np.full(len(users), 6), text=["hello"] * len(users)))
+    env.step_batch(ActionArrays.empty())
+    assert env._cycles == 2 and env.agents == []       # both cycles ran: the failed call used none
+    env.close()
+
+
+@pytest.mark.parametrize("agent", ["user_-1", "user_999", "user_50", "user_007", "recommender_0", "3", "user_", ""])
+def test_interviewing_an_unknown_agent_is_an_error_naming_it(tmp_path, agent):
+    from oasis_gym.policies.llm_policy import LLMPolicy
+
+    class Core:  # a stand-in for the LLM: the interview path is tested, not a model
+        def interview(self, view, question):
+            return f"I am {view['agent']}"
+
+    env = twitter_v0.parallel_env(users=50, activation=0.5, max_cycles=3, db_path=str(tmp_path / "i.db"))
+    env.reset(seed=0)
+    llm = LLMPolicy(core=Core())
+    with pytest.raises(KeyError, match=repr(agent).replace("[", r"\[")):
+        llm.interview(env, agent, "How are you?")
+    assert env.sim.journal.conn.execute("SELECT COUNT(*) FROM interview").fetchone() == (0,)
+    assert llm.interview(env, "user_49", "How are you?") == "I am user_49"
+    assert env.sim.journal.conn.execute("SELECT user_id FROM interview").fetchall() == [(49,)]
+    with pytest.raises(KeyError):
+        env.sim.profile_views(np.array([-1]))
+    env.close()
+
+
+# ------------------------------------------------------------------ 4. any user's feed text, any time
+def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_path, monkeypatch):
+    def run(read: bool, folder: str):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        env = twitter_v0.parallel_env(users=40, activation=0.3, max_cycles=4, available_actions=ALL, db_path="run.db")
+        policy = start(env, seed=5)
+        views = []
+        while env.agents:
+            if read:
+                rng = [g.bit_generator.state for g in env.sim._generators()]
+                views = [env.feed_text(f"user_{u}") for u in range(40)]  # active and inactive users
+                assert [g.bit_generator.state for g in env.sim._generators()] == rng
+                active = set(env.sim.obs.users.tolist())
+                for v in views:
+                    if v["user_id"] in active:                     # an active user's: the observation's
+                        row = env.sim.obs.users.tolist().index(v["user_id"])
+                        assert [p["post_id"] for p in v["posts"]] == [p for p in env.sim.obs.post_ids[row] if p >= 0]
+            env.step_batch(policy.act(env, env.sim.obs))
+        assert env.agents == []
+        after = [env.feed_text(f"user_{u}") for u in range(40)] if read else None   # after the episode's end
+        env.close()
+        return journal_tables(tmp_path / folder / "run.db"), views, after
+
+    plain, _, _ = run(False, "plain")
+    read, views, after = run(True, "read")
+    assert_same_tables(read, plain)
+    assert len(views) == 40 and any(v["posts"] for v in views) and len(after) == 40
+    assert all(v["agent"] == f"user_{u}" for u, v in enumerate(after))
