@@ -87,6 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--llm-backend", default="auto", help="auto | vllm | transformers | openai")
     run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
     run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
+    # endpoint faults: bound what a hung or failing LLM server can cost per step
+    run.add_argument("--llm-timeout", type=_llm_seconds, default=None, metavar="S",
+                     help="openai backend: seconds one request attempt may take (default 60)")
+    run.add_argument("--llm-retries", type=_llm_retries, default=None, metavar="N",
+                     help="openai backend: retries of a failed request (default 3; with the default timeout a "
+                          "hung endpoint costs up to 244 s per step)")
+    run.add_argument("--llm-step-deadline", type=_llm_seconds, default=None, metavar="S",
+                     help="seconds the LLM users of one step may take in all (openai or transformers backend); "
+                          "users still undecided then do nothing (counted as llm/deadline_noop)")
     run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
     run.add_argument("--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability")
     run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
@@ -132,17 +141,43 @@ def make_policy(args, env):
     return policy
 
 
+def _llm_seconds(value: str) -> float:
+    """A positive, finite number of seconds (argparse type: bad values exit 2 with one line)."""
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not 0 < s < 1e6:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 1e6), got {value!r}")
+    return s
+
+
+def _llm_retries(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or int(value) > 100:
+        raise argparse.ArgumentTypeError(f"expected a retry count 0..100, got {value!r}")
+    return int(value)
+
+
 def make_llm_policy(args):
     try:
         from oasis_gym.policies.llm_policy import LLMPolicy, make_backend
     except ImportError as err:  # the llm extra is missing
         raise SystemExit(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
                          "Or run without an LLM: --policy abm") from err
+    endpoint_kw = {k: v for k, v in (("request_timeout", getattr(args, "llm_timeout", None)),
+                                     ("max_retries", getattr(args, "llm_retries", None))) if v is not None}
+    if endpoint_kw and args.llm_backend != "openai":
+        raise SystemExit("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
+    if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
+        endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
     try:
-        backend = make_backend(args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint)
+        backend = make_backend(args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, **endpoint_kw)
     except (ImportError, RuntimeError, FileNotFoundError) as err:
         raise SystemExit(f"no LLM backend available: {err}\nRun without an LLM: --policy abm") from err
-    return LLMPolicy(backend)
+    try:
+        return LLMPolicy(backend, step_deadline_s=getattr(args, "llm_step_deadline", None))
+    except ValueError as err:  # a deadline the backend cannot keep
+        raise SystemExit(f"--llm-step-deadline: {err}") from err
 
 
 # Settings that define a run: a resumed run keeps the journal's, and contradicting them is an

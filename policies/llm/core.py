@@ -4,6 +4,12 @@ One ``decide`` call is one batched backend call for all the LLM agents of a step
 render prompts -> build per-agent schemas -> ``backend.generate`` -> strict parse -> memory.
 Failures never raise out of ``decide``: a backend error or an invalid reply turns that
 agent's action into do_nothing, and the stats count it.
+
+``step_deadline_s`` bounds one ``decide`` call (prompt building included) for backends that
+can stop on time (``supports_deadline``: the OpenAI-compatible client, the transformers
+backend between batches): the agents still undecided at the deadline do nothing, counted as
+``deadline_noop`` (and in ``fallback``). Which agents make it in time depends on timing, so a
+run that hits its deadline is not reproducible from its seed.
 """
 
 from __future__ import annotations
@@ -56,9 +62,17 @@ class LLMPolicyCore:
         seed: int = 0,
         interview_max_tokens: int = 128,
         action_set: Sequence[ActionType] | None = None,
+        step_deadline_s: float | None = None,
     ) -> None:
         if memory_source not in ("auto", "env", "core"):
             raise ValueError("memory_source must be 'auto', 'env' or 'core'")
+        if step_deadline_s is not None:
+            if not (isinstance(step_deadline_s, (int, float)) and 0 < step_deadline_s < float("inf")):
+                raise ValueError(f"step_deadline_s must be a positive number of seconds, got {step_deadline_s!r}")
+            if not getattr(backend, "supports_deadline", False):
+                raise ValueError(f"the {getattr(backend, 'name', type(backend).__name__)} backend cannot stop at a "
+                                 "deadline; a per-step LLM deadline needs the openai or transformers backend")
+        self.step_deadline_s = step_deadline_s
         self.backend = backend
         self.schema_config = schema_config or (prompt.schema_config if prompt else SchemaConfig())
         self.prompt = prompt or PromptBuilder(action_set, schema_config=self.schema_config)
@@ -100,9 +114,11 @@ class LLMPolicyCore:
         msgs = self.messages(views)
         schemas = [build_schema(v, self.schema_config) for v in views]
         t_prompt = time.perf_counter() - t0
+        kw = {} if self.step_deadline_s is None else \
+            {"deadline_s": max(0.0, self.step_deadline_s - (time.perf_counter() - t0))}
         try:
             gen = self.backend.generate(msgs, schemas, max_tokens=self.max_tokens,
-                                        temperature=self.temperature, seed=self._next_seed())
+                                        temperature=self.temperature, seed=self._next_seed(), **kw)
             backend_error = None
         except Exception as e:  # a broken backend must not stop the simulation
             gen, backend_error = None, f"{type(e).__name__}: {e}"
@@ -128,6 +144,7 @@ class LLMPolicyCore:
             "valid": pstats.ok,
             "invalid": pstats.invalid,
             "fallback": fallback,
+            "deadline_noop": sum(e == "deadline" for e in gen.errors) if gen else 0,
             "length_stops": sum(r == "length" for r in gen.finish_reasons) if gen else 0,
             **{k: v for k, v in pstats.as_dict().items() if k.startswith("invalid_")},
             **({f"backend_{k}": v for k, v in gen.stats.items()} if gen else {"backend_error": backend_error}),

@@ -27,6 +27,11 @@ Decisions (documented contract):
   ``text_invalid``.
 * ``stance`` must be a finite number in [-1, 1] when the action carries one.
 * ``reason`` is informative only: optional, non-strings ignored, cut to the schema limit.
+* Any reply text at all yields a result, never an exception (a model can emit anything):
+  integers too long for Python's int parser (over 4,300 digits) decode as +-inf, so they are
+  ``bad_post_id`` ids or out-of-range stances; very deep nesting is ``not_json``; a reply
+  that is not a string is ``not_text``. A last-resort guard turns any other exception into
+  ``parse_failed`` (a counted invalid reply; no known input reaches it).
 """
 
 from __future__ import annotations
@@ -99,12 +104,25 @@ def _strip(reply: str) -> str:
     return s
 
 
+_MAX_INT_DIGITS = 40  # longer integer literals decode as +-inf (no id or stance is that long)
+
+
+def _parse_int(s: str):
+    """json's int hook: Python refuses int() of over 4,300 digits (ValueError), and huge ints
+    overflow float(); neither can be a valid id or stance, so they become +-inf."""
+    if len(s.lstrip("-")) > _MAX_INT_DIGITS:
+        return -math.inf if s.startswith("-") else math.inf
+    return int(s)
+
+
 def _decode(reply: str | None, finished: bool) -> dict:
+    if reply is not None and not isinstance(reply, str):
+        raise _Reject("not_text")
     if reply is None or not _strip(reply):
         raise _Reject("empty")
     s = _strip(reply)
     try:
-        obj = json.loads(s, strict=False)
+        obj = json.loads(s, strict=False, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         if not finished or e.pos >= len(s.rstrip()) - 1 or "Unterminated" in e.msg:
             raise _Reject("truncated") from None
@@ -148,7 +166,7 @@ def _text(v, limit: int) -> str:
 def _stance(v) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise _Reject("missing_stance" if v is None else "bad_stance")
-    if not math.isfinite(v) or not -1.0 <= v <= 1.0:
+    if not (isinstance(v, int) or math.isfinite(v)) or not -1 <= v <= 1:  # no float() of huge ints
         raise _Reject("stance_out_of_range")
     return float(v)
 
@@ -196,3 +214,6 @@ def parse_reply(reply: str | None, view: dict, cfg: SchemaConfig | None = None, 
         return ParseResult(_build(obj, view, visible_ids(view), cfg), True)
     except _Reject as r:
         return ParseResult(empty_action(f"invalid: {r.code}"), False, r.code)
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError):
+        # last resort: a model's reply must never stop the run (the fuzz tests find none)
+        return ParseResult(empty_action("invalid: parse_failed"), False, "parse_failed")

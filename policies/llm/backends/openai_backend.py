@@ -9,7 +9,11 @@ to the cap), preferably on another endpoint; an endpoint that refuses connection
 benched for ``endpoint_cooldown`` seconds. What still fails becomes an error for that agent
 only (the policy core turns it into do_nothing and counts it). Every attempt has a hard
 wall-clock limit (``asyncio.wait_for``, so slow-dripping servers cannot hold it past
-``request_timeout``) and the whole call has a deadline, so ``generate`` never hangs.
+``request_timeout``) and the whole call has a deadline, so ``generate`` never hangs: by
+default the worst case of one request with all its retries (244 s with the defaults), or
+less per call (``generate(..., deadline_s=)``, the policy's per-step LLM deadline). Requests
+still open at the deadline are cancelled and reported as error ``"deadline"``; the replies
+that arrived in time are kept.
 
 Structured output modes (``structured=``):
 
@@ -71,6 +75,19 @@ class _Fatal(Exception):
         self.kind = kind
 
 
+def _json_int(s: str) -> int | float:
+    """JSON int hook: Python refuses int() of over 4,300 digits; no count is that long."""
+    return int(s) if len(s) <= 40 else float("nan")
+
+
+def _tokens(usage: Any, key: str) -> int:
+    """A usage count if it is a sane non-negative integer, else 0 (never raises)."""
+    v = usage.get(key) if isinstance(usage, dict) else None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53 else 0
+
+
 def _chat_url(base: str) -> str:
     base = base.rstrip("/")
     return base if base.endswith("/chat/completions") else base + "/chat/completions"
@@ -80,6 +97,7 @@ class OpenAIBackend:
     """Concurrent, load-balanced, retrying client (see module doc)."""
 
     name = "openai"
+    supports_deadline = True  # generate(..., deadline_s=) bounds one call's wall-clock time
 
     def __init__(
         self,
@@ -196,16 +214,17 @@ class OpenAIBackend:
         if resp.status_code != 200:
             raise _Fatal(f"http_{resp.status_code}")
         try:
-            data = resp.json()
+            data = resp.json(parse_int=_json_int)
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
-            usage = data.get("usage") or {}
+            finish = "length" if choice.get("finish_reason") == "length" else "stop"
         except Exception:
             raise _Fatal("bad_response") from None
         if not isinstance(text, str):
             raise _Fatal("bad_response")
-        return _Outcome(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                        "length" if choice.get("finish_reason") == "length" else "stop")
+        # token counts are bookkeeping: a malformed usage block counts 0, the content stays
+        usage = data.get("usage")
+        return _Outcome(text, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"), finish)
 
     async def _request(self, client, sem: asyncio.Semaphore, body: dict) -> _Outcome:
         errors: Counter = Counter()
@@ -232,7 +251,7 @@ class OpenAIBackend:
                 await asyncio.sleep(self._backoff(attempt, retry_after))
         return _Outcome(error=f"retries_exhausted:{kind}", attempts=self.max_retries + 1, errors=errors)
 
-    async def _run(self, bodies: list[dict]) -> list[_Outcome]:
+    async def _run(self, bodies: list[dict], deadline_s: float | None = None) -> list[_Outcome]:
         import httpx
 
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -242,7 +261,8 @@ class OpenAIBackend:
         sem = asyncio.Semaphore(self.max_concurrency * len(self.endpoints))
         async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers, trust_env=False) as client:
             tasks = [asyncio.ensure_future(self._request(client, sem, b)) for b in bodies]
-            done, pending = await asyncio.wait(tasks, timeout=self.call_timeout)
+            limit = self.call_timeout if deadline_s is None else min(self.call_timeout, max(0.0, deadline_s))
+            done, pending = await asyncio.wait(tasks, timeout=limit)
             for t in pending:
                 t.cancel()
             if pending:
@@ -268,12 +288,14 @@ class OpenAIBackend:
             return ex.submit(asyncio.run, coro).result()
 
     def generate(self, conversations: list[Messages], schemas: list[dict | None], *,
-                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None) -> GenerationResult:
+                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None,
+                 deadline_s: float | None = None) -> GenerationResult:
+        """All requests concurrently; ``deadline_s`` (if set) caps this call below ``call_timeout``."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
         bodies = [self.body(m, s, max_tokens, temperature, None if seed is None else seed + i)
                   for i, (m, s) in enumerate(zip(conversations, schemas))]
-        outs = self._run_sync(self._run(bodies)) if bodies else []
+        outs = self._run_sync(self._run(bodies, deadline_s)) if bodies else []
         errs: Counter = Counter()
         for o in outs:
             errs.update(o.errors)

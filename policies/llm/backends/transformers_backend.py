@@ -87,6 +87,7 @@ class TransformersBackend:
     """Local model directory (or hub id already in the local cache) -> batched generation."""
 
     name = "transformers"
+    supports_deadline = True  # checked between batches (one batch is not interrupted)
 
     def __init__(self, model_path: str | Path, *, device: str | None = None, dtype: str | None = None,
                  max_batch_size: int = 64, compile_threads: int = 2, compact_json: bool = True,
@@ -200,7 +201,10 @@ class TransformersBackend:
 
     # ---- generation -----------------------------------------------------------------------
     def generate(self, conversations: list[Messages], schemas: list[dict | None], *,
-                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None) -> GenerationResult:
+                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None,
+                 deadline_s: float | None = None) -> GenerationResult:
+        """Batches of ``max_batch_size``; past ``deadline_s`` the remaining batches are not
+        started (their requests fail with error "deadline")."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
         compiled = self.compile(schemas)
@@ -208,6 +212,11 @@ class TransformersBackend:
         res = GenerationResult([], [], [], [], [])
         for lo in range(0, len(conversations), self.max_batch_size):
             hi = lo + self.max_batch_size
+            if deadline_s is not None and time.perf_counter() - t0 >= deadline_s:
+                part = GenerationResult.failed(len(conversations) - lo, "deadline")
+                for name in ("texts", "prompt_tokens", "completion_tokens", "finish_reasons", "errors"):
+                    getattr(res, name).extend(getattr(part, name))
+                break
             part = self._generate_chunk(conversations[lo:hi], compiled[lo:hi], max_tokens, temperature,
                                         None if seed is None else seed + lo)
             for name in ("texts", "prompt_tokens", "completion_tokens", "finish_reasons", "errors"):
