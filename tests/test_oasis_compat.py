@@ -230,3 +230,41 @@ def test_import_refuses_to_overwrite(oasis_db, tmp_path):
     with pytest.raises(SystemExit, match="cannot import"):
         cli_main(["import", str(tmp_path / "nope.db"), "--out", str(tmp_path / "new.db")])
     assert not (tmp_path / "new.db").exists()
+
+
+# --------------------------------------------------------------------------- reports: one implementation
+
+def test_offline_metrics_equal_the_online_recorder(tmp_path):
+    """A journal's curves recomputed from its tables (as for an OASIS database) equal what the
+    online recorder wrote, for every tag that does not need served feeds or the follow graph
+    over time."""
+    from oasis_gym.envs import twitter_v0
+    from oasis_gym.metrics import MetricsRecorder, read_metrics
+    from oasis_gym.metrics.offline import offline_metrics
+
+    env = twitter_v0.parallel_env(users=40, recsys="random", activation=0.6, db_path=str(tmp_path / "run.db"),
+                                  max_cycles=20, available_actions=tuple(range(23)))
+    obs, infos = env.reset(seed=1)
+    env.sim.platform.create_posts(np.array([0, 1, 2]), ["one", "two", "three"])
+    rec = MetricsRecorder.attach(env.sim, None, every=1, strict=True)
+    space = env.action_space("user_0")
+    space.seed(2)
+    for _ in range(6):
+        actions = {a: space.sample(mask=obs[a]["action_mask"]) for a in env.agents if infos[a]["active"]}
+        obs, _, _, _, infos = env.step(actions)
+    rec.finalize()
+    env.close()
+    conn = sqlite3.connect(tmp_path / "run.db")
+    online = read_metrics(conn)
+    conn.close()
+    offline, notes = offline_metrics(tmp_path / "run.db")
+    tags = [t for t in online if t.startswith(("actions/", "invalid/", "activity/", "network/new_follows",
+                                               "network/unfollows", "engagement/per_active_user"))]
+    tags += ["cascade/new_shares", "cascade/scale", "cascade/spread_count", "cascade/mean_scale"]
+    assert len(tags) > 40 and online["cascade/new_shares"][1].sum() > 0
+    for tag in tags:
+        steps, values = online[tag]
+        off = dict(zip(offline[tag][0].tolist(), offline[tag][1].tolist()))
+        np.testing.assert_allclose([off[s] for s in steps.tolist()], values, err_msg=tag)
+    assert not any(t.startswith(("exposure/", "engagement/rate")) for t in offline)
+    assert any("served feeds" in n for n in notes)
