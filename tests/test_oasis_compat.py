@@ -268,3 +268,88 @@ def test_offline_metrics_equal_the_online_recorder(tmp_path):
         np.testing.assert_allclose([off[s] for s in steps.tolist()], values, err_msg=tag)
     assert not any(t.startswith(("exposure/", "engagement/rate")) for t in offline)
     assert any("served feeds" in n for n in notes)
+
+
+# --------------------------------------------------------------------------- OASIS's analysis code paths
+
+# The queries OASIS's own analysis scripts run (camel-ai/oasis: visualization/*/code/*.py,
+# examples/*.py, oasis/testing/show_db.py, the recommender's table reads), transcribed.
+OASIS_QUERIES = {
+    "vis_neo4j_twitter users": "SELECT user_id, user_name, name, bio, created_at FROM user ORDER BY created_at",
+    "vis_neo4j_twitter follows": "SELECT follower_id, followee_id, created_at FROM follow ORDER BY created_at",
+    "vis_neo4j_reddit trace": "SELECT user_id, created_at, action, info FROM trace ORDER BY created_at",
+    "analysis_couterfact comments": "SELECT user_id, created_at, info FROM trace WHERE action = 'create_comment'",
+    "twitter_misinforeport": "SELECT user_id, info, created_at FROM trace WHERE action = 'report_post'",
+    "graph.py posts": "SELECT * FROM post",
+    "recsys user": "SELECT * FROM user",
+    "recsys trace": "SELECT * FROM trace",
+    "recsys rec": "SELECT user_id, post_id FROM rec",
+}
+
+
+@pytest.fixture(scope="module")
+def our_journal(tmp_path_factory):
+    from oasis_gym.envs import twitter_v0
+
+    tmp = tmp_path_factory.mktemp("journal")
+    env = twitter_v0.parallel_env(users=30, recsys="random", activation=0.8, db_path=str(tmp / "run.db"),
+                                  max_cycles=20, available_actions=tuple(range(23)), log_recs=True)
+    obs, infos = env.reset(seed=4)
+    env.sim.platform.create_posts(np.array([0, 1, 2]), ["one", "two", "three"])
+    space = env.action_space("user_0")
+    space.seed(4)
+    for _ in range(6):
+        actions = {a: space.sample(mask=obs[a]["action_mask"]) for a in env.agents if infos[a]["active"]}
+        obs, _, _, _, infos = env.step(actions)
+    pf = env.sim.platform
+    env.close()
+    return tmp / "run.db", pf
+
+
+def test_oasis_analysis_queries_run_on_our_journal(our_journal, oasis_db):
+    """Every query runs on an OASIS database and on ours with the same columns, and what
+    the scripts then do with the rows works on ours."""
+    path, pf = our_journal
+    theirs, ours = sqlite3.connect(oasis_db), sqlite3.connect(path)
+    for name, sql in OASIS_QUERIES.items():
+        c1, c2 = theirs.execute(sql), ours.execute(sql)
+        cols_theirs, cols_ours = [d[0] for d in c1.description], [d[0] for d in c2.description]
+        if sql.startswith("SELECT *"):  # ours add columns (OASIS's newer post.image_path, step, ...)
+            assert [c for c in cols_ours if c in cols_theirs] == cols_theirs, name
+        else:
+            assert cols_ours == cols_theirs, name
+        assert c2.fetchall(), name
+    # vis_neo4j_twitter: one node per user, one edge per follow row
+    assert len(ours.execute(OASIS_QUERIES["vis_neo4j_twitter users"]).fetchall()) == pf.n_users
+    assert len(ours.execute(OASIS_QUERIES["vis_neo4j_twitter follows"]).fetchall()) == len(pf.rel["follow"])
+    # analysis_couterfact: info JSON -> comment -> its post's content
+    found = 0
+    for _, _, info in ours.execute(OASIS_QUERIES["analysis_couterfact comments"]):
+        info = json.loads(info)
+        if info.get("comment_id") is not None:
+            post_id, content = ours.execute("SELECT post_id, content FROM comment WHERE comment_id = ?",
+                                            (info["comment_id"],)).fetchone()
+            assert content == pf.c_content[info["comment_id"]]
+            assert ours.execute("SELECT content FROM post WHERE post_id = ?", (post_id,)).fetchone()[0] == pf.p_content[post_id]
+            found += 1
+    assert found == pf.n_comments > 0
+    # analysis_score: a comment's score
+    for cid in range(pf.n_comments):
+        score = ours.execute("SELECT (num_likes - num_dislikes) AS score FROM comment WHERE comment_id = ?",
+                             (cid,)).fetchone()[0]
+        assert score == pf.c_likes.a[cid] - pf.c_dislikes.a[cid]
+    # twitter_misinforeport: info JSON with the reported post
+    reports = [json.loads(i) for _, i, _ in ours.execute(OASIS_QUERIES["twitter_misinforeport"])]
+    assert reports and all("post_id" in r for r in reports)
+    # show_db.print_db_contents: every table listed, described and read
+    for (table,) in ours.execute("SELECT name FROM sqlite_master WHERE type='table';").fetchall():
+        assert ours.execute(f"PRAGMA table_info({table})").fetchall()
+        ours.execute(f"SELECT * FROM {table}").fetchall()
+    # graph.py: the whole post table, read by column name
+    cur = ours.execute("SELECT * FROM post ORDER BY post_id")
+    cols = [d[0] for d in cur.description]
+    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    assert len(rows) == pf.n_posts and [r["num_shares"] for r in rows] == pf.p_shares.a.tolist()
+    assert [r["original_post_id"] for r in rows] == [None if x < 0 else x for x in pf.p_root.a.tolist()]
+    theirs.close()
+    ours.close()
