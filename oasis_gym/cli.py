@@ -2,6 +2,7 @@
 
     oasis-gym run --platform twitter --users 1000 --steps 20 --policy abm --db run.db
     oasis-gym report run.db --out report/
+    oasis-gym import oasis.db --out ours.db     # an OASIS database, continued by run --resume ours.db
 """
 
 from __future__ import annotations
@@ -119,7 +120,52 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
+    add_import_parser(sub)
     return parser
+
+
+# ---------------------------------------------------------------- oasis-gym import (OASIS databases)
+def add_import_parser(sub) -> None:
+    imp = sub.add_parser("import", help="convert an OASIS database into an oasis-gym journal that "
+                                        "'run --resume' continues (the OASIS file is only read)")
+    imp.add_argument("oasis_db")
+    imp.add_argument("--out", required=True, help="the new journal (must not exist)")
+    imp.add_argument("--platform", choices=("twitter", "reddit"), default=None,
+                     help="default: twitter for step clocks, reddit for datetime clocks")
+    imp.add_argument("--minutes-per-step", type=int, default=3)
+    imp.add_argument("--policy", choices=POLICIES, default="abm", help="the policy 'run --resume' continues with")
+    imp.add_argument("--seed", type=int, default=0)
+    imp.add_argument("--no-tensorboard", action="store_true", help="'run --resume' writes no TensorBoard logs")
+    imp.add_argument("--strict", action="store_true", help="fail if a stored counter disagrees with the rows")
+
+
+def cmd_import(args) -> int:
+    import dataclasses
+
+    from oasis_gym.platform.oasis_import import OasisImportError, import_oasis, load_oasis
+    from oasis_gym.simulation import SimulationConfig
+
+    if Path(args.out).exists():
+        raise SystemExit(f"{args.out} exists: choose a new path for the journal")
+    try:  # read first (a second, cheap pass writes): the saved settings need the platform's kind and step
+        loaded = load_oasis(args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform,
+                            strict=args.strict)
+    except (OasisImportError, FileNotFoundError) as err:
+        raise SystemExit(f"cannot import {args.oasis_db}: {err}") from err
+    pf = loaded.platform
+    name = pf.config.name
+    config = SimulationConfig(platform=name, recsys=name, max_cycles=pf.step, db_path=str(args.out),
+                              minutes_per_step=args.minutes_per_step)
+    run_args = ["run", "--platform", name, "--policy", args.policy, "--db", str(args.out), "--seed", str(args.seed),
+                "--steps", str(pf.step)] + (["--no-tensorboard"] if args.no_tensorboard else [])
+    cli = {k: v for k, v in vars(build_parser().parse_args(run_args)).items() if k != "resume"}
+    seqs = np.random.SeedSequence(args.seed).spawn(3)
+    meta = {"config": dataclasses.asdict(config), "seed": args.seed, "views": [], "recsys_weights": None,
+            "rng": [np.random.default_rng(s).bit_generator.state for s in seqs], "state": {"cli": cli}}
+    result = import_oasis(args.oasis_db, args.out, meta=meta, minutes_per_step=args.minutes_per_step,
+                          platform=args.platform, strict=args.strict)
+    print(json.dumps({"out": str(args.out), **result.summary()}))
+    return 0
 
 
 def make_policy(args, env):
@@ -213,6 +259,11 @@ def _resumed_args(args) -> argparse.Namespace:
         raise ConfigError("--overwrite replaces a journal and --resume continues one: use one of them")
     if "db" in given and not _same_setting(args.db, args.resume):
         raise ConfigError("--resume continues its journal in place: drop --db")
+    from oasis_gym.platform.oasis_import import is_oasis_db
+
+    if is_oasis_db(args.resume):
+        raise JournalError(f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
+                           f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db")
     state = read_meta(args.resume).get("state")
     saved = state.get("cli") if isinstance(state, dict) else None
     if saved is None:
@@ -356,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_train(args)
         if args.command == "run":
             args.given = _given_options(argv)
-        return {"run": cmd_run, "report": cmd_report}[args.command](args)
+        return {"run": cmd_run, "report": cmd_report, "import": cmd_import}[args.command](args)
     except (OasisGymError, ProfileError) as err:
         parser.exit(2, f"oasis-gym {args.command}: error: {' '.join(str(err).splitlines())}\n")
 

@@ -748,7 +748,8 @@ class MetricsRecorder:
         n["div_sum"] += float(np.sqrt(var[has]).sum())
         n["div_cnt"] += int(has.sum())
 
-    def _interval_values(self, acc: _Interval, pf: "Platform") -> dict[str, float]:
+    @staticmethod  # (also used offline: metrics.offline)
+    def _interval_values(acc: _Interval, pf: "Platform") -> dict[str, float]:
         n, nan = acc.n, float("nan")
         values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
         rejected = acc.results.sum() - acc.results[R.OK]

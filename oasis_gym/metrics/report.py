@@ -2,7 +2,10 @@
 
 Reads only the database (the ``metrics`` table written by MetricsTable, an optional
 ``opinion(step, user_id, opinion)`` table and the OASIS ``user``/``post`` tables), so a
-report can be made for any run, on any machine, after the fact. Every part is optional: a
+report can be made for any run, on any machine, after the fact. A database without recorded
+metrics (one written by OASIS, or a run without a recorder) gets the curves its tables allow,
+recomputed by ``metrics.offline`` with the online recorder's code; summary.txt says which
+ones it cannot have (opinions, exposure). Every part is optional: a
 missing, empty or differently shaped table skips its plot and says so in summary.txt.
 
 Plots are drawn with matplotlib's object API on an Agg canvas (no pyplot, no global
@@ -291,6 +294,24 @@ def _read_metric_table(conn: sqlite3.Connection, notes: list[str]) -> Metrics:
     return metrics
 
 
+def _offline_metrics(db_path: Path, notes: list[str]) -> Metrics:
+    """No recorded metrics (an OASIS database, or a run without a recorder): the curves the
+    tables allow, computed by the online recorder's code (metrics.offline)."""
+    from oasis_gym.metrics.offline import offline_metrics
+    from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
+
+    try:
+        metrics, more = offline_metrics(db_path)
+    except (sqlite3.DatabaseError, OasisImportError, ValueError, KeyError) as exc:
+        notes.append(f"curves could not be computed from the tables either ({exc})")
+        return {}
+    source = "the OASIS tables" if is_oasis_db(db_path) else "the journal's tables"
+    notes[:] = [n for n in notes if not n.startswith(("no 'metrics' table", "'metrics' table is empty"))]
+    notes.append(f"no recorded metrics: curves computed from {source} (trace, post, follow, ...)")
+    notes.extend(more)
+    return metrics
+
+
 def _metric_plots(metrics: Metrics, out: Path, notes: list[str]) -> list[Path]:
     written: list[Path] = []
     actions = [t for t in sorted(metrics) if t.startswith("actions/")]
@@ -334,6 +355,8 @@ def make_report(db_path: str | Path, out_dir: str | Path) -> list[Path]:
             metrics, users, posts, reposts, followers, written = {}, None, None, None, None, []
         else:
             metrics = _read_metric_table(conn, notes)
+            if not metrics and _table_exists(conn, "trace") and _table_exists(conn, "post"):
+                metrics = _offline_metrics(db_path, notes)
             written = _metric_plots(metrics, out, notes)
             heat = _opinion_heatmap(conn, out / "opinion_heatmap.png", notes)
             followers = _followers(conn, notes)

@@ -3,6 +3,9 @@
 Semantics follow OASIS where OASIS is right:
 - a repost / like / dislike / comment / report / quote aimed at a repost resolves to the
   root post (quotes are posts of their own and are rated as such);
+- a quote of a quote quotes the quoted post's root, and the share counts there, as in
+  OASIS (`PlatformConfig.nested_quotes=True` keeps the quote of a quote pointing at the
+  quote, a deeper cascade tree; see README "Deviations from OASIS");
 - duplicate like / dislike / follow / mute / report / repost are rejected; unlike, undo,
   unfollow and unmute only succeed after the matching action;
 - counters (num_likes, num_followers, ...) stay exact; self-rating is an option.
@@ -74,6 +77,9 @@ class PlatformConfig:
     trend_window_minutes: int = 24 * 60
     search_limit: int = 10
     search_scan_limit: int = 200_000  # newest posts a text search scans
+    # False (OASIS): a quote of a quote points at (and is counted on) the quoted post's
+    # root; True: at the quote itself (nested quote chains)
+    nested_quotes: bool = False
 
 
 @dataclass
@@ -366,7 +372,10 @@ class Platform:
         if m.any():
             kinds = self.p_kind.a[t[m]]
             roots = self.p_root.a[t[m]]
-            t[m] = np.where(kinds == REPOST, roots, t[m])
+            shift = kinds == REPOST
+            if not self.config.nested_quotes:  # OASIS: a quote of a quote quotes its root
+                shift |= (kinds == QUOTE) & (act[m] == A.QUOTE_POST)
+            t[m] = np.where(shift, roots, t[m])
             res[np.flatnonzero(m)[self.p_status.a[t[m]] == REMOVED]] = R.POST_REMOVED
         m = ok & is_comment_t
         res[m & ((t < 0) | (t >= n_comments))] = R.UNKNOWN_COMMENT
@@ -644,10 +653,13 @@ class Platform:
 
     @classmethod
     def from_db(cls, path) -> "Platform":
-        """Restore the exact in-memory state from a journal written by `Journal`."""
+        """Restore the exact in-memory state from a journal written by `Journal`, or load a
+        database written by OASIS (read-only; see `oasis_import.load_oasis`: its rows stay
+        pending, so a new `Journal` commit writes them all)."""
         from .journal import load_platform
+        from .oasis_import import is_oasis_db, load_oasis
 
-        return load_platform(path)
+        return load_oasis(path).platform if is_oasis_db(path) else load_platform(path)
 
     def reset_pending(self) -> StepLog:
         log, self.pending = self.pending, StepLog()
