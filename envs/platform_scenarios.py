@@ -44,8 +44,9 @@ Fixed platform rules (baselines and "the other agent" of each single-agent env):
 - `NoModeration`: every slot "none".
 - `ReportThresholdModerator(threshold, action)`: act on every observed post with at least
   `threshold` reports (default: remove at 3 reports).
-- `OracleModerator`: remove every observed post labelled misinformation (an upper bound
-  for what the moderator can do with its top-M view; not a realistic baseline).
+- `OracleModerator`: reads the true labels and removes (and with action 4 suspends the
+  authors of) every visible misinformation post on the platform: the upper bound, not a
+  baseline (see its docstring for why it cannot be beaten on exposure).
 - `FixedWeights(weights)`: constant ranking weights for the agent-controlled recsys.
 """
 
@@ -286,17 +287,33 @@ class ReportThresholdModerator:
 
 @dataclass
 class OracleModerator:
-    """Remove every post of the current view labelled misinformation (an upper bound)."""
+    """The upper bound: read the true labels and act (`action` 3 remove, 4 remove + suspend
+    the author) on *every* visible misinformation post of the platform, not only the
+    moderator's `top_m` view, through the privileged `PostActions`.
+
+    Why no moderator can beat `OracleModerator(4)` on misinformation exposure: every
+    moderator acts at the same moment of a step (before the users), and from its first
+    step on the oracle leaves no misinformation visible and its known sources suspended,
+    so later feeds can only show misinformation posted during the previous step by
+    accounts no moderator had seen post misinformation yet; and it never acts on a true
+    post (no action cost). `train.evaluate.oracle_check` verifies this on every evaluation."""
 
     action: int = 3
     name: str = "oracle"
 
-    def __call__(self, sim) -> np.ndarray:
-        slots = sim.platform_agents["moderator_0"].slots
-        out = np.zeros(len(slots), dtype=np.int64)
-        ok = slots >= 0
-        out[ok] = np.where(sim.platform.p_label.a[slots[ok]] == MISINFO_LABEL, self.action, 0)
-        return out
+    def __call__(self, sim):
+        from oasis_gym.platform import REMOVED, REPOST
+        from oasis_gym.platform_agents import PostActions
+
+        pf = sim.platform
+        n = pf.n_posts
+        posts = np.flatnonzero((pf.p_label.a[:n] == MISINFO_LABEL) & (pf.p_status.a[:n] != REMOVED)
+                               & (pf.p_kind.a[:n] != REPOST))
+        if self.action == 4:   # also the authors of posts removed earlier who are not suspended yet
+            done = np.flatnonzero((pf.p_label.a[:n] == MISINFO_LABEL) & (pf.p_status.a[:n] == REMOVED))
+            extra = done[~pf.u_suspended.a[pf.p_author.a[done]]]
+            posts = np.union1d(posts, extra)
+        return PostActions(posts, np.full(len(posts), self.action, np.int64))
 
 
 @dataclass
@@ -309,4 +326,6 @@ class FixedWeights:
     def __call__(self, sim) -> np.ndarray:
         from oasis_gym.recsys import DEFAULT_WEIGHTS
 
-        return np.asarray(self.weights if self.weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
+        w = np.asarray(self.weights if self.weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
+        agent = sim.platform_agents.get("recommender_0")
+        return agent.weights_action(w) if agent is not None and w.ndim == 1 else w.reshape(-1)
