@@ -24,7 +24,10 @@ from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
 
 PlatformRule = Callable[[Any], np.ndarray]   # rule(sim) -> platform agent action
 TRAIN_SEED_MIN = 2**20                       # unseeded resets draw episode seeds >= this
-MAX_EPISODE_STEPS = 50                       # the misinfo_stream scenario's episode length
+# registered TimeLimit: the misinfo_stream scenario's episode length. With a longer
+# max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N) (gymnasium's
+# TimeLimit would otherwise end the episode at 50)
+MAX_EPISODE_STEPS = 50
 UserPolicyFactory = Callable[[Any], Any]     # factory(env: SocialMediaEnv) -> Policy
 
 
@@ -122,10 +125,6 @@ class PlatformAgentEnv(gym.Env):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        limit = getattr(self.spec, "max_episode_steps", None)
-        if limit is not None and limit < self.max_cycles:
-            raise ValueError(f"max_cycles={self.max_cycles} is longer than the registered max_episode_steps={limit}: "
-                             f"pass max_episode_steps={self.max_cycles} to gymnasium.make as well")
         env = self.parallel_env
         # an explicit seed reproduces the episode; otherwise the next episode's seed comes from
         # the env's generator (seeded by the last explicit seed), drawn at or above

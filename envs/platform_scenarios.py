@@ -287,16 +287,18 @@ class ReportThresholdModerator:
 
 @dataclass
 class OracleModerator:
-    """The upper bound: read the true labels and act (`action` 3 remove, 4 remove + suspend
-    the author) on *every* visible misinformation post of the platform, not only the
-    moderator's `top_m` view, through the privileged `PostActions`.
+    """Reads the ground truth and acts (`action` 3 remove, 4 remove + suspend) on *every*
+    visible misinformation post of the platform, not only the moderator's `top_m` view,
+    through the privileged `PostActions`. With action 4 (`oracle_suspend`, the stated upper
+    bound) it also suspends the scenario's misinformation source accounts at its first step.
 
-    Why no moderator can beat `OracleModerator(4)` on misinformation exposure: every
-    moderator acts at the same moment of a step (before the users), and from its first
-    step on the oracle leaves no misinformation visible and its known sources suspended,
-    so later feeds can only show misinformation posted during the previous step by
-    accounts no moderator had seen post misinformation yet; and it never acts on a true
-    post (no action cost). `train.evaluate.oracle_check` verifies this on every evaluation."""
+    Why `OracleModerator(4)` cannot be beaten: all moderators act at the same moment of a
+    step (before the users), the feeds served at reset are the same for all, and after its
+    first action no misinformation is visible (users cannot quote or repost a removed post)
+    and no source can post any: every later feed is free of misinformation, so its
+    per-step rewards are all 0, the maximum (-misinfo share - action costs <= 0), and it
+    acts on no true post. `train.evaluate.oracle_check` verifies this on every evaluation.
+    `OracleModerator(3)` (remove only, view-independent) is a reference, not a bound."""
 
     action: int = 3
     name: str = "oracle"
@@ -309,11 +311,12 @@ class OracleModerator:
         n = pf.n_posts
         posts = np.flatnonzero((pf.p_label.a[:n] == MISINFO_LABEL) & (pf.p_status.a[:n] != REMOVED)
                                & (pf.p_kind.a[:n] != REPOST))
-        if self.action == 4:   # also the authors of posts removed earlier who are not suspended yet
-            done = np.flatnonzero((pf.p_label.a[:n] == MISINFO_LABEL) & (pf.p_status.a[:n] == REMOVED))
-            extra = done[~pf.u_suspended.a[pf.p_author.a[done]]]
-            posts = np.union1d(posts, extra)
-        return PostActions(posts, np.full(len(posts), self.action, np.int64))
+        sources = None
+        if self.action == 4:
+            streams = [h for h in sim.step_hooks if isinstance(h, _Stream)]
+            sources = np.concatenate([h.misinfo_accounts for h in streams]) if streams else np.empty(0, np.int64)
+            sources = sources[~pf.u_suspended.a[sources]]
+        return PostActions(posts, np.full(len(posts), self.action, np.int64), sources)
 
 
 @dataclass

@@ -165,6 +165,7 @@ class PostActions:
 
     posts: np.ndarray
     kinds: np.ndarray
+    suspend_users: np.ndarray | None = None   # accounts to suspend without acting on a post
 
 
 @dataclass
@@ -214,11 +215,19 @@ class ModeratorAgent:
         fc.sync(sim)
         fc.deliver(sim)
         self.slots = self.candidates(sim)
+        filled = self.slots >= 0
+        if filled.any():
+            fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
+        return self.features(sim)
+
+    def features(self, sim) -> np.ndarray:
+        """The features of the current view (`slots`) and fact-check state; no side effects."""
+        pf = sim.platform
+        fc = self.fact_check
         x = np.zeros((self.top_m, len(MODERATOR_POST_FEATURES)), dtype=np.float32)
         filled = self.slots >= 0
         p = self.slots[filled]
         if len(p):
-            fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
             author = pf.p_author.a[p]
             removed = np.bincount(pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED],
                                   minlength=pf.n_users)
@@ -250,7 +259,10 @@ class ModeratorAgent:
             sel = posts[(kinds == code) & (pf.p_status.a[posts] < status)]
             if len(sel):
                 pf.moderate(sel, status)
-        suspend = np.unique(pf.p_author.a[posts[kinds == 4]])
+        suspend = pf.p_author.a[posts[kinds == 4]]
+        if isinstance(action, PostActions) and action.suspend_users is not None:
+            suspend = np.concatenate([suspend, np.asarray(action.suspend_users, dtype=np.int64)])
+        suspend = np.unique(suspend)
         suspend = suspend[~pf.u_suspended.a[suspend]]
         if len(suspend):
             pf.suspend(suspend)
