@@ -74,10 +74,14 @@ class RecommenderAgent:
     user's candidates (user u ranks by z(u) @ W, see recsys.agent_controlled);
     `ranking="global"`: one weight vector for everyone (the simple baseline variant)."""
 
+    # per step, engagement rate is ~0.02-0.04, misinformation share 0-0.3, the opinion-std
+    # increase ~+-0.002 and the cross-cutting share 0.05-0.9 (misinfo_stream, fixed rankings):
+    # the defaults give each term a few units of return between engagement-greedy and
+    # harm-averse rankings (bench/recommender_pareto.py)
+    engagement_weight: float = 10.0
     misinfo_penalty: float = 1.0
-    polarization_penalty: float = 10.0
-    diversity_bonus: float = 0.1
-    engagement_weight: float = 1.0
+    polarization_penalty: float = 50.0
+    diversity_bonus: float = 0.2
     ranking: str = "per_user"
 
     def __post_init__(self):

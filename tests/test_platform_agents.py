@@ -131,7 +131,7 @@ def test_reward_components_in_info_and_sum_to_reward():
         _, r, _, trunc, info = env.step(env.action_space.sample())
         c = info["reward_components"]
         assert set(c) == {"engagement", "misinfo_exposure", "polarization_increase", "diversity"}
-        assert r == pytest.approx(c["engagement"] - c["misinfo_exposure"] - 10.0 * c["polarization_increase"]
+        assert r == pytest.approx(10.0 * c["engagement"] - c["misinfo_exposure"] - 10.0 * c["polarization_increase"]
                                   + 0.3 * c["diversity"])
         assert c["misinfo_exposure"] == info["misinfo_share"]
         total_increase += c["polarization_increase"]
@@ -216,4 +216,58 @@ def test_oracle_acts_beyond_the_view():
     # the report rule still acts on the view only
     acted = ReportThresholdModerator(threshold=0)(env.sim)
     assert acted.shape == (2,)
+    env.close()
+
+
+# --------------------------------------------------------------------------- training CLI
+
+
+@pytest.mark.parametrize("target", ["recommender", "moderator"])
+def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsys, monkeypatch):
+    """`oasis-gym train <agent>` evaluates on held-out seeds and another population, prints
+    mean ± std and PPO's paired wins against every baseline, writes eval.json and a PNG."""
+    import json
+
+    import torch
+
+    from oasis_gym import cli
+    from oasis_gym.train import common
+
+    torch.set_num_threads(1)
+    # the scenario's 1 000 users are too slow for a test: the tiny scenario through EnvConfig
+    orig = common.EnvConfig.kwargs
+    monkeypatch.setattr(common.EnvConfig, "kwargs", lambda self: {**orig(self), "scenario": SCENARIO,
+                                                                   "activation": 0.3})
+    out = tmp_path / target
+    rc = cli.main(["train", target, "--users", "60", "--max-cycles", "4", "--timesteps", "16", "--n-envs", "1",
+                   "--n-steps", "8", "--eval-seeds", "1000", "1001", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    baselines = (("reddit", "random", "chronological", "twitter", "default_weights") if target == "recommender"
+                 else ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend"))
+    for name in ("held_out_seeds (population 0", "held_out_population (population 1", "PPO wins", "±", *baselines):
+        assert name in text, name
+    result = json.loads((out / "eval.json").read_text())
+    assert set(result["eval_sets"]) == {"held_out_seeds", "held_out_population"}
+    for s in result["eval_sets"].values():
+        assert set(s["ppo_vs"]) >= set(baselines) - {"ppo"}
+        assert all(0 <= v["return"]["wins"] <= 2 for v in s["ppo_vs"].values())
+    if target == "moderator":
+        assert result["eval_sets"]["held_out_seeds"]["oracle_beaten"] == []
+    png = out / "learning_curve.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(text.strip().splitlines()[-1])["eval_json"].endswith("eval.json")
+
+
+def test_eval_sets_disjoint_from_training():
+    from oasis_gym.train.report import EvalSet, check_disjoint
+
+    check_disjoint([EvalSet("a", 0, (1000, 1001))], train_seed=0, n_envs=2)
+    with pytest.raises(ValueError, match="training episodes"):
+        check_disjoint([EvalSet("a", 0, (1, 1000))], train_seed=0, n_envs=2)
+    with pytest.raises(ValueError, match="training episodes"):
+        check_disjoint([EvalSet("a", 1, (2**21,))], train_seed=0, n_envs=2)
+    env = ModeratorEnv(**TINY)
+    env.reset(seed=0)
+    assert all(env.reset()[1]["seed"] >= 2**20 for _ in range(3))   # unseeded resets: training draws
     env.close()
