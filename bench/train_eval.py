@@ -4,16 +4,20 @@
     python bench/train_eval.py --time-limit 120 --timesteps 5000 --eval-seeds 3   # quick check
 
 Scenario: 1 000 ABM users (`oasis_gym.envs.platform_scenarios`), 50-step episodes.
-- Recommender: PPO trained for at most `--time-limit` s (default 900) on `--n-envs` (2)
-  subprocess envs, then scored with its own reward (RecommenderAgent: engagement -
-  misinformation share - 0.5 * opinion std, summed over the episode) on `--eval-seeds`
-  seeds, next to the fixed feeds on the same seeds: hot score (reddit), random,
-  chronological, twitter, and the agent recsys's default weights.
-  Target: >= 10 % better than hot score and random (relative to |baseline return|).
-- Moderator: PPO (slot-shared policy) under the same budget; misinformation impressions vs
-  no moderation on the same seeds, and the share of true posts (label 0) actioned.
-  Target: exposure cut >= 50 % with <= 5 % of true posts actioned.
-Prints one JSON object (means, std over seeds, per-seed values, targets met or not).
+Training: population 0, episode seeds drawn >= 2**20. Evaluation (`train.report`): two
+sets disjoint from training, held-out seeds 1000.. on population 0 and the same seeds on
+population 1 (other users and follow graph).
+- Recommender (per-user ranking, Recommender-v0): PPO trained for at most `--time-limit` s
+  (default 900) on `--n-envs` (2) subprocess envs, scored with its own trade-off reward
+  (10 x engagement - misinformation share - 50 x polarization increase + 0.2 x diversity,
+  summed over the episode) next to the fixed feeds on the same episodes: hot score
+  (reddit), random, chronological, twitter, the agent recsys's default weights.
+- Moderator (no label in its observation; fact-checks noisy, delayed, budgeted): PPO
+  (slot-shared policy) under the same budget, against no moderation and the
+  report-threshold rules, and against the oracle (`oracle_suspend`, the upper bound):
+  return, misinformation exposure cut vs no moderation, share of true posts actioned.
+Per set and baseline: mean ± std over seeds and PPO's paired wins. Prints the tables to
+stderr and one JSON object to stdout.
 """
 
 from __future__ import annotations
@@ -41,34 +45,35 @@ def _train_args(module, kind: str, args):
     return a
 
 
+def _sets(res: dict, keys: tuple[str, ...]) -> dict:
+    out = {}
+    for name, s in res["eval_sets"].items():
+        out[name] = {"population_seed": s["population_seed"], "seeds": s["seeds"],
+                     "mean_std": {c: {k: [v[k]["mean"], v[k]["std"]] for k in keys} for c, v in s["candidates"].items()},
+                     "ppo_paired_return": {b: v["return"] for b, v in s["ppo_vs"].items()}}
+        if "oracle_beaten" in s:
+            out[name]["oracle_beaten"] = s["oracle_beaten"]
+    return out
+
+
 def run_recommender(args) -> dict:
     from oasis_gym.train import recommender
 
     res = recommender.train(_train_args(recommender, "recommender", args))
-    base = res["baselines"]
-    gains = {name: {"mean_based": (res["ppo"]["mean"] - b["return"]["mean"]) / abs(b["return"]["mean"]),
-                    "per_seed": b["gain_of_ppo"]} for name, b in base.items()}
-    return {"ppo_return": res["ppo"], "baseline_return": {k: v["return"] for k, v in base.items()},
-            "gain_vs": gains, "ppo_misinfo_share": res["ppo_misinfo_share"]["mean"],
-            "ppo_engagement_rate": res["ppo_engagement_rate"]["mean"],
-            "baseline_misinfo_share": {k: v["misinfo_share"]["mean"] for k, v in base.items()},
-            "baseline_engagement_rate": {k: v["engagement_rate"]["mean"] for k, v in base.items()},
-            "train": res["train"],
-            "target_met": all(gains[k]["mean_based"] >= 0.10 for k in ("reddit", "random"))}
+    print("\n\n".join(res["tables"]), file=sys.stderr)
+    train = {k: v for k, v in res["train"].items() if k != "learning_curve"}
+    return {"sets": _sets(res, ("return", "engagement_rate", "misinfo_share")), "train": train,
+            "learning_curve_png": res["learning_curve_png"]}
 
 
 def run_moderator(args) -> dict:
     from oasis_gym.train import moderator
 
     res = moderator.train(_train_args(moderator, "moderator", args))
-    ppo = res["ppo"]
-    keep = ("exposure_cut", "true_actioned_share", "non_misinfo_actioned_share", "misinfo_actioned_share",
-            "return", "misinfo_impressions")
-    return {"ppo": {k: ppo[k] for k in keep},
-            "baselines": {n: {k: {"mean": b[k]["mean"], "std": b[k]["std"]} for k in keep}
-                          for n, b in res["baselines"].items()},
-            "train": res["train"],
-            "target_met": ppo["exposure_cut"]["mean"] >= 0.5 and ppo["true_actioned_share"]["mean"] <= 0.05}
+    print("\n\n".join(res["tables"]), file=sys.stderr)
+    train = {k: v for k, v in res["train"].items() if k != "learning_curve"}
+    return {"sets": _sets(res, ("return", "exposure_cut", "true_actioned_share", "misinfo_actioned_share")),
+            "train": train, "learning_curve_png": res["learning_curve_png"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,12 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     out: dict = {"bench": "train_eval", "scenario": "misinfo_stream", "users": args.users or 1000,
                  "n_envs": args.n_envs, "time_limit_s": args.time_limit, "eval_seeds": args.eval_seeds,
-                 "cpus": os.cpu_count()}
+                 "cpus": os.cpu_count(), "load_before": os.getloadavg()}
     if "recommender" in args.agents:
         out["recommender"] = run_recommender(args)
     if "moderator" in args.agents:
         out["moderator"] = run_moderator(args)
     out["wall_s"] = time.perf_counter() - start
+    out["load_after"] = os.getloadavg()
     print(json.dumps(out, default=float))
     return 0
 

@@ -23,6 +23,11 @@ import numpy as np
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
 
 PlatformRule = Callable[[Any], np.ndarray]   # rule(sim) -> platform agent action
+TRAIN_SEED_MIN = 2**20                       # unseeded resets draw episode seeds >= this
+# registered TimeLimit: the misinfo_stream scenario's episode length. With a longer
+# max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N) (gymnasium's
+# TimeLimit would otherwise end the episode at 50)
+MAX_EPISODE_STEPS = 50
 UserPolicyFactory = Callable[[Any], Any]     # factory(env: SocialMediaEnv) -> Policy
 
 
@@ -30,15 +35,15 @@ class PlatformAgentEnv(gym.Env):
     """Base class; subclasses set `agent` and implement `_agent_config` / `_other_actions`."""
 
     agent: str = ""
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
 
     def __init__(self, users=None, *, scenario="misinfo_stream", user_policy: UserPolicyFactory | None = None,
                  agent_params: dict | None = None, max_cycles: int | None = None, render_mode: str | None = None,
                  population_seed: int = 0, **env_kwargs: Any):
         from .platform_scenarios import make_scenario
 
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
         self._init_kwargs = dict(users=users, scenario=scenario, user_policy=user_policy, agent_params=agent_params,
                                  max_cycles=max_cycles, render_mode=render_mode, population_seed=population_seed,
                                  **env_kwargs)
@@ -122,8 +127,10 @@ class PlatformAgentEnv(gym.Env):
         super().reset(seed=seed)
         env = self.parallel_env
         # an explicit seed reproduces the episode; otherwise the next episode's seed comes from
-        # the env's generator (seeded by the last explicit seed)
-        episode_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31 - 1))
+        # the env's generator (seeded by the last explicit seed), drawn at or above
+        # TRAIN_SEED_MIN so training episodes never replay an evaluation seed (< TRAIN_SEED_MIN)
+        episode_seed = (int(seed) if seed is not None
+                        else int(self.np_random.integers(TRAIN_SEED_MIN, 2**31 - 1)))
         if hasattr(env.sim.recsys, "set_weights"):
             # the agent-controlled recsys keeps the last episode's weights across resets;
             # start every episode from the same ranking so reset(seed) is reproducible
@@ -190,9 +197,11 @@ class PlatformAgentEnv(gym.Env):
             "active_users": len(out.users),
         }
 
-    def render(self) -> str | None:
-        if self.render_mode != "ansi" or self._env is None:
+    def render(self) -> str | np.ndarray | None:
+        if self._env is None or self.render_mode is None:
             return None
+        if self.render_mode == "rgb_array":
+            return opinion_image(self._env.sim)
         env = self._env
         env.render_mode = "ansi"
         return env.render()
@@ -200,6 +209,20 @@ class PlatformAgentEnv(gym.Env):
     def close(self) -> None:
         if self._env is not None:
             self._env.close()
+
+
+def opinion_image(sim, height: int = 64, bins: int = 32) -> np.ndarray:
+    """(height, 4 * bins, 3) uint8 frame: the histogram of user opinions in [-1, 1] (left
+    blue, right red), for `render_mode="rgb_array"` (SB3 / video recorders)."""
+    op = np.clip(sim.platform.u_opinion.a, -1.0, 1.0)
+    counts, _ = np.histogram(op, bins=bins, range=(-1.0, 1.0))
+    bars = np.round(counts / max(counts.max(), 1) * (height - 1)).astype(int)
+    img = np.full((height, bins * 4, 3), 255, np.uint8)
+    rows = np.arange(height)[:, None] >= height - 1 - np.repeat(bars, 4)[None, :]
+    color = np.where(np.repeat(np.arange(bins), 4) < bins // 2, 0, 1)
+    img[rows & (color == 0)[None, :]] = (40, 90, 200)
+    img[rows & (color == 1)[None, :]] = (200, 60, 40)
+    return img
 
 
 def _abm_users(env):
@@ -283,4 +306,5 @@ def register_gym_envs() -> None:
                               ("Moderator-v0", "moderator_v0", "ModeratorEnv")):
         env_id = f"oasis_gym/{name}"
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=f"oasis_gym.envs.{module}:{cls}", disable_env_checker=False)
+            gym.register(id=env_id, entry_point=f"oasis_gym.envs.{module}:{cls}", disable_env_checker=False,
+                         max_episode_steps=MAX_EPISODE_STEPS)

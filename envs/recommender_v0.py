@@ -103,8 +103,10 @@ def _moderator_rule(moderator) -> PlatformRule | None:
 class RecommenderEnv(PlatformAgentEnv):
     agent = "recommender_0"
 
-    def __init__(self, users=None, *, moderator=None, feed: str | None = None, **kwargs: Any):
+    def __init__(self, users=None, *, moderator=None, feed: str | None = None, ranking: str = "per_user",
+                 **kwargs: Any):
         self._moderator = _moderator_rule(moderator)
+        kwargs["agent_params"] = {"ranking": ranking, **(kwargs.get("agent_params") or {})}
         if feed is not None and feed in ("agent", "agent_controlled", "agent-controlled"):
             raise ValueError("feed names a fixed baseline recsys; leave it None for the learned ranking")
         self.feed = feed
@@ -145,8 +147,15 @@ class RecommenderEnv(PlatformAgentEnv):
         return {"moderator_0": self._moderator(sim)} if self._moderator is not None else {}
 
     def action_for_weights(self, weights) -> np.ndarray:
-        """The action that sets these ranking weights (clipped to the action space)."""
-        return np.clip(np.asarray(weights, dtype=np.float32), -1.0, 1.0)
+        """The action that sets these global ranking weights for every user (clipped to the
+        action space; with per-user ranking: the bias row of W, the other rows 0)."""
+        return np.clip(self._scorer.weights_action(weights), -1.0, 1.0)
+
+    def _info(self, sim, out, served_stats, before) -> dict:
+        info = super()._info(sim, out, served_stats, before)
+        scorer = self._scorer if self.feed is not None else sim.platform_agents[self.agent]
+        info["reward_components"] = dict(scorer.last_components)
+        return info
 
 
 class _PoolFree:

@@ -35,9 +35,11 @@ from gymnasium import spaces
 from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
 
 RECOMMENDER_FEATURES = ("engagement_rate", "impressions_per_active", "misinfo_share", "cross_cutting_share",
-                        "opinion_mean", "opinion_std", "opinion_abs_mean", "esteban_ray", "active_fraction")
+                        "opinion_mean", "opinion_std", "opinion_abs_mean", "esteban_ray", "active_fraction",
+                        "polarization_increase")
 MODERATOR_POST_FEATURES = ("velocity", "likes", "shares", "reports", "age_hours", "log_author_followers",
-                           "misinfo_score", "status", "filled")
+                           "log_author_removed", "log_author_flagged", "fact_check", "fact_check_pending",
+                           "status", "filled")
 MODERATION_ACTIONS = ("none", "label", "downrank", "remove", "remove_and_suspend")
 
 
@@ -67,19 +69,46 @@ def esteban_ray(x: np.ndarray, bins: int = 10, alpha: float = 1.6) -> float:
 
 @dataclass
 class RecommenderAgent:
+    """The trainable recommender. `ranking="per_user"`: the action is a shared scoring
+    function, a (len(USER_FEATURES), N_FEATURES) weight matrix applied to every active
+    user's candidates (user u ranks by z(u) @ W, see recsys.agent_controlled);
+    `ranking="global"`: one weight vector for everyone (the simple baseline variant)."""
+
+    # per step, engagement rate is ~0.02-0.04, misinformation share 0-0.3, the opinion-std
+    # increase ~+-0.002 and the cross-cutting share 0.05-0.9 (misinfo_stream, fixed rankings):
+    # the defaults give each term a few units of return between engagement-greedy and
+    # harm-averse rankings (bench/recommender_pareto.py)
+    engagement_weight: float = 10.0
     misinfo_penalty: float = 1.0
-    polarization_penalty: float = 0.5
+    polarization_penalty: float = 50.0
+    diversity_bonus: float = 0.2
+    ranking: str = "per_user"
 
     def __post_init__(self):
-        from .recsys import CANDIDATE_FEATURES
+        from .recsys import CANDIDATE_FEATURES, USER_FEATURES
 
+        if self.ranking not in ("per_user", "global"):
+            raise ValueError(f"ranking must be 'per_user' or 'global', got {self.ranking!r}")
+        self.weight_shape = ((len(USER_FEATURES), len(CANDIDATE_FEATURES)) if self.ranking == "per_user"
+                             else (len(CANDIDATE_FEATURES),))
         n = len(RECOMMENDER_FEATURES) + 2 * len(CANDIDATE_FEATURES)
         self.observation_space = spaces.Box(-np.inf, np.inf, (n,), np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (len(CANDIDATE_FEATURES),), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (int(np.prod(self.weight_shape)),), np.float32)
+        self._platform = None
+        self.last_components: dict[str, float] = {}
 
     def check(self, sim) -> None:
         if not hasattr(sim.recsys, "set_weights"):
             raise ValueError("recommender_0 needs the agent-controlled recsys: pass recsys='agent'")
+
+    def weights_action(self, weights) -> np.ndarray:
+        """The action for global weights (N_FEATURES,): as is, or as the bias row of W."""
+        w = np.asarray(weights, dtype=np.float32).reshape(-1)
+        if self.ranking == "global":
+            return w.copy()
+        a = np.zeros(self.weight_shape, np.float32)
+        a[0] = w
+        return a.reshape(-1)
 
     def validate(self, action) -> np.ndarray:
         """The action as ranking weights, or ValueError (wrong shape, NaN, inf, not numbers).
@@ -93,9 +122,16 @@ class RecommenderAgent:
         return np.clip(w, -1.0, 1.0)
 
     def apply(self, sim, action) -> None:
-        sim.recsys.set_weights(self.validate(action))
+        sim.recsys.set_weights(self.validate(action).reshape(self.weight_shape))
+
+    def _sync(self, sim) -> None:
+        """Remember the polarization at reset (every reset builds a new Platform)."""
+        if sim.platform is not self._platform:
+            self._platform = sim.platform
+            self.polarization0 = self.polarization_prev = float(sim.platform.u_opinion.a.std())
 
     def observe(self, sim) -> np.ndarray:
+        self._sync(sim)
         pf = sim.platform
         out = sim.last_outcome
         misinfo, cross, impressions = exposure_stats(sim)
@@ -103,7 +139,8 @@ class RecommenderAgent:
         active = max(len(sim.obs.users), 1)
         engagement = self._engagement(out, impressions)
         feats = [engagement, impressions / active, misinfo, cross, float(op.mean()), float(op.std()),
-                 float(np.abs(op).mean()), esteban_ray(op), len(sim.obs.users) / max(pf.n_users, 1)]
+                 float(np.abs(op).mean()), esteban_ray(op), len(sim.obs.users) / max(pf.n_users, 1),
+                 float(op.std()) - self.polarization0]
         return np.concatenate([np.asarray(feats, np.float32), sim.recsys.candidate_pool_stats(pf)]).astype(np.float32)
 
     @staticmethod
@@ -117,11 +154,30 @@ class RecommenderAgent:
         return float(engaged.sum()) / impressions
 
     def reward(self, sim, served_before: tuple[float, float, int]) -> float:
-        """Engagement with the feeds users acted on (ranked by the previous action), minus
-        penalties on the misinformation they were shown and on polarization."""
-        misinfo, _, impressions = served_before
+        """Engagement with the feeds users acted on (ranked by the previous action) against
+        what the ranking changed: misinformation exposure, the polarization increase of this
+        step (opinion std; the episode return holds the increase since reset, not the
+        level), and feed diversity (cross-cutting share). Components: `last_components`."""
+        self._sync(sim)
+        misinfo, cross, impressions = served_before
         engagement = self._engagement(sim.last_outcome, impressions)
-        return engagement - self.misinfo_penalty * misinfo - self.polarization_penalty * float(sim.platform.u_opinion.a.std())
+        pol = float(sim.platform.u_opinion.a.std())
+        increase, self.polarization_prev = pol - self.polarization_prev, pol
+        self.last_components = {"engagement": engagement, "misinfo_exposure": misinfo,
+                                "polarization_increase": increase, "diversity": cross}
+        return (self.engagement_weight * engagement - self.misinfo_penalty * misinfo
+                - self.polarization_penalty * increase + self.diversity_bonus * cross)
+
+
+@dataclass
+class PostActions:
+    """A privileged moderator action naming posts directly instead of view slots: what the
+    oracle upper bound uses to act on every visible misinformation post, not only the
+    `top_m` the learner sees. `kinds` are MODERATION_ACTIONS codes (1-4)."""
+
+    posts: np.ndarray
+    kinds: np.ndarray
+    suspend_users: np.ndarray | None = None   # accounts to suspend without acting on a post
 
 
 @dataclass
@@ -129,11 +185,17 @@ class ModeratorAgent:
     top_m: int = 10
     window_minutes: int = 360
     action_cost: float = 0.02
+    check_budget: int = 2        # fact-checks sent per step (see oasis_gym.fact_check)
+    check_delay: int = 2         # steps until a verdict comes back
+    check_error: float = 0.1     # probability a verdict is wrong
 
     def __post_init__(self):
+        from .fact_check import FactChecker
+
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.top_m * len(MODERATOR_POST_FEATURES),), np.float32)
         self.action_space = spaces.MultiDiscrete([len(MODERATION_ACTIONS)] * self.top_m)
         self.slots = np.full(self.top_m, -1, dtype=np.int64)
+        self.fact_check = FactChecker(self.check_budget, self.check_delay, self.check_error)
         self.true_actions = 0
         self.actions_taken = 0
 
@@ -158,23 +220,45 @@ class ModeratorAgent:
         return (pf.p_likes.a[posts] + pf.p_shares.a[posts] + pf.p_comments.a[posts]) / age_h
 
     def observe(self, sim) -> np.ndarray:
+        """The view's features; no ground truth: the label reaches the moderator only
+        through the fact-check service's noisy, delayed verdicts."""
         pf = sim.platform
+        fc = self.fact_check
+        fc.sync(sim)
+        fc.deliver(sim)
         self.slots = self.candidates(sim)
+        filled = self.slots >= 0
+        if filled.any():
+            fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
+        return self.features(sim)
+
+    def features(self, sim) -> np.ndarray:
+        """The features of the current view (`slots`) and fact-check state; no side effects."""
+        pf = sim.platform
+        fc = self.fact_check
         x = np.zeros((self.top_m, len(MODERATOR_POST_FEATURES)), dtype=np.float32)
         filled = self.slots >= 0
         p = self.slots[filled]
         if len(p):
-            label = pf.p_label.a[p]
+            author = pf.p_author.a[p]
+            removed = np.bincount(pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED],
+                                  minlength=pf.n_users)
             x[filled] = np.stack([
                 self._velocity(pf, p), pf.p_likes.a[p], pf.p_shares.a[p], pf.p_reports.a[p],
-                (pf.minute - pf.p_minute.a[p]) / 60.0, np.log1p(pf.u_followers.a[pf.p_author.a[p]]),
-                np.where(label == MISINFO_LABEL, 1.0, np.where(label == TRUE_LABEL, 0.0, 0.5)),
-                pf.p_status.a[p], np.ones(len(p))], axis=1)
+                (pf.minute - pf.p_minute.a[p]) / 60.0, np.log1p(pf.u_followers.a[author]),
+                np.log1p(removed[author]), np.log1p(fc.author_flags[author]),
+                fc.verdicts[p], fc.pending(p), pf.p_status.a[p], np.ones(len(p))], axis=1)
         return x.reshape(-1)
 
-    def validate(self, action) -> np.ndarray:
-        """The action as one code per slot, or ValueError (wrong shape, NaN, inf, not an
-        integer, a code outside [0, 4])."""
+    def validate(self, action) -> np.ndarray | PostActions:
+        """The action as one code per slot (a `PostActions` checked and kept), or ValueError
+        (wrong shape, NaN, inf, not an integer, a code outside [0, 4])."""
+        if isinstance(action, PostActions):
+            posts = np.asarray(action.posts, dtype=np.int64).reshape(-1)
+            kinds = np.asarray(action.kinds, dtype=np.int64).reshape(-1)
+            if posts.shape != kinds.shape or ((kinds < 1) | (kinds >= len(MODERATION_ACTIONS))).any():
+                raise ValueError("PostActions needs post ids and action codes 1-4 of the same length")
+            return PostActions(posts, kinds, action.suspend_users)
         err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {len(MODERATION_ACTIONS) - 1}],"
                          f" got {action!r}")
         try:
@@ -192,19 +276,32 @@ class ModeratorAgent:
     def apply(self, sim, action) -> None:
         a = self.validate(action)
         pf = sim.platform
-        act = (a > 0) & (self.slots >= 0)
-        posts, kinds = self.slots[act], a[act]
+        if isinstance(a, PostActions):
+            posts, kinds = a.posts, a.kinds
+            if ((posts < 0) | (posts >= pf.n_posts)).any():
+                raise ValueError("PostActions needs existing post ids")
+        else:
+            act = (a > 0) & (self.slots >= 0)
+            posts, kinds = self.slots[act], a[act]
         self.actions_taken = len(posts)
         self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
         for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):
             sel = posts[(kinds == code) & (pf.p_status.a[posts] < status)]
             if len(sel):
                 pf.moderate(sel, status)
-        suspend = np.unique(pf.p_author.a[posts[kinds == 4]])
+        suspend = pf.p_author.a[posts[kinds == 4]]
+        if isinstance(action, PostActions) and action.suspend_users is not None:
+            suspend = np.concatenate([suspend, np.asarray(action.suspend_users, dtype=np.int64)])
+        suspend = np.unique(suspend)
         suspend = suspend[~pf.u_suspended.a[suspend]]
         if len(suspend):
             pf.suspend(suspend)
 
     def reward(self, sim) -> float:
+        """-misinformation share of the feeds just served - the cost of this step's actions
+        on posts that are not misinformation. The action counts are consumed here, so a
+        step without a moderator action costs nothing (no stale cost from an earlier step)."""
         misinfo, _, _ = exposure_stats(sim)
-        return -misinfo - self.action_cost * self.true_actions
+        cost = self.action_cost * self.true_actions
+        self.true_actions = self.actions_taken = 0
+        return -misinfo - cost

@@ -60,12 +60,15 @@ def test_gymnasium_make_and_spaces():
     register_gym_envs()
     register_gym_envs()  # idempotent
     rec = gymnasium.make("oasis_gym/Recommender-v0", **TINY)
-    assert rec.observation_space == spaces.Box(-np.inf, np.inf, (23,), np.float32)
-    assert rec.action_space == spaces.Box(-1.0, 1.0, (7,), np.float32)
+    assert rec.observation_space == spaces.Box(-np.inf, np.inf, (26,), np.float32)
+    assert rec.action_space == spaces.Box(-1.0, 1.0, (3 * 8,), np.float32)   # per-user W: (user feats, cand feats)
+    glob = gymnasium.make("oasis_gym/Recommender-v0", ranking="global", **TINY)
+    assert glob.action_space == spaces.Box(-1.0, 1.0, (8,), np.float32)
+    glob.close()
     mod = gymnasium.make("oasis_gym/Moderator-v0", **TINY)
     top_m = TINY["scenario"].agent_params["moderator"]["top_m"]
     assert mod.action_space == spaces.MultiDiscrete([5] * top_m)
-    assert mod.observation_space.shape == (top_m * 9,)
+    assert mod.observation_space.shape == (top_m * 12,)
     for env in (rec, mod):
         obs, info = env.reset(seed=3)
         assert env.observation_space.contains(obs)
@@ -128,8 +131,8 @@ def test_moderation_rules_act_on_misinformation():
 
 def test_feed_baseline_ignores_action_and_uses_recommender_reward():
     env = tiny(RecommenderEnv, feed="reddit")
-    lo = [np.full(7, -1.0, np.float32)] * 6
-    hi = [np.full(7, 1.0, np.float32)] * 6
+    lo = [np.full(24, -1.0, np.float32)] * 6
+    hi = [np.full(24, 1.0, np.float32)] * 6
     a, b = rollout(env, lo, 5), rollout(env, hi, 5)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert env.sim.recsys.name == "reddit" and "recommender_0" not in env.sim.platform_agents
@@ -150,21 +153,21 @@ def _hybrid_users(env):
 
 def test_user_policy_factory_drives_users():
     env = tiny(RecommenderEnv, user_policy=_hybrid_users)
-    rollout(env, [np.zeros(7, np.float32)] * 3, 2)
+    rollout(env, [np.zeros(24, np.float32)] * 3, 2)
     users = env._users
     assert type(users).__name__ == "HybridPolicy" and len(users.routes[0][1]) == 5
     traced = env.sim.journal.conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0]
     assert traced > 0
     clone = pickle.loads(pickle.dumps(env))   # a module-level factory pickles with the env
-    assert rollout(clone, [np.zeros(7, np.float32)] * 2, 2)[0].shape == (23,)
+    assert rollout(clone, [np.zeros(24, np.float32)] * 2, 2)[0].shape == (26,)
 
 
 def test_pickle_rebuilds_lazily():
     env = tiny(RecommenderEnv, moderator="report_threshold")
-    first = rollout(env, [np.zeros(7, np.float32)] * 3, 4)
+    first = rollout(env, [np.zeros(24, np.float32)] * 3, 4)
     clone = pickle.loads(pickle.dumps(env))
     assert clone._env is None and clone.observation_space == env.observation_space
-    again = rollout(clone, [np.zeros(7, np.float32)] * 3, 4)
+    again = rollout(clone, [np.zeros(24, np.float32)] * 3, 4)
     assert all(np.array_equal(x, y) for x, y in zip(first, again))
 
 
@@ -179,12 +182,12 @@ def test_subproc_vec_env_two_workers():
     try:
         vec.seed(0)
         obs = vec.reset()
-        assert obs.shape == (2, 180)
+        assert obs.shape == (2, 240)
         assert not np.array_equal(obs[0], obs[1])  # different seeds per worker
         ends = 0
         for _ in range(5):  # crosses an episode end: auto-reset
             obs, rew, done, infos = vec.step(np.stack([vec.action_space.sample() for _ in range(2)]))
-            assert obs.shape == (2, 180) and rew.shape == (2,)
+            assert obs.shape == (2, 240) and rew.shape == (2,)
             ends += int(done.sum())
             assert all("episode_metrics" in infos[i] for i in np.flatnonzero(done))
         assert ends == 2
@@ -238,7 +241,7 @@ def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
     assert np.array_equal(policy(env.sim), model.predict(obs, deterministic=True)[0])
     # the loaded policy drives moderator_0 inside another env, as a fixed rule
     rec = RecommenderEnv(users=80, max_cycles=3, activation=0.3, scenario=scenario, moderator=policy)
-    rollout(rec, [np.zeros(7, np.float32)] * 3, 0)
+    rollout(rec, [np.zeros(24, np.float32)] * 3, 0)
     assert "moderator_0" in rec.sim.platform_agents
 
 
@@ -253,7 +256,7 @@ def test_obs_normalizer_round_trip(tmp_path):
     vec.seed(0)
     vec.reset()
     for _ in range(4):
-        vec.step(np.zeros((1, 7), np.float32))
+        vec.step(np.zeros((1, 24), np.float32))
     model = PPO("MlpPolicy", vec, n_steps=16, batch_size=16, seed=0, device="cpu")
     path = tmp_path / "rec.zip"
     model.save(str(path))

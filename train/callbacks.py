@@ -8,7 +8,9 @@ records them with `self.logger.record`, so they are written with SB3's own `roll
     env/engagement_rate, env/misinfo_share, env/cross_cutting_share, env/opinion_std,
     env/esteban_ray, env/reports_per_step, env/moderation_<label|downrank|remove|suspend>
     (per step), episode/<return|misinfo_share|engagement_rate|true_actioned_share|...>
-    (mean over the episodes that ended in the rollout).
+    (mean over the episodes that ended in the rollout), and for the recommender each
+    reward component per step: reward/<engagement|misinfo_exposure|polarization_increase|
+    diversity>.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class EnvMetricsCallback(BaseCallback):
         super().__init__(verbose)
         self._step = defaultdict(list)
         self._episode = defaultdict(list)
+        self._reward = defaultdict(list)
 
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", ()):
@@ -40,6 +43,8 @@ class EnvMetricsCallback(BaseCallback):
             self._step["reports_per_step"].append(float(info["reports"]))
             for k, v in info["moderation"].items():
                 self._step[f"moderation_{k}"].append(float(v))
+            for k, v in info.get("reward_components", {}).items():   # the recommender's trade-off
+                self._reward[k].append(float(v))
             for k, v in info.get("episode_metrics", {}).items():
                 if isinstance(v, (int, float)):
                     self._episode[k].append(float(v))
@@ -50,8 +55,32 @@ class EnvMetricsCallback(BaseCallback):
             self.logger.record(f"env/{k}", float(np.mean(values)))
         for k, values in self._episode.items():
             self.logger.record(f"episode/{k}", float(np.mean(values)))
+        for k, values in self._reward.items():
+            self.logger.record(f"reward/{k}", float(np.mean(values)))
         self._step.clear()
         self._episode.clear()
+        self._reward.clear()
+
+
+class LearningCurve(BaseCallback):
+    """(timesteps, mean return, episodes) of the training episodes that ended in each
+    rollout (VecMonitor's `info["episode"]`): the data of the learning-curve PNG."""
+
+    def __init__(self, verbose: int = 0):
+        super().__init__(verbose)
+        self.points: list[tuple[int, float, int]] = []
+        self._returns: list[float] = []
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", ()):
+            if "episode" in info:
+                self._returns.append(float(info["episode"]["r"]))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        if self._returns:
+            self.points.append((int(self.num_timesteps), float(np.mean(self._returns)), len(self._returns)))
+            self._returns.clear()
 
 
 class StopAfterSeconds(BaseCallback):

@@ -40,10 +40,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     module = recommender if args.target == "recommender" else moderator
     run_args = args_from_namespace(args, args.target, module.Args())
     result = module.train(run_args)
+    print("\n\n".join(result["tables"]))   # baselines vs PPO on the held-out sets, both agents
     if args.target == "recommender":
         summary = {"ppo_return": result["ppo"]["mean"], "baselines": result["baseline_means"]}
     else:
         summary = {"exposure_cut": result["ppo"]["exposure_cut"]["mean"],
                    "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"]}
-    print(json.dumps({**summary, "out": run_args.ppo.out_dir}))
+    print(json.dumps({**summary, "out": run_args.ppo.out_dir, "eval_json": f"{run_args.ppo.out_dir}/eval.json",
+                      "learning_curve_png": result["learning_curve_png"]}))
     return 0

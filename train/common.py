@@ -55,11 +55,12 @@ class EnvConfig:
     scenario_params: dict = field(default_factory=dict)
     agent_params: dict = field(default_factory=dict)
     env_kwargs: dict = field(default_factory=dict)
+    population_seed: int = 0           # the synthetic population (evaluation also uses another)
 
     def kwargs(self) -> dict:
         from oasis_gym.envs.platform_scenarios import make_scenario
 
-        return {"users": self.users, "max_cycles": self.max_cycles,
+        return {"users": self.users, "max_cycles": self.max_cycles, "population_seed": self.population_seed,
                 "scenario": make_scenario(self.scenario, **self.scenario_params),
                 "agent_params": dict(self.agent_params), **self.env_kwargs}
 
@@ -177,7 +178,7 @@ def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float]
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from .callbacks import BaselineEvalCallback, EnvMetricsCallback, StopAfterSeconds
+    from .callbacks import BaselineEvalCallback, EnvMetricsCallback, LearningCurve, StopAfterSeconds
 
     limit_threads(1)
     out = Path(cfg.out_dir)
@@ -198,7 +199,8 @@ def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float]
                 learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
                 clip_range=cfg.clip_range, policy_kwargs=policy_kwargs, seed=cfg.seed, device="cpu",
                 tensorboard_log=str(out / "tb"), verbose=cfg.verbose)
-    callbacks: list = [EnvMetricsCallback()]
+    curve = LearningCurve()
+    callbacks: list = [EnvMetricsCallback(), curve]
     if cfg.checkpoint_every:
         callbacks.append(CheckpointCallback(max(cfg.checkpoint_every // cfg.n_envs, 1), str(out / "checkpoints"),
                                             name_prefix=env_config.kind, save_vecnormalize=True))
@@ -220,5 +222,6 @@ def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float]
     vec.close()
     info = {"timesteps": int(model.num_timesteps), "train_seconds": seconds, "model": str(model_path),
             "stopped_by_time_limit": bool(stopper is not None and stopper.stopped_early),
-            "eval_history": evaluator.history if evaluator is not None else []}
+            "eval_history": evaluator.history if evaluator is not None else [],
+            "learning_curve": curve.points}
     return model, vec, info

@@ -117,3 +117,21 @@ def paired_gains(runs: Sequence[dict], baseline_runs: Sequence[dict], key: str =
     """Per-seed relative gains (the same seeds in the same order) and their summary."""
     g = np.array([relative_gain(a[key], b[key]) for a, b in zip(runs, baseline_runs)])
     return {"mean": float(g.mean()), "min": float(g.min()), "max": float(g.max()), "values": g.tolist()}
+
+
+def oracle_check(runs: Sequence[dict], oracle_runs: Sequence[dict], tol: float = 0.0) -> dict:
+    """Is the oracle still an upper bound? Compares, seed by seed (same seeds, same order),
+    misinformation impressions (lower is better) and true posts actioned (the oracle acts on
+    none). `beaten_on` lists the metrics where the candidate's mean is better than the
+    oracle's; evaluation reports it, and a non-empty list means the oracle is not one."""
+    mis = np.array([r["misinfo_impressions"] for r in runs], dtype=np.float64)
+    o_mis = np.array([r["misinfo_impressions"] for r in oracle_runs], dtype=np.float64)
+    true = np.array([r["true_actioned_share"] for r in runs])
+    o_true = np.array([r["true_actioned_share"] for r in oracle_runs])
+    beaten = []
+    if mis.mean() < o_mis.mean() - tol:
+        beaten.append("misinfo_impressions")
+    if true.mean() < o_true.mean() - tol:
+        beaten.append("true_actioned_share")
+    return {"beaten_on": beaten, "seeds_below_oracle_exposure": int((mis < o_mis).sum()),
+            "oracle_misinfo_impressions": float(o_mis.mean()), "misinfo_impressions": float(mis.mean())}

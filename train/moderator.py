@@ -7,13 +7,15 @@ misinformation exposure compared with no moderation, and what it costs true post
 Steps (read top to bottom):
 1. env: the `misinfo_stream` scenario (1 000 ABM users, 5 misinformation superspreaders,
    reporting users, Twitter feeds); the moderator sees the 20 fastest-spreading posts.
-2. baselines on the evaluation seeds: no moderation, the report-threshold rule (remove at
-   3 reports; and remove + suspend), and the oracle (upper bound).
+2. baselines on the evaluation sets (held-out seeds on the training population and on
+   another population, `report`): no moderation, the report-threshold rule (remove at 3
+   reports; and remove + suspend), and the oracle (`oracle_suspend`, the upper bound).
 3. PPO (stable-baselines3) on `n_envs` subprocess envs under VecMonitor + VecNormalize,
    checkpoints, env-metrics TensorBoard callback, wall-clock limit.
-4. evaluation of the saved model (reloaded as `SB3Policy`): misinformation impressions
-   relative to no moderation, share of true (and of all non-misinformation) posts
-   actioned; JSON summary in `eval.json`.
+4. evaluation of the saved model (reloaded as `SB3Policy`) on the same sets: return,
+   misinformation exposure cut vs no moderation, share of true posts actioned, mean ± std
+   and PPO's paired wins against every rule; whether anything beat the oracle; the tables
+   printed, `eval.json` and `learning_curve.png` written.
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ class Args:
         gamma=0.9, policy="slot", first_bias=3.0, learning_rate=1e-3, n_steps=100, batch_size=100,
         out_dir="runs/moderator"))
     eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004)
+    other_population: int = 1
     baselines: tuple[str, ...] = BASELINES
+
+
+COLUMNS = (("return", "return", True), ("exposure_cut", "exposure cut", True),
+           ("true_actioned_share", "true posts actioned", False), ("misinfo_actioned_share", "misinfo actioned", True))
 
 
 def exposure_report(runs: list[dict], none_runs: list[dict]) -> dict:
@@ -55,14 +62,26 @@ def exposure_report(runs: list[dict], none_runs: list[dict]) -> dict:
             "engagement_rate": summarize(runs, "engagement_rate")}
 
 
+def _with_cut(runs: list[dict], none_runs: list[dict]) -> list[dict]:
+    return [{**r, "exposure_cut": 1.0 - r["misinfo_impressions"] / max(b["misinfo_impressions"], 1)}
+            for r, b in zip(runs, none_runs)]
+
+
 def train(args: Args) -> dict:
+    from dataclasses import replace
+
     from oasis_gym.policies.sb3 import SB3Policy
 
     from .common import train_ppo
-    from .evaluate import evaluate_moderator, summarize
+    from .evaluate import evaluate_moderator, oracle_check, summarize
+    from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
 
     limit_threads(1)
-    base_runs = {name: evaluate_moderator(name, args.eval_seeds, args.env) for name in args.baselines}
+    sets = default_eval_sets(args.eval_seeds, args.env.population_seed, args.other_population)
+    check_disjoint(sets, args.ppo.seed, args.ppo.n_envs, args.env.population_seed)
+    configs = {s.name: replace(args.env, population_seed=s.population_seed) for s in sets}
+    names = tuple(dict.fromkeys(("none", *args.baselines, "oracle_suspend")))
+    base_runs = {s.name: {name: evaluate_moderator(name, s.seeds, configs[s.name]) for name in names} for s in sets}
     probe_seeds = args.ppo.eval_seeds
 
     def probe(act) -> float:
@@ -72,10 +91,32 @@ def train(args: Args) -> dict:
                    for name in ("none", "report_threshold")} if args.ppo.eval_every else {})
     _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     policy = SB3Policy.load(info["model"], agent="moderator_0")
-    runs = evaluate_moderator(policy, args.eval_seeds, args.env)
-    none = base_runs.get("none") or evaluate_moderator("none", args.eval_seeds, args.env)
-    result = {"ppo": exposure_report(runs, none), "train": info, "eval_seeds": list(args.eval_seeds),
-              "baselines": {name: exposure_report(r, none) for name, r in base_runs.items()}}
+    result: dict = {"train": info, "eval_sets": {}, "tables": [], "upper_bound": "oracle_suspend"}
+    for s in sets:
+        none = base_runs[s.name]["none"]
+        runs = evaluate_moderator(policy, s.seeds, configs[s.name])
+        cands = {n: _with_cut(r, none) for n, r in {"ppo": runs, **base_runs[s.name]}.items()}
+        checks = {n: oracle_check(r, cands["oracle_suspend"]) for n, r in cands.items() if n != "oracle_suspend"}
+        result["eval_sets"][s.name] = {
+            "population_seed": s.population_seed, "seeds": list(s.seeds),
+            "candidates": {n: exposure_report(r, none) for n, r in cands.items()},
+            "ppo_vs": {n: {k: paired(cands["ppo"], r, k, hib) for k, _, hib in COLUMNS}
+                       for n, r in cands.items() if n != "ppo"},
+            "oracle_check": checks,
+            "oracle_beaten": sorted(n for n, c in checks.items() if c["beaten_on"])}
+        result["tables"].append(table(f"moderator, {s.name} (population {s.population_seed}, seeds {list(s.seeds)}): "
+                                      f"mean ± std over seeds; oracle_suspend is the upper bound", cands, "ppo",
+                                      COLUMNS))
+        if result["eval_sets"][s.name]["oracle_beaten"]:
+            result["tables"].append(f"WARNING: the oracle was beaten by {result['eval_sets'][s.name]['oracle_beaten']}"
+                                    " -- it is not an upper bound here")
+    first = result["eval_sets"][sets[0].name]
+    result["ppo"] = first["candidates"]["ppo"]
+    result["baselines"] = {n: c for n, c in first["candidates"].items() if n != "ppo"}
+    result["eval_seeds"] = list(args.eval_seeds)
+    png = plot_learning_curve(info["learning_curve"], {n: c["return"]["mean"] for n, c in result["baselines"].items()},
+                              f"{args.ppo.out_dir}/learning_curve.png", "Moderator-v0: PPO training")
+    result["learning_curve_png"] = str(png)
     write_json(f"{args.ppo.out_dir}/eval.json", result)
     return result
 
@@ -85,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)
     args = args_from_namespace(p.parse_args(argv), "moderator", Args())
     result = train(args)
+    print("\n\n".join(result["tables"]))
     print(json.dumps({"exposure_cut": result["ppo"]["exposure_cut"]["mean"],
                       "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"], "out": args.ppo.out_dir}))
     return 0

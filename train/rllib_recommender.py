@@ -110,7 +110,7 @@ class _LearnedSlot:
     def __call__(self, sim) -> np.ndarray:
         from oasis_gym.recsys import DEFAULT_WEIGHTS
 
-        return self.action if self.action is not None else DEFAULT_WEIGHTS
+        return self.action if self.action is not None else sim.platform_agents["recommender_0"].weights_action(DEFAULT_WEIGHTS)
 
 
 def _agent_spaces(kind: str, gym_env) -> tuple:

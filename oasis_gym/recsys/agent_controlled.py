@@ -11,16 +11,23 @@ their root). Each candidate has the features of `CANDIDATE_FEATURES`, in this or
     in_network   1 if the author is followed or a followee shared it   {0, 1}
     controversy  min(likes, dislikes) / max(likes, dislikes), 0 if none in [0, 1]
     reports      log_1000(1 + reports)                                 >= 0
+    alignment    opinion(user) * stance(post) (0 if the stance is unknown) in [-1, 1]
 
 score = features @ w, with w set each step by `set_weights` (default `DEFAULT_WEIGHTS`).
-E.g. w = e_recency gives newest first; a negative `reports` weight buries reported posts.
+E.g. w = e_recency gives newest first; a negative `reports` weight buries reported posts;
+a positive `alignment` weight is an echo chamber, a negative one shows users the other side.
+
+Per-user weights: `set_weights` also takes a (len(USER_FEATURES), N_FEATURES) matrix W;
+then user u's weights are z(u) @ W with z(u) = (1, opinion, |opinion|) (`USER_FEATURES`),
+so one shared scoring function ranks every user's candidates differently (e.g. extreme
+users get less alignment). A 1-D w is the global ranking (W with one row, z = 1).
 Downranked posts: the score is multiplied by `downrank_factor` when positive and divided
 by it when negative. Ties prefer the newer post.
 
-`candidate_pool_stats(platform)` returns the mean and std of every feature (14 float32:
-7 means then 7 stds) for the recommender agent's observation: the post-only features
-over the current pool; similarity and in_network over the (user, pool post) cells of the
-last `recommend` call (all its users x pool cells, the few own/muted ones included;
+`candidate_pool_stats(platform)` returns the mean and std of every feature (16 float32:
+8 means then 8 stds) for the recommender agent's observation: the post-only features
+over the current pool; similarity, in_network and alignment over the (user, pool post)
+cells of the last `recommend` call (all its users x pool cells, the few own/muted ones included;
 similarity over a strided sample of at most 1024 x 1024 of them; zeros before the first
 call).
 """
@@ -49,16 +56,18 @@ from .base import (
 )
 
 CANDIDATE_FEATURES: tuple[str, ...] = (
-    "recency", "popularity", "author_fans", "similarity", "in_network", "controversy", "reports",
+    "recency", "popularity", "author_fans", "similarity", "in_network", "controversy", "reports", "alignment",
 )
+USER_FEATURES: tuple[str, ...] = ("bias", "opinion", "abs_opinion")
 N_FEATURES = len(CANDIDATE_FEATURES)
 F = {name: i for i, name in enumerate(CANDIDATE_FEATURES)}
-DEFAULT_WEIGHTS = np.array([1.0, 0.5, 0.25, 1.0, 0.5, 0.0, 0.0], dtype=np.float32)
+DEFAULT_WEIGHTS = np.array([1.0, 0.5, 0.25, 1.0, 0.5, 0.0, 0.0, 0.0], dtype=np.float32)
 _LOG1000 = np.log(1000.0)
 
 
 def post_features(platform, posts: np.ndarray, recency_tau: float) -> np.ndarray:
-    """(len(posts), N_FEATURES) float32; similarity and in_network columns left at 0."""
+    """(len(posts), N_FEATURES) float32; similarity and in_network columns left at 0, the
+    alignment column holds the post's stance (the user's opinion multiplies it per cell)."""
     posts = np.asarray(posts, dtype=np.int64)
     x = np.zeros((len(posts), N_FEATURES), dtype=np.float32)
     if not len(posts):
@@ -72,7 +81,14 @@ def post_features(platform, posts: np.ndarray, recency_tau: float) -> np.ndarray
     hi = np.maximum(likes, dislikes)
     x[:, F["controversy"]] = np.minimum(likes, dislikes) / np.where(hi > 0, hi, 1.0)
     x[:, F["reports"]] = np.log1p(platform.p_reports.a[posts]) / _LOG1000
+    x[:, F["alignment"]] = np.nan_to_num(platform.p_stance.a[posts])
     return x
+
+
+def user_features(platform, users: np.ndarray, n: int) -> np.ndarray:
+    """(len(users), n) float32: the first n of USER_FEATURES (n = 1: the global ranking)."""
+    op = platform.u_opinion.a[users].astype(np.float32)
+    return np.stack([np.ones_like(op), op, np.abs(op)], axis=1)[:, :n]
 
 
 class AgentControlledRecommender(BaseRecommender):
@@ -91,16 +107,26 @@ class AgentControlledRecommender(BaseRecommender):
         if weights is not None:
             self.set_weights(weights)
         self.initial_weights = self.weights.copy()  # restored on reset: episodes replay exactly
-        self._cell_stats = np.zeros(4, dtype=np.float64)  # sim mean, sim std, in-net mean, in-net std
+        self._cell_stats = np.zeros(6, dtype=np.float64)  # mean, std of similarity, in_network, alignment
 
     def set_weights(self, w: np.ndarray) -> None:
-        """The ranking weights for the next `recommend` calls, one per CANDIDATE_FEATURES."""
-        w = np.asarray(w, dtype=np.float32).reshape(-1)
-        if w.shape != (N_FEATURES,):
-            raise ValueError(f"expected {N_FEATURES} weights {CANDIDATE_FEATURES}, got shape {w.shape}")
+        """The ranking weights for the next `recommend` calls: one per CANDIDATE_FEATURES
+        (global), or a (len(USER_FEATURES), N_FEATURES) matrix (per user, see the module doc)."""
+        w = np.asarray(w, dtype=np.float32)
+        if w.shape not in ((N_FEATURES,), (len(USER_FEATURES), N_FEATURES)):
+            raise ValueError(f"expected {N_FEATURES} weights {CANDIDATE_FEATURES} or a "
+                             f"({len(USER_FEATURES)}, {N_FEATURES}) matrix, got shape {w.shape}")
         if not np.all(np.isfinite(w)):
             raise ValueError("weights must be finite")
         self.weights = w.copy()
+
+    def user_weights(self, platform, users: np.ndarray) -> np.ndarray:
+        """(len(users), N_FEATURES) effective weights: z(u) @ W, the alignment weight times
+        the user's opinion (the post side of that feature is the stance)."""
+        W = self.weights.reshape(-1, N_FEATURES)
+        wu = user_features(platform, users, len(W)) @ W
+        wu[:, F["alignment"]] *= platform.u_opinion.a[users]
+        return wu
 
     def reset(self, platform, rng: np.random.Generator | None = None) -> None:
         super().reset(platform, rng)
@@ -115,7 +141,7 @@ class AgentControlledRecommender(BaseRecommender):
         x = post_features(platform, self.pool(platform), self.recency_tau)
         mean = x.mean(axis=0) if len(x) else np.zeros(N_FEATURES, np.float32)
         std = x.std(axis=0) if len(x) else np.zeros(N_FEATURES, np.float32)
-        for i, name in enumerate(("similarity", "in_network")):
+        for i, name in enumerate(("similarity", "in_network", "alignment")):
             mean[F[name]], std[F[name]] = self._cell_stats[2 * i], self._cell_stats[2 * i + 1]
         return np.concatenate([mean, std]).astype(np.float32)
 
@@ -131,7 +157,8 @@ class AgentControlledRecommender(BaseRecommender):
         irow, ishown, ishare = followee_items(platform, users, self.in_network_per_followee, pairs=follows)
         ids, vals = self._pool_topk(platform, users, uvec, pool, follows, (irow, ishown, ishare), k)
         extra = ~np.isin(ishown, pool)
-        r, p, sc, repost = self._extra_scores(platform, uvec, irow[extra], ishown[extra], ishare[extra], vals[:, -1])
+        r, p, sc, repost = self._extra_scores(platform, uvec, irow[extra], ishown[extra], ishare[extra], vals[:, -1],
+                                              self.user_weights(platform, users))
         ok = ids >= 0
         rows = np.concatenate([np.nonzero(ok)[0], r])
         # pool posts are distinct per row and never extras; only reposted extras can repeat
@@ -164,16 +191,26 @@ class AgentControlledRecommender(BaseRecommender):
         out_val = np.full((len(users), k), -np.inf, np.float32)
         if not len(pool):
             return out_ids, out_val
-        w = self.weights
-        base = post_features(platform, pool, self.recency_tau) @ w
+        wu = self.user_weights(platform, users)
+        x = post_features(platform, pool, self.recency_tau)
+        stance = x[:, F["alignment"]].copy()
+        per_cell = [F["similarity"], F["in_network"], F["alignment"]]
+        x[:, per_cell] = 0.0
         pvec = self.index.post_matrix[pool]
-        # one matmul gives w_sim * S + base: users get an extra 1 column, posts the base one
-        pmat = np.empty((len(pool), self.index.dim + 1), dtype=np.float32)
-        np.multiply(pvec, w[F["similarity"]], out=pmat[:, :-1])
-        pmat[:, -1] = base
-        umat = np.empty((len(users), self.index.dim + 1), dtype=np.float32)
-        umat[:, :-1] = uvec
-        umat[:, -1] = 1.0
+        # one matmul gives the whole score: user rows [w_sim(u) * E_u, w_align(u) * op_u, 1],
+        # post rows [E_p, stance_p, base_p]; with per-user weights the base term is a sum
+        # over the user features: z(u) . (W x_p)
+        W = self.weights.reshape(-1, N_FEATURES)
+        nz, dim = len(W), self.index.dim
+        pmat = np.empty((len(pool), dim + 1 + nz), dtype=np.float32)
+        pmat[:, :dim] = pvec
+        pmat[:, dim] = stance
+        pmat[:, dim + 1:] = x @ W.T
+        umat = np.empty((len(users), dim + 1 + nz), dtype=np.float32)
+        np.multiply(uvec, wu[:, F["similarity"], None], out=umat[:, :dim])
+        umat[:, dim] = wu[:, F["alignment"]]
+        umat[:, dim + 1:] = user_features(platform, users, nz)
+        w_in = wu[:, F["in_network"]]
         dr = downranked(platform, pool)
         brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
         in_cells = self._in_network_cells(platform, users, pool, follows, items)
@@ -182,7 +219,7 @@ class AgentControlledRecommender(BaseRecommender):
             score = umat[sl] @ pmat.T
             for rows, cols in in_cells:  # disjoint cell lists: each cell gets the weight once
                 r, c = chunk_cells(rows, cols, sl)
-                score[r, c] += w[F["in_network"]]
+                score[r, c] += w_in[sl][r]
                 n_in += len(r)
             if dr.any():
                 score = demote(score, dr[None, :], self.downrank_factor)
@@ -192,6 +229,11 @@ class AgentControlledRecommender(BaseRecommender):
             out_ids[sl, : ids.shape[1]] = ids
             out_val[sl, : vals.shape[1]] = vals
         self._update_cell_stats(uvec, pvec, n_in)
+        op = platform.u_opinion.a[users].astype(np.float64)
+        st = stance.astype(np.float64)
+        mean = op.mean() * st.mean()
+        sq = np.mean(op * op) * np.mean(st * st)
+        self._cell_stats[4:] = (mean, np.sqrt(max(sq - mean * mean, 0.0)))
         return out_ids, out_val
 
     def _update_cell_stats(self, uvec: np.ndarray, pvec: np.ndarray, n_in: int, sample: int = 1024) -> None:
@@ -205,21 +247,21 @@ class AgentControlledRecommender(BaseRecommender):
         n = len(uvec) * len(pvec)
         mean = float(uvec.sum(axis=0, dtype=np.float64) @ pvec.sum(axis=0, dtype=np.float64)) / n
         sq = float(np.sum((uvec.T @ uvec).astype(np.float64) * (pvec.T @ pvec))) / n
-        self._cell_stats[:] = (mean, np.sqrt(max(sq - mean * mean, 0.0)), share, np.sqrt(share * (1 - share)))
+        self._cell_stats[:4] = (mean, np.sqrt(max(sq - mean * mean, 0.0)), share, np.sqrt(share * (1 - share)))
 
-    def _extra_scores(self, platform, uvec, rows, posts, shares, kth) -> tuple[np.ndarray, ...]:
+    def _extra_scores(self, platform, uvec, rows, posts, shares, kth, wu) -> tuple[np.ndarray, ...]:
         """Scores of in-network candidates outside the pool (in_network = 1). Candidates whose
         best possible score (|similarity| <= 1) is below the row's k-th pool score are skipped."""
         empty = np.empty(0, np.int64)
         if not len(rows):
             return empty, empty, np.empty(0), np.empty(0, bool)
-        w = self.weights
         uniq, inv = np.unique(posts, return_inverse=True)
         x = post_features(platform, uniq, self.recency_tau)
         x[:, F["in_network"]] = 1.0
-        base = (x @ w).astype(np.float64)[inv]
-        keep = base + abs(float(w[F["similarity"]])) >= kth[rows]
-        rows, posts, shares, base = rows[keep], posts[keep], shares[keep], base[keep]
+        w_sim = wu[rows, F["similarity"]].astype(np.float64)
+        base = np.einsum("ij,ij->i", x[inv].astype(np.float64), wu[rows].astype(np.float64))
+        keep = base + np.abs(w_sim) >= kth[rows]
+        rows, posts, shares, base, w_sim = rows[keep], posts[keep], shares[keep], base[keep], w_sim[keep]
         sim = rowwise_dot(uvec, rows, self.index.post_matrix, posts)
-        score = base + float(w[F["similarity"]]) * sim
+        score = base + w_sim * sim
         return rows, posts, demote(score, downranked(platform, posts), self.downrank_factor), posts != shares

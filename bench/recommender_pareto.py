@@ -1,0 +1,144 @@
+"""Engagement against harm: fixed rankings (and optionally trained models) on `misinfo_stream`.
+
+    python bench/recommender_pareto.py                      # grid of fixed rankings, 2 seeds
+    python bench/recommender_pareto.py --models runs/rec/model.zip --seeds 3
+
+Every ranking runs the same episodes (1 000 ABM users, 50 steps, seeds 500, 501, ...:
+tuning seeds, disjoint from the training draws >= 2**20 and the evaluation seeds
+1000+). Per episode: engagement (sum of per-step engagement rates), misinformation
+exposure (sum of per-step misinformation shares), polarization increase since reset
+(opinion std), diversity (sum of cross-cutting shares) -- the components of the
+Recommender-v0 reward. The rankings: global weight vectors from engagement-greedy
+(echo chamber: alignment +1) to harm-averse (reports -1, alignment < 0), and per-user
+rankings (alignment falling with |opinion|). Writes `pareto.png` (engagement vs harm =
+misinformation exposure + 10 x polarization increase; the Pareto front joined) and prints
+one JSON line with every point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+COMPONENTS = ("engagement", "misinfo_exposure", "polarization_increase", "diversity")
+
+
+def weights(**w) -> np.ndarray:
+    from oasis_gym.recsys import CANDIDATE_FEATURES
+
+    return np.array([w.get(n, 0.0) for n in CANDIDATE_FEATURES], np.float32)
+
+
+def grid() -> dict[str, np.ndarray]:
+    """name -> per-user action (3 x 8 flattened): global rankings use the bias row only."""
+    out = {}
+    for align in (1.0, 0.5, 0.0, -0.5):
+        for rep in (0.0, -1.0):
+            w = weights(recency=1.0, popularity=0.5, author_fans=0.25, similarity=1.0, in_network=0.5,
+                        alignment=align, reports=rep)
+            W = np.zeros((3, 8), np.float32)
+            W[0] = w
+            out[f"global a={align:+.1f} r={rep:+.0f}"] = W
+    for slope in (0.5, 1.0):   # per user (W entries are clipped to [-1, 1]): echo chamber for moderates, the other side for extremes
+        W = np.zeros((3, 8), np.float32)
+        W[0] = weights(recency=1.0, popularity=0.5, author_fans=0.25, similarity=1.0, in_network=0.5,
+                       alignment=0.5, reports=-1.0)
+        W[2, 7] = -slope
+        out[f"per-user a=0.5-{slope:.0f}|x| r=-1"] = W
+    return out
+
+
+def run(env, act, seeds) -> dict:
+    per = {k: [] for k in COMPONENTS}
+    for s in seeds:
+        obs, _ = env.reset(seed=int(s))
+        tot = dict.fromkeys(COMPONENTS, 0.0)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(act(obs))
+            for k in COMPONENTS:
+                tot[k] += info["reward_components"][k]
+            done = term or trunc
+        for k in COMPONENTS:
+            per[k].append(tot[k])
+    return {k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0}
+            for k, v in per.items()}
+
+
+def pareto_front(eng: np.ndarray, harm: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both (higher engagement, lower harm)."""
+    keep = [i for i in range(len(eng))
+            if not any((eng[j] >= eng[i]) & (harm[j] <= harm[i]) & ((eng[j] > eng[i]) | (harm[j] < harm[i]))
+                       for j in range(len(eng)))]
+    return np.array(sorted(keep, key=lambda i: harm[i]), dtype=int)
+
+
+def plot(points: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(points)
+    eng = np.array([points[n]["engagement"]["mean"] for n in names])
+    harm = np.array([points[n]["harm"] for n in names])
+    front = pareto_front(eng, harm)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for i, n in enumerate(names):
+        ax.scatter(harm[i], eng[i], marker="*" if n.startswith("ppo") else "o", s=90 if n.startswith("ppo") else 30)
+        ax.annotate(n, (harm[i], eng[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.plot(harm[front], eng[front], "k--", lw=0.8, label="Pareto front")
+    ax.set_xlabel("harm per episode: misinformation exposure + 10 x polarization increase")
+    ax.set_ylabel("engagement per episode (sum of engagement rates)")
+    ax.set_title("Recommender rankings on misinfo_stream (1 000 ABM users, 50 steps)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--users", type=int, default=None)
+    p.add_argument("--models", nargs="*", default=[], help="SB3 recommender models (model.zip) to add as points")
+    p.add_argument("--out", default="runs/bench_pareto")
+    args = p.parse_args(argv)
+    from oasis_gym.envs.recommender_v0 import RecommenderEnv
+    from oasis_gym.policies.sb3 import SB3Policy
+
+    start = time.perf_counter()
+    seeds = list(range(500, 500 + args.seeds))
+    env = RecommenderEnv(users=args.users)
+    points = {}
+    for name, W in grid().items():
+        points[name] = run(env, lambda obs, a=W.reshape(-1): a, seeds)
+    for path in args.models:
+        policy = SB3Policy.load(path, agent="recommender_0")
+        points[f"ppo {Path(path).parent.name}"] = run(env, policy.predict, seeds)
+    env.close()
+    for v in points.values():
+        v["harm"] = v["misinfo_exposure"]["mean"] + 10.0 * v["polarization_increase"]["mean"]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot(points, out / "pareto.png")
+    names = list(points)
+    front = pareto_front(np.array([points[n]["engagement"]["mean"] for n in names]),
+                         np.array([points[n]["harm"] for n in names]))
+    print(json.dumps({"bench": "recommender_pareto", "seeds": seeds, "points": points,
+                      "pareto_front": [names[i] for i in front], "png": str(out / "pareto.png"),
+                      "wall_s": time.perf_counter() - start}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""Platform agents (issue 18): per-user ranking, the trade-off reward, a moderator without
+the label in its observation, the oracle as an upper bound, and the frictions fixed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+from oasis_gym.envs.moderator_v0 import ModeratorEnv
+from oasis_gym.envs.platform_scenarios import MisinfoScenario, OracleModerator, ReportThresholdModerator
+from oasis_gym.envs.recommender_v0 import RecommenderEnv
+from oasis_gym.platform import MISINFO_LABEL
+from oasis_gym.platform_agents import MODERATOR_POST_FEATURES
+
+SCENARIO = MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3)
+TINY = dict(users=80, max_cycles=6, activation=0.3, scenario=SCENARIO)
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+# --------------------------------------------------------------------------- frictions
+
+
+def test_sb3_make_vec_env_with_defaults():
+    """SB3 passes render_mode='rgb_array' to gymnasium.make; the env renders a frame."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec = make_vec_env("oasis_gym/Recommender-v0", n_envs=1)   # the documented defaults: 1 000 users
+    try:
+        obs = vec.reset()
+        assert obs.shape == (1, 26)
+        obs, rew, done, info = vec.step(np.zeros((1, 24), np.float32))
+        assert np.isfinite(rew).all()
+        frame = vec.envs[0].render()
+        assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3 and frame.min() < 255
+    finally:
+        vec.close()
+    with pytest.raises(ValueError, match="render_mode"):
+        RecommenderEnv(render_mode="human", **TINY)
+
+
+def test_max_episode_steps_registered():
+    for env_id in ("oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"):
+        env = gymnasium.make(env_id, **TINY)
+        assert env.spec.max_episode_steps == 50
+        env.close()
+    # a longer episode: max_episode_steps passed with max_cycles (documented), runs to its end
+    env = gymnasium.make("oasis_gym/Moderator-v0", max_episode_steps=55, **{**TINY, "max_cycles": 55, "users": 30})
+    env.reset(seed=0)
+    steps, trunc = 0, False
+    while not trunc:
+        _, _, _, trunc, info = env.step(np.zeros(env.action_space.shape, np.int64))
+        steps += 1
+    assert steps == 55 and info["episode_metrics"]["steps"] == 55
+    env.close()
+
+
+def test_readme_sampling_loop_runs_with_platform_agents():
+    """The README's sampling loop, exactly as shown, with recommender_0 and moderator_0 in the env."""
+    from oasis_gym.envs import twitter_v0
+
+    text = README.read_text()
+    block = re.search(r"```python\n(from oasis_gym.envs import twitter_v0\n.*?)```", text, re.S).group(1)
+    loop = block[block.index("while env.agents:"):block.index("env.feed_text")]
+    env = twitter_v0.parallel_env(users=30, max_cycles=3, activation=0.5, db_path=":memory:",
+                                  recommender_agent=True, moderator_agent=True)
+    observations, infos = env.reset(seed=0)
+    scope = {"env": env, "observations": observations}
+    exec(compile(loop, "README.md", "exec"), scope)
+    assert not env.agents
+    env.close()
+
+
+def test_no_stale_moderator_cost():
+    """The action cost is charged on the step of the action only."""
+    from oasis_gym.envs import twitter_v0
+    from oasis_gym.platform_agents import exposure_stats
+    from oasis_gym.simulation import ActionArrays
+
+    env = twitter_v0.parallel_env(users=60, max_cycles=5, activation=0.5, db_path=":memory:",
+                                  moderator_agent=True, platform_agent_params={"moderator": {"action_cost": 0.5}})
+    env.reset(seed=0)
+    sim = env.sim
+    sim.platform.create_posts(np.arange(5), ["hello"] * 5)   # true-by-default posts in the view
+    env.step_batch(ActionArrays.empty())
+    agent = sim.platform_agents["moderator_0"]
+    assert (agent.slots >= 0).any()
+    out = env.step_batch(ActionArrays.empty(), {"moderator_0": np.full(agent.top_m, 2)})  # downrank all
+    assert out.platform_rewards["moderator_0"] < -exposure_stats(sim)[0] - 0.4
+    out = env.step_batch(ActionArrays.empty())   # no moderator action this step: no cost
+    assert out.platform_rewards["moderator_0"] == pytest.approx(-exposure_stats(sim)[0])
+    env.close()
+
+
+# --------------------------------------------------------------------------- recommender
+
+
+def test_per_user_weights_rank_users_differently():
+    """One W, different rankings: the alignment weight follows each user's opinion."""
+    env = RecommenderEnv(**TINY)
+    env.reset(seed=0)
+    sim = env.sim
+    pf = sim.platform
+    rec = sim.recsys
+    users = np.array([int(np.argmin(pf.u_opinion.a)), int(np.argmax(pf.u_opinion.a))])
+    W = np.zeros((3, 8), np.float32)
+    W[0, 7] = 1.0                          # alignment: echo chamber for everyone
+    rec.set_weights(W)
+    feeds = rec.recommend(pf, users, 5)
+    stance = np.nan_to_num(pf.p_stance.a)
+    assert stance[feeds[0][feeds[0] >= 0]].mean() < 0 < stance[feeds[1][feeds[1] >= 0]].mean()
+    # the global ranking is the per-user one with only the bias row
+    w = np.array([1.0, 0.5, 0.25, 1.0, 0.5, 0.0, -0.2, 0.3], np.float32)
+    all_users = np.arange(pf.n_users)
+    rec.set_weights(w)
+    flat = rec.recommend(pf, all_users, 5)
+    rec.set_weights(env.action_for_weights(w).reshape(3, 8))
+    assert np.array_equal(rec.recommend(pf, all_users, 5), flat)
+    env.close()
+
+
+def test_reward_components_in_info_and_sum_to_reward():
+    env = RecommenderEnv(agent_params={"polarization_penalty": 10.0, "diversity_bonus": 0.3}, **TINY)
+    env.reset(seed=2)
+    total_increase, sim = 0.0, None
+    p0 = float(env.sim.platform.u_opinion.a.std())
+    for _ in range(TINY["max_cycles"]):
+        _, r, _, trunc, info = env.step(env.action_space.sample())
+        c = info["reward_components"]
+        assert set(c) == {"engagement", "misinfo_exposure", "polarization_increase", "diversity"}
+        assert r == pytest.approx(10.0 * c["engagement"] - c["misinfo_exposure"] - 10.0 * c["polarization_increase"]
+                                  + 0.3 * c["diversity"])
+        assert c["misinfo_exposure"] == info["misinfo_share"]
+        total_increase += c["polarization_increase"]
+    # the episode's polarization term is the increase since reset, not the level
+    assert total_increase == pytest.approx(float(env.sim.platform.u_opinion.a.std()) - p0, abs=1e-6)
+    env.close()
+
+
+# --------------------------------------------------------------------------- moderator
+
+
+def test_moderator_observation_has_no_label():
+    """Flipping every true label leaves the first observation unchanged: the label is not in it."""
+    assert "misinfo_score" not in MODERATOR_POST_FEATURES
+    env = ModeratorEnv(**TINY)
+    obs, _ = env.reset(seed=4)
+    pf = env.sim.platform
+    pf.p_label.a[: pf.n_posts] = 1 - np.maximum(pf.p_label.a[: pf.n_posts], 0)
+    again = env.sim.platform_agents["moderator_0"].features(env.sim)
+    assert np.array_equal(obs, again)
+    env.close()
+
+
+def test_fact_checks_are_budgeted_delayed_and_noisy():
+    params = {"check_budget": 2, "check_delay": 2, "check_error": 0.0}
+    env = ModeratorEnv(agent_params=params, **{**TINY, "max_cycles": 12})
+    env.reset(seed=5)
+    agent = env.sim.platform_agents["moderator_0"]
+    fc = agent.fact_check
+    i_check = MODERATOR_POST_FEATURES.index("fact_check")
+    assert len(fc.sent_step) == 2 and not (fc.verdicts != 0).any()   # sent at reset, nothing back yet
+    for step in range(1, 9):
+        obs, *_ = env.step(np.zeros(env.action_space.shape, np.int64))
+        assert len(fc.sent_step) <= 2 * (step + 1)
+    got = np.flatnonzero(fc.verdicts)
+    assert len(got) and all(fc.sent_step[int(p)] + 2 <= env.sim.platform.step for p in got)
+    label = env.sim.platform.p_label.a[got]
+    assert np.array_equal(fc.verdicts[got] > 0, label == MISINFO_LABEL)   # error 0: exact
+    x = obs.reshape(agent.top_m, -1)
+    shown = agent.slots >= 0
+    assert np.array_equal(x[shown, i_check], fc.verdicts[agent.slots[shown]])
+    # with error 1 every verdict is wrong
+    bad = ModeratorEnv(agent_params={**params, "check_error": 1.0}, **{**TINY, "max_cycles": 12})
+    bad.reset(seed=5)
+    for _ in range(8):
+        bad.step(np.zeros(bad.action_space.shape, np.int64))
+    bfc = bad.sim.platform_agents["moderator_0"].fact_check
+    bgot = np.flatnonzero(bfc.verdicts)
+    assert np.array_equal(bfc.verdicts[bgot] > 0, bad.sim.platform.p_label.a[bgot] != MISINFO_LABEL)
+    env.close()
+    bad.close()
+
+
+def test_oracle_is_an_upper_bound_on_exposure():
+    """No moderator here beats the oracle on misinformation exposure, seed by seed."""
+    from oasis_gym.train.common import EnvConfig
+    from oasis_gym.train.evaluate import evaluate_moderator, oracle_check
+
+    cfg = EnvConfig(kind="moderator", users=80, max_cycles=8, scenario=SCENARIO, env_kwargs={"activation": 0.3})
+    seeds = (1, 2, 3)
+    oracle = evaluate_moderator("oracle_suspend", seeds, cfg)
+    rng = np.random.default_rng(0)
+    others = {name: evaluate_moderator(name, seeds, cfg) for name in ("none", "report_threshold_suspend")}
+    others["random"] = evaluate_moderator(lambda obs: rng.integers(0, 5, obs.shape[0] // 12), seeds, cfg)
+    others["suspend_all_in_view"] = evaluate_moderator(lambda obs: np.full(obs.shape[0] // 12, 4), seeds, cfg)
+    for name, runs in others.items():
+        check = oracle_check(runs, oracle)
+        assert check["beaten_on"] == [], name
+        assert all(o["return"] >= r["return"] for o, r in zip(oracle, runs)), name
+    assert all(r["true_actioned_share"] == 0.0 and r["return"] == 0.0 for r in oracle)   # the maximum
+
+
+def test_oracle_acts_beyond_the_view():
+    env = ModeratorEnv(agent_params={"top_m": 2}, **TINY)
+    env.reset(seed=1)
+    pf = env.sim.platform
+    view = set(env.sim.platform_agents["moderator_0"].slots.tolist())
+    action = OracleModerator(4)(env.sim)
+    assert set(action.posts.tolist()) - view           # more than the 2 posts of the view
+    env.step(action)
+    assert (pf.p_status.a[action.posts] == 3).all() and pf.u_suspended.a[pf.p_author.a[action.posts]].all()
+    # the report rule still acts on the view only
+    acted = ReportThresholdModerator(threshold=0)(env.sim)
+    assert acted.shape == (2,)
+    env.close()
+
+
+# --------------------------------------------------------------------------- training CLI
+
+
+@pytest.mark.parametrize("target", ["recommender", "moderator"])
+def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsys, monkeypatch):
+    """`oasis-gym train <agent>` evaluates on held-out seeds and another population, prints
+    mean ± std and PPO's paired wins against every baseline, writes eval.json and a PNG."""
+    import json
+
+    import torch
+
+    from oasis_gym import cli
+    from oasis_gym.train import common
+
+    torch.set_num_threads(1)
+    # the scenario's 1 000 users are too slow for a test: the tiny scenario through EnvConfig
+    orig = common.EnvConfig.kwargs
+    monkeypatch.setattr(common.EnvConfig, "kwargs", lambda self: {**orig(self), "scenario": SCENARIO,
+                                                                   "activation": 0.3})
+    out = tmp_path / target
+    rc = cli.main(["train", target, "--users", "60", "--max-cycles", "4", "--timesteps", "16", "--n-envs", "1",
+                   "--n-steps", "8", "--eval-seeds", "1000", "1001", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    baselines = (("reddit", "random", "chronological", "twitter", "default_weights") if target == "recommender"
+                 else ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend"))
+    for name in ("held_out_seeds (population 0", "held_out_population (population 1", "PPO wins", "±", *baselines):
+        assert name in text, name
+    result = json.loads((out / "eval.json").read_text())
+    assert set(result["eval_sets"]) == {"held_out_seeds", "held_out_population"}
+    for s in result["eval_sets"].values():
+        assert set(s["ppo_vs"]) >= set(baselines) - {"ppo"}
+        assert all(0 <= v["return"]["wins"] <= 2 for v in s["ppo_vs"].values())
+    if target == "moderator":
+        assert result["eval_sets"]["held_out_seeds"]["oracle_beaten"] == []
+    png = out / "learning_curve.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(text.strip().splitlines()[-1])["eval_json"].endswith("eval.json")
+
+
+def test_eval_sets_disjoint_from_training():
+    from oasis_gym.train.report import EvalSet, check_disjoint
+
+    check_disjoint([EvalSet("a", 0, (1000, 1001))], train_seed=0, n_envs=2)
+    with pytest.raises(ValueError, match="training episodes"):
+        check_disjoint([EvalSet("a", 0, (1, 1000))], train_seed=0, n_envs=2)
+    with pytest.raises(ValueError, match="training episodes"):
+        check_disjoint([EvalSet("a", 1, (2**21,))], train_seed=0, n_envs=2)
+    env = ModeratorEnv(**TINY)
+    env.reset(seed=0)
+    assert all(env.reset()[1]["seed"] >= 2**20 for _ in range(3))   # unseeded resets: training draws
+    env.close()

@@ -1,0 +1,103 @@
+"""Honest comparisons for the training scripts: held-out evaluation sets, paired wins,
+the printed baseline table and the learning-curve PNG.
+
+An evaluation set is a name, a population seed and episode seeds. The default sets are
+disjoint from training by construction: training uses population 0 and episode seeds
+drawn at or above `TRAIN_SEED_MIN` (2**20; the first episodes of PPO's vector envs use
+`seed .. seed + n_envs - 1`), evaluation uses seeds 1000+ on population 0 ("held-out
+seeds") and on population 1 ("held-out population", other users and follow graph).
+`check_disjoint` refuses overlapping sets with a clear error.
+
+`paired(ppo, baseline)` compares per seed (same seeds, same order): the mean and std of
+the difference and the number of seeds where PPO is better ("wins").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    name: str
+    population_seed: int
+    seeds: tuple[int, ...]
+
+
+def default_eval_sets(seeds: Sequence[int], population_seed: int = 0, other_population: int = 1) -> list[EvalSet]:
+    """Held-out seeds on the training population, and the same seeds on another population."""
+    seeds = tuple(int(s) for s in seeds)
+    return [EvalSet("held_out_seeds", population_seed, seeds),
+            EvalSet("held_out_population", other_population, seeds)]
+
+
+def check_disjoint(eval_sets: Sequence[EvalSet], train_seed: int, n_envs: int, train_population: int = 0) -> None:
+    """Raise ValueError if an evaluation episode could replay a training episode."""
+    from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
+
+    first = set(range(train_seed, train_seed + n_envs))   # the vector envs' first, explicit seeds
+    for s in eval_sets:
+        bad = [x for x in s.seeds if x >= TRAIN_SEED_MIN or (s.population_seed == train_population and x in first)]
+        if bad:
+            raise ValueError(f"evaluation set {s.name!r} seeds {bad} may be training episodes: use seeds below "
+                             f"{TRAIN_SEED_MIN} outside {sorted(first)}")
+
+
+def paired(runs: Sequence[dict], base_runs: Sequence[dict], key: str = "return", higher_is_better: bool = True) -> dict:
+    """PPO minus baseline per seed: mean, std, wins (PPO strictly better), n."""
+    a = np.array([r[key] for r in runs], dtype=np.float64)
+    b = np.array([r[key] for r in base_runs], dtype=np.float64)
+    d = a - b
+    better = d > 0 if higher_is_better else d < 0
+    return {"diff_mean": float(d.mean()), "diff_std": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
+            "wins": int(better.sum()), "n": len(d)}
+
+
+def mean_std(runs: Sequence[dict], key: str) -> str:
+    x = np.array([r[key] for r in runs], dtype=np.float64)
+    return f"{x.mean():.3f} ± {x.std(ddof=1) if len(x) > 1 else 0.0:.3f}"
+
+
+def table(title: str, candidates: dict[str, list[dict]], ppo: str, columns: Sequence[tuple[str, str, bool]]) -> str:
+    """A plain-text table: one row per candidate, `mean ± std` per column (key, label,
+    higher_is_better), and PPO's paired wins against each row on the first column."""
+    key0, label0, hib0 = columns[0]
+    head = f"{'':28s}" + "".join(f"{label:>22s}" for _, label, _ in columns) + f"{'PPO wins (' + label0 + ')':>24s}"
+    lines = [title, head]
+    for name, runs in candidates.items():
+        row = f"{name:28s}" + "".join(f"{mean_std(runs, key):>22s}" for key, _, _ in columns)
+        if name != ppo:
+            p = paired(candidates[ppo], runs, key0, hib0)
+            row += f"{p['wins']:>13d}/{p['n']:<10d}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def plot_learning_curve(curve: Sequence[Sequence[float]], baselines: dict[str, float], path: str | Path,
+                        title: str) -> Path | None:
+    """Training episode returns against timesteps, with the baselines' mean evaluation
+    returns as flat lines (a reference: those are measured on the evaluation sets)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if len(curve):
+        x, y = np.asarray(curve, dtype=np.float64).T[:2]
+        ax.plot(x, y, "o-", ms=3, label="PPO: mean training episode return per rollout")
+    for name, v in baselines.items():
+        ax.axhline(v, ls="--", lw=0.8, label=f"{name} (evaluation)", color=None)
+    ax.set_xlabel("timesteps")
+    ax.set_ylabel("episode return")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
