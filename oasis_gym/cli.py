@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
+    from oasis_gym.experiments.sweep import add_sweep_parser   # `oasis-gym sweep`: scenario sensitivity
+
+    add_sweep_parser(sub)
     return parser
 
 
@@ -178,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         from oasis_gym.train.cli import cmd_train
 
         return cmd_train(args)
+    if args.command == "sweep":
+        from oasis_gym.experiments.sweep import cmd_sweep
+
+        return cmd_sweep(args)
     return {"run": cmd_run, "report": cmd_report}[args.command](args)
 
 
