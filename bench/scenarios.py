@@ -2,7 +2,11 @@
 
     python bench/scenarios.py                     # all four (misinformation at 1M users)
     python bench/scenarios.py spread herd         # a subset: spread, polarization, herd, misinfo
-    python bench/scenarios.py --calibrate         # the information-spread calibration sweep
+    python bench/scenarios.py --calibrate         # the information-spread calibration sweep (in-sample)
+    python bench/scenarios.py --calibrate-heldout [--generated-graph]
+                                                  # fit on minutes 0-60 of scale (seeds 100-103),
+                                                  # score minutes 60-150 of all three curves (seeds 0-9)
+    python bench/scenarios.py --effects [NAMES]   # each scenario's effect, mean and 95% CI over seeds
 
 Environment: BENCH_MISINFO_USERS (default "100000,1000000"), BENCH_HERD_USERS (default
 "36,3600,10000"), BENCH_SPREAD_SEEDS (evaluation seeds, default 10).
@@ -57,6 +61,29 @@ def calibrate() -> None:
         print(json.dumps({"bench": "calibrate_spread", **results[-1]}), flush=True)
     best = min(results, key=lambda r: r["nrmse_scale"])
     print(json.dumps({"bench": "calibrate_spread", "best": best, "fitted_on": "scale", "seeds": list(seeds)}))
+
+
+def calibrate_heldout(generated: bool = False) -> None:
+    """Held-out calibration: the fit sees minutes 0-60 of the scale curve only."""
+    from oasis_gym.experiments.spread_calibration import calibrate_heldout as run
+
+    grid = {"policy.abm.cascade_p": (0.6, 0.8, 1.0), "policy.abm.cascade_half_life": (15.0, 30.0, 45.0, 60.0, 90.0)}
+    over = {"population.follow_graph": "generated"} if generated else {}
+    graph = "generated (Price model)" if generated else "file (star)"
+    res = run(grid, range(100, 104), range(0, 10), over,
+              log=lambda row: print(json.dumps({"bench": "calibrate_spread_heldout", "graph": graph, **row}), flush=True))
+    res.pop("grid")
+    print(json.dumps({"bench": "calibrate_spread_heldout", "graph": graph, **res}), flush=True)
+
+
+def bench_effects(names: list[str]) -> None:
+    """Each scenario's [sweep] table (effects with 95% CIs over its seeds, one JSON line per point)."""
+    from oasis_gym.experiments.sweep import run_sweep
+
+    for name in names:
+        res = run_sweep(name, log=lambda pt, n=name: print(json.dumps({"bench": "effects", "scenario": n, **pt}),
+                                                           flush=True))
+        print(json.dumps({"bench": "effects_done", "scenario": name, "seeds": res["seeds"]}), flush=True)
 
 
 def bench_spread() -> None:
@@ -141,6 +168,14 @@ BENCHES = {"spread": bench_spread, "polarization": bench_polarization, "herd": b
 def main(argv: list[str]) -> None:
     if "--calibrate" in argv:
         calibrate()
+        return
+    if "--calibrate-heldout" in argv:
+        calibrate_heldout("--generated-graph" in argv)
+        return
+    if "--effects" in argv:
+        names = [a for a in argv if not a.startswith("-")]
+        bench_effects(names or ["group_polarization", "reddit_herd_effect", "misinformation_1m",
+                                "twitter_information_spread"])
         return
     for name in [a for a in argv if not a.startswith("-")] or list(BENCHES):
         BENCHES[name]()

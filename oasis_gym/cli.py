@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
     add_import_parser(sub)
+    from oasis_gym.experiments.sweep import add_sweep_parser   # `oasis-gym sweep`: scenario sensitivity
+
+    add_sweep_parser(sub)
     return parser
 
 
@@ -405,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
             from oasis_gym.train.cli import cmd_train
 
             return cmd_train(args)
+        if args.command == "sweep":
+            from oasis_gym.experiments.sweep import cmd_sweep
+
+            return cmd_sweep(args)
         if args.command == "run":
             args.given = _given_options(argv)
         return {"run": cmd_run, "report": cmd_report, "import": cmd_import}[args.command](args)

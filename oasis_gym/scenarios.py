@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from .actions import ACTION_BY_NAME, ActionType as A, Result as R
+from .experiments.evidence import evidence, evidence_text
 from .metrics import formulas as F
 from .platform.platform import MISINFO_LABEL, ORIGINAL, TRUE_LABEL, ActionBatch
 from .platform.store import unpack_keys
@@ -73,7 +74,7 @@ __all__ = [
 ]
 
 SECTIONS = ("scenario", "population", "env", "feed", "policy", "figures", "metrics", "topic", "interview",
-            "content", "posts")
+            "content", "posts", "evidence", "sweep")
 _ALIAS_SECTIONS = ("scenario", "population", "env", "policy")
 
 
@@ -278,7 +279,12 @@ def _build_abm(spec: Mapping[str, Any]):
     diffusion = None if diffusion in (None, "", "none") else str(diffusion)
     if isinstance(spec.get("diffusion_action"), str):
         spec["diffusion_action"] = int(ACTION_BY_NAME[spec["diffusion_action"]])
+    content = spec.pop("content", None)
     cfg = ABMConfig(opinion_model=model, opinion_params=params, behaviour=behaviour, diffusion=diffusion, **spec)
+    if diffusion == "content_aware":   # users share by what posts say (policies/content_share.py)
+        from oasis_gym.policies.content_share import ContentAwareABM, ContentParams
+
+        return ContentAwareABM(cfg, content=ContentParams(**(content or {})))
     return DecayingCascadeABM(cfg, half_life=half_life)
 
 
@@ -505,8 +511,12 @@ class InformationSpread(ScenarioKind):
     def population(self) -> Population:
         p = self.config["population"]
         activity = p.get("activity")
-        return load_twitter_csv(_data_file(p["profiles"]),
-                                activity_path=_data_file(activity) if activity else None)
+        pop = load_twitter_csv(_data_file(p["profiles"]), activity_path=_data_file(activity) if activity else None)
+        if p.get("follow_graph", "file") == "generated":   # the file's edges are a star (experiments.graphs)
+            from .experiments.graphs import with_generated_graph
+
+            pop = with_generated_graph(pop, float(p.get("graph_mean_following", 3.0)), int(p.get("graph_seed", 0)))
+        return pop
 
     def setup(self, sim) -> None:
         super().setup(sim)
@@ -553,7 +563,7 @@ class InformationSpread(ScenarioKind):
             "root_post": self.root, "root_author": int(pf.p_author.a[self.root]),
             "root_text": pf.p_content[self.root], "horizon_minutes": H, "simulated_minutes": simulated,
             "nrmse": errors, "nrmse_minutes": window, "calibrated_on": list(fig.get("calibrated_on", [])),
-            "held_out": list(fig.get("held_out", [])),
+            "held_out": list(fig.get("held_out", [])), "fit_minutes": int(fig.get("fit_minutes", 60)),
             "final": {k: v[-1] for k, v in sim_c.items()}, "real_final": {k: v[-1] for k, v in real_c.items()},
             "sim_curves": sim_c, "real_curves": real_c,
         }
@@ -650,6 +660,7 @@ class GroupPolarization(ScenarioKind):
         end = F.opinion_summary(x, prefix="")
         return {"topic_post": self.topic_post, "groups": groups, "initial": start, "final": end,
                 "to_extreme_share": float(F.opinion_shift_shares(self.baseline, x)[0]),
+                "initial_mean_abs": float(np.abs(self.baseline).mean()), "final_mean_abs": float(np.abs(x).mean()),
                 "interviews": self.interviews, "interview_answers": self.interview_answers,
                 "steps": list(self.steps), "series": {k: list(v) for k, v in self.series.items()}}
 
@@ -978,6 +989,7 @@ class Scenario:
 
             tb = TensorBoardLogger(Path(logdir) / "scenario")
             tb.log_config({"scenario": self.config, "seed": seed, "steps": steps})
+            tb._writer.add_text("evidence", evidence_text(evidence(self.config)), global_step=0)
         recorder = _attach_recorder(sim, logdir, handler, self.config.get("metrics", {}))
         tracker = _Tracker(handler, tb)
         sim.step_hooks.append(tracker)
@@ -986,6 +998,7 @@ class Scenario:
                                callback=lambda e, out: handler.after_step(e, out, policy))
             figures = handler.figures(sim)
             figures["summary"] = _headline(self.kind, figures)
+            figures["summary"]["evidence"] = figures["evidence"] = evidence(self.config)
             figures["run"] = {"scenario": self.name, "steps": summary.steps, "users": int(sim.platform.n_users),
                               "seed": seed, "policy": self.config.get("policy", {}).get("kind", "abm"),
                               "setup_s": round(setup_s, 2), "run_s": round(summary.seconds, 2),

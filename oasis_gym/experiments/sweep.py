@@ -1,0 +1,276 @@
+"""Sensitivity instead of one hand-set value: run a scenario over a parameter grid and seeds.
+
+    oasis-gym sweep group_polarization --param rho=0.4:1.2:5 --seeds 10 --out sweeps/rho
+    oasis-gym sweep group_polarization              # the scenario's [sweep] table
+
+A --param is `key=lo:hi:n` (n evenly spaced values) or `key=v1,v2,...`; `key` is a dotted
+config path or a bare name found exactly once anywhere in the config (`rho` ->
+policy.abm.opinion_params.rho). Several --param make a full grid. Each grid point runs the
+same seeds (seed_start .. seed_start + seeds - 1; paired across points; a seed sets both the
+run and scenario.seed, so the population's random parts are redrawn too), without journals on
+disk or per-step metrics. Written to --out (refused if it holds an earlier sweep, unless
+--overwrite):
+
+* runs.csv: one row per (grid point, seed): the parameters, the seed, every effect;
+* summary.csv / summary.json: per grid point and effect: mean, 95% CI (t), sd, n, and the
+  share of seeds with the kind's expected ordering (experiments.effects.ORDERINGS);
+* effect_vs_<param>.png: the headline effects against the first parameter, with CIs.
+
+The scenario's [sweep] table may give `param` (a --param string or a list of them), `seeds`,
+`seed_start`, `steps` and `set` (extra overrides, e.g. {"population.users" = 2000}).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .effects import HEADLINE, ORDERINGS, effects
+from .stats import mean_ci, ordering_share
+
+__all__ = ["parse_param", "resolve_key", "plan_sweep", "run_sweep", "plot_sweep", "OUTPUTS"]
+
+OUTPUTS = ("runs.csv", "summary.csv", "summary.json")
+
+
+def parse_param(text: str) -> tuple[str, list[float | Any]]:
+    """"rho=0.4:1.2:5" -> ("rho", [0.4, 0.6, 0.8, 1.0, 1.2]); "k=1,2,4" -> ("k", [1, 2, 4])."""
+    from oasis_gym.scenarios import parse_value
+
+    key, sep, spec = str(text).partition("=")
+    key, spec = key.strip(), spec.strip()
+    if not sep or not key or not spec:
+        raise ValueError(f"--param expects key=lo:hi:n or key=v1,v2,..., got {text!r}")
+    if ":" in spec:
+        parts = spec.split(":")
+        try:
+            lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+        except (ValueError, IndexError) as err:
+            raise ValueError(f"--param {text!r}: a range is lo:hi:n with numbers lo, hi and an integer n") from err
+        if len(parts) != 3 or n < 1:
+            raise ValueError(f"--param {text!r}: a range is lo:hi:n with n >= 1")
+        return key, [round(float(v), 10) for v in np.linspace(lo, hi, n)]
+    values = [parse_value(v.strip()) for v in spec.split(",") if v.strip()]
+    if not values:
+        raise ValueError(f"--param {text!r} has no values")
+    return key, values
+
+
+def _leaves(node: Mapping[str, Any], prefix: str = ""):
+    for k, v in node.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            yield from _leaves(v, path + ".")
+        else:
+            yield path
+
+
+def resolve_key(config: Mapping[str, Any], key: str) -> str:
+    """A dotted key as given; a bare name must be the last part of exactly one config path."""
+    if "." in key:
+        return key
+    hits = [p for p in _leaves(config) if p.rsplit(".", 1)[-1] == key and not p.startswith(("sweep.", "evidence."))]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise KeyError(f"unknown parameter {key!r}: no setting of that name; write its dotted path")
+    raise KeyError(f"ambiguous parameter {key!r} (in {hits}); write its dotted path")
+
+
+def _grid(params: Sequence[tuple[str, list]]) -> list[dict[str, Any]]:
+    keys = [k for k, _ in params]
+    return [dict(zip(keys, vals)) for vals in itertools.product(*(v for _, v in params))]
+
+
+def plan_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | None = None,
+               seed_start: int | None = None, steps: int | None = None, sets: Mapping[str, Any] | None = None,
+               out: str | Path | None = None, overwrite: bool = False) -> dict:
+    """Check every argument (and that each grid point's config loads) before anything runs;
+    raises ValueError / KeyError / FileExistsError / FileNotFoundError on bad input."""
+    from oasis_gym.scenarios import load_scenario
+
+    base = load_scenario(scenario, dict(sets or {}))
+    table = base.config.get("sweep", {})
+    specs = list(params or [])
+    if not specs:
+        spec = table.get("param")
+        specs = [spec] if isinstance(spec, str) else list(spec or [])
+    if not specs:
+        raise ValueError(f"{base.name}: give --param key=lo:hi:n (the scenario has no [sweep] param)")
+    parsed = [(resolve_key(base.config, k), v) for k, v in (parse_param(s) for s in specs)]
+    seeds = int(seeds if seeds is not None else table.get("seeds", 10))
+    seed_start = int(seed_start if seed_start is not None else table.get("seed_start", 0))
+    steps = steps if steps is not None else table.get("steps")
+    if seeds < 1:
+        raise ValueError("--seeds must be >= 1")
+    out_dir = Path(out) if out is not None else None
+    if out_dir is not None:
+        existing = [n for n in OUTPUTS if (out_dir / n).exists()]
+        if existing and not overwrite:
+            raise FileExistsError(f"{out_dir} already holds a sweep ({', '.join(existing)}); "
+                                  "choose another --out or pass --overwrite")
+    if steps is not None and int(steps) < 1:
+        raise ValueError("--steps must be >= 1")
+    extra = {"metrics.enabled": False, **dict(table.get("set", {})), **dict(sets or {})}
+    grid = _grid(parsed)
+    for point in grid:
+        load_scenario(scenario, {**extra, **point})
+    return {"scenario": scenario, "base": base, "parsed": parsed, "grid": grid, "extra": extra, "steps": steps,
+            "seeds": list(range(seed_start, seed_start + seeds)), "out": out_dir}
+
+
+def run_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | None = None,
+              seed_start: int | None = None, steps: int | None = None, sets: Mapping[str, Any] | None = None,
+              out: str | Path | None = None, overwrite: bool = False, plot: bool = True, log=None,
+              plan: dict | None = None) -> dict:
+    """Run the grid x seeds; returns {"scenario", "kind", "params", "seeds", "points": [...]}
+    and writes the tables (and the PNG) to `out` when given."""
+    from oasis_gym.scenarios import load_scenario
+
+    plan = plan or plan_sweep(scenario, params, seeds, seed_start, steps, sets, out, overwrite)
+    base, parsed, extra, steps = plan["base"], plan["parsed"], plan["extra"], plan["steps"]
+    seed_list, out_dir = plan["seeds"], plan["out"]
+    rows, points = [], []
+    for point in plan["grid"]:
+        t0 = time.perf_counter()
+        per_seed = []
+        for s in seed_list:   # scenario.seed too: each seed also redraws the population's random parts
+            sc = load_scenario(scenario, {**extra, **point, "scenario.seed": s})
+            eff = effects(sc.kind, sc.run(steps=steps, db_path=":memory:", seed=s))
+            per_seed.append(eff)
+            rows.append({**point, "seed": s, **eff})
+        order = ORDERINGS.get(sc.kind, ())
+        summary = {k: mean_ci([e[k] for e in per_seed]) for k in per_seed[0]}
+        pt = {"point": point, "effects": summary, "wall_s": round(time.perf_counter() - t0, 2),
+              "ordered_share": ordering_share([[e[k] for k in order] for e in per_seed]) if order else None,
+              "ordering": list(order)}
+        points.append(pt)
+        if log is not None:
+            log(pt)
+    result = {"scenario": base.name, "kind": base.kind, "params": {k: v for k, v in parsed}, "seeds": seed_list,
+              "steps": steps if steps is not None else base.steps, "overrides": {k: v for k, v in extra.items()},
+              "headline": list(HEADLINE.get(base.kind, ())), "points": points}
+    if out_dir is not None:
+        _write(out_dir, rows, result)
+        if plot:
+            result["png"] = str(plot_sweep(result, out_dir))
+    return result
+
+
+def _num(v: Any) -> Any:
+    return "" if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _write(out_dir: Path, rows: list[dict], result: dict) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fields = list(rows[0])
+    with open(out_dir / "runs.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows({k: _num(r.get(k)) for k in fields} for r in rows)
+    keys = list(result["params"])
+    with open(out_dir / "summary.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(keys + ["effect", "mean", "ci_lo", "ci_hi", "sd", "n", "ordered_share"])
+        for pt in result["points"]:
+            for name, s in pt["effects"].items():
+                w.writerow([pt["point"][k] for k in keys] + [name] + [_num(s[c]) for c in ("mean", "lo", "hi", "sd")]
+                           + [s["n"], _num(pt["ordered_share"]) if pt["ordered_share"] is not None else ""])
+    (out_dir / "summary.json").write_text(json.dumps(_clean(result), indent=1), encoding="utf-8")
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: Sequence[str] | None = None) -> Path:
+    """PNG of effect (mean and 95% CI) against the first parameter (other parameters: one line
+    per combination)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    keys = list(result["params"])
+    x_key = keys[0]
+    names = list(effects_to_plot or result.get("headline") or list(result["points"][0]["effects"])[:2])
+    fig = Figure(figsize=(5.0 * len(names), 3.8))
+    FigureCanvasAgg(fig)
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(1, len(names), i + 1)
+        lines: dict[tuple, list] = {}
+        for pt in result["points"]:
+            rest = tuple((k, pt["point"][k]) for k in keys[1:])
+            lines.setdefault(rest, []).append(pt)
+        for rest, pts in lines.items():
+            x = np.array([float(p["point"][x_key]) for p in pts])
+            s = [p["effects"].get(name, {"mean": math.nan, "lo": math.nan, "hi": math.nan}) for p in pts]
+            m = np.array([v["mean"] for v in s], float)
+            lo, hi = np.array([v["lo"] for v in s], float), np.array([v["hi"] for v in s], float)
+            label = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in rest) or None
+            ax.plot(x, m, marker="o", label=label)
+            ax.fill_between(x, lo, hi, alpha=0.2)
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_xlabel(x_key.rsplit(".", 1)[-1])
+        ax.set_ylabel(name)
+        ax.set_title(f"{result['scenario']}: {name}\nmean, 95% CI over {len(result['seeds'])} seeds", fontsize=9)
+        if len(lines) > 1:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(out_dir) / f"effect_vs_{x_key.rsplit('.', 1)[-1]}.png"
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def add_sweep_parser(sub) -> None:
+    """The `oasis-gym sweep` subcommand's arguments."""
+    p = sub.add_parser("sweep", help="run a scenario over a parameter grid and seeds (effects with 95%% CIs)")
+    p.add_argument("scenario", help="a shipped scenario name or a scenario .toml file")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=LO:HI:N",
+                   help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table")
+    p.add_argument("--seeds", type=int, default=None, help="seeds per grid point (default: [sweep] seeds or 10)")
+    p.add_argument("--seed-start", type=int, default=None, help="first seed (default: [sweep] seed_start or 0)")
+    p.add_argument("--steps", type=int, default=None, help="steps per run (default: the scenario's)")
+    p.add_argument("--set", dest="sweep_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="fixed override for every run (repeatable), e.g. users=2000")
+    p.add_argument("--out", default=None, help="output folder (default sweeps/<scenario>)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier sweep's tables in --out")
+
+
+def cmd_sweep(args) -> int:
+    """Run `oasis-gym sweep`; prints one JSON line per grid point and a final one."""
+    from oasis_gym.scenarios import load_scenario, parse_sets
+
+    try:   # bad arguments: one line, exit code 2, before anything runs
+        sets = parse_sets(args.sweep_set or [])
+        out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)
+        plan = plan_sweep(args.scenario, args.param, args.seeds, args.seed_start, args.steps, sets, out,
+                          overwrite=args.overwrite)
+    except (ValueError, KeyError, FileExistsError, FileNotFoundError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"oasis-gym sweep: error: {msg}", file=sys.stderr)
+        return 2
+
+    def log(pt):
+        print(json.dumps(_clean({"point": pt["point"], "wall_s": pt["wall_s"], "ordered_share": pt["ordered_share"],
+                                 **{k: {c: round(v[c], 4) if isinstance(v[c], float) else v[c]
+                                        for c in ("mean", "lo", "hi", "n")}
+                                    for k, v in pt["effects"].items()}})), flush=True)
+
+    res = run_sweep(args.scenario, log=log, plan=plan)
+    print(json.dumps({"sweep": res["scenario"], "out": out, "points": len(res["points"]), "seeds": len(res["seeds"]),
+                      "png": res.get("png")}))
+    return 0
