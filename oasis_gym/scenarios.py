@@ -296,7 +296,8 @@ def _build_llm(spec: Mapping[str, Any]):
         raise RuntimeError(f"LLM users need the 'llm' extra ({err}); "
                            "install the 'llm' extra or run with --set policy.kind=abm") from err
     backend = make_backend(spec.get("backend", "auto"), model=spec.get("model") or None,
-                           endpoints=list(spec.get("endpoints") or []) or None)
+                           endpoints=list(spec.get("endpoints") or []) or None,
+                           **dict(spec.get("backend_options", {})))   # e.g. device, dtype
     return LLMPolicy(backend, **dict(spec.get("options", {})))
 
 
