@@ -1085,7 +1085,11 @@ def _headline(kind: str, f: Mapping[str, Any]) -> dict:
         return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(float(v), 4)
 
     if kind == "information_spread":
-        return {"nrmse": {k: r(v) for k, v in f["nrmse"].items()}, "final": f["final"], "real_final": f["real_final"],
+        from .experiments.spread_calibration import split_errors
+
+        return {"nrmse": {k: r(v) for k, v in f["nrmse"].items()},
+                "split_nrmse": {k: r(v) for k, v in split_errors(f).items()}, "fit_minutes": f["fit_minutes"],
+                "final": f["final"], "real_final": f["real_final"],
                 "calibrated_on": f["calibrated_on"], "held_out": f["held_out"]}
     if kind == "group_polarization":
         return {"groups": {g: {k: r(v[k]) for k in ("initial_mean", "final_mean", "shift", "to_extreme_share")}
