@@ -57,13 +57,16 @@ def random_model(out: Path, tiny: bool) -> Path:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("which", nargs="*", choices=list(SIZES), default=list(SIZES))
+    ap.add_argument("which", nargs="*", help=f"some of {', '.join(SIZES)} (default: all four)")
     ap.add_argument("--model", default=None, help="model directory (default: SmolLM2-135M-Instruct, shipped)")
     ap.add_argument("--random-weights", action="store_true", help="random SmolLM2-shaped model: timing only")
     ap.add_argument("--tiny", action="store_true", help="smoke test: 2-layer random model, 2 steps, small sizes")
     ap.add_argument("--device", default=None, help="cuda (default when available) or cpu")
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16")
     args = ap.parse_args(argv)
+    unknown = sorted(set(args.which) - set(SIZES))
+    if unknown:
+        ap.error(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SIZES)}")
     if args.tiny:   # tiny matmuls: more threads only oversubscribe a CPU
         import torch
 
