@@ -97,7 +97,9 @@ def main(argv: list[str]) -> int:
                           "policy": sc.config["policy"]["kind"], "users": f["run"]["users"], "steps": f["run"]["steps"],
                           "wall_s": round(time.perf_counter() - t, 1), "run_s": f["run"]["run_s"],
                           "s_per_step": round(f["run"]["run_s"] / max(f["run"]["steps"], 1), 2),
-                          "actions": f["run"]["actions"], "effects": effects(sc.kind, f)}, default=str), flush=True)
+                          "actions": f["run"]["actions"],
+                          "effects": {k: (None if v != v else round(v, 4)) for k, v in effects(sc.kind, f).items()}},
+                         default=str), flush=True)
     return 0
 
 
