@@ -296,7 +296,8 @@ def _build_llm(spec: Mapping[str, Any]):
         raise RuntimeError(f"LLM users need the 'llm' extra ({err}); "
                            "install the 'llm' extra or run with --set policy.kind=abm") from err
     backend = make_backend(spec.get("backend", "auto"), model=spec.get("model") or None,
-                           endpoints=list(spec.get("endpoints") or []) or None)
+                           endpoints=list(spec.get("endpoints") or []) or None,
+                           **dict(spec.get("backend_options", {})))   # e.g. device, dtype
     return LLMPolicy(backend, **dict(spec.get("options", {})))
 
 
@@ -1085,7 +1086,11 @@ def _headline(kind: str, f: Mapping[str, Any]) -> dict:
         return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(float(v), 4)
 
     if kind == "information_spread":
-        return {"nrmse": {k: r(v) for k, v in f["nrmse"].items()}, "final": f["final"], "real_final": f["real_final"],
+        from .experiments.spread_calibration import split_errors
+
+        return {"nrmse": {k: r(v) for k, v in f["nrmse"].items()},
+                "split_nrmse": {k: r(v) for k, v in split_errors(f).items()}, "fit_minutes": f["fit_minutes"],
+                "final": f["final"], "real_final": f["real_final"],
                 "calibrated_on": f["calibrated_on"], "held_out": f["held_out"]}
     if kind == "group_polarization":
         return {"groups": {g: {k: r(v[k]) for k in ("initial_mean", "final_mean", "shift", "to_extreme_share")}

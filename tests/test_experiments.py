@@ -190,6 +190,9 @@ def test_every_scenario_states_its_evidence(tmp_path):
     logdir = tmp_path / "tb"
     f = load_scenario("reddit_herd_effect", HERD_SMALL).run(db_path=str(tmp_path / "h.db"), logdir=logdir)
     assert f["summary"]["evidence"]["mechanism"].startswith("Rule-based users vote")
+    from oasis_gym.platform.journal import read_meta
+
+    assert read_meta(str(tmp_path / "h.db"))["scenario_figures"]["evidence"] == f["evidence"]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(logdir / "scenario"))

@@ -29,14 +29,14 @@ GROUPS = ("up", "control", "down")
 # effect names whose per-seed values must be strictly decreasing for "the expected ordering"
 ORDERINGS: dict[str, tuple[str, ...]] = {
     "herd_effect": ("user_score_up", "user_score_control", "user_score_down"),
-    "misinformation": ("rumour_reach", "news_reach"),
+    "misinformation": ("rumour_related_posts", "news_related_posts"),
     "group_polarization": (),
     "information_spread": (),
 }
 
 # the effect a sweep plots by default, per kind
 HEADLINE: dict[str, tuple[str, ...]] = {
-    "herd_effect": ("user_up_minus_control", "user_control_minus_down"),
+    "herd_effect": ("user_up_minus_control", "user_control_minus_down", "up_share_lift_up_vs_control"),
     "group_polarization": ("d_esteban_ray", "d_mean_abs_opinion"),
     "misinformation": ("reach_rumour_minus_news", "related_rumour_minus_news"),
     "information_spread": ("heldout_nrmse_scale", "heldout_nrmse_depth", "heldout_nrmse_max_breadth"),
@@ -75,6 +75,10 @@ def herd(fig: Mapping[str, Any]) -> dict[str, float]:
         out[f"up_vote_share_{g}"] = _f(fig["up_vote_share"][g])
         out[f"votes_per_comment_{g}"] = _f(fig["votes_per_comment"][g])
     out["final_up_minus_control"] = _f(final["up"]) - _f(final["control"])
+    # Muchnik et al.'s measure: how much likelier an up-vote is on up-treated than on control
+    # comments (theirs: the next voter, +32%; ours: all later user votes)
+    out["up_share_lift_up_vs_control"] = out["up_vote_share_up"] / out["up_vote_share_control"] - 1.0 \
+        if out["up_vote_share_control"] else math.nan
     return out
 
 

@@ -215,14 +215,19 @@ def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: 
         for pt in result["points"]:
             rest = tuple((k, pt["point"][k]) for k in keys[1:])
             lines.setdefault(rest, []).append(pt)
+        xs = [p["point"][x_key] for p in result["points"]]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs)
+        cats = list(dict.fromkeys(str(v) for v in xs))   # a non-numeric parameter: categories in order
         for rest, pts in lines.items():
-            x = np.array([float(p["point"][x_key]) for p in pts])
+            x = np.array([float(p["point"][x_key]) if numeric else cats.index(str(p["point"][x_key])) for p in pts])
             s = [p["effects"].get(name, {"mean": math.nan, "lo": math.nan, "hi": math.nan}) for p in pts]
             m = np.array([v["mean"] for v in s], float)
             lo, hi = np.array([v["lo"] for v in s], float), np.array([v["hi"] for v in s], float)
             label = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in rest) or None
             ax.plot(x, m, marker="o", label=label)
             ax.fill_between(x, lo, hi, alpha=0.2)
+        if not numeric:
+            ax.set_xticks(range(len(cats)), cats)
         ax.axhline(0.0, color="grey", lw=0.8)
         ax.set_xlabel(x_key.rsplit(".", 1)[-1])
         ax.set_ylabel(name)
