@@ -359,3 +359,21 @@ def test_oasis_analysis_queries_run_on_our_journal(our_journal, oasis_db):
     assert [r["original_post_id"] for r in rows] == [None if x < 0 else x for x in pf.p_root.a.tolist()]
     theirs.close()
     ours.close()
+
+
+def test_rows_naming_missing_targets_or_repeating_a_pair_are_dropped(oasis_db, tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(oasis_db.read_bytes())
+    conn = sqlite3.connect(bad)
+    pair = conn.execute("SELECT user_id, post_id FROM \"like\" ORDER BY like_id LIMIT 1").fetchone()
+    first_like = conn.execute("SELECT MIN(like_id) FROM \"like\"").fetchone()[0]
+    # a like of a missing post by that same user before the real one, then a repeat of the pair
+    conn.execute("INSERT INTO \"like\" (like_id, user_id, post_id, created_at) VALUES (?, ?, 999, '1')",
+                 (first_like - 1 if first_like > 1 else 0, pair[0]))
+    conn.execute("INSERT INTO \"like\" (user_id, post_id, created_at) VALUES (?, ?, '6')", pair)
+    conn.commit()
+    conn.close()
+    res = load_oasis(bad)
+    assert res.dropped == {"like": 2}
+    assert res.platform.rel["like"].contains([pair[0]], [pair[1] - 1])[0]
+    assert res.mismatches == {}  # num_likes counted the real like once, like the rows that stay
