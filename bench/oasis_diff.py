@@ -184,8 +184,6 @@ def apply_script(script, users: int, nested: bool):
 
 def compare(pf, db_path: str) -> dict[str, int]:
     """Number of differing values per counter (OASIS ids = ours + 1 for posts and comments)."""
-    import numpy as np
-
     from oasis_gym.platform.store import unpack_keys
 
     conn = sqlite3.connect(db_path)
@@ -230,7 +228,6 @@ def compare(pf, db_path: str) -> dict[str, int]:
         if ours != theirs:
             diff[f"{name} rows"] = len(ours ^ theirs)
     conn.close()
-    _ = np
     return diff
 
 

@@ -148,13 +148,19 @@ def cmd_import(args) -> int:
     from oasis_gym.platform.oasis_import import OasisImportError, import_oasis, load_oasis
     from oasis_gym.simulation import SimulationConfig
 
+    def fail(message: str) -> int:  # a bad argument: one line, exit code 2
+        print(f"oasis-gym import: error: {message}", file=sys.stderr)
+        return 2
+
     if Path(args.out).exists():
-        raise SystemExit(f"{args.out} exists: choose a new path for the journal")
+        return fail(f"{args.out} exists: choose a new path for the journal")
+    if args.minutes_per_step < 1:
+        return fail("--minutes-per-step must be >= 1")
     try:  # read first (a second, cheap pass writes): the saved settings need the platform's kind and step
         loaded = load_oasis(args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform,
                             strict=args.strict)
     except (OasisImportError, FileNotFoundError) as err:
-        raise SystemExit(f"cannot import {args.oasis_db}: {err}") from err
+        return fail(f"cannot import {args.oasis_db}: {err}")
     pf = loaded.platform
     name = pf.config.name
     config = SimulationConfig(platform=name, recsys=name, max_cycles=pf.step, db_path=str(args.out),

@@ -196,11 +196,12 @@ def test_import_report_and_continue_end_to_end(oasis_db, tmp_path, monkeypatch, 
     assert {"actions.png", "cascade.png", "follower_ccdf.png"} <= {p.name for p in (tmp_path / "oasis_report").iterdir()}
 
     ours = tmp_path / "ours.db"
-    assert cli_main(["import", str(oasis_db), "--out", str(ours), "--no-tensorboard"]) == 0
+    assert cli_main(["import", str(oasis_db), "--out", str(ours)]) == 0  # resumed with a metrics recorder
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["counter_mismatches"] == {} and summary["step"] == 7
-    with pytest.raises(SystemExit, match="exists"):
-        cli_main(["import", str(oasis_db), "--out", str(ours)])
+    assert cli_main(["import", str(oasis_db), "--out", str(ours)]) == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and err.count("\n") == 1 and "Traceback" not in err
     with pytest.raises(SystemExit, match="OASIS database"):
         cli_main(["run", "--resume", str(oasis_db), "--steps", "9"])
     loaded = load_oasis(oasis_db).platform
@@ -218,17 +219,22 @@ def test_import_report_and_continue_end_to_end(oasis_db, tmp_path, monkeypatch, 
     conn.close()
     assert pf.n_users == loaded.n_users and pf.n_posts >= loaded.n_posts
     assert cli_main(["report", str(ours), "--out", str(tmp_path / "ours_report")]) == 0
+    text = (tmp_path / "ours_report" / "summary.txt").read_text()
+    assert "steps: 10 (step 0 to 9)" in text, text  # the OASIS steps (tables) and ours (recorded)
     assert _fingerprint(oasis_db) == before
 
 
-def test_import_refuses_to_overwrite(oasis_db, tmp_path):
+def test_import_refuses_to_overwrite(oasis_db, tmp_path, capsys):
     target = tmp_path / "taken.db"
     target.write_bytes(b"precious")
     with pytest.raises(FileExistsError):
         import_oasis(oasis_db, target)
     assert target.read_bytes() == b"precious"
-    with pytest.raises(SystemExit, match="cannot import"):
-        cli_main(["import", str(tmp_path / "nope.db"), "--out", str(tmp_path / "new.db")])
+    assert cli_main(["import", str(tmp_path / "nope.db"), "--out", str(tmp_path / "new.db")]) == 2
+    assert cli_main(["import", str(target), "--out", str(tmp_path / "new.db")]) == 2  # not SQLite
+    assert cli_main(["import", str(oasis_db), "--out", str(tmp_path / "new.db"), "--minutes-per-step", "0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and "cannot import" in err[0] and "not an SQLite database" in err[1], err
     assert not (tmp_path / "new.db").exists()
 
 
@@ -353,3 +359,21 @@ def test_oasis_analysis_queries_run_on_our_journal(our_journal, oasis_db):
     assert [r["original_post_id"] for r in rows] == [None if x < 0 else x for x in pf.p_root.a.tolist()]
     theirs.close()
     ours.close()
+
+
+def test_rows_naming_missing_targets_or_repeating_a_pair_are_dropped(oasis_db, tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(oasis_db.read_bytes())
+    conn = sqlite3.connect(bad)
+    pair = conn.execute("SELECT user_id, post_id FROM \"like\" ORDER BY like_id LIMIT 1").fetchone()
+    first_like = conn.execute("SELECT MIN(like_id) FROM \"like\"").fetchone()[0]
+    # a like of a missing post by that same user before the real one, then a repeat of the pair
+    conn.execute("INSERT INTO \"like\" (like_id, user_id, post_id, created_at) VALUES (?, ?, 999, '1')",
+                 (first_like - 1 if first_like > 1 else 0, pair[0]))
+    conn.execute("INSERT INTO \"like\" (user_id, post_id, created_at) VALUES (?, ?, '6')", pair)
+    conn.commit()
+    conn.close()
+    res = load_oasis(bad)
+    assert res.dropped == {"like": 2}
+    assert res.platform.rel["like"].contains([pair[0]], [pair[1] - 1])[0]
+    assert res.mismatches == {}  # num_likes counted the real like once, like the rows that stay

@@ -578,7 +578,9 @@ def test_every_trace_row_holds_its_action_target_created_id_text_and_error(tmp_p
         resolved = target.copy()  # reposts resolve to their root, unless rejected before targets are read
         early = np.isin(res, [R.INVALID_ACTION, R.UNKNOWN_USER, R.USER_SUSPENDED, R.ACTION_UNAVAILABLE])
         on_post = np.isin(act, list(POST_TARGET)) & (target >= 0) & (target < n_posts) & ~early
-        resolved[on_post] = np.where(pf.p_kind.a[target[on_post]] == 1, pf.p_root.a[target[on_post]], target[on_post])
+        kind = pf.p_kind.a[target[on_post]]  # (and a quote of a quote to the quote's root, like OASIS)
+        to_root = (kind == 1) | ((kind == 2) & (act[on_post] == A.QUOTE_POST))
+        resolved[on_post] = np.where(to_root, pf.p_root.a[target[on_post]], target[on_post])
         rows += list(zip(user.tolist(), act.tolist(), resolved.tolist(), new.tolist(), text, res.tolist()))
         j.commit_step(pf, advance_minutes=3)
     got = db(j).execute("SELECT user_id, action, info, result FROM trace WHERE step >= 0 ORDER BY rowid").fetchall()

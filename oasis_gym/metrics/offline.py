@@ -60,6 +60,8 @@ def offline_metrics(db_path: str | Path) -> tuple[dict[str, tuple[np.ndarray, np
         notes.append("OASIS traces accepted actions only: invalid/* not available")
     else:
         pf, trace = Platform.from_db(db_path), _journal_trace(db_path)
+        if trace.pop("imported"):
+            notes.append("the steps imported from OASIS hold accepted actions only (OASIS traces no rejections)")
     notes.append("not computable from the tables: engagement/rate and exposure/* (no history of served feeds), "
                  "network/follow_edges over time (unfollowed edges are deleted); cascade parents use the "
                  "final follow graph; active users = users with a trace row in the step")
@@ -110,7 +112,9 @@ def _journal_trace(path: Path) -> dict:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT user_id, action, result, step FROM trace").fetchall()
+        imported = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'oasis_id_map'").fetchone() is not None
     finally:
         conn.close()
     return {"user": np.array([r[0] for r in rows], dtype=np.int64), "name": [r[1] for r in rows],
-            "result": [r[2] or "ok" for r in rows], "step": np.array([r[3] for r in rows], dtype=np.int64)}
+            "result": [r[2] or "ok" for r in rows], "step": np.array([r[3] for r in rows], dtype=np.int64),
+            "imported": imported}

@@ -312,6 +312,24 @@ def _offline_metrics(db_path: Path, notes: list[str]) -> Metrics:
     return metrics
 
 
+def _with_imported_steps(metrics: Metrics, db_path: Path, notes: list[str]) -> Metrics:
+    """Recorded metrics of a run that continued an imported OASIS run, preceded by the
+    imported steps' curves computed from the tables."""
+    first = min(int(steps[0]) for steps, _ in metrics.values() if len(steps))
+    extra: list[str] = []
+    before = _offline_metrics(db_path, extra)
+    merged = dict(metrics)
+    for tag, (steps, values) in before.items():
+        keep = steps < first
+        if not keep.any():
+            continue
+        own = metrics.get(tag, (np.empty(0, np.int64), np.empty(0)))
+        merged[tag] = (np.r_[steps[keep], own[0]], np.r_[values[keep], own[1]])
+    notes.append(f"steps before {first} (the imported OASIS run): computed from the tables")
+    notes.extend(n for n in extra if not n.startswith("no recorded metrics"))
+    return merged
+
+
 def _metric_plots(metrics: Metrics, out: Path, notes: list[str]) -> list[Path]:
     written: list[Path] = []
     actions = [t for t in sorted(metrics) if t.startswith("actions/")]
@@ -355,8 +373,11 @@ def make_report(db_path: str | Path, out_dir: str | Path) -> list[Path]:
             metrics, users, posts, reposts, followers, written = {}, None, None, None, None, []
         else:
             metrics = _read_metric_table(conn, notes)
-            if not metrics and _table_exists(conn, "trace") and _table_exists(conn, "post"):
-                metrics = _offline_metrics(db_path, notes)
+            if _table_exists(conn, "trace") and _table_exists(conn, "post"):
+                if not metrics:
+                    metrics = _offline_metrics(db_path, notes)
+                elif _table_exists(conn, "oasis_id_map"):  # an imported OASIS run, continued with a recorder
+                    metrics = _with_imported_steps(metrics, db_path, notes)
             written = _metric_plots(metrics, out, notes)
             heat = _opinion_heatmap(conn, out / "opinion_heatmap.png", notes)
             followers = _followers(conn, notes)

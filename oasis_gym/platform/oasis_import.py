@@ -18,8 +18,9 @@ with these differences, which the loader maps:
 Counters are checked against the rows (num_likes against `like`, num_shares against the
 posts sharing it, num_followers against `follow`, ...). Rows are the truth: a counter that
 disagrees is listed in `OasisImport.mismatches` and recomputed (`strict=True` raises
-instead). Rows naming a user, post or comment that does not exist (OASIS inserts a follow of
-a missing user) are left out and counted in `OasisImport.dropped`.
+instead). Relation rows naming a user, post or comment that does not exist (OASIS inserts a
+follow of a missing user) or repeating an earlier pair are left out and counted in
+`OasisImport.dropped`; posts or comments of missing users or posts are an error.
 
 The OASIS file is opened read-only (`mode=ro`) and never written.
 """
@@ -34,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .platform import (ORIGINAL, QUOTE, REPOST, RELATION_OF, Platform, PlatformConfig, _datetime_text)
-from .store import PairSet, pair_keys
+from .platform import ORIGINAL, QUOTE, RELATION_OF, REPOST, Platform, PlatformConfig, _datetime_text
+from .store import PairSet, pair_keys, unpack_keys
 
 __all__ = ["OasisImportError", "OasisImport", "is_oasis_db", "load_oasis", "import_oasis", "time_steps"]
 
@@ -248,9 +249,10 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
         a = _map(maps[kind_a], _ints(rows, 0))
         b = _map(maps[kind_b], _ints(rows, 1))
         keys = pair_keys(np.maximum(a, 0), np.maximum(b, 0))
-        first = np.zeros(len(rows), dtype=bool)
-        first[np.unique(keys, return_index=True)[1]] = True
-        ok = (a >= 0) & (b >= 0) & first
+        ok = (a >= 0) & (b >= 0)
+        valid = np.flatnonzero(ok)
+        ok[valid] = False  # then only the first row of each pair
+        ok[valid[np.unique(keys[valid], return_index=True)[1]]] = True
         _drop(out, table.strip('"'), int((~ok).sum()))
         keys = keys[ok]
         pf._add_pairs(rel, keys)
@@ -283,7 +285,6 @@ def _drop(out: OasisImport, table: str, n: int) -> None:
 def _check_counters(out: OasisImport, users, posts, comments) -> None:
     """Compare each stored counter with the rows; the rows win."""
     pf = out.platform
-    from .store import unpack_keys
 
     def count(rel: str, side: int, n: int) -> np.ndarray:
         keys = pf.rel[rel].keys()
