@@ -274,3 +274,112 @@ def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_p
     assert_same_tables(read, plain)
     assert len(views) == 40 and any(v["posts"] for v in views) and len(after) == 40
     assert all(v["agent"] == f"user_{u}" for u, v in enumerate(after))
+
+
+# ------------------------------------------------------------------ 2. resume == uninterrupted, every table
+CLI_ARGS = ["run", "--users", "300", "--policy", "abm", "--activation", "0.4", "--all-actions", "--seed", "7",
+            "--db", "run.db", "--logdir", "tb", "--quiet"]
+KILL_SCRIPT = """
+import os, sys, time
+from oasis_gym import cli
+from oasis_gym.envs.social_env import SocialMediaEnv
+
+kill_after = int(sys.argv[1])
+step_batch = SocialMediaEnv.step_batch
+
+def step_then_wait(self, *a, **k):  # after step `kill_after` is committed, wait for the SIGKILL
+    out = step_batch(self, *a, **k)
+    if self._cycles == kill_after:
+        self.sim.journal.flush()
+        print("committed", flush=True)
+        time.sleep(600)
+    return out
+
+SocialMediaEnv.step_batch = step_then_wait
+cli.main(sys.argv[2:])
+"""
+
+
+def _cli_in(folder, argv, monkeypatch):
+    from oasis_gym import cli
+
+    folder.mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    assert cli.main(argv) == 0
+
+
+def keyed_tables(path) -> dict:
+    """Every table row by row: tables with a primary key in key order (their rowids are
+    storage detail: an INSERT OR REPLACE of an identical row gives it a new one), the others
+    (append-only logs: trace, metrics, ...) in insertion order."""
+    conn = sqlite3.connect(path)
+    try:
+        out = {}
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name").fetchall():
+            pk = [r[1] for r in sorted(conn.execute(f'PRAGMA table_info("{name}")').fetchall(), key=lambda r: r[5])
+                  if r[5] > 0]
+            order = ", ".join(f'"{c}"' for c in pk) if pk else "rowid"
+            out[name] = conn.execute(f'SELECT * FROM "{name}" ORDER BY {order}').fetchall()
+        return out
+    finally:
+        conn.close()
+
+
+def test_resume_after_a_stop_or_a_kill_equals_the_uninterrupted_run_in_every_table(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    steps = ["--steps", "9"]
+    _cli_in(tmp_path / "full", CLI_ARGS + steps, monkeypatch)
+    # a clean stop after 4 steps (the recorder finalizes), then a resume to 9
+    _cli_in(tmp_path / "stop", CLI_ARGS + ["--steps", "4"], monkeypatch)
+    _cli_in(tmp_path / "stop", ["run", "--resume", "run.db", "--quiet"] + steps, monkeypatch)
+    # SIGKILL once step 5 is committed, then a resume to 9
+    (tmp_path / "kill").mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, "5", *CLI_ARGS, *steps], cwd=tmp_path / "kill",
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "committed", proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    _cli_in(tmp_path / "kill", ["run", "--resume", "run.db", "--quiet"] + steps, monkeypatch)
+
+    full = keyed_tables(tmp_path / "full" / "run.db")
+    assert len(full["cascade_curve"]) > 50 and len(full["metrics"]) > 500 and len(full["cascade_tree"]) > 0
+    for variant in ("stop", "kill"):
+        assert_same_tables(keyed_tables(tmp_path / variant / "run.db"), full)
+
+
+def test_a_failed_step_rolls_back_the_metrics_recorder_too(tmp_path, monkeypatch):
+    """The metrics recorder runs in the step; when a later hook (or the activation) fails,
+    its state returns to the journal's last step, so the retried run's metrics, cascade
+    curves and trees equal the uninterrupted run's (including a failure in the very first
+    step, where the recorder first notices the episode)."""
+    from oasis_gym.metrics import MetricsRecorder
+
+    def run(folder, fail_at):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        env = twitter_v0.parallel_env(users=80, activation=0.6, max_cycles=6, available_actions=ALL, db_path="run.db")
+        rec = MetricsRecorder.attach(env.sim, None)       # before reset: the first step starts its episode
+        policy = start(env, seed=2)
+        while env.agents:
+            acts = policy.act(env, env.sim.obs)
+            if env._cycles in fail_at:
+                def boom(sim, out, conn):
+                    raise RuntimeError("boom")
+                env.sim.step_hooks.append(boom)
+                with pytest.raises(RuntimeError, match="boom"):
+                    env.step_batch(acts)
+                env.sim.step_hooks.remove(boom)
+            env.step_batch(acts)
+        rec.finalize()
+        env.close()
+        assert rec.errors == 0
+        return keyed_tables(tmp_path / folder / "run.db")
+
+    full = run("full", ())
+    assert len(full["cascade_curve"]) > 20 and len(full["metrics"]) > 100
+    assert_same_tables(run("retry", (0, 2, 3, 5)), full)
