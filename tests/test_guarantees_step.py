@@ -383,3 +383,32 @@ def test_a_failed_step_rolls_back_the_metrics_recorder_too(tmp_path, monkeypatch
     full = run("full", ())
     assert len(full["cascade_curve"]) > 20 and len(full["metrics"]) > 100
     assert_same_tables(run("retry", (0, 2, 3, 5)), full)
+
+
+def test_a_failed_step_rolls_back_the_misinformation_stream_hook(tmp_path, monkeypatch):
+    """A hook with a generator of its own (the misinfo stream posting source posts in the
+    step) draws again on the retry as if the failed call never happened."""
+    from oasis_gym.envs.platform_scenarios import MisinfoScenario
+
+    def run(folder, fail_at):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        env = twitter_v0.parallel_env(users=80, activation=0.5, max_cycles=5, db_path="run.db",
+                                      setup=MisinfoScenario(initial_true=5, initial_misinfo=3, stream_rate=4.0))
+        policy = start(env, seed=4)
+        while env.agents:
+            acts = policy.act(env, env.sim.obs)
+            if env._cycles in fail_at:
+                def boom(sim, out, conn):
+                    raise RuntimeError("boom")
+                env.sim.step_hooks.append(boom)               # after the stream hook
+                with pytest.raises(RuntimeError, match="boom"):
+                    env.step_batch(acts)
+                env.sim.step_hooks.remove(boom)
+            env.step_batch(acts)
+        env.close()
+        return keyed_tables(tmp_path / folder / "run.db")
+
+    full = run("full", ())
+    assert sum(1 for row in full["post"] if row[3].startswith("Breaking")) > 12
+    assert_same_tables(run("retry", (1, 2, 4)), full)
