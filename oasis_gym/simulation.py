@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -477,6 +477,8 @@ class Simulation:
 
     def _check_step_input(self, acts: ActionArrays, platform_actions) -> tuple:
         """Every input of a step, checked and normalized before anything is applied."""
+        if platform_actions is not None and not isinstance(platform_actions, Mapping):
+            raise TypeError(f"platform_actions must map platform agent names to actions, got {type(platform_actions).__name__}")
         platform_actions = dict(platform_actions or {})
         unknown = set(platform_actions) - set(self.platform_agents)
         if unknown:

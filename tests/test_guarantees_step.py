@@ -194,6 +194,8 @@ def test_dict_step_with_a_bad_platform_action_applies_no_user_action(tmp_path):
 # ------------------------------------------------------------------ 3. bad calls: a clear error, nothing changed
 def test_step_after_close_is_a_clear_error_before_anything_is_applied(tmp_path):
     env = twitter_v0.parallel_env(users=30, activation=1.0, max_cycles=4, db_path=str(tmp_path / "c.db"))
+    with pytest.raises(RuntimeError, match="reset"):
+        env.feed_text("user_0")
     env.reset(seed=0)
     env.close()
     posts = env.sim.platform.n_posts
@@ -202,6 +204,8 @@ def test_step_after_close_is_a_clear_error_before_anything_is_applied(tmp_path):
     with pytest.raises(RuntimeError, match="closed"):
         env.step_batch(ActionArrays(env.sim.obs.users, np.full(len(env.sim.obs.users), 6)))
     assert env.sim.platform.n_posts == posts and env._cycles == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        env.feed_text("user_0")
     env.reset(seed=1)                                   # a closed env starts a new episode
     env.step({})
     env.close()
