@@ -189,10 +189,16 @@ class _Stream:
         return sim.platform.create_posts(authors, texts, stance=stance, label=label)
 
     def __call__(self, sim, outcome, conn) -> None:
+        self._rng_before = self.rng.bit_generator.state  # for `rollback_step`
         n = int(self.rng.poisson(self.scenario.stream_rate))
         n_mis = int(self.rng.binomial(n, self.scenario.misinfo_fraction))
         if n:
             self.post(sim, n - n_mis, n_mis)
+
+    def rollback_step(self, sim) -> None:
+        """The step this hook ran in failed and was rolled back (its posts with it): the
+        stream draws again as if it never ran (see oasis_gym.step_atomic)."""
+        self.rng.bit_generator.state = self._rng_before
 
 
 @dataclass

@@ -5,11 +5,14 @@ seeded random generators. Everything here works on arrays of active users: obser
 built for all active users at once, and `step` takes one columnar batch of actions.
 
 One step:
-    actions (slots) -> ids via the feeds the users saw -> Platform.apply -> rewards ->
-    journal commit (one transaction) + clock advance -> who is active next -> feeds -> obs
+    check every input -> actions (slots) -> ids via the feeds the users saw -> Platform.apply
+    -> rewards -> step hooks + the step's rows (one transaction, not yet committed) -> clock
+    advance -> who is active next -> feeds -> obs -> commit
 
 The commit's SQL runs on the journal's writer thread while the next step is computed (see
-`Journal`); step hooks run in the calling thread, first in the step's transaction.
+`Journal`); step hooks run in the calling thread, first in the step's transaction. A step is
+atomic: anything failing before the commit restores the state before the call
+(`step_atomic`), and the database never sees the step.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -479,17 +482,18 @@ class Simulation:
 
     def _check_step_input(self, acts: ActionArrays, platform_actions) -> tuple:
         """Every input of a step, checked and normalized before anything is applied."""
+        if platform_actions is not None and not isinstance(platform_actions, Mapping):
+            raise TypeError(f"platform_actions must map platform agent names to actions, got {type(platform_actions).__name__}")
         platform_actions = dict(platform_actions or {})
         unknown = set(platform_actions) - set(self.platform_agents)
         if unknown:
             raise KeyError(f"no platform agent(s) {sorted(unknown)} in this env")
         platform_actions = {name: self.platform_agents[name].validate(a) for name, a in platform_actions.items()}
-        raw_users = np.asarray(acts.users)
-        if raw_users.ndim > 1 and raw_users.size == len(raw_users):
-            raw_users = raw_users.reshape(-1)
-        n = raw_users.size if raw_users.ndim == 1 else -1
-        if n < 0:
-            raise ValueError(f"actions' users must be a 1-D array of user ids, got shape {raw_users.shape}")
+        try:
+            raw_users = np.asarray(acts.users).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"actions' users must be an array of user ids: {err}") from None
+        n = raw_users.size
         users = _int_column(raw_users, n, 0, "users")
         cols = (_int_column(acts.type, n, A.DO_NOTHING, "type"), _int_column(acts.post, n, 0, "post"),
                 _int_column(acts.comment, n, 0, "comment"), _int_column(acts.user, n, 0, "user"))

@@ -24,7 +24,8 @@ def platform_state(pf) -> dict:
     out = {"step": pf.step, "minute": pf.minute, "next_row_id": dict(pf.next_row_id)}
     for name, value in vars(pf).items():
         if isinstance(value, GrowArray):
-            out[name] = value.a.tolist()
+            a = value.a
+            out[name] = np.where(np.isnan(a), "nan", a.astype(str)).tolist() if a.dtype.kind == "f" else a.tolist()
         elif isinstance(value, (TextColumn, list)) and name[:2] in ("u_", "p_", "c_"):
             out[name] = list(value)
     for name, pairs in pf.rel.items():
@@ -194,6 +195,8 @@ def test_dict_step_with_a_bad_platform_action_applies_no_user_action(tmp_path):
 # ------------------------------------------------------------------ 3. bad calls: a clear error, nothing changed
 def test_step_after_close_is_a_clear_error_before_anything_is_applied(tmp_path):
     env = twitter_v0.parallel_env(users=30, activation=1.0, max_cycles=4, db_path=str(tmp_path / "c.db"))
+    with pytest.raises(RuntimeError, match="reset"):
+        env.feed_text("user_0")
     env.reset(seed=0)
     env.close()
     posts = env.sim.platform.n_posts
@@ -202,6 +205,8 @@ def test_step_after_close_is_a_clear_error_before_anything_is_applied(tmp_path):
     with pytest.raises(RuntimeError, match="closed"):
         env.step_batch(ActionArrays(env.sim.obs.users, np.full(len(env.sim.obs.users), 6)))
     assert env.sim.platform.n_posts == posts and env._cycles == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        env.feed_text("user_0")
     env.reset(seed=1)                                   # a closed env starts a new episode
     env.step({})
     env.close()
@@ -274,3 +279,198 @@ def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_p
     assert_same_tables(read, plain)
     assert len(views) == 40 and any(v["posts"] for v in views) and len(after) == 40
     assert all(v["agent"] == f"user_{u}" for u, v in enumerate(after))
+
+
+# ------------------------------------------------------------------ 2. resume == uninterrupted, every table
+CLI_ARGS = ["run", "--users", "300", "--policy", "abm", "--activation", "0.4", "--all-actions", "--seed", "7",
+            "--db", "run.db", "--logdir", "tb", "--quiet"]
+KILL_SCRIPT = """
+import os, sys, time
+from oasis_gym import cli
+from oasis_gym.envs.social_env import SocialMediaEnv
+
+kill_after = int(sys.argv[1])
+step_batch = SocialMediaEnv.step_batch
+
+def step_then_wait(self, *a, **k):  # after step `kill_after` is committed, wait for the SIGKILL
+    out = step_batch(self, *a, **k)
+    if self._cycles == kill_after:
+        self.sim.journal.flush()
+        print("committed", flush=True)
+        time.sleep(600)
+    return out
+
+SocialMediaEnv.step_batch = step_then_wait
+cli.main(sys.argv[2:])
+"""
+
+
+def _cli_in(folder, argv, monkeypatch):
+    from oasis_gym import cli
+
+    folder.mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    assert cli.main(argv) == 0
+
+
+def keyed_tables(path) -> dict:
+    """Every table row by row: tables with a primary key in key order (their rowids are
+    storage detail: an INSERT OR REPLACE of an identical row gives it a new one), the others
+    (append-only logs: trace, metrics, ...) in insertion order."""
+    conn = sqlite3.connect(path)
+    try:
+        out = {}
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name").fetchall():
+            pk = [r[1] for r in sorted(conn.execute(f'PRAGMA table_info("{name}")').fetchall(), key=lambda r: r[5])
+                  if r[5] > 0]
+            order = ", ".join(f'"{c}"' for c in pk) if pk else "rowid"
+            out[name] = conn.execute(f'SELECT * FROM "{name}" ORDER BY {order}').fetchall()
+        return out
+    finally:
+        conn.close()
+
+
+def test_resume_after_a_stop_or_a_kill_equals_the_uninterrupted_run_in_every_table(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    steps = ["--steps", "9"]
+    _cli_in(tmp_path / "full", CLI_ARGS + steps, monkeypatch)
+    # a clean stop after 4 steps (the recorder finalizes), then a resume to 9
+    _cli_in(tmp_path / "stop", CLI_ARGS + ["--steps", "4"], monkeypatch)
+    _cli_in(tmp_path / "stop", ["run", "--resume", "run.db", "--quiet"] + steps, monkeypatch)
+    # SIGKILL once step 5 is committed, then a resume to 9
+    (tmp_path / "kill").mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, "5", *CLI_ARGS, *steps], cwd=tmp_path / "kill",
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "committed", proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    _cli_in(tmp_path / "kill", ["run", "--resume", "run.db", "--quiet"] + steps, monkeypatch)
+
+    full = keyed_tables(tmp_path / "full" / "run.db")
+    assert len(full["cascade_curve"]) > 50 and len(full["metrics"]) > 500 and len(full["cascade_tree"]) > 0
+    for variant in ("stop", "kill"):
+        assert_same_tables(keyed_tables(tmp_path / variant / "run.db"), full)
+
+
+def test_a_failed_step_rolls_back_the_metrics_recorder_too(tmp_path, monkeypatch):
+    """The metrics recorder runs in the step; when a later hook (or the activation) fails,
+    its state returns to the journal's last step, so the retried run's metrics, cascade
+    curves and trees equal the uninterrupted run's (including a failure in the very first
+    step, where the recorder first notices the episode)."""
+    from oasis_gym.metrics import MetricsRecorder
+
+    def run(folder, fail_at):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        env = twitter_v0.parallel_env(users=80, activation=0.6, max_cycles=6, available_actions=ALL, db_path="run.db")
+        rec = MetricsRecorder.attach(env.sim, None)       # before reset: the first step starts its episode
+        policy = start(env, seed=2)
+        while env.agents:
+            acts = policy.act(env, env.sim.obs)
+            if env._cycles in fail_at:
+                def boom(sim, out, conn):
+                    raise RuntimeError("boom")
+                env.sim.step_hooks.append(boom)
+                with pytest.raises(RuntimeError, match="boom"):
+                    env.step_batch(acts)
+                env.sim.step_hooks.remove(boom)
+            env.step_batch(acts)
+        rec.finalize()
+        env.close()
+        assert rec.errors == 0
+        return keyed_tables(tmp_path / folder / "run.db")
+
+    full = run("full", ())
+    assert len(full["cascade_curve"]) > 20 and len(full["metrics"]) > 100
+    assert_same_tables(run("retry", (0, 2, 3, 5)), full)
+
+
+def test_a_failed_step_rolls_back_the_misinformation_stream_hook(tmp_path, monkeypatch):
+    """A hook with a generator of its own (the misinfo stream posting source posts in the
+    step) draws again on the retry as if the failed call never happened."""
+    from oasis_gym.envs.platform_scenarios import MisinfoScenario
+
+    def run(folder, fail_at):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        env = twitter_v0.parallel_env(users=80, activation=0.5, max_cycles=5, db_path="run.db",
+                                      setup=MisinfoScenario(initial_true=5, initial_misinfo=3, stream_rate=4.0))
+        policy = start(env, seed=4)
+        while env.agents:
+            acts = policy.act(env, env.sim.obs)
+            if env._cycles in fail_at:
+                def boom(sim, out, conn):
+                    raise RuntimeError("boom")
+                env.sim.step_hooks.append(boom)               # after the stream hook
+                with pytest.raises(RuntimeError, match="boom"):
+                    env.step_batch(acts)
+                env.sim.step_hooks.remove(boom)
+            env.step_batch(acts)
+        env.close()
+        return keyed_tables(tmp_path / folder / "run.db")
+
+    full = run("full", ())
+    assert sum(1 for row in full["post"] if row[3].startswith("Breaking")) > 12
+    assert_same_tables(run("retry", (1, 2, 4)), full)
+
+
+# ------------------------------------------------------------------ the platform's checkpoint itself
+@pytest.mark.parametrize("seed", range(4))
+def test_platform_rollback_restores_every_column_and_relation_exactly(seed):
+    """Random batches of every action type (relations added, removed and re-added across
+    compactions), moderation, suspensions, opinion changes, seeded posts and new users, all
+    after a checkpoint: the rollback gives back exactly the state of the checkpoint, and the
+    platform then behaves as if nothing had happened."""
+    import copy
+
+    from conftest import make_population
+
+    from oasis_gym.actions import ActionType as A
+    from oasis_gym.platform import ActionBatch, Platform, PlatformConfig
+    from oasis_gym.platform.store import unpack_keys
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    pf = Platform(PlatformConfig())
+    pf.add_users(make_population(n, edges=[(i, (i + 1) % n) for i in range(n)], previous_posts=[(0, "hello")]))
+
+    def random_batch(k=300):
+        act = rng.integers(0, 23, k)
+        target = np.where(np.isin(act, [9, 10, 11, 12]), rng.integers(0, n, k),
+                          np.where(np.isin(act, [18, 19, 20, 21]), rng.integers(0, max(pf.n_comments, 1), k),
+                                   rng.integers(0, max(pf.n_posts, 1), k)))
+        texts = [f"text {i} about climate" if a in (4, 5, 6, 8, 17, 22) else None for i, a in enumerate(act.tolist())]
+        return ActionBatch(rng.integers(0, pf.n_users, k), act, target, texts, rng.uniform(-1, 1, k).astype(np.float32))
+
+    for _ in range(6):                          # some history first (the relation sets churn)
+        pf.apply(random_batch())
+        pf.reset_pending()
+        pf.advance(3)
+    follower, followee = (int(x[0]) for x in unpack_keys(pf.rel["follow"].keys()[:1]))
+    before = platform_state(pf)
+    twin = copy.deepcopy(pf)
+    cp = pf.checkpoint()
+    pf.apply(ActionBatch.of([(follower, A.UNFOLLOW, followee)]))  # a pair removed and added back:
+    pf.apply(ActionBatch.of([(follower, A.FOLLOW, followee)]))    # it gets a new row id
+    for _ in range(3):                          # hooks and the moderator may change more in one step
+        pf.apply(random_batch())
+    pf.moderate(rng.integers(0, pf.n_posts, 5), 3)
+    pf.suspend(rng.integers(0, n, 3))
+    pf.set_opinions(np.arange(10), rng.uniform(-1, 1, 10).astype(np.float32))
+    pf.create_posts(np.array([1, 2]), ["seeded a", "seeded b"], label=np.array([1, 0]))
+    pf.add_users(make_population(3, edges=[(0, 1)]))
+    pf.reset_pending()
+    pf.advance(3)
+    assert platform_state(pf) != before
+    pf.rollback(cp)
+    assert platform_state(pf) == before
+    batch = random_batch()                      # and it goes on exactly like its untouched twin
+    res, new = pf.apply(copy.deepcopy(batch))
+    res2, new2 = twin.apply(batch)
+    assert res.tolist() == res2.tolist() and new.tolist() == new2.tolist()
+    assert platform_state(pf) == platform_state(twin)

@@ -68,6 +68,7 @@ every minute since the root was posted (dense, minute 0 to the last step it was 
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import time
@@ -107,6 +108,11 @@ CASCADE_CURVE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS cascade_curve (post_id INTEGER, minute INTEGER, scale INTEGER,"
     " depth INTEGER, max_breadth INTEGER, PRIMARY KEY (post_id, minute))"
 )
+# The tree parent the forest gave each share, as of the share: the follow graph it was
+# attributed with is gone after unfollows, so a resumed run reads the parents back.
+CASCADE_TREE_SCHEMA = "CREATE TABLE IF NOT EXISTS cascade_tree (post_id INTEGER PRIMARY KEY, parent_id INTEGER)"
+# meta key of the recorder's running state after each step (what a resume continues from)
+STATE_KEY = "metrics_state"
 
 _HIGH = np.int64(32)
 
@@ -228,11 +234,13 @@ class CascadeForest:
         self.top_ids = np.empty(0, dtype=np.int64)     # largest cascades, best first
 
     # ---------------------------------------------------------------- update
-    def update(self, pf: "Platform", n_top: int = 0) -> tuple[IntArray, int]:
+    def update(self, pf: "Platform", n_top: int = 0, parents: IntArray | None = None) -> tuple[IntArray, int]:
         """Fold the posts created since the last call in; returns (touched cascades, new shares).
 
         Posts of different minutes (a forest built over a resumed or pre-filled platform) are
-        folded in minute by minute, so each share only sees strictly earlier sharers."""
+        folded in minute by minute, so each share only sees strictly earlier sharers.
+        `parents` (by post id, -1: unknown) gives the shares' parents as attributed before
+        (a resumed run's cascade_tree); the others are attributed now."""
         n0, n1 = self.n_seen, pf.n_posts
         if n1 <= n0:
             return np.empty(0, dtype=np.int64), 0
@@ -243,7 +251,7 @@ class CascadeForest:
         cuts = (n0 + np.flatnonzero(minute[1:] != minute[:-1]) + 1).tolist()
         touched, new_shares = [], 0
         for lo, hi in zip([n0, *cuts], [*cuts, n1]):
-            t, k = self._update_batch(pf, np.arange(lo, hi, dtype=np.int64))
+            t, k = self._update_batch(pf, np.arange(lo, hi, dtype=np.int64), parents)
             touched.append(t)
             new_shares += k
             self.n_seen = hi
@@ -252,14 +260,18 @@ class CascadeForest:
             self._update_top(touched, n_top)
         return touched, new_shares
 
-    def _update_batch(self, pf: "Platform", ids: IntArray) -> tuple[IntArray, int]:
+    def _update_batch(self, pf: "Platform", ids: IntArray, parents: IntArray | None = None) -> tuple[IntArray, int]:
         """Fold in the posts `ids` (one minute)."""
         root = pf.p_root.a[ids]
         is_share = (pf.p_kind.a[ids] != ORIGINAL) & (root >= 0)
         orig, shares = ids[~is_share], ids[is_share]
         self._add_roots(orig)
         if shares.size:
-            self.parent.a[shares] = self._attribute(pf, shares)
+            known = parents[shares] if parents is not None else np.full(shares.size, -1, dtype=np.int64)
+            todo = known < 0
+            if todo.any():
+                known[todo] = self._attribute(pf, shares[todo])
+            self.parent.a[shares] = known
             self._place(shares)
             self._latest.set(pair_keys(pf.p_root.a[shares], pf.p_author.a[shares]), shares)
         touched = np.unique(self.top.a[shares])
@@ -381,6 +393,17 @@ class CascadeForest:
                 "max_breadth": self.max_breadth.a[tops], "structural_virality": self.virality(tops),
                 "size": self.size.a[tops]}
 
+    def aggregates(self) -> dict[str, Any]:
+        """The running aggregates (JSON), saved with every step: a resumed run restores them
+        bit for bit (`set_aggregates`) rather than re-summing the floats in another order."""
+        return {"spread_count": self.spread_count, "scale_sum": self.scale_sum, "sv_sum": self.sv_sum,
+                "best": dict(self.best), "top_ids": self.top_ids.tolist()}
+
+    def set_aggregates(self, saved: Mapping[str, Any]) -> None:
+        self.spread_count, self.scale_sum, self.sv_sum = saved["spread_count"], saved["scale_sum"], saved["sv_sum"]
+        self.best = dict(saved["best"])
+        self.top_ids = np.asarray(saved["top_ids"], dtype=np.int64)
+
     def summary(self) -> dict[str, float]:
         nan = float("nan")
         k = self.spread_count
@@ -489,6 +512,7 @@ class MetricsRecorder:
         self._conn: sqlite3.Connection | None = None
         self._started_at: int | None = None
         self._llm: dict[str, float] = {}
+        self._episode_started_in_step = False
 
     # ---------------------------------------------------------------- lifecycle
     def _attach_new(cls, sim: "Simulation", logdir: str | Path | None, *, every: int = 1,
@@ -548,10 +572,26 @@ class MetricsRecorder:
         pf = sim.platform
         MetricsTable.create_schema(conn)
         conn.execute(CASCADE_CURVE_SCHEMA)
+        conn.execute(CASCADE_TREE_SCHEMA)
+        self._load_state(sim, conn, from_journal)
+        config = {"config": dict(vars(sim.config)), "seed": sim.seed, "episode": self.episode,
+                  "n_users": pf.n_users, "metrics": self.settings()}
+        sim.journal.set_meta(conn, {"metrics_config": self.settings()})
+        if self.logdir is not None:
+            self.tb = TensorBoardLogger(self.episode_logdir(), flush_secs=self.flush_secs)
+            self.tb.log_config(config, metric_tags=("opinion/std", "cascade/scale", "exposure/misinfo_share"))
+
+    def _load_state(self, sim: "Simulation", conn: sqlite3.Connection, from_journal: bool) -> None:
+        """The recorder's state as of the journal's last step: fresh at an episode's start; on
+        a resumed run (or after a failed step) the state that step saved (`_save_state`), the
+        cascade forest rebuilt with the parents of cascade_tree, and the curves written so
+        far read back from cascade_curve. So a resumed run logs exactly what the
+        uninterrupted one does."""
+        pf = sim.platform
+        saved = self._read_meta(conn, STATE_KEY) if from_journal else None
         self.every_full = self.every_full_option or self._auto_every_full(pf)
         self.baseline = self._baseline(pf, conn, from_journal)
         self.forest = CascadeForest()
-        self.forest.update(pf, self.n_top)
         self._acc = _Interval()
         self._curves: dict[int, tuple[int, tuple[int, int, int]]] = {}  # root -> (last minute, values)
         self._ever_tracked: set[int] = set()
@@ -562,12 +602,72 @@ class MetricsRecorder:
         self._last_hist_step: int | None = None
         self._last_minute = int(pf.minute)
         self._last_tracked = np.empty(0, dtype=np.int64)
-        config = {"config": dict(vars(sim.config)), "seed": sim.seed, "episode": self.episode,
-                  "n_users": pf.n_users, "metrics": self.settings()}
-        sim.journal.set_meta(conn, {"metrics_config": self.settings()})
-        if self.logdir is not None:
-            self.tb = TensorBoardLogger(self.episode_logdir(), flush_secs=self.flush_secs)
-            self.tb.log_config(config, metric_tags=("opinion/std", "cascade/scale", "exposure/misinfo_share"))
+        parents = None
+        if from_journal:
+            parents = np.full(pf.n_posts, -1, dtype=np.int64)
+            rows = np.asarray(conn.execute("SELECT post_id, parent_id FROM cascade_tree").fetchall(), dtype=np.int64)
+            rows = rows.reshape(-1, 2)
+            rows = rows[rows[:, 0] < pf.n_posts]
+            parents[rows[:, 0]] = rows[:, 1]
+        self._fold(pf, conn, parents)
+        if saved is None:
+            return
+        self.every_full = int(saved["every_full"])
+        self.forest.set_aggregates(saved["forest"])
+        self._acc.actions[:] = saved["acc"]["actions"]
+        self._acc.results[:] = saved["acc"]["results"]
+        self._acc.n.update(saved["acc"]["n"])
+        self._llm = dict(saved["llm"])
+        (self._last_step, self._last_minute, self._last_logged_step, self._last_full_step,
+         self._last_hist_step) = (saved[k] for k in ("last_step", "last_minute", "last_logged_step",
+                                                    "last_full_step", "last_hist_step"))
+        self._last_tracked = np.asarray(saved["last_tracked"], dtype=np.int64)
+        self._curve_live = set(saved["curve_live"])
+        for c, minute, *values in conn.execute(
+                "SELECT post_id, minute, scale, depth, max_breadth FROM cascade_curve c WHERE minute ="
+                " (SELECT MAX(minute) FROM cascade_curve d WHERE d.post_id = c.post_id)"):
+            self._curves[c] = (minute, tuple(values))
+            self._ever_tracked.add(c)
+
+    def _fold(self, pf: "Platform", conn: sqlite3.Connection, parents: IntArray | None = None) -> int:
+        """Fold the new posts into the forest, journal the parents of new shares (those not
+        in `parents` already); returns the new shares."""
+        n0 = self.forest.n_seen
+        _, new_shares = self.forest.update(pf, self.n_top, parents)
+        ids = np.arange(n0, self.forest.n_seen, dtype=np.int64)
+        par = self.forest.parent.a[ids]
+        new = (par >= 0) if parents is None else (par >= 0) & (parents[ids] < 0)
+        if new.any():
+            conn.executemany("INSERT OR REPLACE INTO cascade_tree (post_id, parent_id) VALUES (?, ?)",
+                             zip(ids[new].tolist(), par[new].tolist()))
+        return new_shares
+
+    @staticmethod
+    def _read_meta(conn: sqlite3.Connection, key: str) -> Any:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def _save_state(self, conn: sqlite3.Connection) -> None:
+        """What a resume needs beyond the tables (see `_load_state`), in the step's transaction."""
+        acc = self._acc
+        self.sim.journal.set_meta(conn, {STATE_KEY: {
+            "every_full": self.every_full, "forest": self.forest.aggregates(),
+            "acc": {"actions": acc.actions.tolist(), "results": acc.results.tolist(),
+                    "n": {k: float(v) for k, v in acc.n.items()}},
+            "llm": self._llm, "last_step": self._last_step, "last_minute": self._last_minute,
+            "last_logged_step": self._last_logged_step, "last_full_step": self._last_full_step,
+            "last_hist_step": self._last_hist_step, "last_tracked": np.asarray(self._last_tracked).tolist(),
+            "curve_live": sorted(self._curve_live)}})
+
+    def rollback_step(self, sim: "Simulation") -> None:
+        """A step this hook ran in failed and was rolled back: return to the state of the
+        journal's last step (an episode first noticed in that step starts again)."""
+        if self._episode_started_in_step:
+            self._conn, self._started_at = None, None
+            self.episode -= 1
+            self._close_writer()
+        elif sim.journal is not None and self._conn is sim.journal.conn:
+            self._load_state(sim, self._conn, from_journal=True)
 
     def _writer(self) -> TensorBoardLogger | None:
         """The episode's TensorBoard writer, reopened if `finalize` closed it mid-episode."""
@@ -602,6 +702,7 @@ class MetricsRecorder:
                 interval, full = self._last_logged_step != step, self._last_full_step != step
                 if interval or full:
                     self._log(conn, pf, step, self._last_tracked, interval=interval, full=full)
+                self._save_state(conn)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -636,8 +737,9 @@ class MetricsRecorder:
     # ---------------------------------------------------------------- the hook
     def __call__(self, sim: "Simulation", out: "StepOutcome", conn: sqlite3.Connection) -> None:
         t0 = time.perf_counter()
+        self._episode_started_in_step = conn is not self._conn
         try:
-            if conn is not self._conn:
+            if self._episode_started_in_step:
                 self._start_episode(sim, conn)
             self._step(sim, out, conn)
         except Exception:
@@ -653,13 +755,13 @@ class MetricsRecorder:
         acc = self._acc
         self._count_actions(acc, out, len(sim.obs.users))
         self._count_exposure(acc, pf, sim.obs)
-        _, new_shares = self.forest.update(pf, self.n_top)
-        acc.n["new_shares"] += new_shares
+        acc.n["new_shares"] += self._fold(pf, conn)
         tracked = self._tracked_roots(pf)
         self._write_curves(conn, pf, tracked, int(pf.minute))
         self._last_step, self._last_minute, self._last_tracked = step, int(pf.minute), tracked
         if step % self.every == 0:
             self._log(conn, pf, step, tracked, interval=True, full=step % self.every_full == 0)
+        self._save_state(conn)
 
     def _log(self, conn: sqlite3.Connection, pf: "Platform", step: int, tracked: IntArray, *,
              interval: bool, full: bool) -> None:
