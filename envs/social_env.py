@@ -141,9 +141,10 @@ class SocialMediaEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ core API
     def reset(self, seed: int | None = None, options: dict | None = None):
-        self.agents = list(self.possible_agents)
+        self.agents = []  # live again only once the new episode (and its journal) exists
         self._cycles = 0
         batch = self.sim.reset(seed)
+        self.agents = list(self.possible_agents)
         return self._observations(batch), self._infos(batch)
 
     def step(self, actions: Mapping[str, Any]):

@@ -286,7 +286,9 @@ def seed_posts_setup(count: int):
 
 def cmd_report(args) -> int:
     from oasis_gym.metrics.report import make_report
+    from oasis_gym.platform.journal_file import require_journal
 
+    require_journal(args.db)
     out = args.out or f"{Path(args.db).with_suffix('')}_report"
     paths = make_report(args.db, out)
     for p in paths:

@@ -197,6 +197,9 @@ def test_two_envs_in_one_process_the_second_is_refused(tmp_path):
         second.reset(seed=0)
     with pytest.raises(JournalError, match="being written"):
         SocialMediaEnv.resume(str(path))
+    (tmp_path / "alias.db").symlink_to(path)  # another name of the same file: the same lock
+    with pytest.raises(JournalError, match="being written"):
+        twitter_v0.parallel_env(db_path=str(tmp_path / "alias.db"), overwrite=True, **ENV).reset(seed=0)
     while first.agents:  # the first run is untouched and completes
         first.step({a: POST for a in first.agents})
     first.close()
@@ -405,6 +408,25 @@ def test_bad_command_line_input_is_one_line_and_exit_code_2(case, tmp_path, caps
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "error" in err, err
     assert snapshot(tmp_path) == before  # nothing written, nothing deleted (no 20-step run for --steps 0)
+
+
+def test_report_of_a_file_that_is_not_a_journal_is_one_line(tmp_path, capsys):
+    path = tmp_path / "notes.db"
+    _text(path)
+    code, err = cli(capsys, "report", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a SQLite database" in err
+    assert sorted(os.listdir(tmp_path)) == ["notes.db"]
+
+
+def test_a_refused_reset_leaves_no_live_episode(tmp_path):
+    path = tmp_path / "notes.db"
+    _text(path)
+    env = twitter_v0.parallel_env(db_path=str(path), **ENV)
+    with pytest.raises(JournalError):
+        env.reset(seed=0)
+    assert env.agents == []
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step({})
 
 
 def test_bad_arguments_in_a_real_process(tmp_path):

@@ -12,6 +12,9 @@ writer thread while the simulation goes on (`Journal`). During the run, rows onl
 (relation rows carry the platform's row ids, so deletes go by id) and no index is kept up;
 `close` builds the indexes analysis queries use.
 
+Files (`journal_file`): a Journal creates or replaces only oasis-gym journals (replacing one
+only when asked), holds a one-writer lock while open, and takes any legal file name.
+
 Durability: WAL mode with synchronous=NORMAL. A process killed at any point (SIGKILL
 included) leaves a database holding exactly the committed steps; only an OS crash or power
 loss may lose the last few commits (synchronous=FULL closes that gap at some cost).
