@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", choices=POLICIES, default="hybrid",
                      help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)")
     run.add_argument("--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM")
-    run.add_argument("--llm-backend", default="auto", help="auto | vllm | transformers | openai")
+    run.add_argument("--llm-backend", choices=("auto", "vllm", "transformers", "openai"), default="auto",
+                     help="auto | vllm | transformers | openai")
     run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
     run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
     run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
@@ -113,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def make_policy(args, env):
+def make_policy(args, env, llm=None):
+    """The users' policy of `args.policy`; `llm`: the LLM policy, if already made."""
     from oasis_gym.policies.abm import ABMPolicy
     from oasis_gym.policies.base import RandomPolicy
     from oasis_gym.policies.hybrid import HybridPolicy
@@ -122,7 +124,7 @@ def make_policy(args, env):
         return ABMPolicy()
     if args.policy == "random":
         return RandomPolicy()
-    llm = make_llm_policy(args)
+    llm = llm if llm is not None else make_llm_policy(args)
     if args.policy == "llm":
         return llm
     if getattr(args, "core_ids", None) is not None:  # a resumed run keeps its LLM users
@@ -224,6 +226,12 @@ def cmd_run(args) -> int:
 
     if args.resume:
         args = _resumed_args(args)
+    # the LLM backend first: a missing one ends the run before any journal is written
+    try:
+        llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
+    except ValueError as err:  # make_backend's checks of the LLM settings
+        raise ConfigError(f"bad LLM settings: {err}") from err
+    if args.resume:
         env = SocialMediaEnv.resume(args.db, max_cycles=args.steps)
     else:
         args.steps = args.steps or 20
@@ -244,7 +252,7 @@ def cmd_run(args) -> int:
     try:
         if not args.resume:
             env.reset(seed=args.seed)
-        policy = make_policy(args, env)
+        policy = make_policy(args, env, llm)
         policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
         if args.resume and "policy" in env.sim.saved_state:
             policy.load_state_dict(env.sim.saved_state["policy"])
