@@ -383,6 +383,7 @@ BAD = {
     "resume_not_written_by_cli": (_journal, ["--resume", "{}"]),
     "resume_meta_json_damaged": (_edit_meta("UPDATE meta SET value = '{' WHERE key = 'config'"), ["--resume", "{}"]),
     "resume_meta_config_gone": (_edit_meta("DELETE FROM meta WHERE key = 'config'"), ["--resume", "{}"]),
+    "resume_rows_damaged": (_edit_meta("DELETE FROM user_account WHERE user_id = 0"), ["--resume", "{}"]),
     "resume_meta_rng_gone": (_edit_meta("DELETE FROM meta WHERE key = 'rng'"), ["--resume", "{}"]),
     "resume_cli_settings_damaged": (_edit_meta("UPDATE meta SET value = '{\"cli\": {\"steps\": \"x\"}}' WHERE key = 'state'"),
                                     ["--resume", "{}"]),
