@@ -130,6 +130,17 @@ def test_the_input_profile_file_is_never_the_journal(shared_data, tmp_path, caps
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("name", ["target.db-wal", "target.db-shm", "target.db-lock"])
+def test_odd_siblings_are_refused_and_left_alone(name, tmp_path):
+    """A FIFO where SQLite's -wal/-shm or the lock file would be: refused, never opened."""
+    os.mkfifo(tmp_path / name)
+    env = twitter_v0.parallel_env(db_path=str(tmp_path / "target.db"), **ENV)
+    with pytest.raises(JournalError, match="target.db"):
+        env.reset(seed=0)
+    env.close()
+    assert snapshot(tmp_path) == {name: stat.S_IFIFO}
+
+
 def test_an_empty_file_is_replaced_only_with_overwrite(tmp_path):
     path = tmp_path / "empty.db"
     path.touch()
@@ -260,6 +271,11 @@ def test_the_lock_dies_with_its_process(tmp_path):
 
 
 # --------------------------------------------------------------------------- any legal path
+
+def test_a_path_object_is_a_journal_path(tmp_path):
+    run_env(tmp_path / "as_path.db", steps=2)
+    assert read_meta(tmp_path / "as_path.db")["step"] == 2
+
 
 @pytest.mark.parametrize("name", ["q?mode=rw.db", "h#frag.db", "p%20c%.db", "sp ace ü.db", "a?b#c%d.db"])
 def test_any_legal_file_name_writes_reads_and_resumes(name, tmp_path, capsys):

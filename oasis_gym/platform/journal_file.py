@@ -132,6 +132,8 @@ def _is_wal(path: str) -> bool:
     """Whether `path` is a SQLite WAL file (its magic number). SQLite never locks a -wal file,
     so opening and closing it here cannot drop a lock of this process's connections."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # (opening a FIFO would block)
+            return False
         with open(path, "rb") as f:
             return f.read(4) in (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
     except OSError:
@@ -203,6 +205,8 @@ class JournalLock:
         self._file = None
         if fcntl is None:
             return
+        if os.path.lexists(self.path) and not stat.S_ISREG(os.lstat(self.path).st_mode):
+            raise JournalError(f"{self.path} (the lock of the journal {path}) is not a regular file")
         while True:
             try:
                 f = open(self.path, "a+b")  # never truncates (a user's file of that name stays as it is)
