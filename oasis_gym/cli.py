@@ -61,6 +61,15 @@ def _activation(value: str) -> str:
     return value
 
 
+def _recsys(value: str) -> str:
+    from oasis_gym import recsys
+
+    names = set(recsys.RECOMMENDERS) | set(getattr(recsys, "_ALIASES", {}))
+    if value not in names:
+        raise argparse.ArgumentTypeError(f"unknown recommender {value!r}; choose from {sorted(names)}")
+    return value
+
+
 def _path(value: str) -> str:
     if not value or "\0" in value:
         raise argparse.ArgumentTypeError(f"expected a file path, got {value!r}")
@@ -88,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="auto | vllm | transformers | openai")
     run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
     run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
-    run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
+    run.add_argument("--recsys", type=_recsys, default=None, help="twitter | reddit | random | chronological (default: the platform's)")
     run.add_argument("--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability")
     run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
     run.add_argument("--seed-posts", type=_nonnegative_int, default=100,
