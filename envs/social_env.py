@@ -68,6 +68,8 @@ class SocialMediaEnv(ParallelEnv):
         if config.get("recsys") is None:  # the platform's own, or the trainable one
             config["recsys"] = "agent" if config.get("recommender_agent") else platform
         self.render_mode = render_mode
+        if isinstance(config.get("db_path"), os.PathLike):  # saved in the journal's meta as a string
+            config["db_path"] = os.fspath(config["db_path"])
         if isinstance(users, (str, os.PathLike)):  # the journal must not be the file it reads
             check_distinct(config.get("db_path"), {"profile file (users)": users})
         population = load_population(users, population_seed) if users is not None else None
@@ -141,9 +143,10 @@ class SocialMediaEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ core API
     def reset(self, seed: int | None = None, options: dict | None = None):
-        self.agents = list(self.possible_agents)
+        self.agents = []  # live again only once the new episode (and its journal) exists
         self._cycles = 0
         batch = self.sim.reset(seed)
+        self.agents = list(self.possible_agents)
         return self._observations(batch), self._infos(batch)
 
     def step(self, actions: Mapping[str, Any]):

@@ -62,6 +62,15 @@ def _activation(value: str) -> str:
     return value
 
 
+def _recsys(value: str) -> str:
+    from oasis_gym import recsys
+
+    names = set(recsys.RECOMMENDERS) | set(getattr(recsys, "_ALIASES", {}))
+    if value not in names:
+        raise argparse.ArgumentTypeError(f"unknown recommender {value!r}; choose from {sorted(names)}")
+    return value
+
+
 def _path(value: str) -> str:
     if not value or "\0" in value:
         raise argparse.ArgumentTypeError(f"expected a file path, got {value!r}")
@@ -85,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--policy", choices=POLICIES, default="hybrid",
                      help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)")
     run.add_argument("--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM")
-    run.add_argument("--llm-backend", default="auto", help="auto | vllm | transformers | openai")
+    run.add_argument("--llm-backend", choices=("auto", "vllm", "transformers", "openai"), default="auto",
+                     help="auto | vllm | transformers | openai")
     run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
     run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
     # endpoint faults: bound what a hung or failing LLM server can cost per step
@@ -97,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--llm-step-deadline", type=_llm_seconds, default=None, metavar="S",
                      help="seconds the LLM users of one step may take in all (openai or transformers backend); "
                           "users still undecided then do nothing (counted as llm/deadline_noop)")
-    run.add_argument("--recsys", default=None, help="twitter | reddit | random | chronological (default: the platform's)")
+    run.add_argument("--recsys", type=_recsys, default=None, help="twitter | reddit | random | chronological (default: the platform's)")
     run.add_argument("--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability")
     run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
     run.add_argument("--seed-posts", type=_nonnegative_int, default=100,
@@ -177,7 +187,8 @@ def cmd_import(args) -> int:
     return 0
 
 
-def make_policy(args, env):
+def make_policy(args, env, llm=None):
+    """The users' policy of `args.policy`; `llm`: the LLM policy, if already made."""
     from oasis_gym.policies.abm import ABMPolicy
     from oasis_gym.policies.base import RandomPolicy
     from oasis_gym.policies.hybrid import HybridPolicy
@@ -186,7 +197,7 @@ def make_policy(args, env):
         return ABMPolicy()
     if args.policy == "random":
         return RandomPolicy()
-    llm = make_llm_policy(args)
+    llm = llm if llm is not None else make_llm_policy(args)
     if args.policy == "llm":
         return llm
     if getattr(args, "core_ids", None) is not None:  # a resumed run keeps its LLM users
@@ -319,6 +330,12 @@ def cmd_run(args) -> int:
 
     if args.resume:
         args = _resumed_args(args)
+    # the LLM backend first: a missing one ends the run before any journal is written
+    try:
+        llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
+    except ValueError as err:  # make_backend's checks of the LLM settings
+        raise ConfigError(f"bad LLM settings: {err}") from err
+    if args.resume:
         env = SocialMediaEnv.resume(args.db, max_cycles=args.steps)
     else:
         args.steps = args.steps or 20
@@ -339,7 +356,7 @@ def cmd_run(args) -> int:
     try:
         if not args.resume:
             env.reset(seed=args.seed)
-        policy = make_policy(args, env)
+        policy = make_policy(args, env, llm)
         policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
         if args.resume and "policy" in env.sim.saved_state:
             policy.load_state_dict(env.sim.saved_state["policy"])
@@ -381,7 +398,9 @@ def seed_posts_setup(count: int):
 
 def cmd_report(args) -> int:
     from oasis_gym.metrics.report import make_report
+    from oasis_gym.platform.journal_file import require_journal
 
+    require_journal(args.db)
     out = args.out or f"{Path(args.db).with_suffix('')}_report"
     paths = make_report(args.db, out)
     for p in paths:

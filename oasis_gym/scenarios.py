@@ -1125,8 +1125,13 @@ def add_scenario_args(run_parser) -> None:
 def run_scenario_cli(args) -> int:
     """`oasis-gym run --scenario NAME [--set key=value ...]`: run it, print the headline figures
     as one JSON line (and write them all to --figures)."""
-    sets = parse_sets(getattr(args, "scenario_set", None) or [])
-    scenario = load_scenario(args.scenario, sets)
+    from .errors import ConfigError
+
+    try:  # a bad name, file or --set is the user's input: one line on the command line
+        sets = parse_sets(getattr(args, "scenario_set", None) or [])
+        scenario = load_scenario(args.scenario, sets)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise ConfigError(err.args[0] if err.args else str(err)) from err
     seed = None if "seed" in sets or "scenario.seed" in sets else getattr(args, "seed", None)
     db = getattr(args, "db", None) or f"{scenario.name}.db"
     logdir = None

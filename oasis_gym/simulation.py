@@ -42,6 +42,7 @@ from .clock import Clock, sample_active
 from .errors import ConfigError
 from .platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from .platform.journal import RowWriter, Same, read_meta
+from .platform.journal_file import JournalLock
 from .platform.platform import MODERATION_NAMES, QUOTE, REPOST
 
 FEED_FEATURES = (
@@ -298,13 +299,14 @@ class Simulation:
 
         self.close()
         meta = check_resumable(read_meta(db_path), db_path)
-        journal = Journal(db_path)  # the writer's lock first: nothing is read while another run writes
+        lock = JournalLock(str(db_path))  # the writer's lock first: nothing is read while another run writes
         try:
             self.platform = Platform.from_db(db_path)
-        except BaseException:
-            journal.close(query_indexes=False)
+        except BaseException:  # the journal is left exactly as it was
+            lock.release()
             raise
-        self.journal, self.db_path, self._journal_id = journal, str(db_path), journal.journal_id
+        self.journal = Journal(db_path, lock=lock)
+        self.db_path, self._journal_id = str(db_path), self.journal.journal_id
         self.seed = meta.get("seed")
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng() for _ in range(3))
         self.recsys.reset(self.platform, np.random.default_rng(0))  # caches only: rebuilt from state

@@ -130,6 +130,17 @@ def test_the_input_profile_file_is_never_the_journal(shared_data, tmp_path, caps
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("name", ["target.db-wal", "target.db-shm", "target.db-lock"])
+def test_odd_siblings_are_refused_and_left_alone(name, tmp_path):
+    """A FIFO where SQLite's -wal/-shm or the lock file would be: refused, never opened."""
+    os.mkfifo(tmp_path / name)
+    env = twitter_v0.parallel_env(db_path=str(tmp_path / "target.db"), **ENV)
+    with pytest.raises(JournalError, match="target.db"):
+        env.reset(seed=0)
+    env.close()
+    assert snapshot(tmp_path) == {name: stat.S_IFIFO}
+
+
 def test_an_empty_file_is_replaced_only_with_overwrite(tmp_path):
     path = tmp_path / "empty.db"
     path.touch()
@@ -197,6 +208,9 @@ def test_two_envs_in_one_process_the_second_is_refused(tmp_path):
         second.reset(seed=0)
     with pytest.raises(JournalError, match="being written"):
         SocialMediaEnv.resume(str(path))
+    (tmp_path / "alias.db").symlink_to(path)  # another name of the same file: the same lock
+    with pytest.raises(JournalError, match="being written"):
+        twitter_v0.parallel_env(db_path=str(tmp_path / "alias.db"), overwrite=True, **ENV).reset(seed=0)
     while first.agents:  # the first run is untouched and completes
         first.step({a: POST for a in first.agents})
     first.close()
@@ -257,6 +271,11 @@ def test_the_lock_dies_with_its_process(tmp_path):
 
 
 # --------------------------------------------------------------------------- any legal path
+
+def test_a_path_object_is_a_journal_path(tmp_path):
+    run_env(tmp_path / "as_path.db", steps=2)
+    assert read_meta(tmp_path / "as_path.db")["step"] == 2
+
 
 @pytest.mark.parametrize("name", ["q?mode=rw.db", "h#frag.db", "p%20c%.db", "sp ace ü.db", "a?b#c%d.db"])
 def test_any_legal_file_name_writes_reads_and_resumes(name, tmp_path, capsys):
@@ -360,6 +379,14 @@ BAD = {
     "users_negative": ["--users", "-3"],
     "users_missing_file": ["--users", "no_such_profiles.csv"],
     "db_empty": ["--db", ""],
+    "recsys_unknown": ["--recsys", "nosuch"],
+    "db_in_a_file": (_file(_text), ["--db", "{}/run.db"]),
+    "db_is_directory": (lambda t: t, ["--db", "{}"]),
+    "llm_backend_unknown": ["--policy", "hybrid", "--llm-backend", "nosuch"],
+    "llm_openai_without_endpoint": ["--policy", "hybrid", "--llm-backend", "openai"],
+    "scenario_unknown": ["--scenario", "nosuch"],
+    "scenario_unknown_setting": ["--scenario", "twitter_information_spread", "--set", "nosuch.key=1"],
+    "scenario_with_resume": (_cli_journal, ["--scenario", "twitter_information_spread", "--resume", "{}"]),
     "profile_bad_columns": (_profile("a,b\n1,2\n"), ["--users", "{}"]),
     "profile_unknown_format": (_profile("hello", ".txt"), ["--users", "{}"]),
     "profile_bad_json": (_profile("{not json", ".json"), ["--users", "{}"]),
@@ -375,6 +402,7 @@ BAD = {
     "resume_not_written_by_cli": (_journal, ["--resume", "{}"]),
     "resume_meta_json_damaged": (_edit_meta("UPDATE meta SET value = '{' WHERE key = 'config'"), ["--resume", "{}"]),
     "resume_meta_config_gone": (_edit_meta("DELETE FROM meta WHERE key = 'config'"), ["--resume", "{}"]),
+    "resume_rows_damaged": (_edit_meta("DELETE FROM user_account WHERE user_id = 0"), ["--resume", "{}"]),
     "resume_meta_rng_gone": (_edit_meta("DELETE FROM meta WHERE key = 'rng'"), ["--resume", "{}"]),
     "resume_cli_settings_damaged": (_edit_meta("UPDATE meta SET value = '{\"cli\": {\"steps\": \"x\"}}' WHERE key = 'state'"),
                                     ["--resume", "{}"]),
@@ -405,6 +433,25 @@ def test_bad_command_line_input_is_one_line_and_exit_code_2(case, tmp_path, caps
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "error" in err, err
     assert snapshot(tmp_path) == before  # nothing written, nothing deleted (no 20-step run for --steps 0)
+
+
+def test_report_of_a_file_that_is_not_a_journal_is_one_line(tmp_path, capsys):
+    path = tmp_path / "notes.db"
+    _text(path)
+    code, err = cli(capsys, "report", str(path), "--out", str(tmp_path / "out"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a SQLite database" in err
+    assert sorted(os.listdir(tmp_path)) == ["notes.db"]
+
+
+def test_a_refused_reset_leaves_no_live_episode(tmp_path):
+    path = tmp_path / "notes.db"
+    _text(path)
+    env = twitter_v0.parallel_env(db_path=str(path), **ENV)
+    with pytest.raises(JournalError):
+        env.reset(seed=0)
+    assert env.agents == []
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step({})
 
 
 def test_bad_arguments_in_a_real_process(tmp_path):

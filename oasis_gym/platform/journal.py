@@ -12,6 +12,9 @@ writer thread while the simulation goes on (`Journal`). During the run, rows onl
 (relation rows carry the platform's row ids, so deletes go by id) and no index is kept up;
 `close` builds the indexes analysis queries use.
 
+Files (`journal_file`): a Journal creates or replaces only oasis-gym journals (replacing one
+only when asked), holds a one-writer lock while open, and takes any legal file name.
+
 Durability: WAL mode with synchronous=NORMAL. A process killed at any point (SIGKILL
 included) leaves a database holding exactly the committed steps; only an OS crash or power
 loss may lose the last few commits (synchronous=FULL closes that gap at some cost).
@@ -38,7 +41,7 @@ from ..actions import NUM_ACTIONS, RESULT_NAMES
 from .platform import (REPOST, TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, Platform, PlatformConfig,
                        StepLog, TraceRows, action_name)
 from .journal_file import (APPLICATION_ID, JOURNAL, MISSING, JournalError, JournalLock, connect_readonly,
-                           prepare_new, require_journal, what_is)
+                           create_empty, prepare_new, require_journal, what_is)
 from .store import PairSet, pair_keys, unpack_keys
 
 __all__ = ["Journal", "JournalError", "RowWriter", "Same", "connect", "load_platform", "read_meta"]
@@ -150,14 +153,15 @@ class Journal:
     """
 
     def __init__(self, path: str | Path = ":memory:", pipelined: bool = True, *, new: bool = False,
-                 overwrite: bool = False, own_journal_id: str | None = None):
+                 overwrite: bool = False, own_journal_id: str | None = None, lock: JournalLock | None = None):
         """Open the journal at `path` to continue it, or create it if nothing is there.
 
         `new=True` starts a new journal: an existing journal at `path` is an error unless
         `overwrite=True` or its id is `own_journal_id` (the caller's own, from an earlier
         episode). Anything at `path` that is not an oasis-gym journal is refused, never
         deleted (see `journal_file`). The writer holds the journal's lock until `close`: a
-        second writer gets a `JournalError`.
+        second writer gets a `JournalError` (`lock`: the lock of `path`, taken by the caller
+        to read the journal first, handed over).
         """
         self.path = str(path)
         self._lock: JournalLock | None = None
@@ -167,26 +171,25 @@ class Journal:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise JournalError(f"cannot create the folder of the journal {self.path}: {err}") from err
-            self._lock = JournalLock(self.path)
-            try:
+            self._lock = lock or JournalLock(self.path)
+        self._conn: sqlite3.Connection | None = None
+        try:
+            if self._lock is not None:
                 if new or overwrite:
                     prepare_new(self.path, overwrite, own_journal_id)
-                elif what_is(self.path) not in (JOURNAL, MISSING):
+                elif (what := what_is(self.path)) == MISSING:
+                    create_empty(self.path)
+                elif what != JOURNAL:
                     require_journal(self.path)
-                self._conn = connect(self.path)
-            except BaseException as err:
-                self._lock.release()
-                if isinstance(err, (OSError, sqlite3.Error)):
-                    raise JournalError(f"cannot open the journal {self.path}: {err}") from err
-                raise
-        else:
             self._conn = connect(self.path)
-        try:
             self._open_schema()
-        except BaseException:
-            self._conn.close()
+        except BaseException as err:
+            if self._conn is not None:
+                self._conn.close()
             if self._lock is not None:
                 self._lock.release()
+            if isinstance(err, (OSError, sqlite3.Error)):
+                raise JournalError(f"cannot open the journal {self.path}: {err}") from err
             raise
         self._thread_prefix = f"oasis-gym-journal-{id(self):x}"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=self._thread_prefix) if pipelined else None
@@ -558,8 +561,16 @@ def read_meta(path: str | Path) -> dict:
 
 
 def load_platform(path: str | Path) -> Platform:
-    """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db)."""
+    """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db).
+    Raises `JournalError` if `path` holds no oasis-gym journal or a damaged one."""
     require_journal(path)
+    try:
+        return _load_platform(path)
+    except (sqlite3.Error, ValueError, TypeError) as err:  # what a damaged journal raises here (chained)
+        raise JournalError(f"{path}: the journal is damaged and cannot be loaded ({err!r})") from err
+
+
+def _load_platform(path: str | Path) -> Platform:
     conn = connect_readonly(path, isolation_level=None)
     try:
         conn.execute("BEGIN")  # one snapshot of every table, even while another process commits steps

@@ -132,6 +132,8 @@ def _is_wal(path: str) -> bool:
     """Whether `path` is a SQLite WAL file (its magic number). SQLite never locks a -wal file,
     so opening and closing it here cannot drop a lock of this process's connections."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # (opening a FIFO would block)
+            return False
         with open(path, "rb") as f:
             return f.read(4) in (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
     except OSError:
@@ -144,10 +146,7 @@ def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -
     whose files are then deleted. Anything else is refused with `JournalError`."""
     what = what_is(path)
     if what == MISSING:
-        for sibling in (path + suffix for suffix in SIBLINGS):  # SQLite would replay, reset or delete it
-            if os.path.lexists(sibling):
-                raise JournalError(f"{sibling} exists without {path} (left over from a deleted database?): "
-                                   "it is never deleted; remove it yourself")
+        create_empty(path)
         return
     if what == "an empty file" and overwrite:
         pass  # nothing to lose
@@ -164,6 +163,21 @@ def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -
                 raise JournalError(f"{sibling} is not a regular file: it is never deleted; remove it yourself")
             os.remove(sibling)
     os.remove(path)  # last: a crash before leaves a journal, never a stray -wal
+    create_empty(path)
+
+
+def create_empty(path: str) -> None:
+    """Create the empty file of a new journal, failing if anything appeared at `path` (so
+    SQLite opens our file, never one that came in between), or if a -wal or -shm of some
+    earlier database is there (SQLite would replay, reset or delete it)."""
+    for sibling in (path + suffix for suffix in SIBLINGS):
+        if os.path.lexists(sibling):
+            raise JournalError(f"{sibling} exists without {path} (left over from a deleted database?): "
+                               "it is never deleted; remove it yourself")
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        raise JournalError(f"{path} appeared while the journal was being created: it is left as it is") from None
 
 
 def _journal_id(path: str) -> str | None:
@@ -191,6 +205,8 @@ class JournalLock:
         self._file = None
         if fcntl is None:
             return
+        if os.path.lexists(self.path) and not stat.S_ISREG(os.lstat(self.path).st_mode):
+            raise JournalError(f"{self.path} (the lock of the journal {path}) is not a regular file")
         while True:
             try:
                 f = open(self.path, "a+b")  # never truncates (a user's file of that name stays as it is)
