@@ -70,8 +70,13 @@ def _query(rng: np.random.Generator, pf: Platform) -> str:
     return f"u{int(rng.integers(0, 40))} name"
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_index_equals_brute_force(seed):
+@pytest.mark.parametrize("seed,head", [(0, 64), (1, 64), (2, 0), (3, 1)])
+def test_index_equals_brute_force(seed, head, monkeypatch):
+    """head: how far beyond k the ranking looks before checking visibility (small values
+    force the widening path on these small corpora)."""
+    import oasis_gym.platform.search_index as si
+
+    monkeypatch.setattr(si, "_RANK_HEAD", head)
     rng = np.random.default_rng(seed)
     n_users = 40
     pf = Platform(PlatformConfig(search_scan_limit=int(rng.choice([10_000, 150]))))

@@ -38,7 +38,7 @@ from ..actions import (
     Result as R,
 )
 from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
-from .search_index import post_index, user_index
+from .search_index import post_index, top_visible_posts, user_index
 from .text import TextColumn, check_text, is_storable
 
 # Post kinds and moderation states.
@@ -563,10 +563,7 @@ class Platform:
             return np.empty(0, dtype=np.int64)
         lo = max(0, self.n_posts - self.config.search_scan_limit)
         cand = post_index(self).match(words)  # non-repost posts holding every word (sorted ids)
-        cand = cand[np.searchsorted(cand, lo):]
-        cand = cand[self.visible_posts_mask(viewer, cand)]
-        score = self.p_likes.a[cand] + self.p_shares.a[cand] + self.p_comments.a[cand] - self.p_dislikes.a[cand]
-        return cand[np.lexsort((-cand, -score))[:k]]
+        return top_visible_posts(self, viewer, cand[np.searchsorted(cand, lo):], k)
 
     def search_users(self, viewer: int, query: str, k: int | None = None) -> np.ndarray:
         """Users whose user name, name or bio contains every query word, most followed first."""

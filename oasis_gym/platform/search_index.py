@@ -31,6 +31,8 @@ import numpy as np
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _WORD_CACHE = 4096        # words whose matching token ids are remembered
+_DOC_CACHE_BUDGET = 8_000_000  # document ids kept in the per-word cache, in all (64 MB)
+_RANK_HEAD = 64           # extra posts ranked beyond k before visibility is checked
 _CHUNK_MERGE = 16         # vocabulary chunks kept before they are joined into one
 
 
@@ -87,6 +89,9 @@ class SubstringIndex:
         self._n_chunked = 0
         self._words: OrderedDict[str, tuple[int, np.ndarray]] = OrderedDict()
         self.tail: object = None           # the newest document's source object (rollback check)
+        # word -> (n_docs when computed, sorted ids of the documents containing it)
+        self._docs: OrderedDict[str, tuple[int, np.ndarray]] = OrderedDict()
+        self._docs_size = 0
 
     # ------------------------------------------------------------------ building
     def add(self, texts: Iterable[str]) -> None:
@@ -120,6 +125,8 @@ class SubstringIndex:
                 self._base = (indptr, np.concatenate([self._base[1], doc])[order])
                 self._new_tok, self._new_doc = [], []
                 tok, doc = _EMPTY, _EMPTY
+                self._docs.clear()  # cached documents extend from the delta, now merged
+                self._docs_size = 0
             self._delta = _csr(tok, doc, len(self._tokens))
         return self._base, self._delta
 
@@ -172,20 +179,41 @@ class SubstringIndex:
             self._words.popitem(last=False)
         return found
 
+    def _docs_containing(self, word: str) -> np.ndarray:
+        """Sorted ids of the documents holding `word`; cached per word, extended with the
+        documents added since from the delta postings (the cache empties at each merge)."""
+        (bi, bd), (di, dd) = self._postings()
+        cached = self._docs.pop(word, None)
+        toks = self._tokens_containing(word)
+        if cached is None:
+            docs = np.concatenate([_gather(bi, bd, toks), _gather(di, dd, toks)])
+            docs = docs if len(toks) <= 1 else np.unique(docs)
+        else:
+            self._docs_size -= len(cached[1])
+            docs = cached[1]
+            if cached[0] < self.n_docs:
+                new = _gather(di, dd, toks)
+                new = new[new >= cached[0]]
+                docs = np.concatenate([docs, new if len(toks) <= 1 else np.unique(new)])
+        if len(docs) <= _DOC_CACHE_BUDGET // 4:
+            self._docs[word] = (self.n_docs, docs)
+            self._docs_size += len(docs)
+            while self._docs_size > _DOC_CACHE_BUDGET:
+                self._docs_size -= len(self._docs.popitem(last=False)[1][1])
+        return docs
+
     def match(self, words: list[str]) -> np.ndarray:
         """Sorted ids of the documents whose lowercased text contains every word (each word
         lowercase and free of whitespace, as ``query.lower().split()`` gives them)."""
         if not words:
             return _EMPTY
         self._sync_vocabulary()
-        (bi, bd), (di, dd) = self._postings()
         sets = []
         for w in dict.fromkeys(words):
-            toks = self._tokens_containing(w)
-            if not len(toks):
+            docs = self._docs_containing(w)
+            if not len(docs):
                 return _EMPTY
-            docs = np.concatenate([_gather(bi, bd, toks), _gather(di, dd, toks)])
-            sets.append(docs if len(toks) == 1 else np.unique(docs))
+            sets.append(docs)
         sets.sort(key=len)
         out = sets[0]
         for s in sets[1:]:
@@ -213,6 +241,29 @@ def post_index(pf) -> SubstringIndex:
         idx.add(_post_texts(pf, idx.n_docs, n))
         idx.tail = pf.p_content[n - 1]
     return idx
+
+
+def top_visible_posts(pf, viewer: int, cand: np.ndarray, k: int) -> np.ndarray:
+    """The k visible posts of `cand` with the highest engagement score, ties to the newest:
+    exactly ``cand[visible][lexsort((-cand, -score))][:k]``, but for many candidates the best
+    ones are picked first (argpartition on one int64 key) and visibility is checked on those
+    only, widening the head until k are visible."""
+    t = k + _RANK_HEAD
+    if len(cand) > 4 * t:
+        score = (pf.p_likes.a[cand].astype(np.int64) + pf.p_shares.a[cand] + pf.p_comments.a[cand]
+                 - pf.p_dislikes.a[cand])
+        key = score * (pf.n_posts + 1) + cand  # larger = better: score, then id
+        while t < len(cand):
+            head = np.argpartition(-key, t - 1)[:t]
+            head = head[np.argsort(-key[head])]
+            ids = cand[head]
+            ids = ids[pf.visible_posts_mask(viewer, ids)]
+            if len(ids) >= k:
+                return ids[:k]
+            t *= 4
+    cand = cand[pf.visible_posts_mask(viewer, cand)]
+    score = pf.p_likes.a[cand] + pf.p_shares.a[cand] + pf.p_comments.a[cand] - pf.p_dislikes.a[cand]
+    return cand[np.lexsort((-cand, -score))[:k]]
 
 
 def user_index(pf) -> SubstringIndex:
