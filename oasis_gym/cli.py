@@ -175,7 +175,8 @@ def cmd_run(args) -> int:
     env.close()
     print(json.dumps({"steps": summary.steps, "actions": summary.actions, "accepted": summary.accepted,
                       "actions_per_s": round(summary.actions_per_s, 1), "db": args.db,
-                      "logdir": recorder.logdir if recorder is not None else None}))
+                      "logdir": recorder.logdir if recorder is not None else None,
+                      **({"llm": summary.llm} if summary.llm else {})}))
     return 0
 
 

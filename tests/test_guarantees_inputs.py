@@ -293,9 +293,9 @@ def test_step_deadline_is_validated():
         core_cls(NoDeadline(), step_deadline_s=1.0)
 
 
-def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path):
+def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path, capsys):
     """The CLI with a hung endpoint: each step costs the deadline, not 244 s; the undecided
-    users are do_nothing in the journal and llm/deadline_noop in TensorBoard."""
+    users are do_nothing in the journal, llm/deadline_noop in TensorBoard and the summary."""
     import sqlite3
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -313,6 +313,9 @@ def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path):
     noop = sum(e.value for e in ea.Scalars("llm/deadline_noop"))
     agents = sum(e.value for e in ea.Scalars("llm/agents"))
     assert noop == agents > 0 and server.hits["hang"] >= 1
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["llm"]["deadline_noop"] == summary["llm"]["agents"] == agents
+    assert summary["llm"]["valid"] == 0
     with sqlite3.connect(db) as conn:
         acted = conn.execute("SELECT COUNT(*) FROM trace WHERE action NOT IN ('do_nothing', 'sign_up', "
                              "'refresh')").fetchone()[0]
