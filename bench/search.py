@@ -4,8 +4,8 @@ Prints ONE JSON line. Two corpora of --posts posts by --users users:
 
 * ``zipf``: 12 words per post drawn from a Zipf(1.1) vocabulary of 50k random 4-10 letter
   words (natural-text-like; search matches substrings, so "abc" also finds "xabcy");
-  queries are 1-2 words drawn from the same distribution, so frequent words are queried
-  most, as people do.
+  queries are 1-2 content words: uniform over the vocabulary minus its 100 most frequent
+  words (those are in most posts: a query of them is the templates case below).
 * ``templates``: the simulator's own template posts (policies.abm_dynamics.template_text on
   its 12 topic words), queried with those topic words, as numeric policies do: each query
   matches ~1/12 of all posts, the worst case.
@@ -70,7 +70,7 @@ def build(kind: str, n_posts: int, n_users: int, rng: np.random.Generator) -> tu
         weights /= weights.sum()
         words = zipf_words(rng, vocab, weights, n_posts * 12).reshape(n_posts, 12)
         texts = [" ".join(row) for row in words.tolist()]
-        queries = [" ".join(zipf_words(rng, vocab, weights, int(rng.integers(1, 3))).tolist())
+        queries = [" ".join(vocab[rng.integers(100, len(vocab), int(rng.integers(1, 3)))].tolist())
                    for _ in range(4096)]
     else:
         stance = rng.uniform(-1, 1, n_posts)
