@@ -17,6 +17,8 @@ from llm_fixtures import llm_module
 
 from oasis_gym.actions import ACTION_NAMES
 
+pytest_plugins = ["llm_fixtures"]
+
 parse_mod = llm_module("parse")
 synth = llm_module("synthetic")
 parse_reply = parse_mod.parse_reply
@@ -275,6 +277,20 @@ def test_step_deadline_keeps_the_replies_that_arrived(server):
     actions, stats = _guarded(lambda: core.decide(synth.synthetic_views(6, seed=1, n_posts=3, n_users=2)), 15.0)
     assert stats["valid"] + stats["deadline_noop"] == 6
     assert stats["valid"] == server.hits["half"] - stats["deadline_noop"] and 0 < stats["valid"] < 6
+
+
+def test_step_deadline_with_the_transformers_backend(tiny_model_dir):
+    """Past the deadline no further batch starts: with a deadline already spent at the first
+    batch every user is a counted no-op, and the model is never run."""
+    tb = llm_module("backends.transformers_backend")
+    be = tb.TransformersBackend(tiny_model_dir, device="cpu", max_batch_size=2, compile_threads=1)
+    views = synth.synthetic_views(5, seed=1, n_posts=3, n_users=2)
+    core = llm_module().LLMPolicyCore(be, step_deadline_s=1e-9, max_tokens=8)
+    actions, stats = core.decide(views)
+    assert stats["deadline_noop"] == 5 and stats["fallback"] == 5 and stats["completion_tokens"] == 0
+    assert all(a["type"] == 0 and "deadline" in a["reason"] for a in actions)
+    res = be.generate(core.messages(views), [None] * 5, max_tokens=4, deadline_s=60.0)
+    assert res.errors == [None] * 5 and len(res.texts) == 5
 
 
 def test_step_deadline_is_validated():
