@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from itertools import chain
 
 import numpy as np
 
@@ -80,8 +79,8 @@ class SubstringIndex:
         self.n_docs = 0
         self._tok_id: dict[str, int] = {}
         self._tokens: list[str] = []
-        self._new_tok: list[np.ndarray] = []   # (token, doc) pairs since the last merge, in chunks
-        self._new_doc: list[np.ndarray] = []
+        self._new_tok: list[int] = []      # (token, doc) pairs since the last merge
+        self._new_doc: list[int] = []
         self._base = (np.zeros(1, dtype=np.int64), _EMPTY)   # indptr, docs
         self._base_tok = _EMPTY            # token of each base posting (kept for merges)
         self._delta: tuple[np.ndarray, np.ndarray] | None = None
@@ -96,29 +95,27 @@ class SubstringIndex:
 
     # ------------------------------------------------------------------ building
     def add(self, texts: Iterable[str]) -> None:
-        """Append documents (their ids continue from ``n_docs``). Whole-batch C-level passes
-        (set, map, dict.fromkeys) instead of a Python loop per token."""
-        sets = [set(t.lower().split()) if t else () for t in texts]
-        if not sets:
-            return
-        flat = list(chain.from_iterable(sets))
-        ids = self._tok_id
-        new = [t for t in dict.fromkeys(flat) if t not in ids]  # first-seen order
-        if new:
-            ids.update(zip(new, range(len(self._tokens), len(self._tokens) + len(new))))
-            self._tokens.extend(new)
-        lens = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
-        self._new_tok.append(np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat)))
-        self._new_doc.append(np.repeat(np.arange(self.n_docs, self.n_docs + len(sets), dtype=np.int64), lens))
-        self.n_docs += len(sets)
+        """Append documents (their ids continue from ``n_docs``)."""
+        ids, tokens = self._tok_id, self._tokens
+        new_tok, new_doc = self._new_tok, self._new_doc
+        doc = self.n_docs
+        for text in texts:
+            for t in set(text.lower().split()) if text else ():
+                k = ids.get(t)
+                if k is None:
+                    k = ids[t] = len(tokens)
+                    tokens.append(t)
+                new_tok.append(k)
+                new_doc.append(doc)
+            doc += 1
+        self.n_docs = doc
         self._delta = None
 
     def _postings(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """(base CSR, delta CSR), merging the delta into the base once it is large."""
         if self._delta is None:
-            tok = np.concatenate(self._new_tok) if self._new_tok else _EMPTY
-            doc = np.concatenate(self._new_doc) if self._new_doc else _EMPTY
-            self._new_tok, self._new_doc = [tok], [doc]
+            tok = np.fromiter(self._new_tok, dtype=np.int64, count=len(self._new_tok))
+            doc = np.fromiter(self._new_doc, dtype=np.int64, count=len(self._new_doc))
             if len(tok) * 4 > len(self._base_tok):
                 tok = np.concatenate([self._base_tok, tok])
                 order = np.argsort(tok, kind="stable")  # base docs precede the new ones
