@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 POLICIES = ("hybrid", "abm", "random", "llm")
+LLM_FAULT_FLAGS = ("llm_timeout", "llm_retries", "llm_step_deadline")
 
 
 def _users(value: str):
@@ -139,8 +140,10 @@ def cmd_run(args) -> int:
         saved = read_meta(args.resume).get("state", {}).get("cli")
         if saved is None:
             raise SystemExit(f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)")
+        faults = {k: v for k in LLM_FAULT_FLAGS if (v := getattr(args, k, None)) is not None}
         args = argparse.Namespace(**{**saved, "resume": args.resume, "quiet": args.quiet,
                                      "steps": args.steps or saved["steps"], "db": args.resume})
+        vars(args).update(faults)  # endpoint limits are operational: a resume may change them
         env = SocialMediaEnv.resume(args.db, max_cycles=args.steps)
     else:
         args.steps = args.steps or 20

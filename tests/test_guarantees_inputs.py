@@ -512,3 +512,20 @@ def test_hostile_profile_files(tmp_path, name, content, expect):
     env.step({a: 0 for a in env.agents})  # do_nothing for everyone
     env.close()
     assert pop.n >= 1
+
+
+def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):
+    """A run resumed against a hung endpoint can lower the limits it was started with."""
+    from oasis_gym.cli import main
+    from oasis_gym.platform.journal import read_meta
+
+    db = tmp_path / "r.db"
+    assert _guarded(lambda: main(
+        ["run", "--users", "8", "--steps", "1", "--policy", "llm", "--llm-backend", "openai",
+         "--llm-endpoint", server.url("hang"), "--llm-step-deadline", "0.5", "--llm-retries", "0",
+         "--db", str(db), "--no-tensorboard", "--quiet", "--seed-posts", "3"]), 40.0) == 0
+    assert read_meta(str(db))["state"]["cli"]["llm_step_deadline"] == 0.5
+    assert _guarded(lambda: main(["run", "--resume", str(db), "--steps", "2", "--llm-step-deadline", "0.25",
+                                  "--quiet"]), 40.0) == 0
+    cli = read_meta(str(db))["state"]["cli"]
+    assert (cli["llm_step_deadline"], cli["llm_retries"], cli["steps"]) == (0.25, 0, 2)
