@@ -150,3 +150,23 @@ def test_index_merges_and_caches_stay_exact():
             assert idx.match([w]).tolist() == expect
         pair = [w for w in rng.choice(words, 2)]
         assert idx.match(pair).tolist() == [i for i, t in enumerate(texts) if all(w in t.lower() for w in pair)]
+
+
+def test_trigram_and_scan_paths_agree_with_brute_force():
+    """A larger vocabulary (so rare trigrams take the trigram path, short and common words the
+    scan), grown in batches; every answer equals the brute-force substring test."""
+    rng = np.random.default_rng(9)
+    letters = list("abcdefghijklmnopqrstuvwxyzäöü")
+    vocab = ["".join(rng.choice(letters, int(n))) for n in rng.integers(2, 12, 3000)]
+    idx, texts = SubstringIndex(), []
+    for _ in range(6):
+        batch = [" ".join(rng.choice(vocab, int(rng.integers(1, 10)))) for _ in range(300)]
+        idx.add(batch)
+        texts += batch
+        lowered = [t.lower() for t in texts]
+        for _ in range(60):
+            t = vocab[int(rng.integers(0, len(vocab)))]
+            i = int(rng.integers(0, len(t)))
+            w = t[i:i + int(rng.integers(1, 7))]
+            assert idx.match([w]).tolist() == [d for d, x in enumerate(lowered) if w in x], w
+    assert idx._grams and idx._words  # both structures were used

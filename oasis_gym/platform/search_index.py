@@ -5,10 +5,11 @@ every query word (``query.lower().split()``) is a *substring* of the document's 
 text. A query word holds no whitespace, so it is a substring of the text exactly when it
 is a substring of one whitespace-separated token of the lowercased text. Hence:
 
-* every distinct lowercased token gets an id; the token strings are also kept joined by
-  ``"\\n"`` in a few chunk strings, so the tokens containing a word are found by C-speed
-  ``str.find`` over the vocabulary (far smaller than the texts), cached per word and
-  extended only over tokens added since;
+* every distinct lowercased token gets an id; the tokens containing a word of 3+ characters
+  are found from a trigram index of the vocabulary (the tokens holding the word's rarest
+  trigram, each checked with ``in``); shorter or unselective words scan the vocabulary,
+  kept joined by ``"\\n"`` in a few chunk strings, with C-speed ``str.find``. Both are
+  cached per word and extended only over tokens added since;
 * postings (token id -> sorted document ids) live in a base CSR plus a small delta CSR for
   the documents added since the last merge (merged when the delta passes a quarter of the
   base), so a word's documents are gathered with numpy in time proportional to them;
@@ -24,6 +25,7 @@ rolled back), the index is rebuilt from scratch.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -87,6 +89,7 @@ class SubstringIndex:
         # vocabulary chunks: (first token id, "\n".join(tokens) + "\n", start offsets)
         self._chunks: list[tuple[int, str, np.ndarray]] = []
         self._n_chunked = 0
+        self._grams: dict[str, list[int]] = {}  # trigram -> ascending ids of the tokens holding it
         self._words: OrderedDict[str, tuple[int, np.ndarray]] = OrderedDict()
         self.tail: object = None           # the newest document's source object (rollback check)
         # word -> (n_docs when computed, sorted ids of the documents containing it)
@@ -136,6 +139,14 @@ class SubstringIndex:
         if n == self._n_chunked:
             return
         new = self._tokens[self._n_chunked:]
+        grams = self._grams
+        for k, t in enumerate(new, start=self._n_chunked):
+            for g in {t[i:i + 3] for i in range(len(t) - 2)}:
+                ids = grams.get(g)
+                if ids is None:
+                    grams[g] = [k]
+                else:
+                    ids.append(k)
         lens = np.fromiter((len(t) + 1 for t in new), dtype=np.int64, count=len(new))
         starts = np.concatenate([[0], np.cumsum(lens)])
         self._chunks.append((self._n_chunked, "\n".join(new) + "\n", starts))
@@ -154,7 +165,17 @@ class SubstringIndex:
         """Sorted ids of the vocabulary tokens that contain `word` (cached per word)."""
         cached = self._words.get(word)
         done, found = cached if cached is not None else (0, _EMPTY)
-        if done < self._n_chunked:
+        if done < self._n_chunked and len(word) >= 3:
+            # a token holding the word holds each of its trigrams: check the rarest one's tokens
+            lists = [self._grams.get(word[i:i + 3]) for i in range(len(word) - 2)]
+            rarest = None if None in lists else min(lists, key=len)
+            if rarest is None or len(rarest) - bisect_left(rarest, done) <= (self._n_chunked - done) // 8:
+                tokens = self._tokens
+                hits = [] if rarest is None else \
+                    [k for k in rarest[bisect_left(rarest, done):] if word in tokens[k]]
+                found = np.concatenate([found, np.asarray(hits, dtype=np.int64)]) if hits else found
+                done = self._n_chunked
+        if done < self._n_chunked:  # short or unselective words: scan the vocabulary text
             more = []
             for first, s, starts in self._chunks:
                 last = first + len(starts) - 1
