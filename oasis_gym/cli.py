@@ -19,6 +19,7 @@ import numpy as np
 from oasis_gym.errors import OasisGymError
 
 POLICIES = ("hybrid", "abm", "random", "llm")
+LLM_FAULT_FLAGS = ("llm_timeout", "llm_retries", "llm_step_deadline")
 
 
 # ------------------------------------------------------------------ argument validators
@@ -374,7 +375,8 @@ def cmd_run(args) -> int:
         env.close()
     print(json.dumps({"steps": summary.steps, "actions": summary.actions, "accepted": summary.accepted,
                       "actions_per_s": round(summary.actions_per_s, 1), "db": args.db,
-                      "logdir": recorder.logdir if recorder is not None else None}))
+                      "logdir": recorder.logdir if recorder is not None else None,
+                      **({"llm": summary.llm} if summary.llm else {})}))
     return 0
 
 

@@ -27,6 +27,8 @@ from typing import Any, overload
 
 import numpy as np
 
+from . import bounded_json
+
 __all__ = [
     "TOPICS",
     "TOPIC_INDEX",
@@ -459,10 +461,14 @@ def _read_csv(path: Path, required: Sequence[str]) -> tuple[list[str], list[list
 
 def _literal(path: Path, row: int, field: str, cell: str) -> Any:
     try:
-        return ast.literal_eval(cell.strip())
+        value = ast.literal_eval(cell.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
         raise ProfileError(path, row, field,
                            f"cannot parse {cell[:80]!r} as a Python literal ({e})") from e
+    fault = bounded_json.first_fault(value)  # e.g. a '\ud800' escape: loads, then breaks SQLite
+    if fault:
+        raise ProfileError(path, row, field, fault)
+    return value
 
 
 def _parse_number_lists(path: Path, field: str, cells: Sequence[str], *,
@@ -544,6 +550,9 @@ def _parse_previous_tweets(path: Path, cells: Sequence[str]) -> list[tuple[int, 
                                f"must be a list of strings, got {type(value).__name__}")
         for item in value:
             for text in _flatten_tweet(path, i + 1, item):
+                if _has_surrogate(text):
+                    raise ProfileError(path, i + 1, "previous_tweets",
+                                       "not valid UTF-8 (a lone surrogate escape)")
                 posts.append((i, text))
     return posts
 
@@ -573,6 +582,11 @@ def _parse_activity(path: Path, cells: Sequence[str]) -> np.ndarray:
         raise ProfileError(path, r + 1, "activity_level_frequency",
                            f"has {int(counts[r])} values, expected {HOURS}")
     freq = values.reshape(len(cells), HOURS)
+    bad = np.flatnonzero(~np.isfinite(freq).all(axis=1))
+    if bad.size:
+        r = int(bad[0])
+        raise ProfileError(path, r + 1, "activity_level_frequency",
+                           "values must be finite numbers")
     neg = np.flatnonzero((freq < 0).any(axis=1))
     if neg.size:
         r = int(neg[0])
@@ -616,8 +630,8 @@ def _opinions(path: Path, values: Sequence[Any], where: str) -> np.ndarray:
             continue
         try:
             x = float(v)
-        except (TypeError, ValueError) as e:
-            raise ProfileError(path, row, "opinion", f"not a number: {v!r}") from e
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ProfileError(path, row, "opinion", f"not a number in [-1, 1]: {str(v)[:40]!r}") from e
         if not -1 <= x <= 1:
             raise ProfileError(path, row, "opinion", f"{x} is outside [-1, 1]")
         out[i] = x
@@ -655,6 +669,8 @@ def load_twitter_csv(path: str | Path, *, activity_path: str | Path | None = Non
     header, rows = _read_csv(path, ("username", "following_agentid_list"))
     col = {c: i for i, c in enumerate(header)}
     n = len(rows)
+    if n == 0:  # a simulation without users has nothing to run
+        raise ProfileError(path, 1, None, "no user rows (the file holds only a header)")
 
     def column(name: str, default: str = "") -> list[str]:
         j = col.get(name)
@@ -762,7 +778,7 @@ def _twitter_extra(path: Path, header: list[str], rows: list[list[str]],
         d: dict[str, Any] = {}
         if "user_id" in col:
             uid = row[col["user_id"]].strip()
-            d["user_id"] = int(uid) if uid.isdigit() else uid
+            d["user_id"] = int(uid) if uid.isascii() and uid.isdigit() and int(uid[:20]) < 2**63 else uid
         if fol is not None:
             d["followers_count"] = _int_or_none(path, r, fol, row[col[fol]])
         if "following_count" in col:
@@ -797,13 +813,19 @@ def load_reddit_json(path: str | Path, *,
         raise ValueError(f"default_activity must be in [0, 1], got {default_activity}")
     text = _read_text(path)
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)  # over-long ints become markers, found per user below
     except json.JSONDecodeError as e:
         raise ProfileError(path, f"line {e.lineno} column {e.colno}", None,
                            f"invalid JSON: {e.msg}") from e
+    except RecursionError:
+        i, key = bounded_json.locate_failure(text)
+        raise ProfileError(path, None if i is None else f"index {i}", key,
+                           "nested too deeply to read") from None
     if not isinstance(data, list):
         raise ProfileError(path, None, None,
                            f"top level must be a list of user objects, got {type(data).__name__}")
+    if not data:
+        raise ProfileError(path, "index 0", None, "the list holds no users")
     fields: dict[str, list[str]] = {"user_name": [], "name": [], "bio": [], "persona": []}
     extra: list[dict[str, Any]] = []
     masks: list[int] = []
@@ -853,19 +875,12 @@ def _reddit_user(path: Path, i: int,
 
 
 def _check_json_strings(path: Path, where: str, obj: dict[str, Any]) -> None:
-    """Report undecodable bytes (surrogate-escaped) with the JSON index and key."""
-    def walk(v: Any) -> bool:
-        if isinstance(v, str):
-            return _has_surrogate(v)
-        if isinstance(v, list):
-            return any(walk(x) for x in v)
-        if isinstance(v, dict):
-            return any(walk(k) or walk(x) for k, x in v.items())
-        return False
-
+    """Report undecodable bytes / lone surrogates, over-long numbers and deep nesting with
+    the JSON index and key."""
     for key, value in obj.items():
-        if walk(key) or walk(value):
-            raise ProfileError(path, where, key, "not valid UTF-8")
+        fault = bounded_json.first_fault(key) or bounded_json.first_fault(value)
+        if fault:  # also over-long numbers and absurd nesting (iterative: no RecursionError)
+            raise ProfileError(path, where, key, fault)
 
 
 def load_profiles(path: str | Path, **kwargs: Any) -> Population:

@@ -22,6 +22,7 @@ class RunSummary:
     seconds: float = 0.0
     active_per_step: list[int] = field(default_factory=list)
     db_path: str | None = None
+    llm: dict = field(default_factory=dict)  # LLM users' counts over the run (agents, valid, deadline_noop, ...)
 
     @property
     def actions_per_s(self) -> float:
@@ -54,7 +55,7 @@ def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, 
                 break
             obs = env.sim.obs
             acts = policy.act(env, obs)
-            _report_llm_stats(env, policy)
+            _report_llm_stats(env, policy, summary.llm)
             out = env.step_batch(acts)
             summary.steps += 1
             summary.actions += len(out.users)
@@ -73,12 +74,14 @@ def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, 
     return summary
 
 
-def _report_llm_stats(env, policy) -> None:
+_LLM_SUMMARY = ("agents", "valid", "invalid", "fallback", "deadline_noop", "prompt_tokens", "completion_tokens")
+
+
+def _report_llm_stats(env, policy, totals: dict | None = None) -> None:
     """Hand the LLM policies' token / latency stats of this step to the metrics recorders
-    (step hooks with `record_llm`), which log them with the step."""
+    (step hooks with `record_llm`), which log them with the step, and add their counts to
+    `totals` (the run summary)."""
     recorders = [h for h in env.sim.step_hooks if hasattr(h, "record_llm")]
-    if not recorders:
-        return
     stack = [policy]
     while stack:
         p = stack.pop()
@@ -87,6 +90,10 @@ def _report_llm_stats(env, policy) -> None:
         if stats:
             for recorder in recorders:
                 recorder.record_llm(stats)
+            if totals is not None:
+                for k in _LLM_SUMMARY:
+                    if isinstance(stats.get(k), int):
+                        totals[k] = totals.get(k, 0) + stats[k]
 
 
 def resume(db_path: str, policy, steps: int | None = None, *, progress: bool = False, **env_overrides) -> tuple:

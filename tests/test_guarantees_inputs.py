@@ -1,9 +1,9 @@
-"""Guarantees against hostile inputs: LLM replies, endpoint replies, profile files, hung endpoints.
+"""Guarantees against hostile inputs: LLM replies, endpoint replies, hung endpoints.
 
 Issue 15: "no bad input kills a run". Every reply text a model can produce becomes an action
-or a counted invalid reply; a malformed ``usage`` block keeps the reply's content; hostile
-profile files raise ``ProfileError`` naming file, row and field; a hung endpoint costs at
-most the per-step LLM deadline, the undecided users doing nothing (counted).
+or a counted invalid reply; a malformed ``usage`` block keeps the reply's content; a hung
+endpoint costs at most the per-step LLM deadline, the undecided users doing nothing
+(counted). Hostile profile files: tests/test_guarantees_profiles.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from llm_fixtures import llm_module
 
 from oasis_gym.actions import ACTION_NAMES
+
+pytest_plugins = ["llm_fixtures"]
 
 parse_mod = llm_module("parse")
 synth = llm_module("synthetic")
@@ -277,6 +279,20 @@ def test_step_deadline_keeps_the_replies_that_arrived(server):
     assert stats["valid"] == server.hits["half"] - stats["deadline_noop"] and 0 < stats["valid"] < 6
 
 
+def test_step_deadline_with_the_transformers_backend(tiny_model_dir):
+    """Past the deadline no further batch starts: with a deadline already spent at the first
+    batch every user is a counted no-op, and the model is never run."""
+    tb = llm_module("backends.transformers_backend")
+    be = tb.TransformersBackend(tiny_model_dir, device="cpu", max_batch_size=2, compile_threads=1)
+    views = synth.synthetic_views(5, seed=1, n_posts=3, n_users=2)
+    core = llm_module().LLMPolicyCore(be, step_deadline_s=1e-9, max_tokens=8)
+    actions, stats = core.decide(views)
+    assert stats["deadline_noop"] == 5 and stats["fallback"] == 5 and stats["completion_tokens"] == 0
+    assert all(a["type"] == 0 and "deadline" in a["reason"] for a in actions)
+    res = be.generate(core.messages(views), [None] * 5, max_tokens=4, deadline_s=60.0)
+    assert res.errors == [None] * 5 and len(res.texts) == 5
+
+
 def test_step_deadline_is_validated():
     core_cls = llm_module().LLMPolicyCore
     for bad in (0, -1.0, float("nan"), float("inf"), "5"):
@@ -293,9 +309,9 @@ def test_step_deadline_is_validated():
         core_cls(NoDeadline(), step_deadline_s=1.0)
 
 
-def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path):
+def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path, capsys):
     """The CLI with a hung endpoint: each step costs the deadline, not 244 s; the undecided
-    users are do_nothing in the journal and llm/deadline_noop in TensorBoard."""
+    users are do_nothing in the journal, llm/deadline_noop in TensorBoard and the summary."""
     import sqlite3
 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -313,6 +329,9 @@ def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path):
     noop = sum(e.value for e in ea.Scalars("llm/deadline_noop"))
     agents = sum(e.value for e in ea.Scalars("llm/agents"))
     assert noop == agents > 0 and server.hits["hang"] >= 1
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["llm"]["deadline_noop"] == summary["llm"]["agents"] == agents
+    assert summary["llm"]["valid"] == 0
     with sqlite3.connect(db) as conn:
         acted = conn.execute("SELECT COUNT(*) FROM trace WHERE action NOT IN ('do_nothing', 'sign_up', "
                              "'refresh')").fetchone()[0]
@@ -341,3 +360,20 @@ def test_cli_endpoint_flags_need_the_openai_backend(tmp_path):
     with pytest.raises(SystemExit, match="openai backend"):
         main(["run", "--users", "5", "--steps", "1", "--policy", "llm", "--llm-backend", "transformers",
               "--llm-timeout", "3", "--db", str(tmp_path / "x.db"), "--no-tensorboard", "--quiet"])
+
+
+def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):
+    """A run resumed against a hung endpoint can lower the limits it was started with."""
+    from oasis_gym.cli import main
+    from oasis_gym.platform.journal import read_meta
+
+    db = tmp_path / "r.db"
+    assert _guarded(lambda: main(
+        ["run", "--users", "8", "--steps", "1", "--policy", "llm", "--llm-backend", "openai",
+         "--llm-endpoint", server.url("hang"), "--llm-step-deadline", "0.5", "--llm-retries", "0",
+         "--db", str(db), "--no-tensorboard", "--quiet", "--seed-posts", "3"]), 40.0) == 0
+    assert read_meta(str(db))["state"]["cli"]["llm_step_deadline"] == 0.5
+    assert _guarded(lambda: main(["run", "--resume", str(db), "--steps", "2", "--llm-step-deadline", "0.25",
+                                  "--quiet"]), 40.0) == 0
+    cli = read_meta(str(db))["state"]["cli"]
+    assert (cli["llm_step_deadline"], cli["llm_retries"], cli["steps"]) == (0.25, 0, 2)

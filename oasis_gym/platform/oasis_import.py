@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .journal_file import file_uri
 from .platform import ORIGINAL, QUOTE, RELATION_OF, REPOST, Platform, PlatformConfig, _datetime_text
 from .store import PairSet, pair_keys, unpack_keys
 
@@ -93,7 +94,7 @@ def is_oasis_db(path: str | Path) -> bool:
     """True for a database with OASIS's tables (`user` a table, `post`) and no oasis-gym `meta`."""
     if not Path(path).is_file():
         return False
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    conn = sqlite3.connect(file_uri(path), uri=True)
     try:
         tables = _tables(conn)
     except sqlite3.DatabaseError:
@@ -162,7 +163,7 @@ def load_oasis(path: str | Path, *, minutes_per_step: int = 3, start_minute: int
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no database at {path}")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(file_uri(path), uri=True)
     try:
         try:
             tables = _tables(conn)
@@ -364,7 +365,7 @@ def import_oasis(src: str | Path, out: str | Path, *, meta: dict | None = None, 
 def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_minute: int) -> None:
     """OASIS's trace rows, in order, with our user ids, step, time text and result 'ok' (their
     info JSON keeps OASIS's ids)."""
-    s = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    s = sqlite3.connect(file_uri(src), uri=True)
     try:
         if s.execute("SELECT 1 FROM sqlite_master WHERE name = 'trace'").fetchone() is None:
             return
@@ -380,7 +381,7 @@ def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_
 
 def oasis_info(path: str | Path) -> dict:
     """What `import_oasis` recorded about its source (empty for a journal not imported)."""
-    conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True)
+    conn = sqlite3.connect(file_uri(path), uri=True)
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'oasis_import'").fetchone()
         return json.loads(row[0]) if row else {}

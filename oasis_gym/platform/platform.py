@@ -41,6 +41,7 @@ from ..actions import (
     Result as R,
 )
 from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
+from .search_index import post_index, top_visible_posts, user_index
 from .text import TextColumn, check_text, is_storable
 
 # Post kinds and moderation states.
@@ -608,12 +609,8 @@ class Platform:
         if not words:
             return np.empty(0, dtype=np.int64)
         lo = max(0, self.n_posts - self.config.search_scan_limit)
-        hits = [p for p in range(lo, self.n_posts)
-                if self.p_kind.a[p] != REPOST and all(w in self._post_text(p).lower() for w in words)]
-        cand = np.asarray(hits, dtype=np.int64)
-        cand = cand[self.visible_posts_mask(viewer, cand)]
-        score = self.p_likes.a[cand] + self.p_shares.a[cand] + self.p_comments.a[cand] - self.p_dislikes.a[cand]
-        return cand[np.lexsort((-cand, -score))[:k]]
+        cand = post_index(self).match(words)  # non-repost posts holding every word (sorted ids)
+        return top_visible_posts(self, viewer, cand[np.searchsorted(cand, lo):], k)
 
     def search_users(self, viewer: int, query: str, k: int | None = None) -> np.ndarray:
         """Users whose user name, name or bio contains every query word, most followed first."""
@@ -621,12 +618,8 @@ class Platform:
         words = [w for w in str(query).lower().split() if w]
         if not words:
             return np.empty(0, dtype=np.int64)
-        hits = []
-        for uid in range(self.n_users):
-            text = f"{self.u_user_name[uid]} {self.u_name[uid]} {self.u_bio[uid]}".lower()
-            if uid != viewer and all(w in text for w in words):
-                hits.append(uid)
-        cand = np.asarray(hits, dtype=np.int64)
+        cand = user_index(self).match(words)  # users whose "user_name name bio" holds every word
+        cand = cand[cand != viewer]
         cand = cand[~self.muted_mask(viewer, cand)]
         return cand[np.lexsort((cand, -self.u_followers.a[cand]))[:k]]
 
