@@ -401,8 +401,10 @@ def seed_posts_setup(count: int):
 def cmd_report(args) -> int:
     from oasis_gym.metrics.report import make_report
     from oasis_gym.platform.journal_file import require_journal
+    from oasis_gym.platform.oasis_import import is_oasis_db
 
-    require_journal(args.db)
+    if not is_oasis_db(args.db):  # an OASIS database is reported from its own tables
+        require_journal(args.db)
     out = args.out or f"{Path(args.db).with_suffix('')}_report"
     paths = make_report(args.db, out)
     for p in paths:

@@ -51,6 +51,9 @@ def journal_tables(path) -> dict:
 
 
 def assert_same_tables(a: dict, b: dict) -> None:
+    """Equal row by row; the meta key `journal_id` (each journal file's own identity, a random
+    id that tells an env its own journal from another) is the one value two runs never share."""
+    a, b = (dict(t, meta=[r for r in t.get("meta", []) if r[0] != "journal_id"]) for t in (a, b))
     assert sorted(a) == sorted(b)
     for name in a:
         assert len(a[name]) == len(b[name]), f"table {name}: {len(a[name])} vs {len(b[name])} rows"
@@ -69,10 +72,15 @@ def make_env(db, **kw):
     return twitter_v0.parallel_env(**args)
 
 
+def rec_size(env) -> int:
+    """The length of a `recommender_0` action (its ranking weights)."""
+    return env.action_space("recommender_0").shape[0]
+
+
 def platform_actions(t: int, env) -> dict:
     rng = np.random.default_rng(100 + t)
     top_m = env.sim.platform_agents["moderator_0"].top_m
-    return {"recommender_0": rng.uniform(-1, 1, 7).astype(np.float32),
+    return {"recommender_0": rng.uniform(-1, 1, rec_size(env)).astype(np.float32),
             "moderator_0": rng.integers(0, 5, top_m)}
 
 
@@ -128,8 +136,9 @@ def test_a_failed_step_changes_nothing_and_its_retry_equals_a_run_without_it(tmp
                   [g.bit_generator.state for g in sim._generators()], dict(sim.views), sim.recsys.weights.tolist())
         sim.journal.flush()
         rows_before = journal_tables(tmp_path / "retry" / "run.db")
-        bad_platform = [{**pacts, "recommender_0": np.full(7, np.nan)}, {**pacts, "recommender_0": np.ones(3)},
-                        {**pacts, "recommender_0": np.array([np.inf] * 7)}, {**pacts, "moderator_0": np.full(10, 7)},
+        n = rec_size(env)
+        bad_platform = [{**pacts, "recommender_0": np.full(n, np.nan)}, {**pacts, "recommender_0": np.ones(3)},
+                        {**pacts, "recommender_0": np.array([np.inf] * n)}, {**pacts, "moderator_0": np.full(10, 7)},
                         {**pacts, "moderator_0": np.full(10, 1.5)}, {**pacts, "moderator_0": np.full(10, -1)}]
         for bad in bad_platform:
             with pytest.raises(ValueError, match="recommender_0|moderator_0"):
@@ -179,12 +188,12 @@ def test_dict_step_with_a_bad_platform_action_applies_no_user_action(tmp_path):
     env = make_env(tmp_path / "d.db")
     obs, _ = env.reset(seed=0)
     actions = {a: {"type": 6} for a in env.agents if a.startswith("user_")}  # create_post each
-    actions["recommender_0"] = np.full(7, np.nan)
+    actions["recommender_0"] = np.full(rec_size(env), np.nan)
     posts = env.sim.platform.n_posts
     with pytest.raises(ValueError, match="recommender_0"):
         env.step(actions)
     assert env.sim.platform.n_posts == posts and env._cycles == 0
-    actions["recommender_0"] = np.zeros(7, np.float32)
+    actions["recommender_0"] = np.zeros(rec_size(env), np.float32)
     env.step(actions)
     active = len(env.sim.last_outcome.users)
     assert env.sim.platform.n_posts == posts + active    # one post each, not two

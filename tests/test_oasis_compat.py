@@ -202,8 +202,10 @@ def test_import_report_and_continue_end_to_end(oasis_db, tmp_path, monkeypatch, 
     assert cli_main(["import", str(oasis_db), "--out", str(ours)]) == 2
     err = capsys.readouterr().err
     assert "exists" in err and err.count("\n") == 1 and "Traceback" not in err
-    with pytest.raises(SystemExit, match="OASIS database"):
+    with pytest.raises(SystemExit) as stop:  # one line, exit code 2, the way to go on named
         cli_main(["run", "--resume", str(oasis_db), "--steps", "9"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "OASIS database" in err and "oasis-gym import" in err and err.count("\n") == 1
     loaded = load_oasis(oasis_db).platform
     assert cli_main(["run", "--resume", str(ours), "--steps", "10", "--quiet"]) == 0
     pf = Platform.from_db(ours)
