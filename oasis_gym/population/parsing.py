@@ -21,8 +21,6 @@ from .model import ProfileError
 from .topics import HOURS, topic_mask
 
 
-# --------------------------------------------------------------------------- CSV parsing
-
 _INT = r"[+-]?\d{1,18}"
 _NUM = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _INT_LIST = re.compile(rf"\s*\[\s*(?:{_INT}\s*(?:,\s*{_INT}\s*)*,?\s*)?\]\s*")
@@ -271,7 +269,6 @@ def _opinions(path: Path, values: Sequence[Any], where: str) -> np.ndarray:
             raise ProfileError(path, row, "opinion", f"{x} is outside [-1, 1]")
         out[i] = x
     return out
-
 
 
 def _parse_flags(path: Path, cells: Sequence[str], field: str) -> np.ndarray:

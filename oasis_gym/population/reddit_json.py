@@ -14,8 +14,6 @@ from .parsing import _opinions, _read_text, _topic_list
 from .topics import DEFAULT_REDDIT_ACTIVITY, HOURS, topic_mask
 
 
-# --------------------------------------------------------------------------- Reddit JSON
-
 _REDDIT_TEXT = {"realname": "name", "bio": "bio", "persona": "persona"}
 
 

@@ -11,9 +11,6 @@ from .model import IdStrings, Population, ProfileStrings
 from .topics import TOPICS
 
 
-# --------------------------------------------------------------------------- synthetic
-
-
 def synthetic(
     n: int,
     *,

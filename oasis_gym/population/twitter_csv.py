@@ -24,9 +24,6 @@ from .parsing import (
 from .topics import DEFAULT_TWITTER_ACTIVITY, HOURS, oasis_activity_probability
 
 
-# --------------------------------------------------------------------------- Twitter CSV
-
-
 def load_twitter_csv(path: str | Path, *, activity_path: str | Path | None = None,
                      default_activity: float = DEFAULT_TWITTER_ACTIVITY,
                      drop_self_follows: bool = True) -> Population:
@@ -118,6 +115,7 @@ def _twitter_activity(path: Path, header: list[str], rows: list[list[str]],
                            f"has {len(arows)} rows but {path} has {n} users (no user_id "
                            f"column in both files to match them by)")
     return oasis_activity_probability(freq)
+
 
 def _twitter_extra(path: Path, header: list[str], rows: list[list[str]],
                    topics: list[list[str]] | None) -> list[dict[str, Any]]:
