@@ -385,7 +385,7 @@ def seed_posts_setup(count: int):
     posts before step 0 whose wording and stance follow their opinion, so a synthetic
     population starts with something to read."""
     def setup(sim) -> None:
-        from oasis_gym.policies.abm_dynamics import template_text
+        from oasis_gym.content import template_text
 
         pf = sim.platform
         authors = np.argsort(-pf.u_followers.a, kind="stable")[: max(1, min(count, pf.n_users))]

@@ -39,6 +39,7 @@ from .actions import (
     Result as R,
 )
 from .clock import Clock, sample_active
+from .content import lexicon_stance, template_text
 from .errors import ConfigError
 from .platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from .platform.journal import RowWriter, Same, read_meta
@@ -601,8 +602,6 @@ class Simulation:
         need = np.flatnonzero(np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT]) & np.isnan(stance))
         need = [i for i in need.tolist() if isinstance(texts[i], str)]
         if need:
-            from .policies.abm_dynamics import lexicon_stance
-
             stance[need] = lexicon_stance([texts[i] for i in need])
 
     def _fill_text(self, users, action, texts, stance) -> None:
@@ -612,8 +611,6 @@ class Simulation:
                                                             A.SEARCH_POSTS, A.SEARCH_USER])) if texts[i] is None]
         if not need:
             return
-        from .policies.abm_dynamics import template_text
-
         pf = self.platform
         for i in need:
             if action[i] in (A.SEARCH_POSTS, A.SEARCH_USER):

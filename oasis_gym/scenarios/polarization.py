@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..content import lexicon_stance
 from ..metrics import formulas as F
 from ..population import Population, load_twitter_csv
 from .config import _data_file
@@ -120,6 +121,4 @@ def interview_opinion(answer: str, scale: float = 10.0, topic: str | None = None
         v = float(m.group())
         if -scale <= v <= scale:
             return v / scale
-    from oasis_gym.policies.abm_dynamics import lexicon_stance
-
     return float(lexicon_stance([answer or ""], topic)[0])
