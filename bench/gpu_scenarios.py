@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from oasis_gym.experiments.effects import effects
+from oasis_gym.scenarios.effects import effects
 from oasis_gym.scenarios import load_scenario
 
 SIZES = {

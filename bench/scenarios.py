@@ -68,7 +68,7 @@ def calibrate() -> None:
 
 def calibrate_heldout(generated: bool = False) -> None:
     """Held-out calibration: the fit sees minutes 0-60 of the scale curve only."""
-    from oasis_gym.experiments.spread_calibration import calibrate_heldout as run
+    from oasis_gym.scenarios.spread_calibration import calibrate_heldout as run
 
     grid = {"policy.abm.cascade_p": (0.6, 0.8, 1.0), "policy.abm.cascade_half_life": (15.0, 30.0, 45.0, 60.0, 90.0)}
     over = {"population.follow_graph": "generated"} if generated else {}
@@ -81,7 +81,7 @@ def calibrate_heldout(generated: bool = False) -> None:
 
 def bench_effects(names: list[str]) -> None:
     """Each scenario's [sweep] table (effects with 95% CIs over its seeds, one JSON line per point)."""
-    from oasis_gym.experiments.sweep import run_sweep
+    from oasis_gym.scenarios.sweep import run_sweep
 
     for name in names:
         res = run_sweep(name, log=lambda pt, n=name: print(json.dumps({"bench": "effects", "scenario": n, **pt}),

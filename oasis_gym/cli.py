@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
     add_import_parser(sub)
-    from oasis_gym.experiments.sweep import add_sweep_parser   # `oasis-gym sweep`: scenario sensitivity
+    from oasis_gym.scenarios.sweep import add_sweep_parser   # `oasis-gym sweep`: scenario sensitivity
 
     add_sweep_parser(sub)
     return parser
@@ -385,7 +385,7 @@ def seed_posts_setup(count: int):
     posts before step 0 whose wording and stance follow their opinion, so a synthetic
     population starts with something to read."""
     def setup(sim) -> None:
-        from oasis_gym.policies.abm_dynamics import template_text
+        from oasis_gym.content import template_text
 
         pf = sim.platform
         authors = np.argsort(-pf.u_followers.a, kind="stable")[: max(1, min(count, pf.n_users))]
@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return cmd_train(args)
         if args.command == "sweep":
-            from oasis_gym.experiments.sweep import cmd_sweep
+            from oasis_gym.scenarios.sweep import cmd_sweep
 
             return cmd_sweep(args)
         if args.command == "run":

@@ -13,6 +13,10 @@ The commit's SQL runs on the journal's writer thread while the next step is comp
 `Journal`); step hooks run in the calling thread, first in the step's transaction. A step is
 atomic: anything failing before the commit restores the state before the call
 (`step_atomic`), and the database never sees the step.
+
+The data types (`ObsBatch`, `ActionArrays`, `StepOutcome`) live in `batches.py`; building the
+observations in `observation.py` (`Observer`) and the LLM users' feed views in `feed_views.py`
+(`FeedViews`), both mixins of `Simulation`.
 """
 
 from __future__ import annotations
@@ -21,16 +25,14 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .actions import (
-    ACTION_NAMES,
     ALL_ACTIONS,
     COMMENT_TARGET,
-    NUM_ACTIONS,
     POST_TARGET,
     REDDIT_DEFAULT_ACTIONS,
     TWITTER_DEFAULT_ACTIONS,
@@ -38,114 +40,34 @@ from .actions import (
     ActionType as A,
     Result as R,
 )
+from .batches import (
+    COMMENT_FEATURES,
+    FEED_FEATURES,
+    FEED_INDEX,
+    SELF_FEATURES,
+    USER_FEATURES,
+    ActionArrays,
+    ObsBatch,
+    RewardFn,
+    StepOutcome,
+    engagement_reward,
+)
 from .clock import Clock, sample_active
+from .content import lexicon_stance, template_text
 from .errors import ConfigError
-from .platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
+from .feed_views import FeedViews
+from .observation import _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS, _VIEW_TREND, Observer
+from .platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from .platform.journal import RowWriter, Same, read_meta
 from .platform.journal_file import JournalLock
-from .platform.platform import MODERATION_NAMES, QUOTE, REPOST
-
-FEED_FEATURES = (
-    "followed_author", "likes", "dislikes", "shares", "comments", "age_minutes", "reports",
-    "moderation", "author_followers", "similarity", "stance", "stance_known",
-    "liked_by_me", "disliked_by_me", "reposted_by_me", "is_quote",
-)
-COMMENT_FEATURES = ("likes", "dislikes", "liked_by_me", "disliked_by_me", "stance")
-USER_FEATURES = ("followers", "followed_by_me", "muted_by_me", "from_search")
-SELF_FEATURES = ("followers", "followings", "posts", "opinion", "hour", "step")
-FEED_INDEX = {name: i for i, name in enumerate(FEED_FEATURES)}
-
-# Info-action view kinds shaping a user's next observation
-_VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
+from .platform.platform import REPOST
 
 
-@dataclass
-class ObsBatch:
-    """Observations of a batch of users, as arrays with one row per user."""
-
-    users: np.ndarray           # (n,) user ids
-    post_ids: np.ndarray        # (n, K) int64, -1 padded
-    feed: np.ndarray            # (n, K, len(FEED_FEATURES)) float32
-    comment_ids: np.ndarray     # (n, K*C) int64, -1 padded (C newest comments of each slot)
-    comments: np.ndarray        # (n, K*C, len(COMMENT_FEATURES)) float32
-    user_ids: np.ndarray        # (n, U) int64: feed authors (K) then search results (S)
-    user_feats: np.ndarray      # (n, U, len(USER_FEATURES)) float32
-    self_feats: np.ndarray      # (n, len(SELF_FEATURES)) float32
-    mask_type: np.ndarray       # (n, NUM_ACTIONS) int8
-    mask_post: np.ndarray       # (n, K) int8
-    mask_comment: np.ndarray    # (n, K*C) int8
-    mask_user: np.ndarray       # (n, U) int8
-
-    def __len__(self) -> int:
-        return len(self.users)
-
-    def take(self, rows: np.ndarray) -> "ObsBatch":
-        """The observations of a subset of rows (e.g. the users one policy drives)."""
-        return ObsBatch(*(getattr(self, f.name)[rows] for f in dataclasses.fields(self)))
-
-
-@dataclass
-class ActionArrays:
-    """A batch of slot-based actions (the fast path): one row per acting user."""
-
-    users: np.ndarray
-    type: np.ndarray
-    post: np.ndarray | None = None
-    comment: np.ndarray | None = None
-    user: np.ndarray | None = None
-    text: Sequence[str | None] | None = None
-    stance: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.users)
-
-    @classmethod
-    def empty(cls) -> "ActionArrays":
-        return cls(np.empty(0, np.int64), np.empty(0, np.int64))
-
-    @classmethod
-    def concat(cls, parts: Sequence["ActionArrays"]) -> "ActionArrays":
-        """Join the actions of several policies into one batch (missing columns filled)."""
-        parts = [p for p in parts if len(p)]
-        if not parts:
-            return cls.empty()
-
-        def col(name: str, fill, dtype):
-            return np.concatenate([np.asarray(getattr(p, name), dtype=dtype) if getattr(p, name) is not None
-                                   else np.full(len(p), fill, dtype=dtype) for p in parts])
-        text = [t for p in parts for t in (p.text if p.text is not None else [None] * len(p))]
-        return cls(col("users", 0, np.int64), col("type", 0, np.int64), col("post", 0, np.int64),
-                   col("comment", 0, np.int64), col("user", 0, np.int64), text, col("stance", np.nan, np.float32))
-
-
-@dataclass
-class StepOutcome:
-    users: np.ndarray           # users whose actions were applied
-    actions: np.ndarray         # their action codes
-    targets: np.ndarray         # resolved target ids
-    results: np.ndarray         # Result code per action
-    new_ids: np.ndarray         # created post/comment ids or -1
-    rewards: np.ndarray         # (n_users,) float32
-    ignored: np.ndarray         # users who sent an action while inactive (not applied)
-    platform_rewards: dict = field(default_factory=dict)  # recommender_0 / moderator_0 rewards
-
-
-RewardFn = Callable[["Simulation", StepOutcome], np.ndarray]
-
-
-def engagement_reward(sim: "Simulation", out: StepOutcome) -> np.ndarray:
-    """Default reward: engagement each user RECEIVED this step — likes on their posts and
-    comments, reposts/quotes and comments on their posts, and new followers (+1 each)."""
-    pf = sim.platform
-    rewards = np.zeros(pf.n_users, dtype=np.float32)
-    ok = out.results == R.OK
-    a, t = out.actions[ok], out.targets[ok]
-    on_post = np.isin(a, [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT])
-    np.add.at(rewards, pf.p_author.a[t[on_post]], 1.0)
-    on_comment = a == A.LIKE_COMMENT
-    np.add.at(rewards, pf.c_author.a[t[on_comment]], 1.0)
-    np.add.at(rewards, t[a == A.FOLLOW], 1.0)
-    return rewards
+# the data types live in batches.py; policies and envs import them from here too
+__all__ = [
+    "Simulation", "SimulationConfig", "check_resumable", "ActionArrays", "ObsBatch", "StepOutcome", "RewardFn",
+    "engagement_reward", "FEED_FEATURES", "COMMENT_FEATURES", "USER_FEATURES", "SELF_FEATURES", "FEED_INDEX",
+]
 
 
 @dataclass
@@ -175,7 +97,7 @@ class SimulationConfig:
     platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
 
 
-class Simulation:
+class Simulation(Observer, FeedViews):
     """Batched social-media simulation over a fixed user population."""
 
     def __init__(self, population, config: SimulationConfig | None = None,
@@ -330,125 +252,6 @@ class Simulation:
         self.platform_obs = {name: agent.observe(self) for name, agent in self.platform_agents.items()}
         return self.obs
 
-    def observe(self, users: np.ndarray) -> ObsBatch:
-        """Build the observations of `users` (recsys feeds, or the view an info action asked for)."""
-        pf, K, C, S = self.platform, self.K, self.C, self.S
-        users = np.asarray(users, dtype=np.int64)
-        n = len(users)
-        post_ids = self.recsys.recommend(pf, users, K, self.rng_recsys) if n else np.empty((0, K), np.int64)
-        post_ids = np.asarray(post_ids, dtype=np.int64).reshape(n, K).copy()
-        search_users = np.full((n, S), -1, dtype=np.int64)
-        if self.views:
-            for row, u in enumerate(users.tolist()):
-                view = self.views.pop(u, None)
-                if view is None:
-                    continue
-                kind, ids = view
-                if kind == _VIEW_SEARCH_USERS:
-                    search_users[row, : min(S, len(ids))] = ids[:S]
-                else:
-                    post_ids[row] = -1
-                    post_ids[row, : min(K, len(ids))] = ids[:K]
-        # a view computed earlier may name posts removed since
-        valid = post_ids >= 0
-        if valid.any():
-            valid &= pf.visible_posts_mask(users[:, None], post_ids)
-            post_ids[~valid] = -1
-        return self._features(users, post_ids, search_users)
-
-    def _features(self, users: np.ndarray, post_ids: np.ndarray, search_users: np.ndarray) -> ObsBatch:
-        pf, K, C = self.platform, self.K, self.C
-        n = len(users)
-        has = post_ids >= 0
-        p = np.where(has, post_ids, 0)
-        feed = np.zeros((n, K, len(FEED_FEATURES)), dtype=np.float32)
-        authors = np.full((n, K), -1, dtype=np.int64)
-        if pf.n_posts and has.any():
-            authors = np.where(has, pf.p_author.a[p], -1)
-            uu = np.broadcast_to(users[:, None], (n, K))
-            f = feed
-            f[..., FEED_INDEX["followed_author"]] = pf.rel["follow"].contains(uu, np.maximum(authors, 0))
-            f[..., FEED_INDEX["likes"]] = pf.p_likes.a[p]
-            f[..., FEED_INDEX["dislikes"]] = pf.p_dislikes.a[p]
-            f[..., FEED_INDEX["shares"]] = pf.p_shares.a[p]
-            f[..., FEED_INDEX["comments"]] = pf.p_comments.a[p]
-            f[..., FEED_INDEX["age_minutes"]] = pf.minute - pf.p_minute.a[p]
-            f[..., FEED_INDEX["reports"]] = pf.p_reports.a[p]
-            f[..., FEED_INDEX["moderation"]] = pf.p_status.a[p]
-            f[..., FEED_INDEX["author_followers"]] = pf.u_followers.a[np.maximum(authors, 0)]
-            f[..., FEED_INDEX["similarity"]] = self.recsys.similarity(pf, users, post_ids)
-            stance = pf.p_stance.a[p]
-            f[..., FEED_INDEX["stance_known"]] = ~np.isnan(stance)
-            f[..., FEED_INDEX["stance"]] = np.nan_to_num(stance)
-            f[..., FEED_INDEX["liked_by_me"]] = pf.rel["like"].contains(uu, p)
-            f[..., FEED_INDEX["disliked_by_me"]] = pf.rel["dislike"].contains(uu, p)
-            f[..., FEED_INDEX["reposted_by_me"]] = pf.rel["repost"].contains(uu, p)
-            f[..., FEED_INDEX["is_quote"]] = pf.p_kind.a[p] == QUOTE
-            feed[~has] = 0.0
-        # comments: the C newest of each post slot, hiding authors the viewer muted
-        comment_ids = pf.recent_comments(post_ids.reshape(-1), C).reshape(n, K * C)
-        cm = comment_ids >= 0
-        comments = np.zeros((n, K * C, len(COMMENT_FEATURES)), dtype=np.float32)
-        if cm.any():
-            c = np.where(cm, comment_ids, 0)
-            uc = np.broadcast_to(users[:, None], (n, K * C))
-            cm &= ~pf.muted_mask(uc, pf.c_author.a[c])
-            comment_ids[~cm] = -1
-            comments[..., 0] = pf.c_likes.a[c]
-            comments[..., 1] = pf.c_dislikes.a[c]
-            comments[..., 2] = pf.rel["comment_like"].contains(uc, c)
-            comments[..., 3] = pf.rel["comment_dislike"].contains(uc, c)
-            comments[..., 4] = np.nan_to_num(pf.c_stance.a[c])
-            comments[~cm] = 0.0
-        # user slots: feed authors then search results
-        user_ids = np.concatenate([authors, search_users], axis=1)
-        um = (user_ids >= 0) & (user_ids != users[:, None])
-        user_ids = np.where(um, user_ids, -1)
-        user_feats = np.zeros((n, self.U, len(USER_FEATURES)), dtype=np.float32)
-        if um.any():
-            q = np.maximum(user_ids, 0)
-            uu = np.broadcast_to(users[:, None], q.shape)
-            user_feats[..., 0] = pf.u_followers.a[q]
-            user_feats[..., 1] = pf.rel["follow"].contains(uu, q)
-            user_feats[..., 2] = pf.rel["mute"].contains(uu, q)
-            user_feats[:, self.K:, 3] = 1.0
-            user_feats[~um] = 0.0
-        self_feats = np.stack([pf.u_followers.a[users], pf.u_followings.a[users], pf.u_posts.a[users],
-                               pf.u_opinion.a[users], np.full(n, self.clock.hour(pf.minute)),
-                               np.full(n, pf.step)], axis=1).astype(np.float32)
-        mask_type = self._type_mask(n, has, feed, cm, comments, um, user_feats)
-        return ObsBatch(users, post_ids, feed, comment_ids, comments, user_ids, user_feats, self_feats,
-                        mask_type, has.astype(np.int8), cm.astype(np.int8), um.astype(np.int8))
-
-    def _type_mask(self, n, has, feed, cm, comments, um, user_feats) -> np.ndarray:
-        """Which action types can succeed for each user given what they see (joint validity of
-        a type with a particular slot is checked when the action is applied)."""
-        avail = self.platform.available
-        m = np.zeros((n, NUM_ACTIONS), dtype=bool)
-        for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
-            m[:, a] = True
-        liked, disliked, reposted = (feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me"))
-        m[:, A.LIKE_POST] = (has & ~liked).any(1)
-        m[:, A.UNLIKE_POST] = (has & liked).any(1)
-        m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
-        m[:, A.UNDO_DISLIKE_POST] = (has & disliked).any(1)
-        m[:, A.REPOST] = (has & ~reposted).any(1)
-        for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
-            m[:, a] = has.any(1)
-        cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
-        m[:, A.LIKE_COMMENT] = (cm & ~cl).any(1)
-        m[:, A.UNLIKE_COMMENT] = (cm & cl).any(1)
-        m[:, A.DISLIKE_COMMENT] = (cm & ~cd).any(1)
-        m[:, A.UNDO_DISLIKE_COMMENT] = (cm & cd).any(1)
-        followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
-        m[:, A.FOLLOW] = (um & ~followed).any(1)
-        m[:, A.UNFOLLOW] = (um & followed).any(1)
-        m[:, A.MUTE] = (um & ~muted).any(1)
-        m[:, A.UNMUTE] = (um & muted).any(1)
-        m &= avail[None, :]
-        m[:, A.DO_NOTHING] = True
-        return m.astype(np.int8)
-
     # ------------------------------------------------------------------ step
     def step(self, acts: ActionArrays, platform_actions: dict | None = None) -> StepOutcome:
         """Apply a batch of slot-based actions of active users, journal the step, advance the clock
@@ -601,8 +404,6 @@ class Simulation:
         need = np.flatnonzero(np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT]) & np.isnan(stance))
         need = [i for i in need.tolist() if isinstance(texts[i], str)]
         if need:
-            from .policies.abm_dynamics import lexicon_stance
-
             stance[need] = lexicon_stance([texts[i] for i in need])
 
     def _fill_text(self, users, action, texts, stance) -> None:
@@ -612,8 +413,6 @@ class Simulation:
                                                             A.SEARCH_POSTS, A.SEARCH_USER])) if texts[i] is None]
         if not need:
             return
-        from .policies.abm_dynamics import template_text
-
         pf = self.platform
         for i in need:
             if action[i] in (A.SEARCH_POSTS, A.SEARCH_USER):
@@ -636,105 +435,6 @@ class Simulation:
                 self.views[u] = (_VIEW_SEARCH_POSTS, pf.search_posts(u, texts[i], K))
             else:
                 self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
-
-    # ------------------------------------------------------------------ text for LLM users
-    def user_id(self, agent: str) -> int:
-        """The user id of the agent named `user_<id>`; KeyError naming the agent if this
-        env has no such user (`user_-1`, `user_007`, `user_999` of 50 users, ...)."""
-        if isinstance(agent, str) and agent.startswith("user_"):
-            digits = agent[len("user_"):]
-            if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
-                if self.platform is not None and int(digits) < self.platform.n_users:
-                    return int(digits)
-        n = self.platform.n_users if self.platform is not None else 0
-        raise KeyError(f"no agent {agent!r} in this env (its users are user_0 .. user_{n - 1})")
-
-    def _check_users(self, users) -> np.ndarray:
-        if self.platform is None:
-            raise RuntimeError("no episode: call reset() first")
-        users = np.asarray(users).reshape(-1)
-        if users.size and (not np.issubdtype(users.dtype, np.integer) or users.min() < 0
-                           or users.max() >= self.platform.n_users):
-            bad = [u for u in users.tolist() if not (isinstance(u, int) and 0 <= u < self.platform.n_users)]
-            raise KeyError(f"no user(s) {bad[:5]} in this env (user ids are 0 .. {self.platform.n_users - 1})")
-        return users.astype(np.int64)
-
-    def profile_views(self, users: np.ndarray) -> list[dict]:
-        """Feed views with an empty feed, for any user (active or not): an interview asks a
-        user about themselves without serving a feed (which would draw from the generators)."""
-        users = self._check_users(users)
-        n = len(users)
-        batch = self._features(users, np.full((n, self.K), -1, np.int64), np.full((n, self.S), -1, np.int64))
-        return self.feed_views(users, obs=batch)
-
-    def preview(self, users: np.ndarray) -> ObsBatch:
-        """The observations `users` would get from a refresh now, with no side effect: the
-        recommender ranks with a copy of its generator and its state is restored after, and
-        pending info-action views stay pending. So reading an inactive user's feed never
-        changes the run (same seed, same run)."""
-        users = self._check_users(users)
-        pf, n = self.platform, len(users)
-        rng = np.random.Generator(type(self.rng_recsys.bit_generator)())
-        rng.bit_generator.state = self.rng_recsys.bit_generator.state
-        saved = self.recsys.checkpoint() if hasattr(self.recsys, "checkpoint") else None
-        try:
-            post_ids = self.recsys.recommend(pf, users, self.K, rng) if n else np.empty((0, self.K), np.int64)
-            post_ids = np.asarray(post_ids, dtype=np.int64).reshape(n, self.K).copy()
-            valid = post_ids >= 0
-            if valid.any():
-                valid &= pf.visible_posts_mask(users[:, None], post_ids)
-                post_ids[~valid] = -1
-            return self._features(users, post_ids, np.full((n, self.S), -1, dtype=np.int64))
-        finally:
-            if saved is not None:
-                self.recsys.rollback(saved)
-
-    def feed_views(self, users: np.ndarray, memories: dict[int, list[str]] | None = None,
-                   obs: ObsBatch | None = None) -> list[dict]:
-        """What an LLM user reads, one dict per user (slot order): an active user's current
-        observation; any other user's is what a refresh would show them now (`preview`)."""
-        users = self._check_users(users)
-        pf, obs = self.platform, (obs if obs is not None else self.obs)
-        source = {u: (obs, r) for r, u in enumerate(obs.users.tolist())}
-        missing = np.unique([u for u in users.tolist() if u not in source]).astype(np.int64)
-        if len(missing):
-            extra = self.preview(missing)
-            source.update({u: (extra, r) for r, u in enumerate(missing.tolist())})
-        out = []
-        time = pf.created_at()[:16]
-        allowed_all = [ACTION_NAMES[a] for a in range(NUM_ACTIONS)]
-        for u in users.tolist():
-            obs, r = source[u]
-            posts = []
-            for slot, p in enumerate(obs.post_ids[r].tolist()):
-                if p < 0:
-                    continue
-                a = int(pf.p_author.a[p])
-                comments = []
-                for cs in range(slot * self.C, (slot + 1) * self.C):
-                    c = int(obs.comment_ids[r, cs])
-                    if c >= 0:
-                        comments.append({"slot": cs, "comment_id": c, "author_name": pf.u_user_name[int(pf.c_author.a[c])],
-                                         "text": pf.c_content[c], "likes": int(pf.c_likes.a[c])})
-                status = int(pf.p_status.a[p])
-                posts.append({
-                    "slot": slot, "post_id": p, "author_id": a, "author_name": pf.u_user_name[a],
-                    "text": pf.p_content[p] if pf.p_quote[p] is None else pf.p_quote[p],
-                    "quoted_text": pf.p_content[p] if pf.p_quote[p] is not None else None,
-                    "likes": int(pf.p_likes.a[p]), "dislikes": int(pf.p_dislikes.a[p]),
-                    "reposts": int(pf.p_shares.a[p]), "comments": int(pf.p_comments.a[p]),
-                    "label": MODERATION_NAMES[status] if status and status != REMOVED else None,
-                    "top_comments": comments})
-            users_list = [{"slot": s, "user_id": int(v), "user_name": pf.u_user_name[int(v)], "bio": pf.u_bio[int(v)]}
-                          for s, v in enumerate(obs.user_ids[r].tolist()) if v >= 0]
-            out.append({
-                "agent": f"user_{u}", "user_id": u, "user_name": pf.u_user_name[u], "name": pf.u_name[u],
-                "persona": pf.u_persona[u] or pf.u_bio[u], "step": pf.step, "time": time,
-                "allowed_actions": [allowed_all[a] for a in np.flatnonzero(obs.mask_type[r])],
-                "posts": posts, "users": users_list,
-                "memory": list((memories or {}).get(u, [])),
-            })
-        return out
 
 
 def check_resumable(meta: dict, path) -> dict:

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from oasis_gym import cli
-from oasis_gym.experiments.effects import effects
-from oasis_gym.experiments.evidence import evidence
-from oasis_gym.experiments.graphs import price_follow_graph, with_generated_graph
-from oasis_gym.experiments.spread_calibration import calibrate_heldout, split_errors, window_nrmse
-from oasis_gym.experiments.stats import mean_ci, ordering_share, t975
-from oasis_gym.experiments.sweep import parse_param, plan_sweep, resolve_key, run_sweep
+from oasis_gym.scenarios.effects import effects
+from oasis_gym.scenarios.evidence import evidence
+from oasis_gym.scenarios.graphs import price_follow_graph, with_generated_graph
+from oasis_gym.scenarios.spread_calibration import calibrate_heldout, split_errors, window_nrmse
+from oasis_gym.scenarios.stats import mean_ci, ordering_share, t975
+from oasis_gym.scenarios.sweep import parse_param, plan_sweep, resolve_key, run_sweep
 from oasis_gym.scenarios import Scenario, load_scenario
 
 HERD_SMALL = {"users": 36, "steps": 2}

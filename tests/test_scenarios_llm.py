@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from oasis_gym.experiments.effects import effects
+from oasis_gym.scenarios.effects import effects
 from oasis_gym.scenarios import load_scenario
 
 pytest_plugins = ["llm_fixtures"]

@@ -28,7 +28,9 @@ from ..platform import Platform
 from ..platform.journal_file import file_uri
 from ..platform.oasis_import import is_oasis_db, load_oasis
 from . import formulas as F
-from .online import CascadeForest, MetricsRecorder, _Interval
+from .cascades import CascadeForest
+from .interval import Interval as _Interval
+from .online import MetricsRecorder
 
 __all__ = ["offline_metrics"]
 

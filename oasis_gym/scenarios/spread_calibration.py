@@ -63,7 +63,7 @@ def calibrate_heldout(grid: Mapping[str, Iterable[Any]], calib_seeds: Iterable[i
     """Grid search on the in-sample error (scale, minutes 0..fit) with `calib_seeds`; the best
     point is then run on `eval_seeds` (must be disjoint) and both errors are reported with
     95% CIs. `grid` maps dotted config keys to values; `log(row)` sees every grid point."""
-    from oasis_gym.scenarios import load_scenario
+    from .scenario import load_scenario   # here, not at the top: scenario.py imports this module
 
     from .stats import mean_ci
 

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from oasis_gym.population import Population
+from ..population import Population
 
 __all__ = ["price_follow_graph", "with_generated_graph"]
 

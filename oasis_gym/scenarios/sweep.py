@@ -13,7 +13,7 @@ disk or per-step metrics. Written to --out (refused if it holds an earlier sweep
 
 * runs.csv: one row per (grid point, seed): the parameters, the seed, every effect;
 * summary.csv / summary.json: per grid point and effect: mean, 95% CI (t), sd, n, and the
-  share of seeds with the kind's expected ordering (experiments.effects.ORDERINGS);
+  share of seeds with the kind's expected ordering (effects.ORDERINGS);
 * effect_vs_<param>.png: the headline effects against the first parameter, with CIs.
 
 The scenario's [sweep] table may give `param` (a --param string or a list of them), `seeds`,
@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from .config import parse_sets, parse_value
 from .effects import HEADLINE, ORDERINGS, effects
+from .scenario import load_scenario
 from .stats import mean_ci, ordering_share
 
 __all__ = ["parse_param", "resolve_key", "plan_sweep", "run_sweep", "plot_sweep", "OUTPUTS"]
@@ -44,8 +46,6 @@ OUTPUTS = ("runs.csv", "summary.csv", "summary.json")
 
 def parse_param(text: str) -> tuple[str, list[float | Any]]:
     """"rho=0.4:1.2:5" -> ("rho", [0.4, 0.6, 0.8, 1.0, 1.2]); "k=1,2,4" -> ("k", [1, 2, 4])."""
-    from oasis_gym.scenarios import parse_value
-
     key, sep, spec = str(text).partition("=")
     key, spec = key.strip(), spec.strip()
     if not sep or not key or not spec:
@@ -96,8 +96,6 @@ def plan_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | 
                out: str | Path | None = None, overwrite: bool = False) -> dict:
     """Check every argument (and that each grid point's config loads) before anything runs;
     raises ValueError / KeyError / FileExistsError / FileNotFoundError on bad input."""
-    from oasis_gym.scenarios import load_scenario
-
     base = load_scenario(scenario, dict(sets or {}))
     table = base.config.get("sweep", {})
     specs = list(params or [])
@@ -134,8 +132,6 @@ def run_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | N
               plan: dict | None = None) -> dict:
     """Run the grid x seeds; returns {"scenario", "kind", "params", "seeds", "points": [...]}
     and writes the tables (and the PNG) to `out` when given."""
-    from oasis_gym.scenarios import load_scenario
-
     plan = plan or plan_sweep(scenario, params, seeds, seed_start, steps, sets, out, overwrite)
     base, parsed, extra, steps = plan["base"], plan["parsed"], plan["extra"], plan["steps"]
     seed_list, out_dir = plan["seeds"], plan["out"]
@@ -257,8 +253,6 @@ def add_sweep_parser(sub) -> None:
 
 def cmd_sweep(args) -> int:
     """Run `oasis-gym sweep`; prints one JSON line per grid point and a final one."""
-    from oasis_gym.scenarios import load_scenario, parse_sets
-
     try:   # bad arguments: one line, exit code 2, before anything runs
         sets = parse_sets(args.sweep_set or [])
         out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)

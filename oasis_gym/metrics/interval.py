@@ -1,0 +1,114 @@
+"""Counters of the steps since the previous logged step, and the metric values they give.
+
+Used by the online recorder at every step (``MetricsRecorder``) and offline over a journal's
+trace rows (``metrics.offline``): one implementation of action counts, exposure and rates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES, ActionType as A, Result as R
+from ..platform.platform import MISINFO_LABEL
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..platform import Platform
+    from ..simulation import StepOutcome
+
+__all__ = ["Interval", "count_actions", "count_exposure", "interval_values", "POST_ENGAGEMENT", "OTHER_ENGAGEMENT"]
+
+POST_ENGAGEMENT = (A.LIKE_POST, A.DISLIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT)
+OTHER_ENGAGEMENT = (A.LIKE_COMMENT, A.DISLIKE_COMMENT, A.FOLLOW)
+
+
+class Interval:
+    """Counters summed over the steps since the previous logged step."""
+
+    def __init__(self) -> None:
+        self.actions = np.zeros(NUM_ACTIONS + 1, dtype=np.int64)   # last: codes outside the action set
+        self.results = np.zeros(len(RESULT_NAMES), dtype=np.int64)
+        self.n: dict[str, float] = dict.fromkeys(
+            ("applied", "ignored", "active", "acting", "posts", "shares", "comments", "follows", "unfollows",
+             "eng_post", "eng_all", "impressions", "misinfo", "cc_num", "cc_den", "div_sum", "div_cnt",
+             "new_shares"), 0.0)
+
+
+def count_actions(acc: Interval, out: "StepOutcome", n_active: int) -> None:
+    codes = np.asarray(out.actions, dtype=np.int64)
+    bad = (codes < 0) | (codes >= NUM_ACTIONS)     # traced as action "invalid"
+    codes = np.where(bad, NUM_ACTIONS, codes)
+    res = np.asarray(out.results, dtype=np.int64)
+    acc.actions += np.bincount(codes, minlength=NUM_ACTIONS + 1)
+    acc.results += np.bincount(res, minlength=len(RESULT_NAMES))[:len(RESULT_NAMES)]
+    ok = np.bincount(codes[res == R.OK], minlength=NUM_ACTIONS + 1)
+    n = acc.n
+    n["applied"] += codes.size
+    n["ignored"] += len(out.ignored)
+    n["active"] += n_active
+    n["acting"] += int(((codes != A.DO_NOTHING) & ~bad).sum())
+    n["posts"] += ok[A.CREATE_POST]
+    n["shares"] += ok[A.REPOST] + ok[A.QUOTE_POST]
+    n["comments"] += ok[A.CREATE_COMMENT]
+    n["follows"] += ok[A.FOLLOW]
+    n["unfollows"] += ok[A.UNFOLLOW]
+    n["eng_post"] += ok[list(POST_ENGAGEMENT)].sum()
+    n["eng_all"] += ok[list(POST_ENGAGEMENT + OTHER_ENGAGEMENT)].sum()
+
+
+def count_exposure(acc: Interval, pf: "Platform", obs) -> None:
+    """Impressions = the feeds served this step (sim.obs during the step's commit)."""
+    rows, slots = np.nonzero(obs.post_ids >= 0)
+    if not rows.size:
+        return
+    posts = obs.post_ids[rows, slots]
+    n = acc.n
+    n["impressions"] += posts.size
+    root = pf.p_root.a[posts]
+    label = pf.p_label.a
+    mis = (label[posts] == MISINFO_LABEL) | ((root >= 0) & (label[np.maximum(root, 0)] == MISINFO_LABEL))
+    n["misinfo"] += int(mis.sum())
+    viewer_sign = np.sign(pf.u_opinion.a[obs.users[rows]].astype(np.float64))
+    stance = pf.p_stance.a[posts].astype(np.float64)
+    post_sign = np.sign(stance)
+    known = np.isfinite(post_sign) & np.isfinite(viewer_sign) & (viewer_sign != 0) & (post_sign != 0)
+    n["cc_den"] += int(known.sum())
+    n["cc_num"] += int((viewer_sign[known] != post_sign[known]).sum())
+    # feed diversity: std of known stances per viewer with >= 2 of them
+    ok = np.isfinite(stance)
+    r, s = rows[ok], stance[ok]
+    cnt = np.bincount(r, minlength=len(obs.users))
+    mean = np.bincount(r, weights=s, minlength=len(obs.users)) / np.maximum(cnt, 1)
+    var = np.bincount(r, weights=(s - mean[r]) ** 2, minlength=len(obs.users)) / np.maximum(cnt, 1)
+    has = cnt >= 2
+    n["div_sum"] += float(np.sqrt(var[has]).sum())
+    n["div_cnt"] += int(has.sum())
+
+
+def interval_values(acc: Interval, pf: "Platform") -> dict[str, float]:
+    n, nan = acc.n, float("nan")
+    values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
+    rejected = acc.results.sum() - acc.results[R.OK]
+    values["activity/active_users"] = n["active"]
+    values["activity/acting_users"] = n["acting"]
+    values["activity/posts_created"] = float(n["posts"])
+    values["activity/shares_created"] = float(n["shares"])
+    values["activity/comments_created"] = float(n["comments"])
+    values["activity/posts_total"] = float(pf.n_posts)
+    values["engagement/rate"] = n["eng_post"] / n["impressions"] if n["impressions"] else nan
+    values["engagement/per_active_user"] = n["eng_all"] / n["active"] if n["active"] else nan
+    values["invalid/rate"] = float(rejected) / n["applied"] if n["applied"] else nan
+    for code, name in enumerate(RESULT_NAMES):
+        if code != R.OK:
+            values[f"invalid/{name}"] = float(acc.results[code])
+    values["invalid/inactive"] += n["ignored"]
+    values["network/new_follows"] = float(n["follows"])
+    values["network/unfollows"] = float(n["unfollows"])
+    values["network/follow_edges"] = float(len(pf.rel["follow"]))
+    values["exposure/impressions"] = n["impressions"]
+    values["exposure/misinfo_share"] = n["misinfo"] / n["impressions"] if n["impressions"] else nan
+    values["exposure/cross_cutting_share"] = n["cc_num"] / n["cc_den"] if n["cc_den"] else nan
+    values["exposure/feed_diversity"] = n["div_sum"] / n["div_cnt"] if n["div_cnt"] else nan
+    values["cascade/new_shares"] = n["new_shares"]
+    return {k: float(v) for k, v in values.items()}

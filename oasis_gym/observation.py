@@ -1,0 +1,139 @@
+"""Observations: each active user's feed, comments, users in view, own state and action masks.
+
+A mixin of ``Simulation`` (it reads the simulation's platform, recommender and pending
+info-action views): one vectorized pass for all the users of a step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .actions import NUM_ACTIONS, ActionType as A
+from .batches import COMMENT_FEATURES, FEED_FEATURES, FEED_INDEX, USER_FEATURES, ObsBatch
+from .platform.platform import QUOTE
+
+# Info-action view kinds shaping a user's next observation
+_VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
+
+
+class Observer:
+    """``Simulation.observe`` and the feature / mask arrays it builds."""
+
+    def observe(self, users: np.ndarray) -> ObsBatch:
+        """Build the observations of `users` (recsys feeds, or the view an info action asked for)."""
+        pf, K, C, S = self.platform, self.K, self.C, self.S
+        users = np.asarray(users, dtype=np.int64)
+        n = len(users)
+        post_ids = self.recsys.recommend(pf, users, K, self.rng_recsys) if n else np.empty((0, K), np.int64)
+        post_ids = np.asarray(post_ids, dtype=np.int64).reshape(n, K).copy()
+        search_users = np.full((n, S), -1, dtype=np.int64)
+        if self.views:
+            for row, u in enumerate(users.tolist()):
+                view = self.views.pop(u, None)
+                if view is None:
+                    continue
+                kind, ids = view
+                if kind == _VIEW_SEARCH_USERS:
+                    search_users[row, : min(S, len(ids))] = ids[:S]
+                else:
+                    post_ids[row] = -1
+                    post_ids[row, : min(K, len(ids))] = ids[:K]
+        # a view computed earlier may name posts removed since
+        valid = post_ids >= 0
+        if valid.any():
+            valid &= pf.visible_posts_mask(users[:, None], post_ids)
+            post_ids[~valid] = -1
+        return self._features(users, post_ids, search_users)
+
+    def _features(self, users: np.ndarray, post_ids: np.ndarray, search_users: np.ndarray) -> ObsBatch:
+        pf, K, C = self.platform, self.K, self.C
+        n = len(users)
+        has = post_ids >= 0
+        p = np.where(has, post_ids, 0)
+        feed = np.zeros((n, K, len(FEED_FEATURES)), dtype=np.float32)
+        authors = np.full((n, K), -1, dtype=np.int64)
+        if pf.n_posts and has.any():
+            authors = np.where(has, pf.p_author.a[p], -1)
+            uu = np.broadcast_to(users[:, None], (n, K))
+            f = feed
+            f[..., FEED_INDEX["followed_author"]] = pf.rel["follow"].contains(uu, np.maximum(authors, 0))
+            f[..., FEED_INDEX["likes"]] = pf.p_likes.a[p]
+            f[..., FEED_INDEX["dislikes"]] = pf.p_dislikes.a[p]
+            f[..., FEED_INDEX["shares"]] = pf.p_shares.a[p]
+            f[..., FEED_INDEX["comments"]] = pf.p_comments.a[p]
+            f[..., FEED_INDEX["age_minutes"]] = pf.minute - pf.p_minute.a[p]
+            f[..., FEED_INDEX["reports"]] = pf.p_reports.a[p]
+            f[..., FEED_INDEX["moderation"]] = pf.p_status.a[p]
+            f[..., FEED_INDEX["author_followers"]] = pf.u_followers.a[np.maximum(authors, 0)]
+            f[..., FEED_INDEX["similarity"]] = self.recsys.similarity(pf, users, post_ids)
+            stance = pf.p_stance.a[p]
+            f[..., FEED_INDEX["stance_known"]] = ~np.isnan(stance)
+            f[..., FEED_INDEX["stance"]] = np.nan_to_num(stance)
+            f[..., FEED_INDEX["liked_by_me"]] = pf.rel["like"].contains(uu, p)
+            f[..., FEED_INDEX["disliked_by_me"]] = pf.rel["dislike"].contains(uu, p)
+            f[..., FEED_INDEX["reposted_by_me"]] = pf.rel["repost"].contains(uu, p)
+            f[..., FEED_INDEX["is_quote"]] = pf.p_kind.a[p] == QUOTE
+            feed[~has] = 0.0
+        # comments: the C newest of each post slot, hiding authors the viewer muted
+        comment_ids = pf.recent_comments(post_ids.reshape(-1), C).reshape(n, K * C)
+        cm = comment_ids >= 0
+        comments = np.zeros((n, K * C, len(COMMENT_FEATURES)), dtype=np.float32)
+        if cm.any():
+            c = np.where(cm, comment_ids, 0)
+            uc = np.broadcast_to(users[:, None], (n, K * C))
+            cm &= ~pf.muted_mask(uc, pf.c_author.a[c])
+            comment_ids[~cm] = -1
+            comments[..., 0] = pf.c_likes.a[c]
+            comments[..., 1] = pf.c_dislikes.a[c]
+            comments[..., 2] = pf.rel["comment_like"].contains(uc, c)
+            comments[..., 3] = pf.rel["comment_dislike"].contains(uc, c)
+            comments[..., 4] = np.nan_to_num(pf.c_stance.a[c])
+            comments[~cm] = 0.0
+        # user slots: feed authors then search results
+        user_ids = np.concatenate([authors, search_users], axis=1)
+        um = (user_ids >= 0) & (user_ids != users[:, None])
+        user_ids = np.where(um, user_ids, -1)
+        user_feats = np.zeros((n, self.U, len(USER_FEATURES)), dtype=np.float32)
+        if um.any():
+            q = np.maximum(user_ids, 0)
+            uu = np.broadcast_to(users[:, None], q.shape)
+            user_feats[..., 0] = pf.u_followers.a[q]
+            user_feats[..., 1] = pf.rel["follow"].contains(uu, q)
+            user_feats[..., 2] = pf.rel["mute"].contains(uu, q)
+            user_feats[:, self.K:, 3] = 1.0
+            user_feats[~um] = 0.0
+        self_feats = np.stack([pf.u_followers.a[users], pf.u_followings.a[users], pf.u_posts.a[users],
+                               pf.u_opinion.a[users], np.full(n, self.clock.hour(pf.minute)),
+                               np.full(n, pf.step)], axis=1).astype(np.float32)
+        mask_type = self._type_mask(n, has, feed, cm, comments, um, user_feats)
+        return ObsBatch(users, post_ids, feed, comment_ids, comments, user_ids, user_feats, self_feats,
+                        mask_type, has.astype(np.int8), cm.astype(np.int8), um.astype(np.int8))
+
+    def _type_mask(self, n, has, feed, cm, comments, um, user_feats) -> np.ndarray:
+        """Which action types can succeed for each user given what they see (joint validity of
+        a type with a particular slot is checked when the action is applied)."""
+        avail = self.platform.available
+        m = np.zeros((n, NUM_ACTIONS), dtype=bool)
+        for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
+            m[:, a] = True
+        liked, disliked, reposted = (feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me"))
+        m[:, A.LIKE_POST] = (has & ~liked).any(1)
+        m[:, A.UNLIKE_POST] = (has & liked).any(1)
+        m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
+        m[:, A.UNDO_DISLIKE_POST] = (has & disliked).any(1)
+        m[:, A.REPOST] = (has & ~reposted).any(1)
+        for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
+            m[:, a] = has.any(1)
+        cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
+        m[:, A.LIKE_COMMENT] = (cm & ~cl).any(1)
+        m[:, A.UNLIKE_COMMENT] = (cm & cl).any(1)
+        m[:, A.DISLIKE_COMMENT] = (cm & ~cd).any(1)
+        m[:, A.UNDO_DISLIKE_COMMENT] = (cm & cd).any(1)
+        followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
+        m[:, A.FOLLOW] = (um & ~followed).any(1)
+        m[:, A.UNFOLLOW] = (um & followed).any(1)
+        m[:, A.MUTE] = (um & ~muted).any(1)
+        m[:, A.UNMUTE] = (um & muted).any(1)
+        m &= avail[None, :]
+        m[:, A.DO_NOTHING] = True
+        return m.astype(np.int8)

@@ -1,0 +1,55 @@
+"""Cascade measures of a run: every post's cascade root, one root's per-minute curves, NRMSE."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..metrics import formulas as F
+from ..platform.platform import ORIGINAL
+from ..platform.store import unpack_keys
+
+
+def cascade_tops(pf, upto: int | None = None) -> np.ndarray:
+    """Cascade root (an original post) of every post: shares point at what they share (a
+    repost at its root, a quote at the quoted post), followed up to an original by pointer
+    jumping (O(posts x log depth))."""
+    n = pf.n_posts if upto is None else int(upto)
+    ids = np.arange(n, dtype=np.int64)
+    root = pf.p_root.a[:n]
+    top = np.where((pf.p_kind.a[:n] != ORIGINAL) & (root >= 0), root, ids)
+    while True:
+        nxt = top[top]
+        if np.array_equal(nxt, top):
+            return top
+        top = nxt
+
+
+def root_cascade_curves(pf, root: int, horizon: int, minutes_per_step: int = 3) -> F.CascadeCurves:
+    """Per-minute scale / depth / max breadth of the cascade under `root`, minute 0 = the root.
+
+    A share made during step s (platform minute m) counts from the END of that step,
+    m + minutes_per_step - root minute, as OASIS stamps actions (root at minute 0, actions of
+    its k-th time step at 3k). Tree parents follow formulas.infer_repost_parents with the
+    current follow graph: a share hangs under the most recent earlier sharer of the same post
+    whom its author follows, else under the post it shares."""
+    members = np.flatnonzero(cascade_tops(pf) == root)
+    shared = np.where(members == root, -1, pf.p_root.a[members])
+    rel = pf.p_minute.a[members] - pf.p_minute.a[root] + np.where(members == root, 0, minutes_per_step)
+    src, dst = unpack_keys(pf.rel["follow"].keys())
+    parent = F.infer_repost_parents(shared, pf.p_author.a[members], rel, src, dst, post_id=members)
+    return F.cascade_curves(parent, rel, horizon, user=pf.p_author.a[members])
+
+
+def nrmse(sim: Sequence[float], real: Sequence[float], horizon: int) -> float:
+    """sqrt(mean((sim - real)^2)) / real[horizon] over minutes 0..horizon; both curves are
+    padded with their last value when shorter."""
+    s, r = (_pad(np.asarray(x, dtype=np.float64), horizon + 1) for x in (sim, real))
+    return float(np.sqrt(np.mean((s - r) ** 2)) / r[-1]) if r[-1] else float("nan")
+
+
+def _pad(x: np.ndarray, n: int) -> np.ndarray:
+    if len(x) >= n:
+        return x[:n]
+    return np.r_[x, np.full(n - len(x), x[-1] if len(x) else 0.0)]

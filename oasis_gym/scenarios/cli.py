@@ -1,0 +1,45 @@
+"""``oasis-gym run --scenario NAME [--set key=value ...]``: arguments and the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .config import list_scenarios, parse_sets
+from .scenario import _jsonable, load_scenario
+
+
+def add_scenario_args(run_parser) -> None:
+    """Add --scenario / --set / --figures to the `oasis-gym run` parser."""
+    run_parser.add_argument("--scenario", default=None, metavar="NAME",
+                            help=f"run a paper scenario ({', '.join(list_scenarios())}) or a scenario .toml file; "
+                                 "then only --steps, --seed, --db, --logdir, --no-tensorboard and --quiet apply")
+    run_parser.add_argument("--set", dest="scenario_set", action="append", default=[], metavar="KEY=VALUE",
+                            help="override a scenario setting (repeatable): users=3600, policy.kind=hybrid, "
+                                 "policy.abm.cascade_p=0.5")
+    run_parser.add_argument("--figures", default=None, metavar="JSON",
+                            help="scenario: write the full figures (curves, series) to this JSON file")
+
+
+def run_scenario_cli(args) -> int:
+    """`oasis-gym run --scenario NAME [--set key=value ...]`: run it, print the headline figures
+    as one JSON line (and write them all to --figures)."""
+    from ..errors import ConfigError
+
+    try:  # a bad name, file or --set is the user's input: one line on the command line
+        sets = parse_sets(getattr(args, "scenario_set", None) or [])
+        scenario = load_scenario(args.scenario, sets)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise ConfigError(err.args[0] if err.args else str(err)) from err
+    seed = None if "seed" in sets or "scenario.seed" in sets else getattr(args, "seed", None)
+    db = getattr(args, "db", None) or f"{scenario.name}.db"
+    logdir = None
+    if not getattr(args, "no_tensorboard", False):
+        logdir = getattr(args, "logdir", None) or str(Path("runs") / Path(db).stem)
+    figures = scenario.run(steps=getattr(args, "steps", None), db_path=db, logdir=logdir,
+                           progress=not getattr(args, "quiet", False), seed=seed,
+                           overwrite=getattr(args, "overwrite", False))
+    if getattr(args, "figures", None):
+        Path(args.figures).write_text(json.dumps(_jsonable(figures), indent=1), encoding="utf-8")
+    print(json.dumps(_jsonable({"scenario": scenario.name, **figures["summary"], **figures["run"]})))
+    return 0
