@@ -271,3 +271,27 @@ def test_eval_sets_disjoint_from_training():
     env.reset(seed=0)
     assert all(env.reset()[1]["seed"] >= 2**20 for _ in range(3))   # unseeded resets: training draws
     env.close()
+
+
+def test_reward_components_reach_tensorboard(tmp_path):
+    """Each reward component is its own TensorBoard curve (reward/<name>), read back from
+    the event file SB3 wrote."""
+    import torch
+    from stable_baselines3 import PPO
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from oasis_gym.train.callbacks import EnvMetricsCallback
+
+    torch.set_num_threads(1)
+    env = RecommenderEnv(**{**TINY, "users": 50, "max_cycles": 4})
+    model = PPO("MlpPolicy", env, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu",
+                tensorboard_log=str(tmp_path))
+    model.learn(16, callback=EnvMetricsCallback(), tb_log_name="rec")
+    env.close()
+    run_dir = next(tmp_path.glob("rec_*"))
+    ea = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    ea.Reload()
+    tags = set(ea.Tags()["scalars"])
+    for name in ("engagement", "misinfo_exposure", "polarization_increase", "diversity"):
+        assert f"reward/{name}" in tags, tags
+        assert len(ea.Scalars(f"reward/{name}")) == 2     # one value per rollout
