@@ -93,8 +93,8 @@ def plot_learning_curve(curve: Sequence[Sequence[float]], baselines: dict[str, f
     if len(curve):
         x, y = np.asarray(curve, dtype=np.float64).T[:2]
         ax.plot(x, y, "o-", ms=3, label="PPO: mean training episode return per rollout")
-    for name, v in baselines.items():
-        ax.axhline(v, ls="--", lw=0.8, label=f"{name} (evaluation)", color=None)
+    for i, (name, v) in enumerate(baselines.items()):
+        ax.axhline(v, ls="--", lw=0.9, label=f"{name} (evaluation)", color=f"C{i + 1}")
     ax.set_xlabel("timesteps")
     ax.set_ylabel("episode return")
     ax.set_title(title)
