@@ -295,3 +295,24 @@ def test_reward_components_reach_tensorboard(tmp_path):
     for name in ("engagement", "misinfo_exposure", "polarization_increase", "diversity"):
         assert f"reward/{name}" in tags, tags
         assert len(ea.Scalars(f"reward/{name}")) == 2     # one value per rollout
+
+
+def test_train_cli_agent_params(capsys):
+    """--agent-param sets the reward weights; a bad one is one line and exit code 2."""
+    import argparse
+
+    from oasis_gym import cli
+    from oasis_gym.train.recommender import Args, add_arguments, args_from_namespace
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = args_from_namespace(p.parse_args(["--agent-param", "misinfo_penalty=0", "--agent-param",
+                                             "polarization_penalty=5"]), "recommender", Args())
+    env = args.env.make()
+    assert env.agent_params["misinfo_penalty"] == 0.0 and env.agent_params["polarization_penalty"] == 5.0
+    assert cli.main(["train", "recommender", "--agent-param", "nonsense=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nonsense" in err[0] and "misinfo_penalty" in err[0]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["train", "moderator", "--agent-param", "action_cost"])
+    assert exc.value.code == 2
