@@ -11,8 +11,8 @@ exposure (sum of per-step misinformation shares), polarization increase since re
 Recommender-v0 reward. The rankings: global weight vectors from engagement-greedy
 (echo chamber: alignment +1) to harm-averse (reports -1, alignment < 0), and per-user
 rankings (alignment falling with |opinion|). Writes `pareto.png` (engagement vs harm =
-misinformation exposure + 10 x polarization increase; the Pareto front joined) and prints
-one JSON line with every point.
+misinformation exposure + 10 x polarization increase; the fixed rankings' Pareto front
+joined, trained models as stars) and prints one JSON line with every point.
 """
 
 from __future__ import annotations
@@ -91,12 +91,13 @@ def plot(points: dict, path: Path) -> None:
     names = list(points)
     eng = np.array([points[n]["engagement"]["mean"] for n in names])
     harm = np.array([points[n]["harm"] for n in names])
-    front = pareto_front(eng, harm)
+    fixed = np.array([not n.startswith("ppo") for n in names])
+    front = np.flatnonzero(fixed)[pareto_front(eng[fixed], harm[fixed])]   # of the fixed rankings
     fig, ax = plt.subplots(figsize=(7, 5))
     for i, n in enumerate(names):
         ax.scatter(harm[i], eng[i], marker="*" if n.startswith("ppo") else "o", s=90 if n.startswith("ppo") else 30)
         ax.annotate(n, (harm[i], eng[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.plot(harm[front], eng[front], "k--", lw=0.8, label="Pareto front")
+    ax.plot(harm[front], eng[front], "k--", lw=0.8, label="Pareto front of the fixed rankings")
     ax.set_xlabel("harm per episode: misinformation exposure + 10 x polarization increase")
     ax.set_ylabel("engagement per episode (sum of engagement rates)")
     ax.set_title("Recommender rankings on misinfo_stream (1 000 ABM users, 50 steps)")

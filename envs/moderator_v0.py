@@ -6,7 +6,7 @@ This environment is part of oasis-gym. Make it with
 
 | Action space       | `MultiDiscrete([5] * top_m)` (scenario default top_m = 20)      |
 |--------------------|-----------------------------------------------------------------|
-| Observation space  | `Box(-inf, inf, (top_m * 9,), float32)`                         |
+| Observation space  | `Box(-inf, inf, (top_m * 12,), float32)`                        |
 | Import             | `gymnasium.make("oasis_gym/Moderator-v0")`                      |
 
 ## Description
@@ -18,6 +18,13 @@ true news and extreme-stance misinformation, users who report what they disagree
 feeds come from the platform's own recommender (Twitter-like by default) unless
 `recsys="agent"` with a `recommender` rule is given.
 
+The moderator never sees a post's true label. It has to learn from the platform's own
+evidence -- user reports (noisy: users report true posts they disagree with), spread,
+the author's history -- and a fact-check service (`oasis_gym.fact_check`, MOSAIC-style):
+each step up to `check_budget` (2) posts of the view, the most reported unchecked ones,
+are sent to fact-checkers; the verdict comes back `check_delay` (2) steps later and is
+wrong with probability `check_error` (0.1).
+
 ## Action space
 `MultiDiscrete([5] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
 3 remove, 4 remove and suspend the author. Effects are real and journaled: labels show
@@ -25,15 +32,25 @@ in feeds, downranked posts rank lower, removed posts leave every feed, suspended
 never activate again. Actions on empty slots are ignored.
 
 ## Observation space
-`Box(-inf, inf, (top_m * 9,))`, float32, slot-major: per post slot velocity (likes +
+`Box(-inf, inf, (top_m * 12,))`, float32, slot-major: per post slot velocity (likes +
 shares + comments per hour of age), likes, shares, reports, age in hours, log(1 +
-author followers), misinformation score (1 flagged, 0 true, 0.5 unknown), moderation
-status, slot filled (1) or empty (0, all features 0). Slots are ordered by velocity.
+author followers), log(1 + the author's removed posts), log(1 + the author's posts
+fact-checked as misinformation), fact-check verdict (+1 misinformation, -1 true, 0 none
+yet), fact-check pending (1 / 0), moderation status, slot filled (1) or empty (0, all
+features 0). Slots are ordered by velocity. No feature reads the label.
 
 ## Rewards
 `ModeratorAgent.reward` (platform_agents): - misinformation share of the feeds served
 after the action - action_cost * (posts acted on that are not misinformation) (default
-cost 0.02). The reward follows the action of the same step.
+cost 0.02). The reward follows the action of the same step; a step without a moderator
+action costs nothing.
+
+## Baselines and the upper bound
+`train.evaluate.moderator_rule`: "none", "report_threshold" (remove at >= 3 reports),
+"report_threshold_suspend" (remove + suspend), and "oracle_suspend", which reads the
+ground truth (every visible misinformation post on the platform, the scenario's source
+accounts): the stated upper bound, unbeatable by construction (see
+`platform_scenarios.OracleModerator`; every evaluation checks it with `oracle_check`).
 
 ## Starting state
 As Recommender-v0: `reset(seed)` rebuilds the platform and the scenario's posts from the
@@ -56,11 +73,14 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
 - `recommender`: None (the `recsys` argument ranks the feeds) or a rule
   `f(sim) -> weights` for `recommender_0` (then `recsys="agent"` is used), e.g.
   `FixedWeights(...)` or a trained recommender.
-- `agent_params`: `ModeratorAgent` fields (`top_m`, `window_minutes`, `action_cost`);
+- `agent_params`: `ModeratorAgent` fields (`top_m`, `window_minutes`, `action_cost`,
+  `check_budget`, `check_delay`, `check_error`);
   they override the scenario's (`misinfo_stream` sets `top_m=20`; without a scenario the
   `ModeratorAgent` default is 10).
 
 ## Version history
+- v0 (issue 18): the label left the observation (fact-checks, author history instead);
+  the oracle acts platform-wide; no stale action cost; `max_episode_steps=50`.
 - v0: initial release.
 """
 

@@ -4,39 +4,55 @@ This environment is part of oasis-gym. Make it with
 ``gymnasium.make("oasis_gym/Recommender-v0", ...)`` (after `import oasis_gym`) or
 ``from oasis_gym.envs.recommender_v0 import RecommenderEnv``.
 
-| Action space       | `Box(-1.0, 1.0, (7,), float32)`                                 |
+| Action space       | `Box(-1.0, 1.0, (24,), float32)` (`ranking="global"`: `(8,)`)   |
 |--------------------|-----------------------------------------------------------------|
-| Observation space  | `Box(-inf, inf, (23,), float32)`                                |
+| Observation space  | `Box(-inf, inf, (26,), float32)`                                |
 | Import             | `gymnasium.make("oasis_gym/Recommender-v0")`                    |
 
 ## Description
 The agent is the platform's recommender (`recommender_0` of the PettingZoo env). Each step
-it sets the weights of a linear ranking score over the candidate posts' features; every
-feed served for the next step is ranked by them. The users are simulated (by default the
+it chooses a *scoring function* that ranks every active user's candidate posts for the
+next step: score(u, p) = x(u, p) . w(u), with per-user weights w(u) = z(u) @ W computed
+from the user's features z(u) = (1, opinion, |opinion|), so different users get different
+rankings from one shared function (the slate-recommender set-up of RecSim and the
+per-request weights of Virtual-Taobao). `ranking="global"` is the simple baseline
+variant: one weight vector for every user. The users are simulated (by default the
 1 000 ABM users of the `misinfo_stream` scenario, see `platform_scenarios`) and react to
 what they are shown: they like, dislike, repost, follow, post, report, and their opinions
 move with what they read. The moderator is off unless `moderator="report_threshold"`
 (remove posts with >= 3 reports) or another rule is given.
 
 ## Action space
-`Box(-1, 1, (7,))`: the ranking weights over the candidate features
-(`oasis_gym.recsys.CANDIDATE_FEATURES`), in order: recency (exp(-age / 180 min)),
-popularity (log_1000(1 + likes + shares)), author_fans (log_1000(1 + followers)),
-similarity (user-post interest cosine), in_network (author followed or shared by a
-followee), controversy (min/max of likes and dislikes), reports (log_1000(1 + reports)).
-score = features @ weights; downranked posts are demoted; the top `feed_size` are served.
+`Box(-1, 1, (3 * 8,))`: W row-major, rows the user features (`recsys.USER_FEATURES`:
+bias, opinion, |opinion|), columns the candidate features (`recsys.CANDIDATE_FEATURES`):
+recency (exp(-age / 180 min)), popularity (log_1000(1 + likes + shares)), author_fans
+(log_1000(1 + followers)), similarity (user-post interest cosine), in_network (author
+followed or shared by a followee), controversy (min/max of likes and dislikes), reports
+(log_1000(1 + reports)), alignment (user opinion x post stance: > 0 is an echo chamber).
+Downranked posts are demoted; the top `feed_size` are served. `ranking="global"`:
+`Box(-1, 1, (8,))`, the weights over the candidate features for everyone.
+`env.action_for_weights(w)` gives the action of global weights in either variant.
 
 ## Observation space
-`Box(-inf, inf, (23,))`, float32: engagement rate, impressions per active user,
+`Box(-inf, inf, (26,))`, float32: engagement rate, impressions per active user,
 misinformation share of impressions, cross-cutting share, opinion mean / std / mean |x|,
-Esteban-Ray polarization, active-user fraction (9 values, of the step just played), then
-the candidate pool's 7 feature means and 7 feature stds.
+Esteban-Ray polarization, active-user fraction, opinion-std increase since reset (10
+values, of the step just played), then the candidate pool's 8 feature means and 8 stds
+(alignment and similarity over the (user, pool post) cells of the last ranking).
 
 ## Rewards
-`RecommenderAgent.reward` (platform_agents): engagement_rate - misinfo_penalty *
-misinfo_share - polarization_penalty * opinion_std (defaults 1.0, 1.0, 0.5), measured on the
-feeds the users acted on this step. The feeds of step t were ranked by the action of step
-t-1: the effect of an action shows in the next reward (use gamma > 0).
+`RecommenderAgent.reward` (platform_agents), a trade-off between engagement and what the
+ranking changes: `engagement_weight * engagement_rate - misinfo_penalty * misinfo_share
+- polarization_penalty * (opinion std now - opinion std one step ago)
++ diversity_bonus * cross_cutting_share` (defaults 10, 1, 50, 0.2; set them with
+`agent_params`). The polarization term telescopes: an episode's return holds the
+increase since reset, not the level. Each component is in `info["reward_components"]`
+(and in TensorBoard under `reward/` when trained with `oasis_gym.train`). Engagement
+and exposure are measured on the feeds the users acted on this step, ranked by the
+action of step t-1: the effect of an action shows in the next reward (use gamma > 0).
+`bench/recommender_pareto.py` shows the trade-off: engagement-greedy rankings (alignment
++1) reach the highest engagement with over 10x the misinformation exposure and a polarization
+increase; harm-averse ones lose ~10-30 % engagement.
 
 ## Starting state
 `reset(seed)` rebuilds the platform: the population (fixed by `population_seed`), the
@@ -48,15 +64,16 @@ explicit seed), so `SubprocVecEnv` workers started with different seeds stay dif
 No termination. Truncation after `max_cycles` steps (scenario default 50).
 
 ## Info
-Every step: `impressions`, `misinfo_impressions`, `misinfo_share`, `cross_cutting_share`,
+Every step: `reward_components` (engagement, misinfo_exposure, polarization_increase,
+diversity), `impressions`, `misinfo_impressions`, `misinfo_share`, `cross_cutting_share`,
 `engagements`, `engagement_rate`, `reports`, `opinion_std`, `esteban_ray`, `moderation`
 (posts labelled / downranked / removed and users suspended this step), `active_users`.
 At the last step also `episode_metrics` (return, totals, moderation shares).
 
 ## Arguments
 `RecommenderEnv(users=None, scenario="misinfo_stream", user_policy=None, moderator=None,
-feed=None, agent_params=None, max_cycles=None, render_mode=None, population_seed=0,
-**env_kwargs)`
+feed=None, ranking="per_user", agent_params=None, max_cycles=None, render_mode=None,
+population_seed=0, **env_kwargs)`
 - `users`: user count / profile file / Population (default: the scenario's, 1 000).
 - `scenario`: "misinfo_stream", a `MisinfoScenario` (fields overridable) or None (plain
   env: 100 users, no seeded posts). The scenario sets `setup`, activation, action set,
@@ -70,11 +87,21 @@ feed=None, agent_params=None, max_cycles=None, render_mode=None, population_seed
   action is ignored, and the reward is still `RecommenderAgent.reward` of the served
   feeds, so baselines and learned rankings are scored alike on the same scenario. The
   observation then has zeros for the pool statistics (the baseline has no pool).
-- `agent_params`: `RecommenderAgent` fields (`misinfo_penalty`, `polarization_penalty`).
+- `ranking`: "per_user" (W over user features) or "global" (one weight vector).
+- `agent_params`: `RecommenderAgent` fields (`engagement_weight`, `misinfo_penalty`,
+  `polarization_penalty`, `diversity_bonus`).
+- `render_mode`: None, "ansi" (text) or "rgb_array" (a histogram of user opinions; what
+  SB3's `make_vec_env` asks for).
+
+Registered with `max_episode_steps=50` (the scenario's episode length); with a longer
+`max_cycles=N` pass `max_episode_steps=N` to `gymnasium.make` too. Unseeded resets draw
+episode seeds >= 2**20, so evaluation seeds below that never replay a training episode.
 - `**env_kwargs`: any `SocialMediaEnv` argument (`activation`, `feed_size`,
   `recsys_params`, `db_path`, ...), overriding the scenario's.
 
 ## Version history
+- v0 (issue 18): per-user ranking, the alignment feature, the trade-off reward (polarization
+  increase instead of level, diversity), `rgb_array` rendering, `max_episode_steps=50`.
 - v0: initial release.
 """
 

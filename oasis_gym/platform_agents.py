@@ -3,26 +3,33 @@
 Both act once per step with numeric spaces stable-baselines3 can use.
 
 Recommender
-    observation  Box(9 + 14): engagement rate, impressions per active user, misinformation
+    observation  Box(10 + 16): engagement rate, impressions per active user, misinformation
                  share of impressions, cross-cutting share, opinion mean / std / mean |x|,
-                 Esteban-Ray polarization, active-user fraction, then the candidate pool's
-                 feature means and stds (recsys.CANDIDATE_FEATURES).
-    action       Box(-1, 1, (7,)): the agent-controlled recsys's ranking weights over the
-                 candidate features, applied to every feed of the next step.
-    reward       engagement_rate - misinfo_penalty * misinfo_share
-                 - polarization_penalty * opinion_std  (defaults 1.0, 1.0, 0.5)
+                 Esteban-Ray polarization, active-user fraction, opinion-std increase since
+                 reset, then the candidate pool's feature means and stds
+                 (recsys.CANDIDATE_FEATURES).
+    action       per user (default): Box(-1, 1, (3 * 8,)), the matrix W of a shared scoring
+                 function; user u's weights are (1, opinion, |opinion|) @ W. Global:
+                 Box(-1, 1, (8,)), one weight vector for every feed of the next step.
+    reward       engagement_weight * engagement_rate - misinfo_penalty * misinfo_share
+                 - polarization_penalty * (opinion-std increase of the step)
+                 + diversity_bonus * cross_cutting_share  (defaults 10, 1, 50, 0.2);
+                 the components of the last step in `last_components`.
 Moderator
-    observation  Box(M * 9): the top-M visible posts by recent spread (velocity = likes +
+    observation  Box(M * 12): the top-M visible posts by recent spread (velocity = likes +
                  shares + comments per hour of age, over the last `window_minutes`), each:
-                 velocity, likes, shares, reports, age (h), log author followers,
-                 misinformation score (1 flagged, 0 true, 0.5 unknown), moderation status,
-                 slot filled.
+                 velocity, likes, shares, reports, age (h), log author followers, log author
+                 removed posts, log author posts fact-checked as misinformation, fact-check
+                 verdict (+1 / -1 / 0 none), fact-check pending, moderation status, slot
+                 filled. No ground truth: labels reach it only through the noisy, delayed,
+                 budgeted fact-checks (oasis_gym.fact_check).
     action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
                  remove + suspend the author. Effects are real and journaled: labels show in
                  feeds and text, downranked posts score lower, removed posts leave every
-                 feed, suspended users never activate again.
-    reward       -misinfo_share of the next feeds - action_cost * (actions on posts not
-                 flagged as misinformation)  (action_cost 0.02)
+                 feed, suspended users never activate again. `PostActions` (posts named
+                 directly) is the privileged form the oracle upper bound uses.
+    reward       -misinfo_share of the next feeds - action_cost * (this step's actions on
+                 posts not labelled misinformation)  (action_cost 0.02)
 """
 
 from __future__ import annotations

@@ -271,3 +271,48 @@ def test_eval_sets_disjoint_from_training():
     env.reset(seed=0)
     assert all(env.reset()[1]["seed"] >= 2**20 for _ in range(3))   # unseeded resets: training draws
     env.close()
+
+
+def test_reward_components_reach_tensorboard(tmp_path):
+    """Each reward component is its own TensorBoard curve (reward/<name>), read back from
+    the event file SB3 wrote."""
+    import torch
+    from stable_baselines3 import PPO
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from oasis_gym.train.callbacks import EnvMetricsCallback
+
+    torch.set_num_threads(1)
+    env = RecommenderEnv(**{**TINY, "users": 50, "max_cycles": 4})
+    model = PPO("MlpPolicy", env, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu",
+                tensorboard_log=str(tmp_path))
+    model.learn(16, callback=EnvMetricsCallback(), tb_log_name="rec")
+    env.close()
+    run_dir = next(tmp_path.glob("rec_*"))
+    ea = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    ea.Reload()
+    tags = set(ea.Tags()["scalars"])
+    for name in ("engagement", "misinfo_exposure", "polarization_increase", "diversity"):
+        assert f"reward/{name}" in tags, tags
+        assert len(ea.Scalars(f"reward/{name}")) == 2     # one value per rollout
+
+
+def test_train_cli_agent_params(capsys):
+    """--agent-param sets the reward weights; a bad one is one line and exit code 2."""
+    import argparse
+
+    from oasis_gym import cli
+    from oasis_gym.train.recommender import Args, add_arguments, args_from_namespace
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    args = args_from_namespace(p.parse_args(["--agent-param", "misinfo_penalty=0", "--agent-param",
+                                             "polarization_penalty=5"]), "recommender", Args())
+    env = args.env.make()
+    assert env.agent_params["misinfo_penalty"] == 0.0 and env.agent_params["polarization_penalty"] == 5.0
+    assert cli.main(["train", "recommender", "--agent-param", "nonsense=1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nonsense" in err[0] and "misinfo_penalty" in err[0]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["train", "moderator", "--agent-param", "action_cost"])
+    assert exc.value.code == 2

@@ -34,8 +34,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         import stable_baselines3  # noqa: F401
     except ImportError as err:
         raise SystemExit(f"training needs stable-baselines3: pip install stable-baselines3 ({err})") from err
+    import sys
+    from dataclasses import fields
+
+    from oasis_gym.platform_agents import ModeratorAgent, RecommenderAgent
+
     from . import moderator, recommender
     from .recommender import args_from_namespace
+
+    agent_cls = RecommenderAgent if args.target == "recommender" else ModeratorAgent
+    numeric = sorted(f.name for f in fields(agent_cls) if isinstance(f.default, (int, float)))
+    bad = sorted({k for k, _ in args.agent_param} - set(numeric))
+    if bad:
+        print(f"oasis-gym train {args.target}: error: unknown --agent-param {bad}; valid: {numeric}", file=sys.stderr)
+        return 2
 
     module = recommender if args.target == "recommender" else moderator
     run_args = args_from_namespace(args, args.target, module.Args())

@@ -8,8 +8,10 @@ scenario posts, user policy and seeds):
   "reddit" (hot score), "random", "chronological", "twitter" -- run through
   `RecommenderEnv(feed=...)`, which scores them with `RecommenderAgent.reward`;
 * moderator: the learned policy, "none" (no moderation), "report_threshold" (remove posts
-  with >= 3 reports), "report_threshold_suspend" (remove + suspend), "oracle" / "oracle_suspend"
-  (act on every observed misinformation post: an upper bound, not a baseline).
+  with >= 3 reports), "report_threshold_suspend" (remove + suspend), "oracle" (remove every
+  visible misinformation post, a reference) and "oracle_suspend" (also suspend its authors
+  and the scenario's sources: the upper bound, not a baseline; `oracle_check` verifies
+  that nothing beat it).
 
 `summarize` gives mean, std, standard error, min and max over seeds; `relative_gain` the
 improvement of one mean over another relative to the baseline's magnitude.

@@ -113,11 +113,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", choices=("mlp", "slot"), default=None, help="network (default: mlp / moderator: slot)")
     p.add_argument("--n-steps", type=int, default=None, help="rollout steps per env")
     p.add_argument("--ent-coef", type=float, default=None)
+    p.add_argument("--agent-param", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="agent field, e.g. misinfo_penalty=0 (the recommender's reward weights; repeatable)")
     p.add_argument("--out", default=None)
 
 
+def _key_value(text: str) -> tuple[str, float]:
+    key, sep, value = text.partition("=")
+    try:
+        if not sep or not key:
+            raise ValueError
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
+
+
 def args_from_namespace(ns: argparse.Namespace, kind: str, defaults: Args) -> Args:
-    env = EnvConfig(kind=kind, users=ns.users, max_cycles=ns.max_cycles)
+    env = EnvConfig(kind=kind, users=ns.users, max_cycles=ns.max_cycles, agent_params=dict(ns.agent_param or []))
     ppo = defaults.ppo
     ppo.total_timesteps, ppo.time_limit_s, ppo.n_envs, ppo.seed = ns.timesteps, ns.time_limit, ns.n_envs, ns.seed
     ppo.eval_every = ns.eval_every

@@ -64,15 +64,17 @@ def mean_std(runs: Sequence[dict], key: str) -> str:
 
 def table(title: str, candidates: dict[str, list[dict]], ppo: str, columns: Sequence[tuple[str, str, bool]]) -> str:
     """A plain-text table: one row per candidate, `mean ± std` per column (key, label,
-    higher_is_better), and PPO's paired wins against each row on the first column."""
+    higher_is_better), then PPO's paired difference (mean ± std over seeds) and wins
+    against each row on the first column."""
     key0, label0, hib0 = columns[0]
-    head = f"{'':28s}" + "".join(f"{label:>22s}" for _, label, _ in columns) + f"{'PPO wins (' + label0 + ')':>24s}"
+    head = (f"{'':28s}" + "".join(f"{label:>22s}" for _, label, _ in columns)
+            + f"{'PPO - row (' + label0 + ')':>24s}{'PPO wins':>10s}")
     lines = [title, head]
     for name, runs in candidates.items():
         row = f"{name:28s}" + "".join(f"{mean_std(runs, key):>22s}" for key, _, _ in columns)
         if name != ppo:
             p = paired(candidates[ppo], runs, key0, hib0)
-            row += f"{p['wins']:>13d}/{p['n']:<10d}"
+            row += f"{p['diff_mean']:>+15.3f} ± {p['diff_std']:.3f}{p['wins']:>6d}/{p['n']}"
         lines.append(row)
     return "\n".join(lines)
 
@@ -91,8 +93,8 @@ def plot_learning_curve(curve: Sequence[Sequence[float]], baselines: dict[str, f
     if len(curve):
         x, y = np.asarray(curve, dtype=np.float64).T[:2]
         ax.plot(x, y, "o-", ms=3, label="PPO: mean training episode return per rollout")
-    for name, v in baselines.items():
-        ax.axhline(v, ls="--", lw=0.8, label=f"{name} (evaluation)", color=None)
+    for i, (name, v) in enumerate(baselines.items()):
+        ax.axhline(v, ls="--", lw=0.9, label=f"{name} (evaluation)", color=f"C{i + 1}")
     ax.set_xlabel("timesteps")
     ax.set_ylabel("episode return")
     ax.set_title(title)

@@ -1,6 +1,6 @@
 """Train the recommender with Ray RLlib on the PettingZoo parallel env (example).
 
-    pip install "ray[rllib]"            # optional; not a dependency of oasis-gym
+    pip install -e ".[rllib]"           # optional extra: ray[rllib] pins gymnasium 1.2.2 (tested, .ci/run)
     python -m oasis_gym.train.rllib_recommender --iterations 20 --users 1000
     python -m oasis_gym.train.rllib_recommender --iterations 20 --with-moderator  # two learners
 
@@ -148,8 +148,10 @@ def build_config(env_config: dict, train_batch_size: int = 200, minibatch_size: 
             .debugging(seed=env_config.get("seed", 0)))
 
 
-def train(iterations: int, env_config: dict, **config_kwargs) -> list[dict]:
-    """Run `iterations` RLlib training iterations; returns a short summary of each."""
+def train(iterations: int, env_config: dict, out_dir: str | None = None, **config_kwargs) -> list[dict]:
+    """Run `iterations` RLlib training iterations; returns a short summary of each (the
+    learning curve: mean episode return per platform agent and env steps sampled). With
+    `out_dir`, also writes it as `rllib_curve.json` and `rllib_curve.png`."""
     import ray
 
     ray.init(num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1, include_dashboard=False,
@@ -166,7 +168,38 @@ def train(iterations: int, env_config: dict, **config_kwargs) -> list[dict]:
                         "num_env_steps_sampled_lifetime": runners.get("num_env_steps_sampled_lifetime")})
     finally:
         algo.stop()
+    if out_dir is not None:
+        write_curve(out, out_dir)
     return out
+
+
+def write_curve(rows: list[dict], out_dir: str) -> tuple[str, str]:
+    """The per-agent learning curve of `train` as JSON and PNG."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rllib_curve.json").write_text(json.dumps(rows, default=float, indent=1))
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for agent in POLICY_OF_AGENT:
+        pts = [(r["num_env_steps_sampled_lifetime"], (r["agent_episode_returns_mean"] or {}).get(agent))
+               for r in rows]
+        pts = [(x, y) for x, y in pts if y is not None]
+        if pts:
+            ax.plot(*zip(*pts), "o-", ms=3, label=agent)
+    ax.set_xlabel("env steps sampled")
+    ax.set_ylabel("mean episode return")
+    ax.set_title("RLlib PPO, platform agents")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "rllib_curve.png", dpi=110)
+    plt.close(fig)
+    return str(out / "rllib_curve.json"), str(out / "rllib_curve.png")
 
 
 def main(argv: list[str] | None = None) -> int:
