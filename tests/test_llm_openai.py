@@ -256,7 +256,9 @@ def test_endpoint_down_run_continues(server):
 
 def test_dead_endpoint_is_avoided_and_requests_succeed(server):
     dead = _dead_url()
-    be = _backend([dead, server.url("ok")], max_retries=3, endpoint_cooldown=60.0)
+    # generous timeouts: on a loaded machine a healthy reply may take over the 0.5 s default,
+    # and a retried request would count twice
+    be = _backend([dead, server.url("ok")], max_retries=3, endpoint_cooldown=60.0, request_timeout=30.0)
     core = L.LLMPolicyCore(be)
     actions, stats = core.decide(_views(8))
     assert stats["valid"] == 8 and stats["fallback"] == 0
@@ -273,7 +275,7 @@ def test_dead_endpoint_is_avoided_and_requests_succeed(server):
 def test_requests_are_spread_over_healthy_endpoints(server):
     other = _FaultServer()
     try:
-        be = _backend([server.url("ok"), other.url("ok")], max_concurrency=2)
+        be = _backend([server.url("ok"), other.url("ok")], max_concurrency=2, request_timeout=30.0)  # no retries
         res = be.generate(_msgs(_views(12)), [None] * 12, max_tokens=8)
         assert res.errors == [None] * 12
         assert server.hits["ok"] + other.hits["ok"] == 12
