@@ -19,7 +19,6 @@ import numpy as np
 from oasis_gym.errors import OasisGymError
 
 POLICIES = ("hybrid", "abm", "random", "llm")
-LLM_FAULT_FLAGS = ("llm_timeout", "llm_retries", "llm_step_deadline")
 
 
 # ------------------------------------------------------------------ argument validators
