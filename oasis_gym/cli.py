@@ -78,7 +78,7 @@ def make_policy(args, env):
 
 def make_llm_policy(args):
     try:
-        from oasis_gym.policies.llm_policy import LLMPolicy, make_backend
+        from oasis_gym.policies.llm_policy import LLMPolicy, backend_label, make_backend
     except ImportError as err:  # the llm extra is missing
         raise SystemExit(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
                          "Or run without an LLM: --policy abm") from err
@@ -86,6 +86,7 @@ def make_llm_policy(args):
         backend = make_backend(args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint)
     except (ImportError, RuntimeError, FileNotFoundError) as err:
         raise SystemExit(f"no LLM backend available: {err}\nRun without an LLM: --policy abm") from err
+    print(f"LLM users: {backend_label(backend)}", file=sys.stderr, flush=True)
     return LLMPolicy(backend)
 
 

