@@ -23,6 +23,7 @@ import pytest
 from llm_fixtures import llm_module
 
 from oasis_gym.actions import ALL_ACTIONS, ActionType
+from oasis_gym.policies.llm_policy import backend_label, make_backend
 
 pytest_plugins = ["llm_fixtures"]
 pytestmark = pytest.mark.vllm
@@ -51,8 +52,8 @@ def _assert_valid(actions, views, stats, n, json_schema=False):
     """Every reply a valid action. A JSON schema (vs our tightened grammar) lets strings hold
     a NUL, which the parser rejects (text_invalid): tolerated there, and only that."""
     text_invalid = stats.get("invalid_text_invalid", 0) if json_schema else 0
-    assert stats["agents"] == n and stats["fallback"] == 0
-    assert stats["valid"] + text_invalid == n and stats["invalid"] == text_invalid
+    assert stats["agents"] == n and stats["fallback"] == 0, stats
+    assert stats["valid"] + text_invalid == n and stats["invalid"] == text_invalid, stats
     for a, v in zip(actions, views):
         assert a["type"] in (int(x) for x in L.feasible_actions(v))
 
@@ -98,11 +99,17 @@ def test_vllm_cpu_settings_and_seeded_batch_larger_than_one_prefill_chunk(vllm_g
     _assert_valid(actions, views, stats, 48)
 
 
-def test_vllm_engine_restart_reproduces_the_same_decisions(tiny_model_dir, vllm_grammar_backend):
+def test_default_backend_is_vllm_and_a_restarted_engine_reproduces_the_decisions(tiny_model_dir,
+                                                                                  vllm_grammar_backend):
     views = _views(6, seed=14)
     first, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0,
                                seed=9).decide(views)
-    second_engine = vb.VLLMBackend(str(tiny_model_dir), constraint="grammar", **ENGINE)
+    # a second engine in the same process, chosen by the default ("auto") resolution
+    second_engine = make_backend("auto", model=str(tiny_model_dir), constraint="grammar", **ENGINE)
+    assert isinstance(second_engine, vb.VLLMBackend)
+    label = backend_label(second_engine)
+    assert label.startswith(f"vllm {second_engine.version} in-process on {second_engine.device}")
+    assert f"model {tiny_model_dir}" in label and "engine ready in" in label
     try:
         again, stats = L.LLMPolicyCore(second_engine, schema_config=CFG, max_tokens=96, temperature=1.0,
                                        seed=9).decide(views)
@@ -130,6 +137,7 @@ def serve_command(model: str, port: int) -> list[str]:
             "--port", str(port), "--served-model-name", "tiny", "--max-model-len", "2048",
             "--enforce-eager", "--no-enable-chunked-prefill", "--seed", "0",
             "--gpu-memory-utilization", "0.2", "--distributed-executor-backend", "uni",
+            "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}',
             "--uvicorn-log-level", "warning"]
 
 
