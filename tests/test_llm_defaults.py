@@ -27,3 +27,18 @@ def test_gguf_converts_to_a_loadable_safetensors_dir(tmp_path):
                                    tokenize=False, add_generation_prompt=True)
     assert text == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
     assert tok.eos_token == "<|im_end|>"
+
+
+def test_simulation_replies_carry_no_reason_unless_asked():
+    from oasis_gym.policies.llm_policy import LLMPolicy
+
+    L = llm_module()
+    views = llm_module("synthetic").synthetic_views(3, seed=1)
+    policy = LLMPolicy(backend=object())  # no call is made: only the schema is inspected
+    assert policy.core.schema_config.max_reason_chars == 0
+    for v in views:
+        for variant in L.build_schema(v, policy.core.schema_config)["anyOf"]:
+            assert "reason" not in variant["properties"]
+    asked = LLMPolicy(backend=object(), schema_config=L.SchemaConfig(max_reason_chars=40))
+    assert all("reason" in variant["required"]
+               for variant in L.build_schema(views[0], asked.core.schema_config)["anyOf"])
