@@ -36,7 +36,7 @@ def main() -> None:
     from camel.models import ModelFactory
     from camel.types import ModelPlatformType
     from camel.utils import BaseTokenCounter
-    from transformers import AutoTokenizer
+    from tokenizers import Tokenizer
 
     import oasis
     from oasis import ActionType, LLMAction, generate_twitter_agent_graph
@@ -44,16 +44,17 @@ def main() -> None:
     from oasis.social_platform.platform import Platform
 
     class LocalTokenCounter(BaseTokenCounter):
-        """Counts with the served model's tokenizer (no tiktoken download)."""
+        """Counts with the served model's tokenizer.json (no tiktoken download; the tokenizers
+        library, since this venv's older transformers cannot read a transformers-5 config)."""
 
         def __init__(self, path: str) -> None:
-            self.tok = AutoTokenizer.from_pretrained(path)
+            self.tok = Tokenizer.from_file(os.path.join(path, "tokenizer.json"))
 
         def count_tokens_from_messages(self, messages) -> int:
-            return sum(len(self.tok.encode(str(m.get("content") or ""))) + 4 for m in messages)
+            return sum(len(self.tok.encode(str(m.get("content") or "")).ids) + 4 for m in messages)
 
         def encode(self, text: str):
-            return self.tok.encode(text)
+            return self.tok.encode(text).ids
 
         def decode(self, token_ids) -> str:
             return self.tok.decode(token_ids)
