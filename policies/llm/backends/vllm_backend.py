@@ -21,7 +21,7 @@ cache sized from 85 % of RAM, torch.compile) and then ran the model on one torch
 cores (vLLM otherwise cuts torch to one thread); the backend then defaults to eager mode, a
 2048-token context and no chunked prefill (see below). ``bench/llm_engine_load.py`` measures
 the result. The engine core keeps its own process (vLLM's default): running it in this
-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) starts ~15 s sooner on 2 cores but decides
+process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) is ready sooner (11 vs 32 s on 2 cores) but decides
 3x slower (measured: 0.49 vs 1.46 decisions/s, bench/llm_vs_oasis.py), since scheduling,
 grammar masks and the forward pass then share one thread. Scripts that build the backend at
 import time need the ``if __name__ == "__main__":`` guard (the engine process is spawned).
