@@ -50,7 +50,7 @@ def main() -> None:
     rng = np.random.default_rng(a.seed)
     x = rng.uniform(-1, 1, n)
     exposed = rng.uniform(-1, 1, (n, k))
-    exposed[rng.random((n, k)) < 0.1] = np.nan         # unknown stances are ignored
+    exposed[rng.random((n, k)) < 0.1] = np.nan  # unknown stances are ignored
     mask = rng.random((n, k)) < 0.9
     u = rng.uniform(0.1, 0.5, n)
     exposed_u = rng.uniform(0.1, 0.5, (n, k))
@@ -72,26 +72,35 @@ def main() -> None:
     cases = {
         "deffuant_weisbuch": lambda: abm.deffuant_weisbuch(x, exposed, mask, 0.125, 0.2),
         "deffuant_weisbuch_random_order": lambda: abm.deffuant_weisbuch(
-            x, exposed, mask, 0.125, 0.2, rng=rng, order="random"),
+            x, exposed, mask, 0.125, 0.2, rng=rng, order="random"
+        ),
         "hegselmann_krause": lambda: abm.hegselmann_krause(x, exposed, mask, 0.175, 0.1),
         "relative_agreement": lambda: abm.relative_agreement(x, u, exposed, exposed_u, mask, 0.125),
         "social_judgment": lambda: abm.social_judgment(x, exposed, mask, 0.1, 0.3, 1.0),
         "lorenz2021": lambda: abm.lorenz2021(x, exposed, mask, theta=0.01, rng=rng),
         "independent_cascade": lambda: abm.independent_cascade(rng, counts, 0.05),
         "linear_threshold": lambda: abm.linear_threshold(frac, thr),
-        "choose_actions": lambda: abm.choose_actions(rng, bp, x, stance, mask, likes, followers,
-                                                      post_rate, allowed, liked, followed),
+        "choose_actions": lambda: abm.choose_actions(
+            rng, bp, x, stance, mask, likes, followers, post_rate, allowed, liked, followed
+        ),
     }
     out: dict[str, object] = {
-        "bench": "abm_dynamics", "n_users": n, "k": k, "repeat": a.repeat,
-        "cpu_count": os.cpu_count(), "numpy": np.__version__, "python": platform.python_version(),
+        "bench": "abm_dynamics",
+        "n_users": n,
+        "k": k,
+        "repeat": a.repeat,
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
     }
     secs = {name: round(best_of(fn, a.repeat), 4) for name, fn in cases.items()}
     scale = 1_000_000 / a.n_text
     secs["template_text_per_1M"] = round(
-        best_of(lambda: abm.template_text(texts_in, "the new climate law", rng), a.repeat) * scale, 3)
+        best_of(lambda: abm.template_text(texts_in, "the new climate law", rng), a.repeat) * scale, 3
+    )
     secs["lexicon_stance_per_1M"] = round(
-        best_of(lambda: abm.lexicon_stance(texts, topic="the new climate law"), a.repeat) * scale, 3)
+        best_of(lambda: abm.lexicon_stance(texts, topic="the new climate law"), a.repeat) * scale, 3
+    )
     out["seconds_per_call"] = secs
     print(json.dumps(out))
 

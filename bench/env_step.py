@@ -11,7 +11,6 @@ import sys
 import time
 
 import numpy as np
-
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.base import RandomPolicy
 
@@ -33,14 +32,22 @@ def run(n: int, fast: bool) -> dict:
         if fast:
             env.step_batch(acts)
         else:
-            cols = zip(acts.users.tolist(), acts.type.tolist(), acts.post.tolist(), acts.comment.tolist(), acts.user.tolist())
+            cols = zip(
+                acts.users.tolist(), acts.type.tolist(), acts.post.tolist(), acts.comment.tolist(), acts.user.tolist()
+            )
             action_dict = {f"user_{u}": {"type": t, "post": p, "comment": c, "user": us} for u, t, p, c, us in cols}
             obs, rewards, terms, truncs, infos = env.step(action_dict)
     seconds = time.perf_counter() - start
     env.close()
-    return {"bench": "env_step", "users": n, "api": "batched" if fast else "dict", "activation": ACTIVATION,
-            "steps_per_s": round(STEPS / seconds, 2), "agent_actions_per_s": round(actions / seconds),
-            "active_per_step": round(actions / STEPS)}
+    return {
+        "bench": "env_step",
+        "users": n,
+        "api": "batched" if fast else "dict",
+        "activation": ACTIVATION,
+        "steps_per_s": round(STEPS / seconds, 2),
+        "agent_actions_per_s": round(actions / seconds),
+        "active_per_step": round(actions / STEPS),
+    }
 
 
 def main() -> None:

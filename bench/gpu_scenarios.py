@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from oasis_gym.scenarios.effects import effects
 from oasis_gym.scenarios import load_scenario
+from oasis_gym.scenarios.effects import effects
 
 SIZES = {
     "spread": ("twitter_information_spread", {"policy.kind": "llm"}),
@@ -48,8 +48,16 @@ def random_model(out: Path, tiny: bool) -> Path:
     if tiny:
         return out
     cfg = LlamaConfig.from_pretrained(out)
-    cfg.update({"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
-                "num_key_value_heads": 3, "head_dim": 64})
+    cfg.update(
+        {
+            "hidden_size": 576,
+            "intermediate_size": 1536,
+            "num_hidden_layers": 30,
+            "num_attention_heads": 9,
+            "num_key_value_heads": 3,
+            "head_dim": 64,
+        }
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(out)
     return out
@@ -67,7 +75,7 @@ def main(argv: list[str]) -> int:
     unknown = sorted(set(args.which) - set(SIZES))
     if unknown:
         ap.error(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SIZES)}")
-    if args.tiny:   # tiny matmuls: more threads only oversubscribe a CPU
+    if args.tiny:  # tiny matmuls: more threads only oversubscribe a CPU
         import torch
 
         torch.set_num_threads(1)
@@ -88,18 +96,38 @@ def main(argv: list[str]) -> int:
         if args.tiny:
             sets.update({"policy.kind": "hybrid", "policy.core_users": 2})
         backend_opts = {k: v for k, v in (("device", args.device), ("dtype", args.dtype)) if v}
-        sc = load_scenario(name, {**sets, "metrics.enabled": False, "policy.llm.backend": "transformers",
-                                  "policy.llm.model": model or "", "policy.llm.backend_options": backend_opts})
+        sc = load_scenario(
+            name,
+            {
+                **sets,
+                "metrics.enabled": False,
+                "policy.llm.backend": "transformers",
+                "policy.llm.model": model or "",
+                "policy.llm.backend_options": backend_opts,
+            },
+        )
         steps = min(sc.steps, steps_cap) if steps_cap else sc.steps
         t = time.perf_counter()
         f = sc.run(steps=steps, db_path=os.path.join(tmp, f"{name}.db"))
-        print(json.dumps({"bench": "gpu_scenario", "scenario": name, "weights": weights,
-                          "policy": sc.config["policy"]["kind"], "users": f["run"]["users"], "steps": f["run"]["steps"],
-                          "wall_s": round(time.perf_counter() - t, 1), "run_s": f["run"]["run_s"],
-                          "s_per_step": round(f["run"]["run_s"] / max(f["run"]["steps"], 1), 2),
-                          "actions": f["run"]["actions"],
-                          "effects": {k: (None if v != v else round(v, 4)) for k, v in effects(sc.kind, f).items()}},
-                         default=str), flush=True)
+        print(
+            json.dumps(
+                {
+                    "bench": "gpu_scenario",
+                    "scenario": name,
+                    "weights": weights,
+                    "policy": sc.config["policy"]["kind"],
+                    "users": f["run"]["users"],
+                    "steps": f["run"]["steps"],
+                    "wall_s": round(time.perf_counter() - t, 1),
+                    "run_s": f["run"]["run_s"],
+                    "s_per_step": round(f["run"]["run_s"] / max(f["run"]["steps"], 1), 2),
+                    "actions": f["run"]["actions"],
+                    "effects": {k: (None if v != v else round(v, 4)) for k, v in effects(sc.kind, f).items()},
+                },
+                default=str,
+            ),
+            flush=True,
+        )
     return 0
 
 

@@ -53,15 +53,30 @@ def main() -> None:
     again = vb.VLLMBackend(model, max_model_len=args.max_model_len)
     t5 = time.perf_counter()
     again.close()
-    print(json.dumps({
-        "bench": "llm_engine_load", "model": os.path.basename(model.rstrip("/")), "device": backend.device,
-        "vllm": backend.version, "import_s": round(t1 - t0, 1), "engine_s": round(t2 - t1, 1),
-        "first_call_s": round(t3 - t2, 1), "ready_s": round(t3 - t0, 1), "restart_s": round(t5 - t4, 1),
-        "first_call_valid": stats["valid"], "max_model_len": args.max_model_len,
-        "env": {k: os.environ.get(k) for k in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_KVCACHE_SPACE",
-                                               "OMP_NUM_THREADS")},
-        "cpus": os.cpu_count(), "load_avg_1m_before": round(load0, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "llm_engine_load",
+                "model": os.path.basename(model.rstrip("/")),
+                "device": backend.device,
+                "vllm": backend.version,
+                "import_s": round(t1 - t0, 1),
+                "engine_s": round(t2 - t1, 1),
+                "first_call_s": round(t3 - t2, 1),
+                "ready_s": round(t3 - t0, 1),
+                "restart_s": round(t5 - t4, 1),
+                "first_call_valid": stats["valid"],
+                "max_model_len": args.max_model_len,
+                "env": {
+                    k: os.environ.get(k)
+                    for k in ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_KVCACHE_SPACE", "OMP_NUM_THREADS")
+                },
+                "cpus": os.cpu_count(),
+                "load_avg_1m_before": round(load0, 2),
+                "load_avg_1m_after": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

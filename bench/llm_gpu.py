@@ -28,20 +28,49 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 ARCHS = {  # published configs of the real models (dims only; weights are random)
-    "qwen2.5-1.5b": dict(kind="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                         num_attention_heads=12, num_key_value_heads=2, rope_theta=1_000_000.0),
-    "llama-3-8b": dict(kind="llama", vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                       num_attention_heads=32, num_key_value_heads=8, rope_theta=500_000.0),
-    "tiny": dict(kind="llama", hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                 num_attention_heads=2, num_key_value_heads=1, rope_theta=10_000.0),
+    "qwen2.5-1.5b": dict(
+        kind="qwen2",
+        vocab_size=151936,
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        rope_theta=1_000_000.0,
+    ),
+    "llama-3-8b": dict(
+        kind="llama",
+        vocab_size=128256,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        rope_theta=500_000.0,
+    ),
+    "tiny": dict(
+        kind="llama",
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        rope_theta=10_000.0,
+    ),
 }
 
 
 def build_model(arch: str, out: Path, device: str) -> Path:
     import torch
     from llm_fixtures import build_tiny_model
-    from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, \
-        Qwen2ForCausalLM
+    from transformers import (
+        AutoTokenizer,
+        GenerationConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     build_tiny_model(out)  # trains the tokenizer (and a throwaway tiny model) in `out`
     if arch == "tiny":
@@ -53,8 +82,15 @@ def build_model(arch: str, out: Path, device: str) -> Path:
     cls, cfg_cls = (Qwen2ForCausalLM, Qwen2Config) if kind == "qwen2" else (LlamaForCausalLM, LlamaConfig)
     # the real vocabulary size (the LM head is a real share of the compute); our tokenizer
     # uses the first ids, the rest are padding rows the grammar masks out
-    cfg = cfg_cls(max_position_embeddings=8192, eos_token_id=eos, pad_token_id=pad,
-                  bos_token_id=None, tie_word_embeddings=False, torch_dtype="bfloat16", **spec)
+    cfg = cfg_cls(
+        max_position_embeddings=8192,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        bos_token_id=None,
+        tie_word_embeddings=False,
+        torch_dtype="bfloat16",
+        **spec,
+    )
     torch.manual_seed(0)
     with torch.device(device):
         model = cls(cfg).to(torch.bfloat16)
@@ -73,17 +109,18 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
-
-    from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
     from oasis_gym.policies import llm as L
     from oasis_gym.policies.llm.backends.transformers_backend import TransformersBackend
     from oasis_gym.policies.llm.synthetic import synthetic_views
 
+    from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
+
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     t0 = time.perf_counter()
     model_dir = build_model(args.arch, Path(tempfile.mkdtemp(prefix="llm_gpu_")), device)
-    backend = TransformersBackend(model_dir, device=device, dtype="bfloat16" if device == "cuda" else None,
-                                  max_batch_size=args.batch)
+    backend = TransformersBackend(
+        model_dir, device=device, dtype="bfloat16" if device == "cuda" else None, max_batch_size=args.batch
+    )
     core = L.LLMPolicyCore(backend, action_set=TWITTER_DEFAULT_ACTIONS, temperature=0.7, seed=0)
     setup_s = time.perf_counter() - t0
 
@@ -108,22 +145,31 @@ def main() -> None:
         texts = [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts_last]
         t = time.perf_counter()
         for i in range(0, len(texts), args.batch):
-            enc = tok(texts[i:i + args.batch], return_tensors="pt", padding=True).to(model.device)
+            enc = tok(texts[i : i + args.batch], return_tensors="pt", padding=True).to(model.device)
             with torch.no_grad():
                 model.generate(**enc, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
         raw_s = time.perf_counter() - t
     d = max(totals["decisions"], 1)
-    print(json.dumps({
-        "bench": "llm_gpu", "arch": args.arch, "device": device,
-        "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
-        "agents": args.agents, "steps": args.steps, "setup_s": round(setup_s, 1),
-        "decisions_per_s": round(totals["decisions"] / totals["seconds"], 2),
-        "prompt_tokens_per_decision": round(totals["prompt_tokens"] / d, 1),
-        "completion_tokens_per_decision": round(totals["completion_tokens"] / d, 1),
-        "invalid_rate": round((totals["invalid"] + totals["fallback"]) / d, 4),
-        "raw_generate_last_step_s": None if raw_s is None else round(raw_s, 2),
-        "ours_last_step_s_estimate": round(totals["seconds"] / args.steps, 2),
-        "pid": os.getpid()}))
+    print(
+        json.dumps(
+            {
+                "bench": "llm_gpu",
+                "arch": args.arch,
+                "device": device,
+                "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+                "agents": args.agents,
+                "steps": args.steps,
+                "setup_s": round(setup_s, 1),
+                "decisions_per_s": round(totals["decisions"] / totals["seconds"], 2),
+                "prompt_tokens_per_decision": round(totals["prompt_tokens"] / d, 1),
+                "completion_tokens_per_decision": round(totals["completion_tokens"] / d, 1),
+                "invalid_rate": round((totals["invalid"] + totals["fallback"]) / d, 4),
+                "raw_generate_last_step_s": None if raw_s is None else round(raw_s, 2),
+                "ours_last_step_s_estimate": round(totals["seconds"] / args.steps, 2),
+                "pid": os.getpid(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ TOOL_TEMPLATE = (  # ChatML (SmolLM2's format) plus hermes-style tools and tool 
     "You may call one or more functions. Function signatures within <tools></tools>:\n<tools>"
     "{%- for t in tools %}\n{{ t | tojson }}{%- endfor %}\n</tools>\n"
     "For each call return a JSON object within <tool_call></tool_call> tags:\n"
-    "<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+    '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
     "{%- elif messages[0]['role'] == 'system' %}<|im_start|>system\n{{ messages[0]['content'] }}<|im_end|>\n"
     "{%- endif %}"
     "{%- for m in messages %}{%- if not (loop.first and m['role'] == 'system') %}"
@@ -66,8 +66,12 @@ def metrics(url: str) -> dict:
 
     text = httpx.get(url + "/metrics", timeout=10).text
     out = {}
-    for key in ("prompt_tokens_total", "generation_tokens_total", "prefix_cache_hits_total",
-                "prefix_cache_queries_total"):
+    for key in (
+        "prompt_tokens_total",
+        "generation_tokens_total",
+        "prefix_cache_hits_total",
+        "prefix_cache_queries_total",
+    ):
         vals = re.findall(rf"^vllm:{key}\{{[^}}]*\}} ([0-9.e+]+)$", text, re.M)
         out[key] = sum(float(v) for v in vals)
     return out
@@ -82,15 +86,42 @@ class Server:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / "server.log"
-        env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_NUM_OF_RESERVED_CPU="0",
-                   OMP_NUM_THREADS=str(len(os.sched_getaffinity(0))))
+        env = dict(
+            os.environ,
+            HF_HUB_OFFLINE="1",
+            VLLM_CPU_KVCACHE_SPACE="1",
+            VLLM_CPU_NUM_OF_RESERVED_CPU="0",
+            OMP_NUM_THREADS=str(len(os.sched_getaffinity(0))),
+        )
         env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-        cmd = [sys.executable, "-W", "ignore::DeprecationWarning", "-m", "vllm.entrypoints.openai.api_server",
-               "--model", model_dir, "--served-model-name", "smollm2", "--host", "127.0.0.1",
-               "--port", str(self.port), "--max-model-len", "8192", "--enforce-eager",
-               "--no-enable-chunked-prefill", "--distributed-executor-backend", "uni",
-               "--chat-template", str(tpl), "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
-               "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
+        cmd = [
+            sys.executable,
+            "-W",
+            "ignore::DeprecationWarning",
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model_dir,
+            "--served-model-name",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--max-model-len",
+            "8192",
+            "--enforce-eager",
+            "--no-enable-chunked-prefill",
+            "--distributed-executor-backend",
+            "uni",
+            "--chat-template",
+            str(tpl),
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            "hermes",
+            "--structured-outputs-config",
+            '{"backend": "xgrammar", "disable_any_whitespace": true}',
+        ]
         t0 = time.perf_counter()
         with open(self.log, "wb") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -132,9 +163,20 @@ def users_csv(n: int, out: Path) -> Path:
 
 def run_oasis(args, server: Server, profiles: Path, workdir: Path, capped: bool) -> dict:
     before = metrics(server.url)
-    cmd = [args.oasis_python, str(ROOT / "bench" / "oasis_runner.py"), "--url", server.url + "/v1",
-           "--model-dir", args.model_dir, "--profiles", str(profiles), "--steps", str(args.steps),
-           "--db", str(workdir / "oasis.db")] + (["--max-tokens", "440"] if capped else [])
+    cmd = [
+        args.oasis_python,
+        str(ROOT / "bench" / "oasis_runner.py"),
+        "--url",
+        server.url + "/v1",
+        "--model-dir",
+        args.model_dir,
+        "--profiles",
+        str(profiles),
+        "--steps",
+        str(args.steps),
+        "--db",
+        str(workdir / "oasis.db"),
+    ] + (["--max-tokens", "440"] if capped else [])
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=args.timeout)
     if res.returncode != 0:
         raise RuntimeError("OASIS run failed:\n" + res.stderr[-3000:])
@@ -145,15 +187,18 @@ def run_oasis(args, server: Server, profiles: Path, workdir: Path, capped: bool)
 def _server_tokens(before: dict, after: dict, decisions: int) -> dict:
     d = {k: after[k] - before[k] for k in after}
     n = max(1, decisions)
-    return {"prompt_tokens_per_decision": round(d["prompt_tokens_total"] / n, 1),
-            "generated_tokens_per_decision": round(d["generation_tokens_total"] / n, 1),
-            "prefix_cache_hit_rate": round(d["prefix_cache_hits_total"] / max(1, d["prefix_cache_queries_total"]), 3)}
+    return {
+        "prompt_tokens_per_decision": round(d["prompt_tokens_total"] / n, 1),
+        "generated_tokens_per_decision": round(d["generation_tokens_total"] / n, 1),
+        "prefix_cache_hit_rate": round(d["prefix_cache_hits_total"] / max(1, d["prefix_cache_queries_total"]), 3),
+    }
 
 
 def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
     """oasis-gym: all users LLM users, all active every step; one batched call per step."""
     from oasis_gym.envs import twitter_v0
     from oasis_gym.policies.llm_policy import LLMPolicy
+
     from oasis_gym.run import simulate
 
     env = twitter_v0.parallel_env(users=str(profiles), max_cycles=args.steps, activation=1.0)
@@ -173,9 +218,14 @@ def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
     run_s = time.perf_counter() - t0
     env.close()
     n = max(1, totals["decisions"])
-    out = {"decisions": totals["decisions"], "run_s": round(run_s, 1), "valid_actions": totals["valid"],
-           "load_s": round(t_load, 1), "prompt_tokens_per_decision": round(totals["prompt_tokens"] / n, 1),
-           "generated_tokens_per_decision": round(totals["completion_tokens"] / n, 1)}
+    out = {
+        "decisions": totals["decisions"],
+        "run_s": round(run_s, 1),
+        "valid_actions": totals["valid"],
+        "load_s": round(t_load, 1),
+        "prompt_tokens_per_decision": round(totals["prompt_tokens"] / n, 1),
+        "generated_tokens_per_decision": round(totals["completion_tokens"] / n, 1),
+    }
     if totals["cached"]:
         out["prefix_cache_hit_rate"] = round(totals["cached"] / max(1, totals["prompt_tokens"]), 3)
     return out
@@ -211,13 +261,28 @@ def main() -> None:
     systems = [s for s in args.systems.split(",") if s]
     workdir = Path(tempfile.mkdtemp(prefix="llm_vs_oasis_"))
     profiles = users_csv(args.users, workdir / "users.csv")
-    common = {"bench": "llm_vs_oasis", "users": args.users, "steps": args.steps, "model": "SmolLM2-135M-Instruct",
-              "cpus": len(os.sched_getaffinity(0))}
+    common = {
+        "bench": "llm_vs_oasis",
+        "users": args.users,
+        "steps": args.steps,
+        "model": "SmolLM2-135M-Instruct",
+        "cpus": len(os.sched_getaffinity(0)),
+    }
 
     def emit(system: str, res: dict) -> None:
         rate = res["decisions"] / res["run_s"] if res.get("run_s") else 0.0
-        print(json.dumps({**common, "system": system, "decisions_per_s": round(rate, 3), **res,
-                          "load_avg_1m": round(os.getloadavg()[0], 2)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    **common,
+                    "system": system,
+                    "decisions_per_s": round(rate, 3),
+                    **res,
+                    "load_avg_1m": round(os.getloadavg()[0], 2),
+                }
+            ),
+            flush=True,
+        )
 
     served = [s for s in systems if s in ("oasis", "oasis_capped", "endpoint")]
     if served:
@@ -227,8 +292,9 @@ def main() -> None:
                 if s == "endpoint":
                     from oasis_gym.policies.llm.backends.openai_backend import OpenAIBackend
 
-                    be = OpenAIBackend(server.url + "/v1", model="smollm2", structured="structured_outputs",
-                                       request_timeout=600)
+                    be = OpenAIBackend(
+                        server.url + "/v1", model="smollm2", structured="structured_outputs", request_timeout=600
+                    )
                     before = metrics(server.url)
                     res = run_gym(args, profiles, be, 0.0)
                     res.update(_server_tokens(before, metrics(server.url), res["decisions"]))
@@ -239,10 +305,25 @@ def main() -> None:
             server.close()
     for s in systems:
         if s in ("vllm", "transformers"):
-            cmd = [sys.executable, __file__, "--one", s, "--profiles", str(profiles), "--steps", str(args.steps),
-                   "--model-dir", args.model_dir]
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
-                                 env=dict(os.environ, VLLM_CONFIGURE_LOGGING="0"))
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                s,
+                "--profiles",
+                str(profiles),
+                "--steps",
+                str(args.steps),
+                "--model-dir",
+                args.model_dir,
+            ]
+            res = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+                env=dict(os.environ, VLLM_CONFIGURE_LOGGING="0"),
+            )
             if res.returncode != 0:
                 raise RuntimeError(f"{s} run failed:\n" + res.stderr[-3000:])
             emit(s, json.loads(res.stdout.strip().splitlines()[-1]))

@@ -14,9 +14,9 @@ import tempfile
 import time
 
 import numpy as np
-
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
+
 from oasis_gym.population import synthetic
 
 N = int(os.environ.get("BENCH_USERS", 1_000_000))
@@ -26,8 +26,8 @@ STEPS = int(os.environ.get("BENCH_STEPS", 10))
 def main() -> None:
     t0 = time.perf_counter()
     pop = synthetic(N, seed=0)
-    pop.activity[:] = 0.01             # OASIS regular users
-    pop.activity[pop.is_core] = 0.10   # core users
+    pop.activity[:] = 0.01  # OASIS regular users
+    pop.activity[pop.is_core] = 0.10  # core users
     db = os.path.join(tempfile.mkdtemp(), "million.db")
     env = twitter_v0.parallel_env(users=pop, max_cycles=STEPS + 1, db_path=db, recsys="twitter")
     env.reset(seed=0)
@@ -45,11 +45,23 @@ def main() -> None:
     env.close()  # awaits the journal's last step, builds its indexes, checkpoints the WAL
     close = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"bench": "million", "users": N, "steps": STEPS, "setup_s": round(setup, 1),
-                      "median_step_s": round(float(np.median(times[1:] if len(times) > 1 else times)), 3),
-                      "first_step_s": round(times[0], 3), "actions_per_s": round(actions / sum(times)),
-                      "actions_per_step": actions // STEPS, "close_s": round(close, 1), "peak_rss_mb": round(rss),
-                      "db_mb": round(os.path.getsize(db) / 2**20)}))
+    print(
+        json.dumps(
+            {
+                "bench": "million",
+                "users": N,
+                "steps": STEPS,
+                "setup_s": round(setup, 1),
+                "median_step_s": round(float(np.median(times[1:] if len(times) > 1 else times)), 3),
+                "first_step_s": round(times[0], 3),
+                "actions_per_s": round(actions / sum(times)),
+                "actions_per_step": actions // STEPS,
+                "close_s": round(close, 1),
+                "peak_rss_mb": round(rss),
+                "db_mb": round(os.path.getsize(db) / 2**20),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

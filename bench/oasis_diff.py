@@ -38,14 +38,31 @@ import sys
 import tempfile
 from pathlib import Path
 
-KINDS = ["create_post", "repost", "quote_post", "like_post", "unlike_post", "dislike_post", "undo_dislike_post",
-         "create_comment", "like_comment", "unlike_comment", "dislike_comment", "undo_dislike_comment",
-         "follow", "unfollow", "mute", "report_post", "do_nothing"]
+KINDS = [
+    "create_post",
+    "repost",
+    "quote_post",
+    "like_post",
+    "unlike_post",
+    "dislike_post",
+    "undo_dislike_post",
+    "create_comment",
+    "like_comment",
+    "unlike_comment",
+    "dislike_comment",
+    "undo_dislike_comment",
+    "follow",
+    "unfollow",
+    "mute",
+    "report_post",
+    "do_nothing",
+]
 WEIGHTS = [10, 8, 8, 12, 4, 6, 3, 8, 6, 2, 4, 2, 8, 3, 2, 3, 4]
 CREATE_ORDER = {"create_post": 0, "repost": 1, "quote_post": 2, "create_comment": 3}
 
 
 # --------------------------------------------------------------------------- OASIS side (camel-oasis venv)
+
 
 def run_oasis(script_path: str, db_path: str) -> None:
     """Replay the script through OASIS's env. Runs under the camel-oasis interpreter."""
@@ -55,11 +72,10 @@ def run_oasis(script_path: str, db_path: str) -> None:
     os.environ.setdefault("OPENAI_API_KEY", "unused")  # camel builds a default model client; never called
     logging.disable(logging.CRITICAL)
     import oasis
-    from oasis import ActionType, AgentGraph, ManualAction, SocialAgent, UserInfo
-    from oasis.social_platform.channel import Channel
-
     from camel.models import ModelFactory
     from camel.types import ModelPlatformType, ModelType
+    from oasis import ActionType, AgentGraph, ManualAction, SocialAgent, UserInfo
+    from oasis.social_platform.channel import Channel
 
     script = json.loads(Path(script_path).read_text())
     # camel's stub model: no API, no tokenizer download (ManualActions never call a model)
@@ -68,16 +84,23 @@ def run_oasis(script_path: str, db_path: str) -> None:
     async def main() -> None:
         graph = AgentGraph()
         for u in range(script["users"]):
-            graph.add_agent(SocialAgent(agent_id=u, user_info=UserInfo(user_name=f"user{u}", name=f"User {u}",
-                                                                       description=f"bio {u}", profile=None),
-                                      model=stub))
-        platform = oasis.Platform(db_path, channel=Channel(), recsys_type="random", refresh_rec_post_count=2,
-                                  max_rec_post_len=2)
+            graph.add_agent(
+                SocialAgent(
+                    agent_id=u,
+                    user_info=UserInfo(user_name=f"user{u}", name=f"User {u}", description=f"bio {u}", profile=None),
+                    model=stub,
+                )
+            )
+        platform = oasis.Platform(
+            db_path, channel=Channel(), recsys_type="random", refresh_rec_post_count=2, max_rec_post_len=2
+        )
         env = oasis.make(agent_graph=graph, platform=platform, database_path=db_path)
         await env.reset()
         for step in script["steps"]:
-            actions = {env.agent_graph.get_agent(u): ManualAction(action_type=ActionType(kind), action_args=args)
-                       for u, kind, args in step}
+            actions = {
+                env.agent_graph.get_agent(u): ManualAction(action_type=ActionType(kind), action_args=args)
+                for u, kind, args in step
+            }
             await env.step(actions)
         await env.close()
 
@@ -85,6 +108,7 @@ def run_oasis(script_path: str, db_path: str) -> None:
 
 
 # --------------------------------------------------------------------------- our side
+
 
 def make_script(users: int, steps: int, activity: float, seed: int):
     """Generate the script while applying it to our platform (targets come from the state at
@@ -116,8 +140,20 @@ def make_script(users: int, steps: int, activity: float, seed: int):
             if kind in ("follow", "unfollow", "mute") and other == u:
                 skipped["self_follow_or_mute"] = skipped.get("self_follow_or_mute", 0) + 1
                 continue
-            if kind in ("repost", "quote_post", "like_post", "unlike_post", "dislike_post", "undo_dislike_post",
-                        "create_comment", "report_post") and post is None:
+            if (
+                kind
+                in (
+                    "repost",
+                    "quote_post",
+                    "like_post",
+                    "unlike_post",
+                    "dislike_post",
+                    "undo_dislike_post",
+                    "create_comment",
+                    "report_post",
+                )
+                and post is None
+            ):
                 continue
             if kind.endswith("comment") and kind != "create_comment" and comment is None:
                 continue
@@ -147,8 +183,14 @@ def make_script(users: int, steps: int, activity: float, seed: int):
                 target, args = other, {"mutee_id": other}
             elif kind == "create_post":
                 args = {"content": text}
-            rows.append((u, ACTION_BY_NAME[kind], target, text if kind in ("create_post", "quote_post",
-                                                                          "create_comment", "report_post") else None))
+            rows.append(
+                (
+                    u,
+                    ACTION_BY_NAME[kind],
+                    target,
+                    text if kind in ("create_post", "quote_post", "create_comment", "report_post") else None,
+                )
+            )
             oasis_rows.append((u, kind, args))
         # OASIS numbers a step's new posts and comments in the order it runs the actions (the
         # order given), ours by phase (create_post, repost, quote_post, create_comment): give
@@ -196,17 +238,28 @@ def compare(pf, db_path: str) -> dict[str, int]:
         if bad:
             diff[name] = diff.get(name, 0) + bad
 
-    posts = conn.execute("SELECT user_id, original_post_id, num_likes, num_dislikes, num_shares, num_reports,"
-                         " (SELECT COUNT(*) FROM comment c WHERE c.post_id = p.post_id) FROM post p"
-                         " ORDER BY post_id").fetchall()
+    posts = conn.execute(
+        "SELECT user_id, original_post_id, num_likes, num_dislikes, num_shares, num_reports,"
+        " (SELECT COUNT(*) FROM comment c WHERE c.post_id = p.post_id) FROM post p"
+        " ORDER BY post_id"
+    ).fetchall()
     cols = list(zip(*posts)) if posts else [[]] * 7
     add("post.user_id", pf.p_author.a.tolist(), list(cols[0]))
     add("post.original_post_id", [r + 1 if r >= 0 else None for r in pf.p_root.a.tolist()], list(cols[1]))
-    for k, (name, col) in enumerate((("num_likes", pf.p_likes), ("num_dislikes", pf.p_dislikes),
-                                     ("num_shares", pf.p_shares), ("num_reports", pf.p_reports),
-                                     ("num_comments", pf.p_comments)), start=2):
+    for k, (name, col) in enumerate(
+        (
+            ("num_likes", pf.p_likes),
+            ("num_dislikes", pf.p_dislikes),
+            ("num_shares", pf.p_shares),
+            ("num_reports", pf.p_reports),
+            ("num_comments", pf.p_comments),
+        ),
+        start=2,
+    ):
         add(f"post.{name}", col.a.tolist(), list(cols[k]))
-    comments = conn.execute("SELECT post_id, user_id, num_likes, num_dislikes FROM comment ORDER BY comment_id").fetchall()
+    comments = conn.execute(
+        "SELECT post_id, user_id, num_likes, num_dislikes FROM comment ORDER BY comment_id"
+    ).fetchall()
     cols = list(zip(*comments)) if comments else [[]] * 4
     add("comment.post_id", (pf.c_post.a + 1).tolist(), list(cols[0]))
     add("comment.user_id", pf.c_author.a.tolist(), list(cols[1]))
@@ -215,13 +268,15 @@ def compare(pf, db_path: str) -> dict[str, int]:
     users = conn.execute("SELECT num_followers, num_followings FROM user ORDER BY user_id").fetchall()
     add("user.num_followers", pf.u_followers.a.tolist(), [r[0] for r in users])
     add("user.num_followings", pf.u_followings.a.tolist(), [r[1] for r in users])
-    for name, table, a, b, off in (("follow", "follow", "follower_id", "followee_id", 0),
-                                   ("mute", "mute", "muter_id", "mutee_id", 0),
-                                   ("like", '"like"', "user_id", "post_id", 1),
-                                   ("dislike", "dislike", "user_id", "post_id", 1),
-                                   ("comment_like", "comment_like", "user_id", "comment_id", 1),
-                                   ("comment_dislike", "comment_dislike", "user_id", "comment_id", 1),
-                                   ("report", "report", "user_id", "post_id", 1)):
+    for name, table, a, b, off in (
+        ("follow", "follow", "follower_id", "followee_id", 0),
+        ("mute", "mute", "muter_id", "mutee_id", 0),
+        ("like", '"like"', "user_id", "post_id", 1),
+        ("dislike", "dislike", "user_id", "post_id", 1),
+        ("comment_like", "comment_like", "user_id", "comment_id", 1),
+        ("comment_dislike", "comment_dislike", "user_id", "comment_id", 1),
+        ("report", "report", "user_id", "post_id", 1),
+    ):
         x, y = unpack_keys(pf.rel[name].keys())
         ours = set(zip(x.tolist(), (y + off).tolist()))
         theirs = set(conn.execute(f"SELECT {a}, {b} FROM {table}").fetchall())
@@ -249,14 +304,17 @@ def main() -> None:
     work = Path(args.keep or tempfile.mkdtemp(prefix="oasis_diff_"))
     work.mkdir(parents=True, exist_ok=True)
     script, _, skipped = make_script(args.users, args.steps, args.activity, args.seed)
-    (work / "script.json").write_text(json.dumps({"users": args.users,
-                                                  "steps": [s["oasis"] for s in script]}))
+    (work / "script.json").write_text(json.dumps({"users": args.users, "steps": [s["oasis"] for s in script]}))
     db = work / "oasis.db"
     if db.exists():
         db.unlink()
     t0 = time.perf_counter()
-    proc = subprocess.run([args.oasis_python, os.path.abspath(__file__), "--oasis-side", str(work / "script.json"),
-                           str(db)], cwd=work, capture_output=True, text=True)
+    proc = subprocess.run(
+        [args.oasis_python, os.path.abspath(__file__), "--oasis-side", str(work / "script.json"), str(db)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         sys.exit(f"OASIS run failed:\n{proc.stderr[-3000:]}")
     oasis_s = time.perf_counter() - t0
@@ -267,14 +325,28 @@ def main() -> None:
     conn = sqlite3.connect(db)
     oasis_accepted = conn.execute("SELECT COUNT(*) FROM trace WHERE action NOT IN ('sign_up', 'refresh')").fetchone()[0]
     conn.close()
-    print(json.dumps({
-        "bench": "oasis_diff", "users": args.users, "steps": args.steps, "seed": args.seed,
-        "actions": sum(len(s["rows"]) for s in script), "accepted_ours": accepted, "traced_oasis": oasis_accepted,
-        "posts": ours.n_posts, "comments": ours.n_comments,
-        "mismatches": sum(diff.values()), "by_counter": diff,
-        "nested_mismatches": sum(nested_diff.values()), "nested_by_counter": nested_diff,
-        "skipped_deviations": skipped, "oasis_seconds": round(oasis_s, 1), "load": os.getloadavg()[0],
-    }))
+    print(
+        json.dumps(
+            {
+                "bench": "oasis_diff",
+                "users": args.users,
+                "steps": args.steps,
+                "seed": args.seed,
+                "actions": sum(len(s["rows"]) for s in script),
+                "accepted_ours": accepted,
+                "traced_oasis": oasis_accepted,
+                "posts": ours.n_posts,
+                "comments": ours.n_comments,
+                "mismatches": sum(diff.values()),
+                "by_counter": diff,
+                "nested_mismatches": sum(nested_diff.values()),
+                "nested_by_counter": nested_diff,
+                "skipped_deviations": skipped,
+                "oasis_seconds": round(oasis_s, 1),
+                "load": os.getloadavg()[0],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

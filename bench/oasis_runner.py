@@ -33,15 +33,14 @@ def main() -> None:
     ap.add_argument("--temperature", type=float, default=0.7)
     args = ap.parse_args()
 
+    import oasis
     from camel.models import ModelFactory
     from camel.types import ModelPlatformType
     from camel.utils import BaseTokenCounter
-    from tokenizers import Tokenizer
-
-    import oasis
     from oasis import ActionType, LLMAction, generate_twitter_agent_graph
     from oasis.social_platform.channel import Channel
     from oasis.social_platform.platform import Platform
+    from tokenizers import Tokenizer
 
     class LocalTokenCounter(BaseTokenCounter):
         """Counts with the served model's tokenizer.json (no tiktoken download; the tokenizers
@@ -62,19 +61,36 @@ def main() -> None:
     config = {"temperature": args.temperature}
     if args.max_tokens:
         config["max_tokens"] = args.max_tokens
-    model = ModelFactory.create(model_platform=ModelPlatformType.VLLM, model_type=args.served_name,
-                                url=args.url, api_key="EMPTY", model_config_dict=config,
-                                token_counter=LocalTokenCounter(args.model_dir), timeout=600)
-    actions = [ActionType.CREATE_POST, ActionType.LIKE_POST, ActionType.REPOST, ActionType.FOLLOW,
-               ActionType.DO_NOTHING, ActionType.QUOTE_POST]
+    model = ModelFactory.create(
+        model_platform=ModelPlatformType.VLLM,
+        model_type=args.served_name,
+        url=args.url,
+        api_key="EMPTY",
+        model_config_dict=config,
+        token_counter=LocalTokenCounter(args.model_dir),
+        timeout=600,
+    )
+    actions = [
+        ActionType.CREATE_POST,
+        ActionType.LIKE_POST,
+        ActionType.REPOST,
+        ActionType.FOLLOW,
+        ActionType.DO_NOTHING,
+        ActionType.QUOTE_POST,
+    ]
 
     async def run() -> dict:
-        graph = await generate_twitter_agent_graph(profile_path=args.profiles, model=model,
-                                                   available_actions=actions)
+        graph = await generate_twitter_agent_graph(profile_path=args.profiles, model=model, available_actions=actions)
         if os.path.exists(args.db):
             os.remove(args.db)  # our own output file from an earlier run of this bench
-        platform = Platform(db_path=args.db, channel=Channel(), recsys_type="random",
-                            refresh_rec_post_count=2, max_rec_post_len=2, following_post_count=3)
+        platform = Platform(
+            db_path=args.db,
+            channel=Channel(),
+            recsys_type="random",
+            refresh_rec_post_count=2,
+            max_rec_post_len=2,
+            following_post_count=3,
+        )
         env = oasis.make(agent_graph=graph, platform=platform, database_path=args.db)
         await env.reset()
         agents = [a for _, a in env.agent_graph.get_agents()]
@@ -88,11 +104,20 @@ def main() -> None:
     out = asyncio.run(run())
     names = tuple(a.value for a in actions)
     with sqlite3.connect(args.db) as conn:
-        valid = conn.execute(f"SELECT COUNT(*) FROM trace WHERE action IN ({','.join('?' * len(names))})",
-                             names).fetchone()[0]
+        valid = conn.execute(
+            f"SELECT COUNT(*) FROM trace WHERE action IN ({','.join('?' * len(names))})", names
+        ).fetchone()[0]
     decisions = out["agents"] * args.steps
-    print(json.dumps({"decisions": decisions, "run_s": round(out["run_s"], 1), "valid_actions": valid,
-                      "oasis": oasis.__version__}))
+    print(
+        json.dumps(
+            {
+                "decisions": decisions,
+                "run_s": round(out["run_s"], 1),
+                "valid_actions": valid,
+                "oasis": oasis.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

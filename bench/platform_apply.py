@@ -27,9 +27,20 @@ from oasis_gym.population import synthetic
 N_USERS = int(os.environ.get("BENCH_USERS", 100_000))
 N_ACTIONS = int(os.environ.get("BENCH_ACTIONS", 1_000_000))
 STEP = 10_000
-MIX = {A.LIKE_POST: 0.35, A.CREATE_POST: 0.12, A.REPOST: 0.1, A.FOLLOW: 0.12, A.CREATE_COMMENT: 0.08,
-       A.LIKE_COMMENT: 0.08, A.DISLIKE_POST: 0.05, A.UNLIKE_POST: 0.03, A.QUOTE_POST: 0.02,
-       A.UNFOLLOW: 0.02, A.MUTE: 0.01, A.DO_NOTHING: 0.02}
+MIX = {
+    A.LIKE_POST: 0.35,
+    A.CREATE_POST: 0.12,
+    A.REPOST: 0.1,
+    A.FOLLOW: 0.12,
+    A.CREATE_COMMENT: 0.08,
+    A.LIKE_COMMENT: 0.08,
+    A.DISLIKE_POST: 0.05,
+    A.UNLIKE_POST: 0.03,
+    A.QUOTE_POST: 0.02,
+    A.UNFOLLOW: 0.02,
+    A.MUTE: 0.01,
+    A.DO_NOTHING: 0.02,
+}
 
 
 def make_batch(rng: np.random.Generator, pf: Platform) -> ActionBatch:
@@ -91,11 +102,24 @@ def main() -> None:
     t0 = time.perf_counter()
     journal.close()  # builds the query indexes and checkpoints the WAL: once per run, reported apart
     t_close = time.perf_counter() - t0
-    print(json.dumps({"bench": "platform_apply", "users": N_USERS, "actions": done,
-                      "actions_per_s": round(done / total), "apply_s": round(t_apply, 2),
-                      "journal_s": round(t_commit, 2), "batch_gen_s": round(t_batch, 2),
-                      "wall_actions_per_s": round(done / wall), "close_s": round(t_close, 2), "accepted_share": round(ok / done, 3),
-                      "db_mb": round(os.path.getsize(db) / 2**20, 1), "python": sys.version.split()[0]}))
+    print(
+        json.dumps(
+            {
+                "bench": "platform_apply",
+                "users": N_USERS,
+                "actions": done,
+                "actions_per_s": round(done / total),
+                "apply_s": round(t_apply, 2),
+                "journal_s": round(t_commit, 2),
+                "batch_gen_s": round(t_batch, 2),
+                "wall_actions_per_s": round(done / wall),
+                "close_s": round(t_close, 2),
+                "accepted_share": round(ok / done, 3),
+                "db_mb": round(os.path.getsize(db) / 2**20, 1),
+                "python": sys.version.split()[0],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

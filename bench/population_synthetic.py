@@ -26,18 +26,22 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     indeg = pop.in_degree()
     ordinary = indeg[~pop.is_core]
-    print(json.dumps({
-        "n": n,
-        "seconds": round(seconds, 3),
-        "edges": pop.num_edges,
-        "core_users": int(pop.is_core.sum()),
-        "core_edges": int(np.count_nonzero(pop.is_core[pop.follow_dst])),
-        "ordinary_in_degree_mean": round(float(ordinary.mean()), 3),
-        "ordinary_in_degree_max": int(ordinary.max()),
-        "activity_mean": round(float(pop.activity.mean()), 5),
-        "peak_rss_mb": round(peak, 1),
-        "rss_before_mb": round(rss_before, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "n": n,
+                "seconds": round(seconds, 3),
+                "edges": pop.num_edges,
+                "core_users": int(pop.is_core.sum()),
+                "core_edges": int(np.count_nonzero(pop.is_core[pop.follow_dst])),
+                "ordinary_in_degree_mean": round(float(ordinary.mean()), 3),
+                "ordinary_in_degree_max": int(ordinary.max()),
+                "activity_mean": round(float(pop.activity.mean()), 5),
+                "peak_rss_mb": round(peak, 1),
+                "rss_before_mb": round(rss_before, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

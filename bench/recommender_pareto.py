@@ -43,15 +43,26 @@ def grid() -> dict[str, np.ndarray]:
     out = {}
     for align in (1.0, 0.5, 0.0, -0.5):
         for rep in (0.0, -1.0):
-            w = weights(recency=1.0, popularity=0.5, author_fans=0.25, similarity=1.0, in_network=0.5,
-                        alignment=align, reports=rep)
+            w = weights(
+                recency=1.0,
+                popularity=0.5,
+                author_fans=0.25,
+                similarity=1.0,
+                in_network=0.5,
+                alignment=align,
+                reports=rep,
+            )
             W = np.zeros((3, 8), np.float32)
             W[0] = w
             out[f"global a={align:+.1f} r={rep:+.0f}"] = W
-    for slope in (0.5, 1.0):   # per user (W entries are clipped to [-1, 1]): echo chamber for moderates, the other side for extremes
+    for slope in (
+        0.5,
+        1.0,
+    ):  # per user (W entries are clipped to [-1, 1]): echo chamber for moderates, the other side for extremes
         W = np.zeros((3, 8), np.float32)
-        W[0] = weights(recency=1.0, popularity=0.5, author_fans=0.25, similarity=1.0, in_network=0.5,
-                       alignment=0.5, reports=-1.0)
+        W[0] = weights(
+            recency=1.0, popularity=0.5, author_fans=0.25, similarity=1.0, in_network=0.5, alignment=0.5, reports=-1.0
+        )
         W[2, 7] = -slope
         out[f"per-user a=0.5-{slope:.0f}|x| r=-1"] = W
     return out
@@ -70,15 +81,21 @@ def run(env, act, seeds) -> dict:
             done = term or trunc
         for k in COMPONENTS:
             per[k].append(tot[k])
-    return {k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0}
-            for k, v in per.items()}
+    return {
+        k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0} for k, v in per.items()
+    }
 
 
 def pareto_front(eng: np.ndarray, harm: np.ndarray) -> np.ndarray:
     """Indices of the points no other point beats on both (higher engagement, lower harm)."""
-    keep = [i for i in range(len(eng))
-            if not any((eng[j] >= eng[i]) & (harm[j] <= harm[i]) & ((eng[j] > eng[i]) | (harm[j] < harm[i]))
-                       for j in range(len(eng)))]
+    keep = [
+        i
+        for i in range(len(eng))
+        if not any(
+            (eng[j] >= eng[i]) & (harm[j] <= harm[i]) & ((eng[j] > eng[i]) | (harm[j] < harm[i]))
+            for j in range(len(eng))
+        )
+    ]
     return np.array(sorted(keep, key=lambda i: harm[i]), dtype=int)
 
 
@@ -92,7 +109,7 @@ def plot(points: dict, path: Path) -> None:
     eng = np.array([points[n]["engagement"]["mean"] for n in names])
     harm = np.array([points[n]["harm"] for n in names])
     fixed = np.array([not n.startswith("ppo") for n in names])
-    front = np.flatnonzero(fixed)[pareto_front(eng[fixed], harm[fixed])]   # of the fixed rankings
+    front = np.flatnonzero(fixed)[pareto_front(eng[fixed], harm[fixed])]  # of the fixed rankings
     fig, ax = plt.subplots(figsize=(7, 5))
     for i, n in enumerate(names):
         ax.scatter(harm[i], eng[i], marker="*" if n.startswith("ppo") else "o", s=90 if n.startswith("ppo") else 30)
@@ -122,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     env = RecommenderEnv(users=args.users)
     points = {}
     for name, W in grid().items():
-        points[name] = run(env, lambda obs, a=W.reshape(-1): a, seeds)
+        points[name] = run(env, lambda obs, a=W.reshape(-1): a, seeds)  # noqa: B008 (binds this W)
     for path in args.models:
         policy = SB3Policy.load(path, agent="recommender_0")
         points[f"ppo {Path(path).parent.name}"] = run(env, policy.predict, seeds)
@@ -133,11 +150,21 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     plot(points, out / "pareto.png")
     names = list(points)
-    front = pareto_front(np.array([points[n]["engagement"]["mean"] for n in names]),
-                         np.array([points[n]["harm"] for n in names]))
-    print(json.dumps({"bench": "recommender_pareto", "seeds": seeds, "points": points,
-                      "pareto_front": [names[i] for i in front], "png": str(out / "pareto.png"),
-                      "wall_s": time.perf_counter() - start}))
+    front = pareto_front(
+        np.array([points[n]["engagement"]["mean"] for n in names]), np.array([points[n]["harm"] for n in names])
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "recommender_pareto",
+                "seeds": seeds,
+                "points": points,
+                "pareto_front": [names[i] for i in front],
+                "png": str(out / "pareto.png"),
+                "wall_s": time.perf_counter() - start,
+            }
+        )
+    )
     return 0
 
 

@@ -1,7 +1,8 @@
 """Recommender throughput: 1M users, 200k posts, 10k active users per step, every recsys.
 
 The platform is built with the synthetic population generator; posts (30% by the ~200
-core users, 70% by random users) are seeded with `create_posts` over 200 steps of 3 minutes (texts: a topic name plus random words), then
+core users, 70% by random users) are seeded with `create_posts` over 200 steps of 3 minutes
+(texts: a topic name plus random words), then
 vote and report counters are drawn directly into the columns (a bench shortcut: applying
 millions of like actions would only time the platform), a few thousand reposts and mutes
 go through `Platform.apply`. Each recsys is reset (the initial embedding of all posts is
@@ -54,14 +55,14 @@ def build(rng: np.random.Generator) -> tuple[Platform, np.ndarray, float]:
     per_step = N_POSTS // SEED_STEPS
     # 30% of posts by the core users (the influencers), the rest by random users
     n_core = int(np.count_nonzero(pf.u_is_core.a))
-    posters = np.where(rng.random(N_POSTS) < 0.3, rng.integers(0, max(n_core, 1), N_POSTS),
-                       rng.integers(0, N_USERS, N_POSTS))
+    posters = np.where(
+        rng.random(N_POSTS) < 0.3, rng.integers(0, max(n_core, 1), N_POSTS), rng.integers(0, N_USERS, N_POSTS)
+    )
     for s in range(SEED_STEPS):
-        pf.create_posts(posters[s * per_step:(s + 1) * per_step], post_texts(rng, per_step, vocab))
+        pf.create_posts(posters[s * per_step : (s + 1) * per_step], post_texts(rng, per_step, vocab))
         if s % 20 == 19:  # reposts and mutes through the platform's own action path
             n = 500
-            pf.apply(ActionBatch(rng.integers(0, N_USERS, n), np.full(n, A.REPOST),
-                                 rng.integers(0, pf.n_posts, n)))
+            pf.apply(ActionBatch(rng.integers(0, N_USERS, n), np.full(n, A.REPOST), rng.integers(0, pf.n_posts, n)))
             pf.apply(ActionBatch(rng.integers(0, N_USERS, n), np.full(n, A.MUTE), rng.integers(0, N_USERS, n)))
         pf.advance(3)
     n = pf.n_posts
@@ -74,8 +75,14 @@ def build(rng: np.random.Generator) -> tuple[Platform, np.ndarray, float]:
 def main() -> None:
     rng = np.random.default_rng(0)
     pf, vocab, build_s = build(rng)
-    result = {"bench": "recsys", "users": N_USERS, "posts": pf.n_posts, "active": N_ACTIVE, "k": K,
-              "build_s": round(build_s, 1)}
+    result = {
+        "bench": "recsys",
+        "users": N_USERS,
+        "posts": pf.n_posts,
+        "active": N_ACTIVE,
+        "k": K,
+        "build_s": round(build_s, 1),
+    }
     feeds_per_s, feeds_per_cpu_s, update_ms, sim_ms = {}, {}, {}, {}
     new_posts = [post_texts(rng, 1000, vocab) for _ in range(STEPS)]
     for name in RECOMMENDERS:
@@ -103,10 +110,18 @@ def main() -> None:
         sim_ms[name] = round(1000 * t_sim / STEPS, 1)
         del rec
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    result.update({"feeds_per_s": feeds_per_s, "feeds_per_cpu_s": feeds_per_cpu_s,
-                   "update_ms_per_1k_posts": update_ms, "similarity_ms": sim_ms, "cpus": os.cpu_count(),
-                   "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
-                   "load_avg_1min": load, "python": sys.version.split()[0]})
+    result.update(
+        {
+            "feeds_per_s": feeds_per_s,
+            "feeds_per_cpu_s": feeds_per_cpu_s,
+            "update_ms_per_1k_posts": update_ms,
+            "similarity_ms": sim_ms,
+            "cpus": os.cpu_count(),
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+            "load_avg_1min": load,
+            "python": sys.version.split()[0],
+        }
+    )
     print(json.dumps(result))
 
 

@@ -54,7 +54,7 @@ def calibrate() -> None:
     curve, which is also scored: an in-sample fit (see calibrate_heldout)."""
     seeds = range(100, 104)
     results = []
-    for p in (0.2, 0.4, 0.6, 0.8, 1.0):   # plain independent cascade, no attention decay
+    for p in (0.2, 0.4, 0.6, 0.8, 1.0):  # plain independent cascade, no attention decay
         e = spread_nrmse({"policy.abm.cascade_p": p, "policy.abm.cascade_half_life": "none"}, seeds)
         results.append({"cascade_p": p, "half_life": None, "nrmse_scale": round(float(e[:, 0].mean()), 4)})
         print(json.dumps({"bench": "calibrate_spread", **results[-1]}), flush=True)
@@ -73,8 +73,13 @@ def calibrate_heldout(generated: bool = False) -> None:
     grid = {"policy.abm.cascade_p": (0.6, 0.8, 1.0), "policy.abm.cascade_half_life": (15.0, 30.0, 45.0, 60.0, 90.0)}
     over = {"population.follow_graph": "generated"} if generated else {}
     graph = "generated (Price model)" if generated else "file (star)"
-    res = run(grid, range(100, 104), range(0, 10), over,
-              log=lambda row: print(json.dumps({"bench": "calibrate_spread_heldout", "graph": graph, **row}), flush=True))
+    res = run(
+        grid,
+        range(100, 104),
+        range(0, 10),
+        over,
+        log=lambda row: print(json.dumps({"bench": "calibrate_spread_heldout", "graph": graph, **row}), flush=True),
+    )
     res.pop("grid")
     print(json.dumps({"bench": "calibrate_spread_heldout", "graph": graph, **res}), flush=True)
 
@@ -84,8 +89,9 @@ def bench_effects(names: list[str]) -> None:
     from oasis_gym.scenarios.sweep import run_sweep
 
     for name in names:
-        res = run_sweep(name, log=lambda pt, n=name: print(json.dumps({"bench": "effects", "scenario": n, **pt}),
-                                                           flush=True))
+        res = run_sweep(
+            name, log=lambda pt, n=name: print(json.dumps({"bench": "effects", "scenario": n, **pt}), flush=True)
+        )
         print(json.dumps({"bench": "effects_done", "scenario": name, "seeds": res["seeds"]}), flush=True)
 
 
@@ -97,26 +103,46 @@ def bench_spread() -> None:
     sc = load_scenario("twitter_information_spread")
     f = sc.run(db_path=":memory:")
     abm = sc.config["policy"]["abm"]
-    print(json.dumps({
-        "bench": "scenario", "scenario": "twitter_information_spread", "policy": "abm",
-        "params": {"cascade_p": abm["cascade_p"], "cascade_half_life": abm["cascade_half_life"]},
-        "calibrated_on": "scale, minutes 0-60", "held_out": "minutes 60-150 of scale, depth, max_breadth",
-        "eval_seeds": n,
-        "nrmse_mean": dict(zip(("scale", "depth", "max_breadth"), np.round(e.mean(0), 4).tolist())),
-        "nrmse_sd": dict(zip(("scale", "depth", "max_breadth"), np.round(e.std(0), 4).tolist())),
-        "seed0": f["summary"], "seconds_per_run": round(seconds / n, 2),
-        "sim_scale_every_15min": f["sim_curves"]["scale"][::15],
-        "real_scale_every_15min": f["real_curves"]["scale"][::15]}), flush=True)
+    print(
+        json.dumps(
+            {
+                "bench": "scenario",
+                "scenario": "twitter_information_spread",
+                "policy": "abm",
+                "params": {"cascade_p": abm["cascade_p"], "cascade_half_life": abm["cascade_half_life"]},
+                "calibrated_on": "scale, minutes 0-60",
+                "held_out": "minutes 60-150 of scale, depth, max_breadth",
+                "eval_seeds": n,
+                "nrmse_mean": dict(zip(("scale", "depth", "max_breadth"), np.round(e.mean(0), 4).tolist())),
+                "nrmse_sd": dict(zip(("scale", "depth", "max_breadth"), np.round(e.std(0), 4).tolist())),
+                "seed0": f["summary"],
+                "seconds_per_run": round(seconds / n, 2),
+                "sim_scale_every_15min": f["sim_curves"]["scale"][::15],
+                "real_scale_every_15min": f["real_curves"]["scale"][::15],
+            }
+        ),
+        flush=True,
+    )
 
 
 def bench_polarization() -> None:
     t = time.perf_counter()
     f = load_scenario("group_polarization").run()
     s = f["series"]
-    print(json.dumps({"bench": "scenario", "scenario": "group_polarization", "policy": "abm",
-                      "wall_s": round(time.perf_counter() - t, 1), **f["summary"],
-                      "esteban_ray_every_5": [round(v, 3) for v in s["polarization/esteban_ray"][::5]],
-                      "bimodality_every_5": [round(v, 3) for v in s["polarization/bimodality"][::5]]}), flush=True)
+    print(
+        json.dumps(
+            {
+                "bench": "scenario",
+                "scenario": "group_polarization",
+                "policy": "abm",
+                "wall_s": round(time.perf_counter() - t, 1),
+                **f["summary"],
+                "esteban_ray_every_5": [round(v, 3) for v in s["polarization/esteban_ray"][::5]],
+                "bimodality_every_5": [round(v, 3) for v in s["polarization/bimodality"][::5]],
+            }
+        ),
+        flush=True,
+    )
 
 
 def bench_herd() -> None:
@@ -126,44 +152,77 @@ def bench_herd() -> None:
     groups = ("up", "control", "down")
     for n in (int(x) for x in os.environ.get("BENCH_HERD_USERS", "36,3600,10000").split(",")):
         t = time.perf_counter()
-        runs = [load_scenario("reddit_herd_effect", {"users": n, **QUIET}).run(db_path=":memory:", seed=s)
-                for s in seeds]
+        runs = [
+            load_scenario("reddit_herd_effect", {"users": n, **QUIET}).run(db_path=":memory:", seed=s) for s in seeds
+        ]
         score = np.array([[f["final_mean_score"][g] for g in groups] for f in runs])
         share = np.array([[f["up_vote_share"][g] for g in groups] for f in runs])
         votes = np.array([[f["votes_per_comment"][g] for g in groups] for f in runs])
         m = score.mean(0)
         first = runs[0]
-        print(json.dumps({
-            "bench": "scenario", "scenario": "reddit_herd_effect", "users": n, "policy": "abm", "seeds": len(runs),
-            "wall_s_per_run": round((time.perf_counter() - t) / len(runs), 2),
-            "final_mean_score_mean": dict(zip(groups, np.round(m, 3).tolist())),
-            "final_mean_score_sd": dict(zip(groups, np.round(score.std(0), 3).tolist())),
-            "ordered_mean": bool(m[0] > m[1] > m[2]), "ordered_runs": int(sum(f["ordered"] for f in runs)),
-            "up_vote_share_mean": dict(zip(groups, np.round(np.nanmean(share, 0), 3).tolist())),
-            "votes_per_comment_mean": dict(zip(groups, np.round(votes.mean(0), 2).tolist())),
-            "votes_per_comment_sd": dict(zip(groups, np.round(votes.std(0), 2).tolist())),
-            "seed0_mean_score_every_5_steps": {g: [round(v, 3) for v in first["series"][g][::5]] for g in groups}}),
-            flush=True)
+        print(
+            json.dumps(
+                {
+                    "bench": "scenario",
+                    "scenario": "reddit_herd_effect",
+                    "users": n,
+                    "policy": "abm",
+                    "seeds": len(runs),
+                    "wall_s_per_run": round((time.perf_counter() - t) / len(runs), 2),
+                    "final_mean_score_mean": dict(zip(groups, np.round(m, 3).tolist())),
+                    "final_mean_score_sd": dict(zip(groups, np.round(score.std(0), 3).tolist())),
+                    "ordered_mean": bool(m[0] > m[1] > m[2]),
+                    "ordered_runs": int(sum(f["ordered"] for f in runs)),
+                    "up_vote_share_mean": dict(zip(groups, np.round(np.nanmean(share, 0), 3).tolist())),
+                    "votes_per_comment_mean": dict(zip(groups, np.round(votes.mean(0), 2).tolist())),
+                    "votes_per_comment_sd": dict(zip(groups, np.round(votes.std(0), 2).tolist())),
+                    "seed0_mean_score_every_5_steps": {
+                        g: [round(v, 3) for v in first["series"][g][::5]] for g in groups
+                    },
+                }
+            ),
+            flush=True,
+        )
 
 
 def bench_misinfo() -> None:
     for n in (int(x) for x in os.environ.get("BENCH_MISINFO_USERS", "100000,1000000").split(",")):
         t = time.perf_counter()
         sc = load_scenario("misinformation_1m", {"users": n})
-        with tempfile.TemporaryDirectory() as tmp:   # the journal of a 1M run is ~1.6 GB
+        with tempfile.TemporaryDirectory() as tmp:  # the journal of a 1M run is ~1.6 GB
             f = sc.run(db_path=os.path.join(tmp, "misinfo.db"))
         wall = time.perf_counter() - t
         s = f["series"]
-        pick = lambda k: [int(v) for v in s[k][::10]] + [int(s[k][-1])]  # noqa: E731
-        print(json.dumps({
-            "bench": "scenario", "scenario": "misinformation_1m", "users": n, "policy": "abm",
-            "wall_s": round(wall, 1), "setup_s": f["run"]["setup_s"], "run_s": f["run"]["run_s"],
-            "s_per_step": round(f["run"]["run_s"] / max(f["run"]["steps"], 1), 2), "steps": f["run"]["steps"],
-            "actions": f["run"]["actions"], "peak_rss_mb": _rss_mb(), **f["summary"],
-            "rumour_post_share_final": round(s["misinfo/rumour_post_share"][-1], 3),
-            "every_10_steps": {k.split("/")[1]: pick(k) for k in ("misinfo/news_posts", "misinfo/rumour_posts",
-                                                                  "misinfo/news_reach", "misinfo/rumour_reach")}}),
-              flush=True)
+        pick = lambda k, s=s: [int(v) for v in s[k][::10]] + [int(s[k][-1])]  # noqa: E731
+        print(
+            json.dumps(
+                {
+                    "bench": "scenario",
+                    "scenario": "misinformation_1m",
+                    "users": n,
+                    "policy": "abm",
+                    "wall_s": round(wall, 1),
+                    "setup_s": f["run"]["setup_s"],
+                    "run_s": f["run"]["run_s"],
+                    "s_per_step": round(f["run"]["run_s"] / max(f["run"]["steps"], 1), 2),
+                    "steps": f["run"]["steps"],
+                    "actions": f["run"]["actions"],
+                    "peak_rss_mb": _rss_mb(),
+                    **f["summary"],
+                    "rumour_post_share_final": round(s["misinfo/rumour_post_share"][-1], 3),
+                    "every_10_steps": {
+                        k.split("/")[1]: pick(k)
+                        for k in (
+                            "misinfo/news_posts",
+                            "misinfo/rumour_posts",
+                            "misinfo/news_reach",
+                            "misinfo/rumour_reach",
+                        )
+                    },
+                }
+            ),
+            flush=True,
+        )
 
 
 BENCHES = {"spread": bench_spread, "polarization": bench_polarization, "herd": bench_herd, "misinfo": bench_misinfo}
@@ -178,8 +237,9 @@ def main(argv: list[str]) -> None:
         return
     if "--effects" in argv:
         names = [a for a in argv if not a.startswith("-")]
-        bench_effects(names or ["group_polarization", "reddit_herd_effect", "misinformation_1m",
-                                "twitter_information_spread"])
+        bench_effects(
+            names or ["group_polarization", "reddit_herd_effect", "misinformation_1m", "twitter_information_spread"]
+        )
         return
     for name in [a for a in argv if not a.startswith("-")] or list(BENCHES):
         BENCHES[name]()

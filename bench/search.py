@@ -11,7 +11,8 @@ Prints ONE JSON line. Two corpora of --posts posts by --users users:
   matches ~1/12 of all posts, the worst case.
 
 For each: the one-off index build (the first query), --searches searches by random viewers
-(index warm; wall and process CPU seconds: the CPU figure is the one to read on a shared machine), and the brute-force scan the index replaced, timed on a few searches and
+(index warm; wall and process CPU seconds: the CPU figure is the one to read on a shared
+machine), and the brute-force scan the index replaced, timed on a few searches and
 scaled to --searches. Plus --searches user searches over the users' bios.
 
     python bench/search.py [--posts 1000000] [--users 10000] [--searches 1000] [--brute 3]
@@ -39,16 +40,31 @@ try:
 except ImportError:  # not installed yet: import the source folder directly
     from policies.abm_dynamics import template_text
 
-TOPICS = ("economy", "climate", "election", "health", "technology", "sports", "music", "science",
-          "education", "travel", "food", "business")
+TOPICS = (
+    "economy",
+    "climate",
+    "election",
+    "health",
+    "technology",
+    "sports",
+    "music",
+    "science",
+    "education",
+    "travel",
+    "food",
+    "business",
+)
 
 
 def brute_search_posts(pf: Platform, viewer: int, query: str, k: int = 10) -> np.ndarray:
     """The scan the index replaced (one Python test per post)."""
     words = [w for w in str(query).lower().split() if w]
     lo = max(0, pf.n_posts - pf.config.search_scan_limit)
-    hits = [p for p in range(lo, pf.n_posts)
-            if pf.p_kind.a[p] != REPOST and all(w in pf._post_text(p).lower() for w in words)]
+    hits = [
+        p
+        for p in range(lo, pf.n_posts)
+        if pf.p_kind.a[p] != REPOST and all(w in pf._post_text(p).lower() for w in words)
+    ]
     cand = np.asarray(hits, dtype=np.int64)
     cand = cand[pf.visible_posts_mask(viewer, cand)]
     score = pf.p_likes.a[cand] + pf.p_shares.a[cand] + pf.p_comments.a[cand] - pf.p_dislikes.a[cand]
@@ -70,8 +86,9 @@ def build(kind: str, n_posts: int, n_users: int, rng: np.random.Generator) -> tu
         weights /= weights.sum()
         words = zipf_words(rng, vocab, weights, n_posts * 12).reshape(n_posts, 12)
         texts = [" ".join(row) for row in words.tolist()]
-        queries = [" ".join(vocab[rng.integers(100, len(vocab), int(rng.integers(1, 3)))].tolist())
-                   for _ in range(4096)]
+        queries = [
+            " ".join(vocab[rng.integers(100, len(vocab), int(rng.integers(1, 3)))].tolist()) for _ in range(4096)
+        ]
     else:
         stance = rng.uniform(-1, 1, n_posts)
         topic = rng.integers(0, len(TOPICS), n_posts)
@@ -83,7 +100,7 @@ def build(kind: str, n_posts: int, n_users: int, rng: np.random.Generator) -> tu
         queries = [TOPICS[int(i)] for i in rng.integers(0, len(TOPICS), 4096)]
     authors = rng.integers(0, n_users, n_posts)
     for lo in range(0, n_posts, 100_000):  # in batches, as steps create them
-        pf.create_posts(authors[lo:lo + 100_000], texts[lo:lo + 100_000])
+        pf.create_posts(authors[lo : lo + 100_000], texts[lo : lo + 100_000])
     pf.p_likes.a[:] = rng.poisson(2.0, n_posts)
     return pf, queries
 
@@ -110,13 +127,18 @@ def run(kind: str, args, rng: np.random.Generator) -> dict:
         ref = brute_search_posts(pf, int(viewers[i]), queries[i % len(queries)])
         assert ref.tolist() == pf.search_posts(int(viewers[i]), queries[i % len(queries)]).tolist()
     t_brute = (time.perf_counter() - t0) / max(1, args.brute)
-    return {"make_posts_s": round(t_make, 2), "index_build_s": round(t_build, 2),
-            "index_build_cpu_s": round(c_build, 2),
-            "searches_s": round(t_search, 3), "searches_cpu_s": round(c_search, 3),
-            "per_search_ms": round(1e3 * t_search / args.searches, 3),
-            "mean_matches": round(float(np.mean(sizes)), 1), "results_returned": hits,
-            "brute_per_search_s": round(t_brute, 3),
-            "brute_searches_s_scaled": round(t_brute * args.searches, 1)}
+    return {
+        "make_posts_s": round(t_make, 2),
+        "index_build_s": round(t_build, 2),
+        "index_build_cpu_s": round(c_build, 2),
+        "searches_s": round(t_search, 3),
+        "searches_cpu_s": round(c_search, 3),
+        "per_search_ms": round(1e3 * t_search / args.searches, 3),
+        "mean_matches": round(float(np.mean(sizes)), 1),
+        "results_returned": hits,
+        "brute_per_search_s": round(t_brute, 3),
+        "brute_searches_s_scaled": round(t_brute * args.searches, 1),
+    }
 
 
 def run_users(args, rng: np.random.Generator) -> dict:
@@ -127,11 +149,15 @@ def run_users(args, rng: np.random.Generator) -> dict:
     pf.search_users(0, "economy")
     t_build = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
-    for i, q in enumerate(queries):
+    for q in queries:
         pf.search_users(int(rng.integers(0, pf.n_users)), q)
     t_search, c_search = time.perf_counter() - t0, time.process_time() - c0
-    return {"users": pf.n_users, "index_build_s": round(t_build, 2), "searches_s": round(t_search, 3),
-            "searches_cpu_s": round(c_search, 3)}
+    return {
+        "users": pf.n_users,
+        "index_build_s": round(t_build, 2),
+        "searches_s": round(t_search, 3),
+        "searches_cpu_s": round(c_search, 3),
+    }
 
 
 def main() -> None:
@@ -143,10 +169,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
-    out = {"bench": "search", "posts": args.posts, "searches": args.searches,
-           "zipf": run("zipf", args, rng), "templates": run("templates", args, rng),
-           "search_users": run_users(args, rng),
-           "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2), "python": platform.python_version()}
+    out = {
+        "bench": "search",
+        "posts": args.posts,
+        "searches": args.searches,
+        "zipf": run("zipf", args, rng),
+        "templates": run("templates", args, rng),
+        "search_users": run_users(args, rng),
+        "cpus": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "python": platform.python_version(),
+    }
     print(json.dumps(out))
 
 

@@ -13,7 +13,6 @@ import tempfile
 import time
 
 import numpy as np
-
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 
@@ -27,8 +26,9 @@ def main() -> None:
     n = int(os.environ.get("BENCH_USERS", 100_000))
     steps = int(os.environ.get("BENCH_STEPS", 200))
     db = os.path.join(tempfile.mkdtemp(), "soak.db")
-    env = twitter_v0.parallel_env(users=n, activation=float(os.environ.get("BENCH_ACTIVATION", 0.01)),
-                                  max_cycles=steps, db_path=db)
+    env = twitter_v0.parallel_env(
+        users=n, activation=float(os.environ.get("BENCH_ACTIVATION", 0.01)), max_cycles=steps, db_path=db
+    )
     env.reset(seed=0)
     policy = ABMPolicy()
     policy.reset(env, np.arange(n), 0)
@@ -39,19 +39,36 @@ def main() -> None:
         if step % 20 == 0:
             pf = env.sim.platform
             now = time.perf_counter()
-            row = {"bench": "soak", "step": step, "rss_mb": round(rss_mb(), 1),
-                   "steps_per_s": round(20 / (now - t_block), 2), "posts": pf.n_posts, "comments": pf.n_comments,
-                   "likes": len(pf.rel["like"]), "follows": len(pf.rel["follow"]),
-                   "db_mb": round(os.path.getsize(db) / 2**20, 1)}
+            row = {
+                "bench": "soak",
+                "step": step,
+                "rss_mb": round(rss_mb(), 1),
+                "steps_per_s": round(20 / (now - t_block), 2),
+                "posts": pf.n_posts,
+                "comments": pf.n_comments,
+                "likes": len(pf.rel["like"]),
+                "follows": len(pf.rel["follow"]),
+                "db_mb": round(os.path.getsize(db) / 2**20, 1),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
             t_block = now
     env.close()
     growth = rows[-1]["rss_mb"] - rows[0]["rss_mb"]
-    print(json.dumps({"bench": "soak_summary", "users": n, "steps": steps, "rss_first_mb": rows[0]["rss_mb"],
-                      "rss_last_mb": rows[-1]["rss_mb"], "rss_growth_mb": round(growth, 1),
-                      "posts_added": rows[-1]["posts"] - rows[0]["posts"],
-                      "mean_steps_per_s": round(float(np.mean([r["steps_per_s"] for r in rows])), 2)}))
+    print(
+        json.dumps(
+            {
+                "bench": "soak_summary",
+                "users": n,
+                "steps": steps,
+                "rss_first_mb": rows[0]["rss_mb"],
+                "rss_last_mb": rows[-1]["rss_mb"],
+                "rss_growth_mb": round(growth, 1),
+                "posts_added": rows[-1]["posts"] - rows[0]["posts"],
+                "mean_steps_per_s": round(float(np.mean([r["steps_per_s"] for r in rows])), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

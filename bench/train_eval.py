@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")   # before numpy: one BLAS thread per process
+    os.environ.setdefault(_var, "1")  # before numpy: one BLAS thread per process
 
 
 def _train_args(module, kind: str, args):
@@ -48,9 +48,12 @@ def _train_args(module, kind: str, args):
 def _sets(res: dict, keys: tuple[str, ...]) -> dict:
     out = {}
     for name, s in res["eval_sets"].items():
-        out[name] = {"population_seed": s["population_seed"], "seeds": s["seeds"],
-                     "mean_std": {c: {k: [v[k]["mean"], v[k]["std"]] for k in keys} for c, v in s["candidates"].items()},
-                     "ppo_paired_return": {b: v["return"] for b, v in s["ppo_vs"].items()}}
+        out[name] = {
+            "population_seed": s["population_seed"],
+            "seeds": s["seeds"],
+            "mean_std": {c: {k: [v[k]["mean"], v[k]["std"]] for k in keys} for c, v in s["candidates"].items()},
+            "ppo_paired_return": {b: v["return"] for b, v in s["ppo_vs"].items()},
+        }
         if "oracle_beaten" in s:
             out[name]["oracle_beaten"] = s["oracle_beaten"]
     return out
@@ -62,8 +65,11 @@ def run_recommender(args) -> dict:
     res = recommender.train(_train_args(recommender, "recommender", args))
     print("\n\n".join(res["tables"]), file=sys.stderr)
     train = {k: v for k, v in res["train"].items() if k != "learning_curve"}
-    return {"sets": _sets(res, ("return", "engagement_rate", "misinfo_share")), "train": train,
-            "learning_curve_png": res["learning_curve_png"]}
+    return {
+        "sets": _sets(res, ("return", "engagement_rate", "misinfo_share")),
+        "train": train,
+        "learning_curve_png": res["learning_curve_png"],
+    }
 
 
 def run_moderator(args) -> dict:
@@ -72,8 +78,11 @@ def run_moderator(args) -> dict:
     res = moderator.train(_train_args(moderator, "moderator", args))
     print("\n\n".join(res["tables"]), file=sys.stderr)
     train = {k: v for k, v in res["train"].items() if k != "learning_curve"}
-    return {"sets": _sets(res, ("return", "exposure_cut", "true_actioned_share", "misinfo_actioned_share")),
-            "train": train, "learning_curve_png": res["learning_curve_png"]}
+    return {
+        "sets": _sets(res, ("return", "exposure_cut", "true_actioned_share", "misinfo_actioned_share")),
+        "train": train,
+        "learning_curve_png": res["learning_curve_png"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,9 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="runs/bench_train_eval")
     args = p.parse_args(argv)
     start = time.perf_counter()
-    out: dict = {"bench": "train_eval", "scenario": "misinfo_stream", "users": args.users or 1000,
-                 "n_envs": args.n_envs, "time_limit_s": args.time_limit, "eval_seeds": args.eval_seeds,
-                 "cpus": os.cpu_count(), "load_before": os.getloadavg()}
+    out: dict = {
+        "bench": "train_eval",
+        "scenario": "misinfo_stream",
+        "users": args.users or 1000,
+        "n_envs": args.n_envs,
+        "time_limit_s": args.time_limit,
+        "eval_seeds": args.eval_seeds,
+        "cpus": os.cpu_count(),
+        "load_before": os.getloadavg(),
+    }
     if "recommender" in args.agents:
         out["recommender"] = run_recommender(args)
     if "moderator" in args.agents:

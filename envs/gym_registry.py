@@ -22,13 +22,13 @@ import numpy as np
 
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
 
-PlatformRule = Callable[[Any], np.ndarray]   # rule(sim) -> platform agent action
-TRAIN_SEED_MIN = 2**20                       # unseeded resets draw episode seeds >= this
+PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
+TRAIN_SEED_MIN = 2**20  # unseeded resets draw episode seeds >= this
 # registered TimeLimit: the misinfo_stream scenario's episode length. With a longer
 # max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N) (gymnasium's
 # TimeLimit would otherwise end the episode at 50)
 MAX_EPISODE_STEPS = 50
-UserPolicyFactory = Callable[[Any], Any]     # factory(env: SocialMediaEnv) -> Policy
+UserPolicyFactory = Callable[[Any], Any]  # factory(env: SocialMediaEnv) -> Policy
 
 
 class PlatformAgentEnv(gym.Env):
@@ -37,16 +37,32 @@ class PlatformAgentEnv(gym.Env):
     agent: str = ""
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
 
-    def __init__(self, users=None, *, scenario="misinfo_stream", user_policy: UserPolicyFactory | None = None,
-                 agent_params: dict | None = None, max_cycles: int | None = None, render_mode: str | None = None,
-                 population_seed: int = 0, **env_kwargs: Any):
+    def __init__(
+        self,
+        users=None,
+        *,
+        scenario="misinfo_stream",
+        user_policy: UserPolicyFactory | None = None,
+        agent_params: dict | None = None,
+        max_cycles: int | None = None,
+        render_mode: str | None = None,
+        population_seed: int = 0,
+        **env_kwargs: Any,
+    ):
         from .platform_scenarios import make_scenario
 
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
-        self._init_kwargs = dict(users=users, scenario=scenario, user_policy=user_policy, agent_params=agent_params,
-                                 max_cycles=max_cycles, render_mode=render_mode, population_seed=population_seed,
-                                 **env_kwargs)
+        self._init_kwargs = dict(
+            users=users,
+            scenario=scenario,
+            user_policy=user_policy,
+            agent_params=agent_params,
+            max_cycles=max_cycles,
+            render_mode=render_mode,
+            population_seed=population_seed,
+            **env_kwargs,
+        )
         self.render_mode = render_mode
         self.scenario = make_scenario(scenario)
         base = self.scenario.env_kwargs() if self.scenario is not None else {"users": 100, "max_cycles": 50}
@@ -111,8 +127,9 @@ class PlatformAgentEnv(gym.Env):
             params[key] = {**params.get(key, {}), **value}
         agent_key = self.agent.split("_")[0]
         params[agent_key] = {**params.get(agent_key, {}), **self.agent_params}
-        self._env = SocialMediaEnv(self._population, setup=setup, platform_agent_params=params,
-                                   **{**kw, **self._agent_config()})
+        self._env = SocialMediaEnv(
+            self._population, setup=setup, platform_agent_params=params, **{**kw, **self._agent_config()}
+        )
 
     def _make_users(self):
         """The user policy, made once the first episode's platform exists (so a factory may
@@ -129,8 +146,7 @@ class PlatformAgentEnv(gym.Env):
         # an explicit seed reproduces the episode; otherwise the next episode's seed comes from
         # the env's generator (seeded by the last explicit seed), drawn at or above
         # TRAIN_SEED_MIN so training episodes never replay an evaluation seed (< TRAIN_SEED_MIN)
-        episode_seed = (int(seed) if seed is not None
-                        else int(self.np_random.integers(TRAIN_SEED_MIN, 2**31 - 1)))
+        episode_seed = int(seed) if seed is not None else int(self.np_random.integers(TRAIN_SEED_MIN, 2**31 - 1))
         if hasattr(env.sim.recsys, "set_weights"):
             # the agent-controlled recsys keeps the last episode's weights across resets;
             # start every episode from the same ranking so reset(seed) is reproducible
@@ -182,17 +198,21 @@ class PlatformAgentEnv(gym.Env):
         from oasis_gym.platform_agents import esteban_ray
 
         ok = out.results == 0
-        engaged = int(np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT,
-                                                 A.LIKE_COMMENT]).sum())
+        engaged = int(
+            np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.LIKE_COMMENT]).sum()
+        )
         op = sim.platform.u_opinion.a
         served = _served(served_stats)
         return {
-            "impressions": served["impressions"], "misinfo_impressions": served["misinfo_impressions"],
-            "misinfo_share": served["misinfo_share"], "cross_cutting_share": served["cross_cutting_share"],
+            "impressions": served["impressions"],
+            "misinfo_impressions": served["misinfo_impressions"],
+            "misinfo_share": served["misinfo_share"],
+            "cross_cutting_share": served["cross_cutting_share"],
             "engagements": engaged,
             "engagement_rate": engaged / served["impressions"] if served["impressions"] else 0.0,
             "reports": int((out.actions[ok] == A.REPORT_POST).sum()),
-            "opinion_std": float(op.std()), "esteban_ray": esteban_ray(op),
+            "opinion_std": float(op.std()),
+            "esteban_ray": esteban_ray(op),
             "moderation": _moderated_since(sim, before),
             "active_users": len(out.users),
         }
@@ -233,8 +253,12 @@ def _abm_users(env):
 
 def _served(stats: tuple[float, float, int]) -> dict:
     misinfo, cross, n = stats
-    return {"impressions": n, "misinfo_impressions": int(round(misinfo * n)), "misinfo_share": misinfo,
-            "cross_cutting_share": cross}
+    return {
+        "impressions": n,
+        "misinfo_impressions": int(round(misinfo * n)),
+        "misinfo_share": misinfo,
+        "cross_cutting_share": cross,
+    }
 
 
 def _moderation_counts(sim) -> tuple[np.ndarray, int]:
@@ -251,8 +275,12 @@ def _moderated_since(sim, before: tuple[np.ndarray, int]) -> dict:
     pf = sim.platform
     now = pf.p_status.a[: len(status)]
     changed = now != status
-    return {"label": int((changed & (now == LABELLED)).sum()), "downrank": int((changed & (now == DOWNRANKED)).sum()),
-            "remove": int((changed & (now == REMOVED)).sum()), "suspend": int(pf.u_suspended.a.sum()) - suspended}
+    return {
+        "label": int((changed & (now == LABELLED)).sum()),
+        "downrank": int((changed & (now == DOWNRANKED)).sum()),
+        "remove": int((changed & (now == REMOVED)).sum()),
+        "suspend": int(pf.u_suspended.a.sum()) - suspended,
+    }
 
 
 class _EpisodeStats:
@@ -273,11 +301,15 @@ class _EpisodeStats:
         self.engagements += info["engagements"]
 
     def summary(self, sim) -> dict:
-        return {"return": self.ret, "steps": self.steps, "impressions": self.impressions,
-                "misinfo_impressions": self.misinfo_impressions,
-                "misinfo_share": self.misinfo_impressions / max(self.impressions, 1),
-                "engagement_rate": self.engagements / max(self.impressions, 1),
-                **moderation_outcome(sim)}
+        return {
+            "return": self.ret,
+            "steps": self.steps,
+            "impressions": self.impressions,
+            "misinfo_impressions": self.misinfo_impressions,
+            "misinfo_share": self.misinfo_impressions / max(self.impressions, 1),
+            "engagement_rate": self.engagements / max(self.impressions, 1),
+            **moderation_outcome(sim),
+        }
 
 
 def moderation_outcome(sim) -> dict:
@@ -294,17 +326,26 @@ def moderation_outcome(sim) -> dict:
         sel = sel & original
         return float(acted[sel].mean()) if sel.any() else 0.0
 
-    return {"misinfo_actioned_share": share(label == MISINFO_LABEL), "true_actioned_share": share(label == TRUE_LABEL),
-            "non_misinfo_actioned_share": share(label != MISINFO_LABEL),
-            "posts_actioned": int((acted & original).sum())}
+    return {
+        "misinfo_actioned_share": share(label == MISINFO_LABEL),
+        "true_actioned_share": share(label == TRUE_LABEL),
+        "non_misinfo_actioned_share": share(label != MISINFO_LABEL),
+        "posts_actioned": int((acted & original).sum()),
+    }
 
 
 def register_gym_envs() -> None:
     """Register `oasis_gym/Recommender-v0` and `oasis_gym/Moderator-v0` with Gymnasium
     (string entry points: nothing is imported until an env is made). Idempotent."""
-    for name, module, cls in (("Recommender-v0", "recommender_v0", "RecommenderEnv"),
-                              ("Moderator-v0", "moderator_v0", "ModeratorEnv")):
+    for name, module, cls in (
+        ("Recommender-v0", "recommender_v0", "RecommenderEnv"),
+        ("Moderator-v0", "moderator_v0", "ModeratorEnv"),
+    ):
         env_id = f"oasis_gym/{name}"
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=f"oasis_gym.envs.{module}:{cls}", disable_env_checker=False,
-                         max_episode_steps=MAX_EPISODE_STEPS)
+            gym.register(
+                id=env_id,
+                entry_point=f"oasis_gym.envs.{module}:{cls}",
+                disable_env_checker=False,
+                max_episode_steps=MAX_EPISODE_STEPS,
+            )

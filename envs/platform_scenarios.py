@@ -18,7 +18,8 @@ News sources:
   suspending repeat offenders effective.
 At reset `initial_true` + `initial_misinfo` source posts are seeded; then, after every
 step, Poisson(`stream_rate`) new source posts appear, each misinformation with probability
-`misinfo_fraction`; suspended source accounts post nothing. Texts are the ABM's stance templates about `topic`, prefixed with
+`misinfo_fraction`; suspended source accounts post nothing. Texts are the ABM's stance
+templates about `topic`, prefixed with
 "Breaking:" (readable by LLM users; the stance is stored as data). Reposts and quotes of a
 labelled post inherit its label, so exposure counts every copy.
 
@@ -58,13 +59,21 @@ from typing import Any
 
 import numpy as np
 
-from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS, ActionType as A
+from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
+from oasis_gym.actions import ActionType as A
 from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
 __all__ = [
-    "MisinfoScenario", "ReportingUsers", "NoModeration", "ReportThresholdModerator", "OracleModerator",
-    "FixedWeights", "SCENARIOS", "make_scenario", "default_user_policy",
+    "MisinfoScenario",
+    "ReportingUsers",
+    "NoModeration",
+    "ReportThresholdModerator",
+    "OracleModerator",
+    "FixedWeights",
+    "SCENARIOS",
+    "make_scenario",
+    "default_user_policy",
 ]
 
 
@@ -83,8 +92,9 @@ class ReportingUsers:
 
     name = "reporting"
 
-    def __init__(self, base, misinfo_report_rate: float = 0.3, true_report_rate: float = 0.01,
-                 reason: str = "misleading"):
+    def __init__(
+        self, base, misinfo_report_rate: float = 0.3, true_report_rate: float = 0.01, reason: str = "misleading"
+    ):
         self.base = base
         self.misinfo_report_rate = misinfo_report_rate
         self.true_report_rate = true_report_rate
@@ -165,8 +175,9 @@ def default_user_policy(env=None) -> ReportingUsers:
 class _Stream:
     """Per-simulation step hook creating the scenario's source posts after each step."""
 
-    def __init__(self, scenario: "MisinfoScenario", rng: np.random.Generator, outlets: np.ndarray,
-                 misinfo_accounts: np.ndarray):
+    def __init__(
+        self, scenario: MisinfoScenario, rng: np.random.Generator, outlets: np.ndarray, misinfo_accounts: np.ndarray
+    ):
         self.scenario, self.rng = scenario, rng
         self.outlets, self.misinfo_accounts = outlets, misinfo_accounts
 
@@ -176,14 +187,17 @@ class _Stream:
         sc, rng, pf = self.scenario, self.rng, sim.platform
         outlets = self.outlets[~pf.u_suspended.a[self.outlets]]
         spreaders = self.misinfo_accounts[~pf.u_suspended.a[self.misinfo_accounts]]
-        n_true = n_true if len(outlets) else 0        # suspended accounts post nothing
+        n_true = n_true if len(outlets) else 0  # suspended accounts post nothing
         n_misinfo = n_misinfo if len(spreaders) else 0
         authors = np.concatenate([rng.choice(outlets, n_true), rng.choice(spreaders, n_misinfo)]).astype(np.int64)
-        stance = np.concatenate([
-            np.clip(rng.normal(0.0, sc.true_stance_sd, n_true), -1.0, 1.0),
-            rng.choice([-1.0, 1.0], n_misinfo) * sc.misinfo_stance]).astype(np.float32)
+        stance = np.concatenate(
+            [
+                np.clip(rng.normal(0.0, sc.true_stance_sd, n_true), -1.0, 1.0),
+                rng.choice([-1.0, 1.0], n_misinfo) * sc.misinfo_stance,
+            ]
+        ).astype(np.float32)
         label = np.r_[np.full(n_true, TRUE_LABEL), np.full(n_misinfo, MISINFO_LABEL)].astype(np.int8)
-        order = rng.permutation(len(authors))    # post ids carry no hint of the label
+        order = rng.permutation(len(authors))  # post ids carry no hint of the label
         authors, stance, label = authors[order], stance[order], label[order]
         texts = ["Breaking: " + t for t in template_text(stance, sc.topic, rng)]
         return sim.platform.create_posts(authors, texts, stance=stance, label=label)
@@ -206,20 +220,27 @@ class MisinfoScenario:
     """A stream of true and misinformation posts from source accounts (see module doc)."""
 
     n_outlets: int = 20
-    n_misinfo_accounts: int = 5           # a few superspreaders post all misinformation
+    n_misinfo_accounts: int = 5  # a few superspreaders post all misinformation
     initial_true: int = 30
     initial_misinfo: int = 10
-    stream_rate: float = 2.0            # source posts per step (Poisson)
+    stream_rate: float = 2.0  # source posts per step (Poisson)
     misinfo_fraction: float = 0.3
     misinfo_stance: float = 0.85
     true_stance_sd: float = 0.35
     topic: str = "the new health policy"
     misinfo_report_rate: float = 0.3
     true_report_rate: float = 0.01
-    env_defaults: dict = field(default_factory=lambda: {
-        "users": 1000, "activation": 0.1, "max_cycles": 50, "platform": "twitter", "db_path": ":memory:",
-        "available_actions": tuple(int(a) for a in TWITTER_DEFAULT_ACTIONS) + (int(A.DISLIKE_POST), int(A.REPORT_POST)),
-    })
+    env_defaults: dict = field(
+        default_factory=lambda: {
+            "users": 1000,
+            "activation": 0.1,
+            "max_cycles": 50,
+            "platform": "twitter",
+            "db_path": ":memory:",
+            "available_actions": tuple(int(a) for a in TWITTER_DEFAULT_ACTIONS)
+            + (int(A.DISLIKE_POST), int(A.REPORT_POST)),
+        }
+    )
     agent_params: dict = field(default_factory=lambda: {"moderator": {"top_m": 20}})
     name: str = "misinfo_stream"
 
@@ -229,7 +250,7 @@ class MisinfoScenario:
         rng = np.random.default_rng(np.random.SeedSequence([0 if sim.seed is None else int(sim.seed), 7919]))
         order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))
         outlets = np.sort(order[: self.n_outlets])
-        rest = order[self.n_outlets:]
+        rest = order[self.n_outlets :]
         misinfo_accounts = np.sort(rng.choice(rest, min(self.n_misinfo_accounts, len(rest)), replace=False))
         stream = _Stream(self, rng, outlets, misinfo_accounts)
         sim.step_hooks[:] = [h for h in sim.step_hooks if not isinstance(h, _Stream)] + [stream]
@@ -315,8 +336,9 @@ class OracleModerator:
 
         pf = sim.platform
         n = pf.n_posts
-        posts = np.flatnonzero((pf.p_label.a[:n] == MISINFO_LABEL) & (pf.p_status.a[:n] != REMOVED)
-                               & (pf.p_kind.a[:n] != REPOST))
+        posts = np.flatnonzero(
+            (pf.p_label.a[:n] == MISINFO_LABEL) & (pf.p_status.a[:n] != REMOVED) & (pf.p_kind.a[:n] != REPOST)
+        )
         sources = None
         if self.action == 4:
             streams = [h for h in sim.step_hooks if isinstance(h, _Stream)]
@@ -329,7 +351,7 @@ class OracleModerator:
 class FixedWeights:
     """Recommender rule for the agent-controlled recsys: the same weights every step."""
 
-    weights: tuple[float, ...] | None = None   # None: the recsys's DEFAULT_WEIGHTS
+    weights: tuple[float, ...] | None = None  # None: the recsys's DEFAULT_WEIGHTS
     name: str = "fixed_weights"
 
     def __call__(self, sim) -> np.ndarray:

@@ -130,8 +130,9 @@ def _moderator_rule(moderator) -> PlatformRule | None:
 class RecommenderEnv(PlatformAgentEnv):
     agent = "recommender_0"
 
-    def __init__(self, users=None, *, moderator=None, feed: str | None = None, ranking: str = "per_user",
-                 **kwargs: Any):
+    def __init__(
+        self, users=None, *, moderator=None, feed: str | None = None, ranking: str = "per_user", **kwargs: Any
+    ):
         self._moderator = _moderator_rule(moderator)
         kwargs["agent_params"] = {"ranking": ranking, **(kwargs.get("agent_params") or {})}
         if feed is not None and feed in ("agent", "agent_controlled", "agent-controlled"):

@@ -14,7 +14,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from oasis_gym.actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from oasis_gym.actions import NUM_ACTIONS, RESULT_NAMES
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal_file import check_distinct, connect_readonly
 from oasis_gym.platform.platform import action_name
@@ -55,14 +55,25 @@ class SocialMediaEnv(ParallelEnv):
 
     metadata = {"name": "oasis_social_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
-    def __init__(self, users=100, *, platform: str = "twitter", population_seed: int = 0,
-                 render_mode: str | None = None, reward_fn=None, setup=None, _resume_from: str | None = None,
-                 **config: Any):
+    def __init__(
+        self,
+        users=100,
+        *,
+        platform: str = "twitter",
+        population_seed: int = 0,
+        render_mode: str | None = None,
+        reward_fn=None,
+        setup=None,
+        _resume_from: str | None = None,
+        **config: Any,
+    ):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         unknown = set(config) - set(SimulationConfig.__dataclass_fields__)
         if unknown:
-            raise TypeError(f"unknown argument(s) {sorted(unknown)}; valid: {sorted(SimulationConfig.__dataclass_fields__)}")
+            raise TypeError(
+                f"unknown argument(s) {sorted(unknown)}; valid: {sorted(SimulationConfig.__dataclass_fields__)}"
+            )
         if config.get("comments_per_post", 2) < 1:
             raise ValueError("comments_per_post must be >= 1")
         if config.get("recsys") is None:  # the platform's own, or the trainable one
@@ -73,7 +84,9 @@ class SocialMediaEnv(ParallelEnv):
         if isinstance(users, (str, os.PathLike)):  # the journal must not be the file it reads
             check_distinct(config.get("db_path"), {"profile file (users)": users})
         population = load_population(users, population_seed) if users is not None else None
-        self.sim = Simulation(population, SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup)
+        self.sim = Simulation(
+            population, SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup
+        )
         n = population.n if population is not None else _count_users(_resume_from)
         self.possible_agents = [f"user_{i}" for i in range(n)] + list(self.sim.platform_agents)
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
@@ -84,8 +97,9 @@ class SocialMediaEnv(ParallelEnv):
             self.sim.resume(_resume_from)
 
     @classmethod
-    def resume(cls, db_path: str, *, render_mode: str | None = None, reward_fn=None, setup=None,
-               **overrides: Any) -> "SocialMediaEnv":
+    def resume(
+        cls, db_path: str, *, render_mode: str | None = None, reward_fn=None, setup=None, **overrides: Any
+    ) -> SocialMediaEnv:
         """Continue a run from its journal: the state after its last completed step, with the
         saved random generator states, so a non-LLM run continues bit-identically.
         `overrides` change config values (e.g. a larger `max_cycles`)."""
@@ -97,8 +111,15 @@ class SocialMediaEnv(ParallelEnv):
             raise ConfigError(f"{db_path} is a {meta['config']['platform']} journal: a resumed run keeps its platform")
         config = {**meta["config"], **overrides, "db_path": str(db_path)}
         platform = config.pop("platform")
-        env = cls(None, platform=platform, render_mode=render_mode, reward_fn=reward_fn, setup=setup,
-                  _resume_from=str(db_path), **config)
+        env = cls(
+            None,
+            platform=platform,
+            render_mode=render_mode,
+            reward_fn=reward_fn,
+            setup=setup,
+            _resume_from=str(db_path),
+            **config,
+        )
         env.agents = list(env.possible_agents)
         env._cycles = env.sim.platform.step  # completed steps
         if env._cycles >= env.sim.config.max_cycles:
@@ -111,19 +132,29 @@ class SocialMediaEnv(ParallelEnv):
         KC = K * C
         box = lambda shape, lo=-np.inf, hi=np.inf, dt=np.float32: spaces.Box(lo, hi, shape, dt)  # noqa: E731
         mask = lambda n: spaces.Box(0, 1, (n,), np.int8)  # noqa: E731
-        self._obs_space = spaces.Dict({
-            "active": spaces.Box(0, 1, (1,), np.int8),
-            "post_ids": box((K,), -1, _ID_HIGH, np.int64),
-            "feed": box((K, len(FEED_FEATURES))),
-            "comment_ids": box((KC,), -1, _ID_HIGH, np.int64),
-            "comments": box((KC, len(COMMENT_FEATURES))),
-            "user_ids": box((U,), -1, _ID_HIGH, np.int64),
-            "users": box((U, len(USER_FEATURES))),
-            "self": box((len(SELF_FEATURES),)),
-            "action_mask": spaces.Dict({"type": mask(NUM_ACTIONS), "post": mask(K), "comment": mask(KC), "user": mask(U)}),
-        })
-        self._act_space = spaces.Dict({"type": spaces.Discrete(NUM_ACTIONS), "post": spaces.Discrete(K),
-                                       "comment": spaces.Discrete(KC), "user": spaces.Discrete(U)})
+        self._obs_space = spaces.Dict(
+            {
+                "active": spaces.Box(0, 1, (1,), np.int8),
+                "post_ids": box((K,), -1, _ID_HIGH, np.int64),
+                "feed": box((K, len(FEED_FEATURES))),
+                "comment_ids": box((KC,), -1, _ID_HIGH, np.int64),
+                "comments": box((KC, len(COMMENT_FEATURES))),
+                "user_ids": box((U,), -1, _ID_HIGH, np.int64),
+                "users": box((U, len(USER_FEATURES))),
+                "self": box((len(SELF_FEATURES),)),
+                "action_mask": spaces.Dict(
+                    {"type": mask(NUM_ACTIONS), "post": mask(K), "comment": mask(KC), "user": mask(U)}
+                ),
+            }
+        )
+        self._act_space = spaces.Dict(
+            {
+                "type": spaces.Discrete(NUM_ACTIONS),
+                "post": spaces.Discrete(K),
+                "comment": spaces.Discrete(KC),
+                "user": spaces.Discrete(U),
+            }
+        )
         self._inactive_obs = self._obs_space.sample()
         for key, value in self._inactive_obs.items():
             if key == "action_mask":
@@ -170,8 +201,15 @@ class SocialMediaEnv(ParallelEnv):
                     col.append(v)
                 texts.append(text)
                 stances.append(stance)
-        out = self.sim.step(ActionArrays(np.array(users, dtype=np.int64), *(np.array(c, dtype=np.int64) for c in cols),
-                                         texts, np.array(stances, dtype=np.float32)), platform_actions)
+        out = self.sim.step(
+            ActionArrays(
+                np.array(users, dtype=np.int64),
+                *(np.array(c, dtype=np.int64) for c in cols),
+                texts,
+                np.array(stances, dtype=np.float32),
+            ),
+            platform_actions,
+        )
         self._cycles += 1  # only a step that went through uses a cycle (a failed one changed nothing)
         return self._after_step(out)
 
@@ -231,11 +269,19 @@ class SocialMediaEnv(ParallelEnv):
     def row_observation(batch: ObsBatch, row: int) -> dict:
         return {
             "active": np.ones(1, dtype=np.int8),
-            "post_ids": batch.post_ids[row], "feed": batch.feed[row],
-            "comment_ids": batch.comment_ids[row], "comments": batch.comments[row],
-            "user_ids": batch.user_ids[row], "users": batch.user_feats[row], "self": batch.self_feats[row],
-            "action_mask": {"type": batch.mask_type[row], "post": batch.mask_post[row],
-                            "comment": batch.mask_comment[row], "user": batch.mask_user[row]},
+            "post_ids": batch.post_ids[row],
+            "feed": batch.feed[row],
+            "comment_ids": batch.comment_ids[row],
+            "comments": batch.comments[row],
+            "user_ids": batch.user_ids[row],
+            "users": batch.user_feats[row],
+            "self": batch.self_feats[row],
+            "action_mask": {
+                "type": batch.mask_type[row],
+                "post": batch.mask_post[row],
+                "comment": batch.mask_comment[row],
+                "user": batch.mask_user[row],
+            },
         }
 
     # ------------------------------------------------------------------ text + rendering
@@ -260,8 +306,10 @@ class SocialMediaEnv(ParallelEnv):
         if self.render_mode != "ansi":
             return None
         sim, pf = self.sim, self.sim.platform
-        lines = [f"step {pf.step}  {pf.created_at()}  users {pf.n_users}  active {len(sim.obs.users)}"
-                 f"  posts {pf.n_posts}  comments {pf.n_comments}"]
+        lines = [
+            f"step {pf.step}  {pf.created_at()}  users {pf.n_users}  active {len(sim.obs.users)}"
+            f"  posts {pf.n_posts}  comments {pf.n_comments}"
+        ]
         out = sim.last_outcome
         if out is not None and len(out.actions):
             codes, counts = np.unique(out.actions, return_counts=True)
@@ -271,8 +319,10 @@ class SocialMediaEnv(ParallelEnv):
             top = np.argsort(-(pf.p_likes.a + pf.p_shares.a), kind="stable")[:3]
             for p in top.tolist():
                 text = pf.p_content[p].replace("\n", " ")
-                lines.append(f"  #{p} by {pf.u_user_name[int(pf.p_author.a[p])]}: {text[:70]!s}"
-                             f"  [likes {pf.p_likes.a[p]}, shares {pf.p_shares.a[p]}]")
+                lines.append(
+                    f"  #{p} by {pf.u_user_name[int(pf.p_author.a[p])]}: {text[:70]!s}"
+                    f"  [likes {pf.p_likes.a[p]}, shares {pf.p_shares.a[p]}]"
+                )
         return "\n".join(lines)
 
     def close(self) -> None:
@@ -280,8 +330,9 @@ class SocialMediaEnv(ParallelEnv):
 
     def state(self) -> np.ndarray:
         pf = self.sim.platform
-        return np.array([pf.step, pf.n_users, pf.n_posts, pf.n_comments, len(pf.rel["follow"]),
-                         len(pf.rel["like"])], dtype=np.int64)
+        return np.array(
+            [pf.step, pf.n_users, pf.n_posts, pf.n_comments, len(pf.rel["follow"]), len(pf.rel["like"])], dtype=np.int64
+        )
 
 
 def _count_users(db_path: str | None) -> int:
@@ -313,8 +364,10 @@ def parse_action(action) -> tuple[int, int, int, int, str | None, float]:
         ints = []
         for v in fields:
             v = np.asarray(v)
-            if v.size != 1 or not (np.issubdtype(v.dtype, np.integer) or
-                                   (np.issubdtype(v.dtype, np.floating) and np.isfinite(v) and v == np.round(v))):
+            if v.size != 1 or not (
+                np.issubdtype(v.dtype, np.integer)
+                or (np.issubdtype(v.dtype, np.floating) and np.isfinite(v) and v == np.round(v))
+            ):
                 return bad
             ints.append(int(v.reshape(())))
         if text is not None and not isinstance(text, str):

@@ -44,32 +44,62 @@ ACTION_BY_NAME: dict[str, ActionType] = {a.name.lower(): a for a in ActionType}
 
 # What each action's arguments mean. "post" actions target a post id, "comment" actions a
 # comment id, "user" actions a user id; text actions carry text.
-POST_TARGET = frozenset({
-    ActionType.REPOST, ActionType.QUOTE_POST, ActionType.LIKE_POST, ActionType.UNLIKE_POST,
-    ActionType.DISLIKE_POST, ActionType.UNDO_DISLIKE_POST, ActionType.CREATE_COMMENT,
-    ActionType.REPORT_POST,
-})
-COMMENT_TARGET = frozenset({
-    ActionType.LIKE_COMMENT, ActionType.UNLIKE_COMMENT, ActionType.DISLIKE_COMMENT,
-    ActionType.UNDO_DISLIKE_COMMENT,
-})
+POST_TARGET = frozenset(
+    {
+        ActionType.REPOST,
+        ActionType.QUOTE_POST,
+        ActionType.LIKE_POST,
+        ActionType.UNLIKE_POST,
+        ActionType.DISLIKE_POST,
+        ActionType.UNDO_DISLIKE_POST,
+        ActionType.CREATE_COMMENT,
+        ActionType.REPORT_POST,
+    }
+)
+COMMENT_TARGET = frozenset(
+    {
+        ActionType.LIKE_COMMENT,
+        ActionType.UNLIKE_COMMENT,
+        ActionType.DISLIKE_COMMENT,
+        ActionType.UNDO_DISLIKE_COMMENT,
+    }
+)
 USER_TARGET = frozenset({ActionType.FOLLOW, ActionType.UNFOLLOW, ActionType.MUTE, ActionType.UNMUTE})
-TEXT_ACTIONS = frozenset({
-    ActionType.CREATE_POST, ActionType.QUOTE_POST, ActionType.CREATE_COMMENT,
-    ActionType.SEARCH_POSTS, ActionType.SEARCH_USER, ActionType.REPORT_POST,
-})
+TEXT_ACTIONS = frozenset(
+    {
+        ActionType.CREATE_POST,
+        ActionType.QUOTE_POST,
+        ActionType.CREATE_COMMENT,
+        ActionType.SEARCH_POSTS,
+        ActionType.SEARCH_USER,
+        ActionType.REPORT_POST,
+    }
+)
 INFO_ACTIONS = frozenset({ActionType.REFRESH, ActionType.TREND, ActionType.SEARCH_POSTS, ActionType.SEARCH_USER})
 
 # OASIS's default action sets (oasis.social_platform.typing.ActionType.get_default_*_actions).
 TWITTER_DEFAULT_ACTIONS: tuple[ActionType, ...] = (
-    ActionType.CREATE_POST, ActionType.LIKE_POST, ActionType.REPOST, ActionType.FOLLOW,
-    ActionType.DO_NOTHING, ActionType.QUOTE_POST,
+    ActionType.CREATE_POST,
+    ActionType.LIKE_POST,
+    ActionType.REPOST,
+    ActionType.FOLLOW,
+    ActionType.DO_NOTHING,
+    ActionType.QUOTE_POST,
 )
 REDDIT_DEFAULT_ACTIONS: tuple[ActionType, ...] = (
-    ActionType.LIKE_POST, ActionType.DISLIKE_POST, ActionType.CREATE_POST,
-    ActionType.CREATE_COMMENT, ActionType.LIKE_COMMENT, ActionType.DISLIKE_COMMENT,
-    ActionType.SEARCH_POSTS, ActionType.SEARCH_USER, ActionType.TREND, ActionType.REFRESH,
-    ActionType.DO_NOTHING, ActionType.FOLLOW, ActionType.MUTE,
+    ActionType.LIKE_POST,
+    ActionType.DISLIKE_POST,
+    ActionType.CREATE_POST,
+    ActionType.CREATE_COMMENT,
+    ActionType.LIKE_COMMENT,
+    ActionType.DISLIKE_COMMENT,
+    ActionType.SEARCH_POSTS,
+    ActionType.SEARCH_USER,
+    ActionType.TREND,
+    ActionType.REFRESH,
+    ActionType.DO_NOTHING,
+    ActionType.FOLLOW,
+    ActionType.MUTE,
 )
 ALL_ACTIONS: tuple[ActionType, ...] = tuple(ActionType)
 
@@ -80,19 +110,19 @@ class Result(IntEnum):
     UNKNOWN_POST = 2
     UNKNOWN_COMMENT = 3
     UNKNOWN_TARGET_USER = 4
-    ALREADY_DONE = 5          # duplicate like / dislike / follow / mute / report
-    NOT_DONE = 6              # unlike / undo / unfollow / unmute without the matching action
-    SELF_TARGET = 7           # follow / mute yourself, or rate your own content
+    ALREADY_DONE = 5  # duplicate like / dislike / follow / mute / report
+    NOT_DONE = 6  # unlike / undo / unfollow / unmute without the matching action
+    SELF_TARGET = 7  # follow / mute yourself, or rate your own content
     TEXT_EMPTY = 8
     TEXT_TOO_LONG = 9
-    TEXT_INVALID = 10         # NUL bytes or unpaired surrogates
-    ACTION_UNAVAILABLE = 11   # not in this platform's action set
-    POST_REMOVED = 12         # target removed by moderation
+    TEXT_INVALID = 10  # NUL bytes or unpaired surrogates
+    ACTION_UNAVAILABLE = 11  # not in this platform's action set
+    POST_REMOVED = 12  # target removed by moderation
     USER_SUSPENDED = 13
-    INVALID_ACTION = 14       # unknown action code / malformed arguments
-    INACTIVE = 15             # the agent was not active this step
+    INVALID_ACTION = 14  # unknown action code / malformed arguments
+    INACTIVE = 15  # the agent was not active this step
     ALREADY_SIGNED_UP = 16
-    MUTED = 17                # acting on content of a user you muted / who muted you
+    MUTED = 17  # acting on content of a user you muted / who muted you
 
 
 RESULT_NAMES: tuple[str, ...] = tuple(r.name.lower() for r in Result)

@@ -13,15 +13,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .actions import ActionType as A, Result as R
+from .actions import ActionType as A
+from .actions import Result as R
 
 if TYPE_CHECKING:  # pragma: no cover
     from .simulation import Simulation
 
 FEED_FEATURES = (
-    "followed_author", "likes", "dislikes", "shares", "comments", "age_minutes", "reports",
-    "moderation", "author_followers", "similarity", "stance", "stance_known",
-    "liked_by_me", "disliked_by_me", "reposted_by_me", "is_quote",
+    "followed_author",
+    "likes",
+    "dislikes",
+    "shares",
+    "comments",
+    "age_minutes",
+    "reports",
+    "moderation",
+    "author_followers",
+    "similarity",
+    "stance",
+    "stance_known",
+    "liked_by_me",
+    "disliked_by_me",
+    "reposted_by_me",
+    "is_quote",
 )
 COMMENT_FEATURES = ("likes", "dislikes", "liked_by_me", "disliked_by_me", "stance")
 USER_FEATURES = ("followers", "followed_by_me", "muted_by_me", "from_search")
@@ -33,23 +47,23 @@ FEED_INDEX = {name: i for i, name in enumerate(FEED_FEATURES)}
 class ObsBatch:
     """Observations of a batch of users, as arrays with one row per user."""
 
-    users: np.ndarray           # (n,) user ids
-    post_ids: np.ndarray        # (n, K) int64, -1 padded
-    feed: np.ndarray            # (n, K, len(FEED_FEATURES)) float32
-    comment_ids: np.ndarray     # (n, K*C) int64, -1 padded (C newest comments of each slot)
-    comments: np.ndarray        # (n, K*C, len(COMMENT_FEATURES)) float32
-    user_ids: np.ndarray        # (n, U) int64: feed authors (K) then search results (S)
-    user_feats: np.ndarray      # (n, U, len(USER_FEATURES)) float32
-    self_feats: np.ndarray      # (n, len(SELF_FEATURES)) float32
-    mask_type: np.ndarray       # (n, NUM_ACTIONS) int8
-    mask_post: np.ndarray       # (n, K) int8
-    mask_comment: np.ndarray    # (n, K*C) int8
-    mask_user: np.ndarray       # (n, U) int8
+    users: np.ndarray  # (n,) user ids
+    post_ids: np.ndarray  # (n, K) int64, -1 padded
+    feed: np.ndarray  # (n, K, len(FEED_FEATURES)) float32
+    comment_ids: np.ndarray  # (n, K*C) int64, -1 padded (C newest comments of each slot)
+    comments: np.ndarray  # (n, K*C, len(COMMENT_FEATURES)) float32
+    user_ids: np.ndarray  # (n, U) int64: feed authors (K) then search results (S)
+    user_feats: np.ndarray  # (n, U, len(USER_FEATURES)) float32
+    self_feats: np.ndarray  # (n, len(SELF_FEATURES)) float32
+    mask_type: np.ndarray  # (n, NUM_ACTIONS) int8
+    mask_post: np.ndarray  # (n, K) int8
+    mask_comment: np.ndarray  # (n, K*C) int8
+    mask_user: np.ndarray  # (n, U) int8
 
     def __len__(self) -> int:
         return len(self.users)
 
-    def take(self, rows: np.ndarray) -> "ObsBatch":
+    def take(self, rows: np.ndarray) -> ObsBatch:
         """The observations of a subset of rows (e.g. the users one policy drives)."""
         return ObsBatch(*(getattr(self, f.name)[rows] for f in dataclasses.fields(self)))
 
@@ -70,40 +84,54 @@ class ActionArrays:
         return len(self.users)
 
     @classmethod
-    def empty(cls) -> "ActionArrays":
+    def empty(cls) -> ActionArrays:
         return cls(np.empty(0, np.int64), np.empty(0, np.int64))
 
     @classmethod
-    def concat(cls, parts: Sequence["ActionArrays"]) -> "ActionArrays":
+    def concat(cls, parts: Sequence[ActionArrays]) -> ActionArrays:
         """Join the actions of several policies into one batch (missing columns filled)."""
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
 
         def col(name: str, fill, dtype):
-            return np.concatenate([np.asarray(getattr(p, name), dtype=dtype) if getattr(p, name) is not None
-                                   else np.full(len(p), fill, dtype=dtype) for p in parts])
+            return np.concatenate(
+                [
+                    np.asarray(getattr(p, name), dtype=dtype)
+                    if getattr(p, name) is not None
+                    else np.full(len(p), fill, dtype=dtype)
+                    for p in parts
+                ]
+            )
+
         text = [t for p in parts for t in (p.text if p.text is not None else [None] * len(p))]
-        return cls(col("users", 0, np.int64), col("type", 0, np.int64), col("post", 0, np.int64),
-                   col("comment", 0, np.int64), col("user", 0, np.int64), text, col("stance", np.nan, np.float32))
+        return cls(
+            col("users", 0, np.int64),
+            col("type", 0, np.int64),
+            col("post", 0, np.int64),
+            col("comment", 0, np.int64),
+            col("user", 0, np.int64),
+            text,
+            col("stance", np.nan, np.float32),
+        )
 
 
 @dataclass
 class StepOutcome:
-    users: np.ndarray           # users whose actions were applied
-    actions: np.ndarray         # their action codes
-    targets: np.ndarray         # resolved target ids
-    results: np.ndarray         # Result code per action
-    new_ids: np.ndarray         # created post/comment ids or -1
-    rewards: np.ndarray         # (n_users,) float32
-    ignored: np.ndarray         # users who sent an action while inactive (not applied)
+    users: np.ndarray  # users whose actions were applied
+    actions: np.ndarray  # their action codes
+    targets: np.ndarray  # resolved target ids
+    results: np.ndarray  # Result code per action
+    new_ids: np.ndarray  # created post/comment ids or -1
+    rewards: np.ndarray  # (n_users,) float32
+    ignored: np.ndarray  # users who sent an action while inactive (not applied)
     platform_rewards: dict = field(default_factory=dict)  # recommender_0 / moderator_0 rewards
 
 
 RewardFn = Callable[["Simulation", StepOutcome], np.ndarray]
 
 
-def engagement_reward(sim: "Simulation", out: StepOutcome) -> np.ndarray:
+def engagement_reward(sim: Simulation, out: StepOutcome) -> np.ndarray:
     """Default reward: engagement each user RECEIVED this step — likes on their posts and
     comments, reposts/quotes and comments on their posts, and new followers (+1 each)."""
     pf = sim.platform

@@ -1,8 +1,8 @@
 """`oasis-gym` command line: run a simulation, make a report.
 
-    oasis-gym run --platform twitter --users 1000 --steps 20 --policy abm --db run.db
-    oasis-gym report run.db --out report/
-    oasis-gym import oasis.db --out ours.db     # an OASIS database, continued by run --resume ours.db
+oasis-gym run --platform twitter --users 1000 --steps 20 --policy abm --db run.db
+oasis-gym report run.db --out report/
+oasis-gym import oasis.db --out ours.db     # an OASIS database, continued by run --resume ours.db
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ POLICIES = ("hybrid", "abm", "random", "llm")
 
 # ------------------------------------------------------------------ argument validators
 # Each turns a bad value into argparse's one-line error (exit 2).
+
 
 def _users(value: str):
     if value.strip().lstrip("+-").isdigit():
@@ -90,37 +91,85 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a simulation")
     run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
     run.add_argument("--users", type=_users, default=1000, help="user count (synthetic) or a profile file (.csv/.json)")
-    run.add_argument("--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)")
-    run.add_argument("--policy", choices=POLICIES, default="hybrid",
-                     help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)")
-    run.add_argument("--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM")
-    run.add_argument("--llm-backend", choices=("auto", "vllm", "transformers", "openai"), default="auto",
-                     help="auto | vllm | transformers | openai")
+    run.add_argument(
+        "--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)"
+    )
+    run.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="hybrid",
+        help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)",
+    )
+    run.add_argument(
+        "--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM"
+    )
+    run.add_argument(
+        "--llm-backend",
+        choices=("auto", "vllm", "transformers", "openai"),
+        default="auto",
+        help="auto | vllm | transformers | openai",
+    )
     run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
     run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
     # endpoint faults: bound what a hung or failing LLM server can cost per step
-    run.add_argument("--llm-timeout", type=_llm_seconds, default=None, metavar="S",
-                     help="openai backend: seconds one request attempt may take (default 60)")
-    run.add_argument("--llm-retries", type=_llm_retries, default=None, metavar="N",
-                     help="openai backend: retries of a failed request (default 3; with the default timeout a "
-                          "hung endpoint costs up to 244 s per step)")
-    run.add_argument("--llm-step-deadline", type=_llm_seconds, default=None, metavar="S",
-                     help="seconds the LLM users of one step may take in all (openai or transformers backend); "
-                          "users still undecided then do nothing (counted as llm/deadline_noop)")
-    run.add_argument("--recsys", type=_recsys, default=None, help="twitter | reddit | random | chronological (default: the platform's)")
-    run.add_argument("--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability")
-    run.add_argument("--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults")
-    run.add_argument("--seed-posts", type=_nonnegative_int, default=100,
-                     help="posts the most-followed users have written before step 0 (synthetic populations)")
+    run.add_argument(
+        "--llm-timeout",
+        type=_llm_seconds,
+        default=None,
+        metavar="S",
+        help="openai backend: seconds one request attempt may take (default 60)",
+    )
+    run.add_argument(
+        "--llm-retries",
+        type=_llm_retries,
+        default=None,
+        metavar="N",
+        help="openai backend: retries of a failed request (default 3; with the default timeout a "
+        "hung endpoint costs up to 244 s per step)",
+    )
+    run.add_argument(
+        "--llm-step-deadline",
+        type=_llm_seconds,
+        default=None,
+        metavar="S",
+        help="seconds the LLM users of one step may take in all (openai or transformers backend); "
+        "users still undecided then do nothing (counted as llm/deadline_noop)",
+    )
+    run.add_argument(
+        "--recsys",
+        type=_recsys,
+        default=None,
+        help="twitter | reddit | random | chronological (default: the platform's)",
+    )
+    run.add_argument(
+        "--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability"
+    )
+    run.add_argument(
+        "--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults"
+    )
+    run.add_argument(
+        "--seed-posts",
+        type=_nonnegative_int,
+        default=100,
+        help="posts the most-followed users have written before step 0 (synthetic populations)",
+    )
     run.add_argument("--db", type=_path, default="run.db", help="SQLite journal path")
-    run.add_argument("--overwrite", action="store_true",
-                     help="replace an existing oasis-gym journal at --db (anything else there is never replaced)")
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing oasis-gym journal at --db (anything else there is never replaced)",
+    )
     run.add_argument("--logdir", default=None, help="TensorBoard log dir (default runs/<db stem>)")
     run.add_argument("--no-tensorboard", action="store_true")
     run.add_argument("--seed", type=_nonnegative_int, default=0)
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--resume", type=_path, default=None, metavar="DB",
-                     help="continue the run journaled in DB (same policy and settings) up to --steps total steps")
+    run.add_argument(
+        "--resume",
+        type=_path,
+        default=None,
+        metavar="DB",
+        help="continue the run journaled in DB (same policy and settings) up to --steps total steps",
+    )
     from oasis_gym.scenarios import add_scenario_args
 
     add_scenario_args(run)
@@ -131,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
     add_import_parser(sub)
-    from oasis_gym.scenarios.sweep import add_sweep_parser   # `oasis-gym sweep`: scenario sensitivity
+    from oasis_gym.scenarios.sweep import add_sweep_parser  # `oasis-gym sweep`: scenario sensitivity
 
     add_sweep_parser(sub)
     return parser
@@ -139,12 +188,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------- oasis-gym import (OASIS databases)
 def add_import_parser(sub) -> None:
-    imp = sub.add_parser("import", help="convert an OASIS database into an oasis-gym journal that "
-                                        "'run --resume' continues (the OASIS file is only read)")
+    imp = sub.add_parser(
+        "import",
+        help="convert an OASIS database into an oasis-gym journal that "
+        "'run --resume' continues (the OASIS file is only read)",
+    )
     imp.add_argument("oasis_db")
     imp.add_argument("--out", required=True, help="the new journal (must not exist)")
-    imp.add_argument("--platform", choices=("twitter", "reddit"), default=None,
-                     help="default: twitter for step clocks, reddit for datetime clocks")
+    imp.add_argument(
+        "--platform",
+        choices=("twitter", "reddit"),
+        default=None,
+        help="default: twitter for step clocks, reddit for datetime clocks",
+    )
     imp.add_argument("--minutes-per-step", type=int, default=3)
     imp.add_argument("--policy", choices=POLICIES, default="abm", help="the policy 'run --resume' continues with")
     imp.add_argument("--seed", type=int, default=0)
@@ -167,22 +223,47 @@ def cmd_import(args) -> int:
     if args.minutes_per_step < 1:
         return fail("--minutes-per-step must be >= 1")
     try:  # read first (a second, cheap pass writes): the saved settings need the platform's kind and step
-        loaded = load_oasis(args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform,
-                            strict=args.strict)
+        loaded = load_oasis(
+            args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform, strict=args.strict
+        )
     except (OasisImportError, FileNotFoundError) as err:
         return fail(f"cannot import {args.oasis_db}: {err}")
     pf = loaded.platform
     name = pf.config.name
-    config = SimulationConfig(platform=name, recsys=name, max_cycles=pf.step, db_path=str(args.out),
-                              minutes_per_step=args.minutes_per_step)
-    run_args = ["run", "--platform", name, "--policy", args.policy, "--db", str(args.out), "--seed", str(args.seed),
-                "--steps", str(pf.step)] + (["--no-tensorboard"] if args.no_tensorboard else [])
+    config = SimulationConfig(
+        platform=name, recsys=name, max_cycles=pf.step, db_path=str(args.out), minutes_per_step=args.minutes_per_step
+    )
+    run_args = [
+        "run",
+        "--platform",
+        name,
+        "--policy",
+        args.policy,
+        "--db",
+        str(args.out),
+        "--seed",
+        str(args.seed),
+        "--steps",
+        str(pf.step),
+    ] + (["--no-tensorboard"] if args.no_tensorboard else [])
     cli = {k: v for k, v in vars(build_parser().parse_args(run_args)).items() if k != "resume"}
     seqs = np.random.SeedSequence(args.seed).spawn(3)
-    meta = {"config": dataclasses.asdict(config), "seed": args.seed, "views": [], "recsys_weights": None,
-            "rng": [np.random.default_rng(s).bit_generator.state for s in seqs], "state": {"cli": cli}}
-    result = import_oasis(args.oasis_db, args.out, meta=meta, minutes_per_step=args.minutes_per_step,
-                          platform=args.platform, strict=args.strict)
+    meta = {
+        "config": dataclasses.asdict(config),
+        "seed": args.seed,
+        "views": [],
+        "recsys_weights": None,
+        "rng": [np.random.default_rng(s).bit_generator.state for s in seqs],
+        "state": {"cli": cli},
+    }
+    result = import_oasis(
+        args.oasis_db,
+        args.out,
+        meta=meta,
+        minutes_per_step=args.minutes_per_step,
+        platform=args.platform,
+        strict=args.strict,
+    )
     print(json.dumps({"out": str(args.out), **result.summary()}))
     return 0
 
@@ -231,10 +312,17 @@ def make_llm_policy(args):
     try:
         from oasis_gym.policies.llm_policy import LLMPolicy, backend_label, make_backend
     except ImportError as err:  # the llm extra is missing
-        raise ConfigError(f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
-                          "Or run without an LLM: --policy abm") from err
-    endpoint_kw = {k: v for k, v in (("request_timeout", getattr(args, "llm_timeout", None)),
-                                     ("max_retries", getattr(args, "llm_retries", None))) if v is not None}
+        raise ConfigError(
+            f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). Or run without an LLM: --policy abm"
+        ) from err
+    endpoint_kw = {
+        k: v
+        for k, v in (
+            ("request_timeout", getattr(args, "llm_timeout", None)),
+            ("max_retries", getattr(args, "llm_retries", None)),
+        )
+        if v is not None
+    }
     if endpoint_kw and args.llm_backend != "openai":
         raise ConfigError("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
@@ -252,8 +340,17 @@ def make_llm_policy(args):
 
 # Settings that define a run: a resumed run keeps the journal's, and contradicting them is an
 # error. Everything else given with --resume (steps, LLM backend and endpoints, logging) applies.
-RUN_DEFINING = ("platform", "users", "policy", "core_users", "recsys", "activation", "all_actions", "seed_posts",
-                "seed")
+RUN_DEFINING = (
+    "platform",
+    "users",
+    "policy",
+    "core_users",
+    "recsys",
+    "activation",
+    "all_actions",
+    "seed_posts",
+    "seed",
+)
 _NOT_SAVED = ("resume", "overwrite", "given")  # never part of the settings saved in the journal
 
 
@@ -286,20 +383,31 @@ def _resumed_args(args) -> argparse.Namespace:
     from oasis_gym.platform.oasis_import import is_oasis_db
 
     if is_oasis_db(args.resume):
-        raise JournalError(f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
-                           f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db")
+        raise JournalError(
+            f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
+            f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db"
+        )
     state = read_meta(args.resume).get("state")
     saved = state.get("cli") if isinstance(state, dict) else None
     if saved is None:
-        raise JournalError(f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)")
+        raise JournalError(
+            f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)"
+        )
     steps = saved.get("steps") if isinstance(saved, dict) else None
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1 or not {"platform", "users", "policy"} <= set(saved):
+    if (
+        not isinstance(steps, int)
+        or isinstance(steps, bool)
+        or steps < 1
+        or not {"platform", "users", "policy"} <= set(saved)
+    ):
         raise JournalError(f"{args.resume}: the command-line settings saved in the journal are damaged")
     for key in RUN_DEFINING:
         if key in given and not _same_setting(getattr(args, key), saved.get(key)):
             flag = "--" + key.replace("_", "-")
-            raise ConfigError(f"{args.resume} was written with {flag} {saved.get(key)}, and a resumed run keeps its "
-                              f"settings: drop {flag} {getattr(args, key)}")
+            raise ConfigError(
+                f"{args.resume} was written with {flag} {saved.get(key)}, and a resumed run keeps its "
+                f"settings: drop {flag} {getattr(args, key)}"
+            )
     changes = {k: getattr(args, k) for k in given if k not in RUN_DEFINING and hasattr(args, k)}
     merged = {**vars(args), **saved, **changes}
     merged.update(resume=args.resume, db=args.resume, steps=args.steps or steps)
@@ -311,11 +419,16 @@ def _check_paths(args) -> None:
     from oasis_gym.platform.journal_file import check_distinct
 
     scenario = getattr(args, "scenario", None)
-    check_distinct(args.resume or args.db, {
-        "profile file (--users)": args.users if isinstance(args.users, str) else None,
-        "scenario file (--scenario)": scenario if scenario and os.path.isfile(scenario) else None,
-        "figures file (--figures)": getattr(args, "figures", None), "TensorBoard folder (--logdir)": args.logdir,
-        "LLM model (--llm-model)": args.llm_model})
+    check_distinct(
+        args.resume or args.db,
+        {
+            "profile file (--users)": args.users if isinstance(args.users, str) else None,
+            "scenario file (--scenario)": scenario if scenario and os.path.isfile(scenario) else None,
+            "figures file (--figures)": getattr(args, "figures", None),
+            "TensorBoard folder (--logdir)": args.logdir,
+            "LLM model (--llm-model)": args.llm_model,
+        },
+    )
 
 
 def cmd_run(args) -> int:
@@ -344,8 +457,13 @@ def cmd_run(args) -> int:
     else:
         args.steps = args.steps or 20
         module = twitter_v0 if args.platform == "twitter" else reddit_v0
-        kwargs = {"users": args.users, "max_cycles": args.steps, "db_path": args.db, "overwrite": args.overwrite,
-                  "activation": args.activation if args.activation == "activity" else float(args.activation)}
+        kwargs = {
+            "users": args.users,
+            "max_cycles": args.steps,
+            "db_path": args.db,
+            "overwrite": args.overwrite,
+            "activation": args.activation if args.activation == "activity" else float(args.activation),
+        }
         if args.recsys:
             kwargs["recsys"] = args.recsys
         if args.all_actions:
@@ -376,10 +494,19 @@ def cmd_run(args) -> int:
         if recorder is not None:
             recorder.close()
         env.close()
-    print(json.dumps({"steps": summary.steps, "actions": summary.actions, "accepted": summary.accepted,
-                      "actions_per_s": round(summary.actions_per_s, 1), "db": args.db,
-                      "logdir": recorder.logdir if recorder is not None else None,
-                      **({"llm": summary.llm} if summary.llm else {})}))
+    print(
+        json.dumps(
+            {
+                "steps": summary.steps,
+                "actions": summary.actions,
+                "accepted": summary.accepted,
+                "actions_per_s": round(summary.actions_per_s, 1),
+                "db": args.db,
+                "logdir": recorder.logdir if recorder is not None else None,
+                **({"llm": summary.llm} if summary.llm else {}),
+            }
+        )
+    )
     return 0
 
 
@@ -387,6 +514,7 @@ def seed_posts_setup(count: int):
     """A setup hook: the `count` most-followed users (one post each, wrapping around) wrote
     posts before step 0 whose wording and stance follow their opinion, so a synthetic
     population starts with something to read."""
+
     def setup(sim) -> None:
         from oasis_gym.content import template_text
 

@@ -33,8 +33,13 @@ class Clock:
         return (int(minute) // 60) % 24
 
 
-def sample_active(rng: np.random.Generator, activity: np.ndarray, hour: int,
-                  flat_probability: float | None = None, eligible: np.ndarray | None = None) -> np.ndarray:
+def sample_active(
+    rng: np.random.Generator,
+    activity: np.ndarray,
+    hour: int,
+    flat_probability: float | None = None,
+    eligible: np.ndarray | None = None,
+) -> np.ndarray:
     """Ids of the users active this step (sorted).
 
     With `flat_probability`, every user activates with that probability; otherwise with

@@ -20,28 +20,34 @@ STANCE_LABELS: tuple[str, ...] = ("strongly against", "against", "neutral", "for
 # Every template of a non-neutral bin carries lexicon words of its sign, graded so that the
 # mild bins score about +-0.46 and the strong bins above +-0.9; neutral ones carry none.
 _TEMPLATES: tuple[tuple[str, ...], ...] = (
-    ("I strongly oppose {topic}. This is completely wrong and harmful!",
-     "Absolutely unacceptable: {topic} would be a total disaster!",
-     "Firmly against {topic}. It is dangerous and must be stopped!"),
-    ("I have doubts about {topic}.",
-     "Not convinced by {topic} so far.",
-     "Leaning against {topic} for now."),
-    ("Still not sure what to think about {topic}.",
-     "Reading more about {topic} before I make up my mind.",
-     "Anyone have a balanced take on {topic}?"),
-    ("I think {topic} is a good idea overall.",
-     "Leaning in favor of {topic} for now.",
-     "Cautiously supportive of {topic}."),
-    ("I strongly support {topic}. This is absolutely the right thing to do!",
-     "Absolutely love the push for {topic}. Great news for everyone!",
-     "Firmly with {topic}. It is excellent and a huge win!"),
+    (
+        "I strongly oppose {topic}. This is completely wrong and harmful!",
+        "Absolutely unacceptable: {topic} would be a total disaster!",
+        "Firmly against {topic}. It is dangerous and must be stopped!",
+    ),
+    ("I have doubts about {topic}.", "Not convinced by {topic} so far.", "Leaning against {topic} for now."),
+    (
+        "Still not sure what to think about {topic}.",
+        "Reading more about {topic} before I make up my mind.",
+        "Anyone have a balanced take on {topic}?",
+    ),
+    (
+        "I think {topic} is a good idea overall.",
+        "Leaning in favor of {topic} for now.",
+        "Cautiously supportive of {topic}.",
+    ),
+    (
+        "I strongly support {topic}. This is absolutely the right thing to do!",
+        "Absolutely love the push for {topic}. Great news for everyone!",
+        "Firmly with {topic}. It is excellent and a huge win!",
+    ),
 )
 
 
 def stance_label(stance) -> np.ndarray:
     """Bin stances into 0..4 = strongly against, against, neutral, for, strongly for (NaN -> 2)."""
     s = np.asarray(stance, dtype=np.float64)
-    conds = [s <= -0.6, s <= -0.2, s < 0.2, s < 0.6, s >= 0.6]    # first true wins; NaN: none
+    conds = [s <= -0.6, s <= -0.2, s < 0.2, s < 0.6, s >= 0.6]  # first true wins; NaN: none
     return np.select(conds, [0, 1, 2, 3, 4], default=2).astype(np.int64)
 
 
@@ -60,41 +66,134 @@ def template_text(stance, topic: str, rng: np.random.Generator) -> list[str]:
 
 _POSITIVE: dict[str, float] = {
     # template words
-    "support": 2.0, "supportive": 1.0, "favor": 1.0, "favour": 1.0, "good": 1.0, "love": 2.0,
-    "great": 1.5, "excellent": 2.0, "right": 1.0, "win": 1.5, "convinced": 1.0,
+    "support": 2.0,
+    "supportive": 1.0,
+    "favor": 1.0,
+    "favour": 1.0,
+    "good": 1.0,
+    "love": 2.0,
+    "great": 1.5,
+    "excellent": 2.0,
+    "right": 1.0,
+    "win": 1.5,
+    "convinced": 1.0,
     # general
-    "agree": 1.5, "agreed": 1.5, "best": 1.5, "better": 1.0, "awesome": 1.5, "amazing": 1.5,
-    "wonderful": 1.5, "fantastic": 1.5, "happy": 1.0, "glad": 1.0, "proud": 1.0, "hope": 0.5,
-    "hopeful": 1.0, "benefit": 1.0, "beneficial": 1.0, "helpful": 1.0, "positive": 1.0,
-    "fair": 1.0, "safe": 0.5, "progress": 1.0, "success": 1.0, "successful": 1.0, "yes": 0.5,
-    "thank": 0.5, "thanks": 0.5, "brilliant": 1.5, "important": 0.5, "welcome": 1.0,
-    "endorse": 2.0, "approve": 1.5, "nice": 1.0, "true": 0.5, "wise": 1.0,
-    "smart": 1.0, "overdue": 1.0, "backing": 1.0,
+    "agree": 1.5,
+    "agreed": 1.5,
+    "best": 1.5,
+    "better": 1.0,
+    "awesome": 1.5,
+    "amazing": 1.5,
+    "wonderful": 1.5,
+    "fantastic": 1.5,
+    "happy": 1.0,
+    "glad": 1.0,
+    "proud": 1.0,
+    "hope": 0.5,
+    "hopeful": 1.0,
+    "benefit": 1.0,
+    "beneficial": 1.0,
+    "helpful": 1.0,
+    "positive": 1.0,
+    "fair": 1.0,
+    "safe": 0.5,
+    "progress": 1.0,
+    "success": 1.0,
+    "successful": 1.0,
+    "yes": 0.5,
+    "thank": 0.5,
+    "thanks": 0.5,
+    "brilliant": 1.5,
+    "important": 0.5,
+    "welcome": 1.0,
+    "endorse": 2.0,
+    "approve": 1.5,
+    "nice": 1.0,
+    "true": 0.5,
+    "wise": 1.0,
+    "smart": 1.0,
+    "overdue": 1.0,
+    "backing": 1.0,
 }
 _NEGATIVE: dict[str, float] = {
     # template words
-    "oppose": 2.0, "wrong": 1.5, "harmful": 1.5, "unacceptable": 2.0, "disaster": 2.0,
-    "against": 1.0, "dangerous": 1.5, "stopped": 1.0, "doubts": 1.0,
+    "oppose": 2.0,
+    "wrong": 1.5,
+    "harmful": 1.5,
+    "unacceptable": 2.0,
+    "disaster": 2.0,
+    "against": 1.0,
+    "dangerous": 1.5,
+    "stopped": 1.0,
+    "doubts": 1.0,
     # general
-    "bad": 1.0, "terrible": 2.0, "awful": 2.0, "horrible": 2.0, "worst": 2.0, "worse": 1.0,
-    "hate": 2.0, "disagree": 1.5, "reject": 1.5, "fail": 1.0, "failed": 1.0, "failure": 1.5,
-    "false": 1.0, "fake": 1.5, "lie": 1.5, "lies": 1.5, "corrupt": 1.5, "unfair": 1.5,
-    "ridiculous": 1.5, "stupid": 1.5, "shame": 1.5, "shameful": 2.0, "sad": 1.0, "angry": 1.0,
-    "outrage": 1.5, "outrageous": 2.0, "danger": 1.5, "threat": 1.0, "mistake": 1.0,
-    "nonsense": 1.5, "boycott": 1.5, "stop": 1.0, "doubt": 1.0, "worried": 1.0, "worry": 1.0,
-    "scam": 2.0, "useless": 1.5, "harm": 1.5, "damage": 1.0, "problem": 0.5, "crazy": 1.0,
+    "bad": 1.0,
+    "terrible": 2.0,
+    "awful": 2.0,
+    "horrible": 2.0,
+    "worst": 2.0,
+    "worse": 1.0,
+    "hate": 2.0,
+    "disagree": 1.5,
+    "reject": 1.5,
+    "fail": 1.0,
+    "failed": 1.0,
+    "failure": 1.5,
+    "false": 1.0,
+    "fake": 1.5,
+    "lie": 1.5,
+    "lies": 1.5,
+    "corrupt": 1.5,
+    "unfair": 1.5,
+    "ridiculous": 1.5,
+    "stupid": 1.5,
+    "shame": 1.5,
+    "shameful": 2.0,
+    "sad": 1.0,
+    "angry": 1.0,
+    "outrage": 1.5,
+    "outrageous": 2.0,
+    "danger": 1.5,
+    "threat": 1.0,
+    "mistake": 1.0,
+    "nonsense": 1.5,
+    "boycott": 1.5,
+    "stop": 1.0,
+    "doubt": 1.0,
+    "worried": 1.0,
+    "worry": 1.0,
+    "scam": 2.0,
+    "useless": 1.5,
+    "harm": 1.5,
+    "damage": 1.0,
+    "problem": 0.5,
+    "crazy": 1.0,
 }
 _LEXICON: dict[str, float] = {**_POSITIVE, **{w: -v for w, v in _NEGATIVE.items()}}
 _INTENSIFIERS: dict[str, float] = {
-    "strongly": 1.5, "absolutely": 1.5, "completely": 1.5, "totally": 1.5, "fully": 1.5,
-    "firmly": 1.5, "very": 1.3, "really": 1.3, "extremely": 1.8, "deeply": 1.5, "so": 1.2,
-    "huge": 1.3, "total": 1.3, "utterly": 1.8, "cautiously": 0.7, "somewhat": 0.7, "slightly": 0.5,
+    "strongly": 1.5,
+    "absolutely": 1.5,
+    "completely": 1.5,
+    "totally": 1.5,
+    "fully": 1.5,
+    "firmly": 1.5,
+    "very": 1.3,
+    "really": 1.3,
+    "extremely": 1.8,
+    "deeply": 1.5,
+    "so": 1.2,
+    "huge": 1.3,
+    "total": 1.3,
+    "utterly": 1.8,
+    "cautiously": 0.7,
+    "somewhat": 0.7,
+    "slightly": 0.5,
 }
 _NEGATORS = frozenset({"not", "no", "never", "nor", "hardly", "without", "neither", "nothing"})
-_NEGATION_SPAN = 3          # a negator flips the next sentiment word within 3 tokens
-_BOOST_SPAN = 2             # an intensifier scales the next sentiment word within 2 tokens
+_NEGATION_SPAN = 3  # a negator flips the next sentiment word within 3 tokens
+_BOOST_SPAN = 2  # an intensifier scales the next sentiment word within 2 tokens
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?")
-_SCALE = 0.5                # stance = tanh(0.5 * summed weight)
+_SCALE = 0.5  # stance = tanh(0.5 * summed weight)
 
 
 def _score_tokens(tokens: list[str]) -> tuple[float, int]:

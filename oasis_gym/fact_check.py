@@ -25,15 +25,17 @@ class FactChecker:
 
     def __init__(self, budget: int = 2, delay: int = 2, error: float = 0.1):
         if budget < 0 or delay < 0 or not 0.0 <= error <= 1.0:
-            raise ValueError(f"fact-check budget and delay must be >= 0 and error in [0, 1], got {budget}, {delay}, {error}")
+            raise ValueError(
+                f"fact-check budget and delay must be >= 0 and error in [0, 1], got {budget}, {delay}, {error}"
+            )
         self.budget, self.delay, self.error = int(budget), int(delay), float(error)
         self._platform = None
         self.clear(0)
 
     def clear(self, seed: int | None) -> None:
         self.seed = 0 if seed is None else int(seed)
-        self.sent_step: dict[int, int] = {}          # post -> step it was sent
-        self.verdicts = np.zeros(0, np.int8)          # per post: +1 misinfo, -1 true, 0 none
+        self.sent_step: dict[int, int] = {}  # post -> step it was sent
+        self.verdicts = np.zeros(0, np.int8)  # per post: +1 misinfo, -1 true, 0 none
         self.author_flags = np.zeros(0, np.int32)
 
     def sync(self, sim) -> None:
@@ -45,7 +47,9 @@ class FactChecker:
         if len(self.verdicts) < pf.n_posts:
             self.verdicts = np.concatenate([self.verdicts, np.zeros(pf.n_posts - len(self.verdicts), np.int8)])
         if len(self.author_flags) < pf.n_users:
-            self.author_flags = np.concatenate([self.author_flags, np.zeros(pf.n_users - len(self.author_flags), np.int32)])
+            self.author_flags = np.concatenate(
+                [self.author_flags, np.zeros(pf.n_users - len(self.author_flags), np.int32)]
+            )
 
     def _verdict(self, post: int, label: int) -> int:
         wrong = np.random.default_rng([self.seed, int(post), 0xFAC7]).random() < self.error

@@ -21,7 +21,7 @@ class FeedViews:
         """The user id of the agent named `user_<id>`; KeyError naming the agent if this
         env has no such user (`user_-1`, `user_007`, `user_999` of 50 users, ...)."""
         if isinstance(agent, str) and agent.startswith("user_"):
-            digits = agent[len("user_"):]
+            digits = agent[len("user_") :]
             if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
                 if self.platform is not None and int(digits) < self.platform.n_users:
                     return int(digits)
@@ -32,8 +32,9 @@ class FeedViews:
         if self.platform is None:
             raise RuntimeError("no episode: call reset() first")
         users = np.asarray(users).reshape(-1)
-        if users.size and (not np.issubdtype(users.dtype, np.integer) or users.min() < 0
-                           or users.max() >= self.platform.n_users):
+        if users.size and (
+            not np.issubdtype(users.dtype, np.integer) or users.min() < 0 or users.max() >= self.platform.n_users
+        ):
             bad = [u for u in users.tolist() if not (isinstance(u, int) and 0 <= u < self.platform.n_users)]
             raise KeyError(f"no user(s) {bad[:5]} in this env (user ids are 0 .. {self.platform.n_users - 1})")
         return users.astype(np.int64)
@@ -68,8 +69,9 @@ class FeedViews:
             if saved is not None:
                 self.recsys.rollback(saved)
 
-    def feed_views(self, users: np.ndarray, memories: dict[int, list[str]] | None = None,
-                   obs: ObsBatch | None = None) -> list[dict]:
+    def feed_views(
+        self, users: np.ndarray, memories: dict[int, list[str]] | None = None, obs: ObsBatch | None = None
+    ) -> list[dict]:
         """What an LLM user reads, one dict per user (slot order): an active user's current
         observation; any other user's is what a refresh would show them now (`preview`)."""
         users = self._check_users(users)
@@ -93,24 +95,50 @@ class FeedViews:
                 for cs in range(slot * self.C, (slot + 1) * self.C):
                     c = int(obs.comment_ids[r, cs])
                     if c >= 0:
-                        comments.append({"slot": cs, "comment_id": c, "author_name": pf.u_user_name[int(pf.c_author.a[c])],
-                                         "text": pf.c_content[c], "likes": int(pf.c_likes.a[c])})
+                        comments.append(
+                            {
+                                "slot": cs,
+                                "comment_id": c,
+                                "author_name": pf.u_user_name[int(pf.c_author.a[c])],
+                                "text": pf.c_content[c],
+                                "likes": int(pf.c_likes.a[c]),
+                            }
+                        )
                 status = int(pf.p_status.a[p])
-                posts.append({
-                    "slot": slot, "post_id": p, "author_id": a, "author_name": pf.u_user_name[a],
-                    "text": pf.p_content[p] if pf.p_quote[p] is None else pf.p_quote[p],
-                    "quoted_text": pf.p_content[p] if pf.p_quote[p] is not None else None,
-                    "likes": int(pf.p_likes.a[p]), "dislikes": int(pf.p_dislikes.a[p]),
-                    "reposts": int(pf.p_shares.a[p]), "comments": int(pf.p_comments.a[p]),
-                    "label": MODERATION_NAMES[status] if status and status != REMOVED else None,
-                    "top_comments": comments})
-            users_list = [{"slot": s, "user_id": int(v), "user_name": pf.u_user_name[int(v)], "bio": pf.u_bio[int(v)]}
-                          for s, v in enumerate(obs.user_ids[r].tolist()) if v >= 0]
-            out.append({
-                "agent": f"user_{u}", "user_id": u, "user_name": pf.u_user_name[u], "name": pf.u_name[u],
-                "persona": pf.u_persona[u] or pf.u_bio[u], "step": pf.step, "time": time,
-                "allowed_actions": [allowed_all[a] for a in np.flatnonzero(obs.mask_type[r])],
-                "posts": posts, "users": users_list,
-                "memory": list((memories or {}).get(u, [])),
-            })
+                posts.append(
+                    {
+                        "slot": slot,
+                        "post_id": p,
+                        "author_id": a,
+                        "author_name": pf.u_user_name[a],
+                        "text": pf.p_content[p] if pf.p_quote[p] is None else pf.p_quote[p],
+                        "quoted_text": pf.p_content[p] if pf.p_quote[p] is not None else None,
+                        "likes": int(pf.p_likes.a[p]),
+                        "dislikes": int(pf.p_dislikes.a[p]),
+                        "reposts": int(pf.p_shares.a[p]),
+                        "comments": int(pf.p_comments.a[p]),
+                        "label": MODERATION_NAMES[status] if status and status != REMOVED else None,
+                        "top_comments": comments,
+                    }
+                )
+            users_list = [
+                {"slot": s, "user_id": int(v), "user_name": pf.u_user_name[int(v)], "bio": pf.u_bio[int(v)]}
+                for s, v in enumerate(obs.user_ids[r].tolist())
+                if v >= 0
+            ]
+            out.append(
+                {
+                    "agent": f"user_{u}",
+                    "user_id": u,
+                    "user_name": pf.u_user_name[u],
+                    "name": pf.u_name[u],
+                    "persona": pf.u_persona[u] or pf.u_bio[u],
+                    "step": pf.step,
+                    "time": time,
+                    "allowed_actions": [allowed_all[a] for a in np.flatnonzero(obs.mask_type[r])],
+                    "posts": posts,
+                    "users": users_list,
+                    "memory": list((memories or {}).get(u, [])),
+                }
+            )
         return out

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .actions import NUM_ACTIONS, ActionType as A
+from .actions import NUM_ACTIONS
+from .actions import ActionType as A
 from .batches import COMMENT_FEATURES, FEED_FEATURES, FEED_INDEX, USER_FEATURES, ObsBatch
 from .platform.platform import QUOTE
 
@@ -21,7 +22,7 @@ class Observer:
 
     def observe(self, users: np.ndarray) -> ObsBatch:
         """Build the observations of `users` (recsys feeds, or the view an info action asked for)."""
-        pf, K, C, S = self.platform, self.K, self.C, self.S
+        pf, K, S = self.platform, self.K, self.S
         users = np.asarray(users, dtype=np.int64)
         n = len(users)
         post_ids = self.recsys.recommend(pf, users, K, self.rng_recsys) if n else np.empty((0, K), np.int64)
@@ -100,14 +101,34 @@ class Observer:
             user_feats[..., 0] = pf.u_followers.a[q]
             user_feats[..., 1] = pf.rel["follow"].contains(uu, q)
             user_feats[..., 2] = pf.rel["mute"].contains(uu, q)
-            user_feats[:, self.K:, 3] = 1.0
+            user_feats[:, self.K :, 3] = 1.0
             user_feats[~um] = 0.0
-        self_feats = np.stack([pf.u_followers.a[users], pf.u_followings.a[users], pf.u_posts.a[users],
-                               pf.u_opinion.a[users], np.full(n, self.clock.hour(pf.minute)),
-                               np.full(n, pf.step)], axis=1).astype(np.float32)
+        self_feats = np.stack(
+            [
+                pf.u_followers.a[users],
+                pf.u_followings.a[users],
+                pf.u_posts.a[users],
+                pf.u_opinion.a[users],
+                np.full(n, self.clock.hour(pf.minute)),
+                np.full(n, pf.step),
+            ],
+            axis=1,
+        ).astype(np.float32)
         mask_type = self._type_mask(n, has, feed, cm, comments, um, user_feats)
-        return ObsBatch(users, post_ids, feed, comment_ids, comments, user_ids, user_feats, self_feats,
-                        mask_type, has.astype(np.int8), cm.astype(np.int8), um.astype(np.int8))
+        return ObsBatch(
+            users,
+            post_ids,
+            feed,
+            comment_ids,
+            comments,
+            user_ids,
+            user_feats,
+            self_feats,
+            mask_type,
+            has.astype(np.int8),
+            cm.astype(np.int8),
+            um.astype(np.int8),
+        )
 
     def _type_mask(self, n, has, feed, cm, comments, um, user_feats) -> np.ndarray:
         """Which action types can succeed for each user given what they see (joint validity of
@@ -116,7 +137,9 @@ class Observer:
         m = np.zeros((n, NUM_ACTIONS), dtype=bool)
         for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
             m[:, a] = True
-        liked, disliked, reposted = (feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me"))
+        liked, disliked, reposted = (
+            feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me")
+        )
         m[:, A.LIKE_POST] = (has & ~liked).any(1)
         m[:, A.UNLIKE_POST] = (has & liked).any(1)
         m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)

@@ -39,14 +39,34 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
+from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
 
-RECOMMENDER_FEATURES = ("engagement_rate", "impressions_per_active", "misinfo_share", "cross_cutting_share",
-                        "opinion_mean", "opinion_std", "opinion_abs_mean", "esteban_ray", "active_fraction",
-                        "polarization_increase")
-MODERATOR_POST_FEATURES = ("velocity", "likes", "shares", "reports", "age_hours", "log_author_followers",
-                           "log_author_removed", "log_author_flagged", "fact_check", "fact_check_pending",
-                           "status", "filled")
+RECOMMENDER_FEATURES = (
+    "engagement_rate",
+    "impressions_per_active",
+    "misinfo_share",
+    "cross_cutting_share",
+    "opinion_mean",
+    "opinion_std",
+    "opinion_abs_mean",
+    "esteban_ray",
+    "active_fraction",
+    "polarization_increase",
+)
+MODERATOR_POST_FEATURES = (
+    "velocity",
+    "likes",
+    "shares",
+    "reports",
+    "age_hours",
+    "log_author_followers",
+    "log_author_removed",
+    "log_author_flagged",
+    "fact_check",
+    "fact_check_pending",
+    "status",
+    "filled",
+)
 MODERATION_ACTIONS = ("none", "label", "downrank", "remove", "remove_and_suspend")
 
 
@@ -96,8 +116,9 @@ class RecommenderAgent:
 
         if self.ranking not in ("per_user", "global"):
             raise ValueError(f"ranking must be 'per_user' or 'global', got {self.ranking!r}")
-        self.weight_shape = ((len(USER_FEATURES), len(CANDIDATE_FEATURES)) if self.ranking == "per_user"
-                             else (len(CANDIDATE_FEATURES),))
+        self.weight_shape = (
+            (len(USER_FEATURES), len(CANDIDATE_FEATURES)) if self.ranking == "per_user" else (len(CANDIDATE_FEATURES),)
+        )
         n = len(RECOMMENDER_FEATURES) + 2 * len(CANDIDATE_FEATURES)
         self.observation_space = spaces.Box(-np.inf, np.inf, (n,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (int(np.prod(self.weight_shape)),), np.float32)
@@ -123,7 +144,9 @@ class RecommenderAgent:
         try:
             w = np.asarray(action, dtype=np.float32).reshape(-1)
         except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}") from None
+            raise ValueError(
+                f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}"
+            ) from None
         if w.shape != self.action_space.shape or not np.all(np.isfinite(w)):
             raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}")
         return np.clip(w, -1.0, 1.0)
@@ -145,9 +168,18 @@ class RecommenderAgent:
         op = pf.u_opinion.a
         active = max(len(sim.obs.users), 1)
         engagement = self._engagement(out, impressions)
-        feats = [engagement, impressions / active, misinfo, cross, float(op.mean()), float(op.std()),
-                 float(np.abs(op).mean()), esteban_ray(op), len(sim.obs.users) / max(pf.n_users, 1),
-                 float(op.std()) - self.polarization0]
+        feats = [
+            engagement,
+            impressions / active,
+            misinfo,
+            cross,
+            float(op.mean()),
+            float(op.std()),
+            float(np.abs(op).mean()),
+            esteban_ray(op),
+            len(sim.obs.users) / max(pf.n_users, 1),
+            float(op.std()) - self.polarization0,
+        ]
         return np.concatenate([np.asarray(feats, np.float32), sim.recsys.candidate_pool_stats(pf)]).astype(np.float32)
 
     @staticmethod
@@ -170,10 +202,18 @@ class RecommenderAgent:
         engagement = self._engagement(sim.last_outcome, impressions)
         pol = float(sim.platform.u_opinion.a.std())
         increase, self.polarization_prev = pol - self.polarization_prev, pol
-        self.last_components = {"engagement": engagement, "misinfo_exposure": misinfo,
-                                "polarization_increase": increase, "diversity": cross}
-        return (self.engagement_weight * engagement - self.misinfo_penalty * misinfo
-                - self.polarization_penalty * increase + self.diversity_bonus * cross)
+        self.last_components = {
+            "engagement": engagement,
+            "misinfo_exposure": misinfo,
+            "polarization_increase": increase,
+            "diversity": cross,
+        }
+        return (
+            self.engagement_weight * engagement
+            - self.misinfo_penalty * misinfo
+            - self.polarization_penalty * increase
+            + self.diversity_bonus * cross
+        )
 
 
 @dataclass
@@ -184,7 +224,7 @@ class PostActions:
 
     posts: np.ndarray
     kinds: np.ndarray
-    suspend_users: np.ndarray | None = None   # accounts to suspend without acting on a post
+    suspend_users: np.ndarray | None = None  # accounts to suspend without acting on a post
 
 
 @dataclass
@@ -192,9 +232,9 @@ class ModeratorAgent:
     top_m: int = 10
     window_minutes: int = 360
     action_cost: float = 0.02
-    check_budget: int = 2        # fact-checks sent per step (see oasis_gym.fact_check)
-    check_delay: int = 2         # steps until a verdict comes back
-    check_error: float = 0.1     # probability a verdict is wrong
+    check_budget: int = 2  # fact-checks sent per step (see oasis_gym.fact_check)
+    check_delay: int = 2  # steps until a verdict comes back
+    check_error: float = 0.1  # probability a verdict is wrong
 
     def __post_init__(self):
         from .fact_check import FactChecker
@@ -248,13 +288,26 @@ class ModeratorAgent:
         p = self.slots[filled]
         if len(p):
             author = pf.p_author.a[p]
-            removed = np.bincount(pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED],
-                                  minlength=pf.n_users)
-            x[filled] = np.stack([
-                self._velocity(pf, p), pf.p_likes.a[p], pf.p_shares.a[p], pf.p_reports.a[p],
-                (pf.minute - pf.p_minute.a[p]) / 60.0, np.log1p(pf.u_followers.a[author]),
-                np.log1p(removed[author]), np.log1p(fc.author_flags[author]),
-                fc.verdicts[p], fc.pending(p), pf.p_status.a[p], np.ones(len(p))], axis=1)
+            removed = np.bincount(
+                pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED], minlength=pf.n_users
+            )
+            x[filled] = np.stack(
+                [
+                    self._velocity(pf, p),
+                    pf.p_likes.a[p],
+                    pf.p_shares.a[p],
+                    pf.p_reports.a[p],
+                    (pf.minute - pf.p_minute.a[p]) / 60.0,
+                    np.log1p(pf.u_followers.a[author]),
+                    np.log1p(removed[author]),
+                    np.log1p(fc.author_flags[author]),
+                    fc.verdicts[p],
+                    fc.pending(p),
+                    pf.p_status.a[p],
+                    np.ones(len(p)),
+                ],
+                axis=1,
+            )
         return x.reshape(-1)
 
     def validate(self, action) -> np.ndarray | PostActions:
@@ -266,8 +319,9 @@ class ModeratorAgent:
             if posts.shape != kinds.shape or ((kinds < 1) | (kinds >= len(MODERATION_ACTIONS))).any():
                 raise ValueError("PostActions needs post ids and action codes 1-4 of the same length")
             return PostActions(posts, kinds, action.suspend_users)
-        err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {len(MODERATION_ACTIONS) - 1}],"
-                         f" got {action!r}")
+        err = ValueError(
+            f"moderator_0 action must be {self.top_m} integers in [0, {len(MODERATION_ACTIONS) - 1}], got {action!r}"
+        )
         try:
             a = np.asarray(action).reshape(-1)
         except (TypeError, ValueError):

@@ -29,8 +29,16 @@ class RunSummary:
         return self.actions / self.seconds if self.seconds else 0.0
 
 
-def simulate(env, policy, steps: int | None = None, *, seed: int | None = None, reset: bool = True,
-             progress: bool = False, callback: Callable | None = None) -> RunSummary:
+def simulate(
+    env,
+    policy,
+    steps: int | None = None,
+    *,
+    seed: int | None = None,
+    reset: bool = True,
+    progress: bool = False,
+    callback: Callable | None = None,
+) -> RunSummary:
     """Run `steps` steps (default: until the episode ends) with one batched policy call each.
 
     `reset=False` continues the current episode (e.g. after a resume). `callback(env, outcome)`

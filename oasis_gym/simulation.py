@@ -37,7 +37,11 @@ from .actions import (
     REDDIT_DEFAULT_ACTIONS,
     TWITTER_DEFAULT_ACTIONS,
     USER_TARGET,
+)
+from .actions import (
     ActionType as A,
+)
+from .actions import (
     Result as R,
 )
 from .batches import (
@@ -62,11 +66,21 @@ from .platform.journal import RowWriter, Same, read_meta
 from .platform.journal_file import JournalLock
 from .platform.platform import REPOST
 
-
 # the data types live in batches.py; policies and envs import them from here too
 __all__ = [
-    "Simulation", "SimulationConfig", "check_resumable", "ActionArrays", "ObsBatch", "StepOutcome", "RewardFn",
-    "engagement_reward", "FEED_FEATURES", "COMMENT_FEATURES", "USER_FEATURES", "SELF_FEATURES", "FEED_INDEX",
+    "Simulation",
+    "SimulationConfig",
+    "check_resumable",
+    "ActionArrays",
+    "ObsBatch",
+    "StepOutcome",
+    "RewardFn",
+    "engagement_reward",
+    "FEED_FEATURES",
+    "COMMENT_FEATURES",
+    "USER_FEATURES",
+    "SELF_FEATURES",
+    "FEED_INDEX",
 ]
 
 
@@ -75,33 +89,38 @@ class SimulationConfig:
     """Arguments of a simulation (the env's keyword arguments map onto these)."""
 
     platform: str = "twitter"
-    available_actions: tuple[int, ...] | None = None   # None: the platform's OASIS defaults
+    available_actions: tuple[int, ...] | None = None  # None: the platform's OASIS defaults
     recsys: str = "twitter"
     recsys_params: dict = field(default_factory=dict)
-    feed_size: int = 10                                 # K post slots
-    comments_per_post: int = 2                          # C comment slots per post slot
-    search_size: int = 5                                # S user slots from search results
+    feed_size: int = 10  # K post slots
+    comments_per_post: int = 2  # C comment slots per post slot
+    search_size: int = 5  # S user slots from search results
     minutes_per_step: int = 3
     start_hour: int = 8
-    activation: str | float = "activity"                # "activity" (24-h vectors) or a flat probability
+    activation: str | float = "activity"  # "activity" (24-h vectors) or a flat probability
     max_cycles: int = 50
-    db_path: str | None = None                          # None: a temp file; ":memory:" allowed
-    overwrite: bool = False                             # reset may replace an existing journal at db_path
+    db_path: str | None = None  # None: a temp file; ":memory:" allowed
+    overwrite: bool = False  # reset may replace an existing journal at db_path
     allow_self_rating: bool = True
     max_text_length: int = 5000
-    auto_text: bool = True                              # fill missing text of text actions from a template
-    log_recs: bool = False                              # journal every served feed into `rec`
-    stance_scorer: str | None = "lexicon"               # stance of texts sent without one (None: unknown)
-    recommender_agent: bool = False                     # add the trainable recommender_0
-    moderator_agent: bool = False                       # add the trainable moderator_0
+    auto_text: bool = True  # fill missing text of text actions from a template
+    log_recs: bool = False  # journal every served feed into `rec`
+    stance_scorer: str | None = "lexicon"  # stance of texts sent without one (None: unknown)
+    recommender_agent: bool = False  # add the trainable recommender_0
+    moderator_agent: bool = False  # add the trainable moderator_0
     platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
 
 
 class Simulation(Observer, FeedViews):
     """Batched social-media simulation over a fixed user population."""
 
-    def __init__(self, population, config: SimulationConfig | None = None,
-                 reward_fn: RewardFn | None = None, setup: Callable[["Simulation"], None] | None = None):
+    def __init__(
+        self,
+        population,
+        config: SimulationConfig | None = None,
+        reward_fn: RewardFn | None = None,
+        setup: Callable[[Simulation], None] | None = None,
+    ):
         from .recsys import make_recommender
 
         self.population = population
@@ -146,15 +165,25 @@ class Simulation(Observer, FeedViews):
         if cfg.available_actions is not None:
             actions = tuple(int(a) for a in cfg.available_actions)
         else:
-            actions = tuple(int(a) for a in {"twitter": TWITTER_DEFAULT_ACTIONS,
-                                              "reddit": REDDIT_DEFAULT_ACTIONS}.get(cfg.platform, ALL_ACTIONS))
-        return PlatformConfig(name=cfg.platform, available_actions=actions,
-                              allow_self_rating=cfg.allow_self_rating, max_text_length=cfg.max_text_length)
+            actions = tuple(
+                int(a)
+                for a in {"twitter": TWITTER_DEFAULT_ACTIONS, "reddit": REDDIT_DEFAULT_ACTIONS}.get(
+                    cfg.platform, ALL_ACTIONS
+                )
+            )
+        return PlatformConfig(
+            name=cfg.platform,
+            available_actions=actions,
+            allow_self_rating=cfg.allow_self_rating,
+            max_text_length=cfg.max_text_length,
+        )
 
     def reset(self, seed: int | None = None) -> ObsBatch:
         if self.population is None:
-            raise RuntimeError("this simulation was resumed from a journal and has no starting population: "
-                               "make a new env (with users=...) to start a new episode")
+            raise RuntimeError(
+                "this simulation was resumed from a journal and has no starting population: "
+                "make a new env (with users=...) to start a new episode"
+            )
         with contextlib.suppress(JournalError):  # a failed episode's journal: raised at its steps already
             self._close_journal(query_indexes=False)  # the new episode's journal replaces it
         self.seed = seed
@@ -164,8 +193,12 @@ class Simulation(Observer, FeedViews):
         self.platform.add_users(self.population)
         self.db_path = self._fresh_db_path()
         # a new episode, a new journal: never over a file that is not ours without `overwrite`
-        self.journal = Journal(self.db_path, new=True, overwrite=self.config.overwrite or self._tmpdir is not None,
-                               own_journal_id=self._journal_id)
+        self.journal = Journal(
+            self.db_path,
+            new=True,
+            overwrite=self.config.overwrite or self._tmpdir is not None,
+            own_journal_id=self._journal_id,
+        )
         self._journal_id = self.journal.journal_id
         if self.setup is not None:
             self.setup(self)
@@ -209,11 +242,14 @@ class Simulation(Observer, FeedViews):
     def _meta(self) -> dict:
         """Saved with every step: what `resume` needs to continue exactly (generator states as
         they are before the next activation, pending info-action views, provider states)."""
-        return {"config": dataclasses.asdict(self.config), "seed": self.seed,
-                "rng": [g.bit_generator.state for g in self._generators()],
-                "views": [[u, kind, ids.tolist()] for u, (kind, ids) in self.views.items()],
-                "state": {name: fn() for name, fn in self.state_providers.items()},
-                "recsys_weights": (np.asarray(self.recsys.weights).tolist() if hasattr(self.recsys, "weights") else None)}
+        return {
+            "config": dataclasses.asdict(self.config),
+            "seed": self.seed,
+            "rng": [g.bit_generator.state for g in self._generators()],
+            "views": [[u, kind, ids.tolist()] for u, (kind, ids) in self.views.items()],
+            "state": {name: fn() for name, fn in self.state_providers.items()},
+            "recsys_weights": (np.asarray(self.recsys.weights).tolist() if hasattr(self.recsys, "weights") else None),
+        }
 
     def resume(self, db_path: str) -> ObsBatch:
         """Continue from a journal: restore the platform, generators and pending views, then
@@ -288,7 +324,9 @@ class Simulation(Observer, FeedViews):
     def _check_step_input(self, acts: ActionArrays, platform_actions) -> tuple:
         """Every input of a step, checked and normalized before anything is applied."""
         if platform_actions is not None and not isinstance(platform_actions, Mapping):
-            raise TypeError(f"platform_actions must map platform agent names to actions, got {type(platform_actions).__name__}")
+            raise TypeError(
+                f"platform_actions must map platform agent names to actions, got {type(platform_actions).__name__}"
+            )
         platform_actions = dict(platform_actions or {})
         unknown = set(platform_actions) - set(self.platform_agents)
         if unknown:
@@ -300,14 +338,23 @@ class Simulation(Observer, FeedViews):
             raise ValueError(f"actions' users must be an array of user ids: {err}") from None
         n = raw_users.size
         users = _int_column(raw_users, n, 0, "users")
-        cols = (_int_column(acts.type, n, A.DO_NOTHING, "type"), _int_column(acts.post, n, 0, "post"),
-                _int_column(acts.comment, n, 0, "comment"), _int_column(acts.user, n, 0, "user"))
+        cols = (
+            _int_column(acts.type, n, A.DO_NOTHING, "type"),
+            _int_column(acts.post, n, 0, "post"),
+            _int_column(acts.comment, n, 0, "comment"),
+            _int_column(acts.user, n, 0, "user"),
+        )
         texts = acts.text
         if texts is not None:
             if isinstance(texts, (str, bytes)) or not hasattr(texts, "__len__") or len(texts) != n:
-                got = f"{len(texts)} entries" if hasattr(texts, "__len__") and not isinstance(texts, (str, bytes)) \
+                got = (
+                    f"{len(texts)} entries"
+                    if hasattr(texts, "__len__") and not isinstance(texts, (str, bytes))
                     else type(texts).__name__
-                raise ValueError(f"actions' text must be a sequence of one text (or None) per user: {n} users, got {got}")
+                )
+                raise ValueError(
+                    f"actions' text must be a sequence of one text (or None) per user: {n} users, got {got}"
+                )
         stance = None
         if acts.stance is not None:
             try:
@@ -359,8 +406,9 @@ class Simulation(Observer, FeedViews):
         # the platform resolves reposts to roots; recompute the resolved target for rewards
         resolved = target.copy()
         on_post = np.isin(action, list(POST_TARGET)) & (target >= 0) & (target < pf.n_posts)
-        resolved[on_post] = np.where(pf.p_kind.a[target[on_post]] == REPOST, pf.p_root.a[target[on_post]],
-                                     target[on_post])
+        resolved[on_post] = np.where(
+            pf.p_kind.a[target[on_post]] == REPOST, pf.p_root.a[target[on_post]], target[on_post]
+        )
         out = StepOutcome(users, action, resolved, res, new_ids, np.zeros(0, np.float32), ignored)
         out.rewards = self.reward_fn(self, out)
         self.recsys.update(pf)
@@ -375,7 +423,8 @@ class Simulation(Observer, FeedViews):
             if self.config.log_recs and len(obs.users):
                 r, k = np.nonzero(obs.post_ids >= 0)
                 RowWriter(conn).rows(
-                    "INSERT INTO rec(user_id, post_id, step) VALUES ", [obs.users[r], obs.post_ids[r, k], Same(pf.step)])
+                    "INSERT INTO rec(user_id, post_id, step) VALUES ", [obs.users[r], obs.post_ids[r, k], Same(pf.step)]
+                )
 
         # the step's rows are built (hooks first), the next users activated, and only then is
         # the step committed: a failure anywhere before leaves neither memory nor journal changed
@@ -409,8 +458,13 @@ class Simulation(Observer, FeedViews):
     def _fill_text(self, users, action, texts, stance) -> None:
         """Numeric policies send no text: give their text actions a short template text whose
         wording follows the user's opinion, and a stance equal to that opinion."""
-        need = [i for i in np.flatnonzero(np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT,
-                                                            A.SEARCH_POSTS, A.SEARCH_USER])) if texts[i] is None]
+        need = [
+            i
+            for i in np.flatnonzero(
+                np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT, A.SEARCH_POSTS, A.SEARCH_USER])
+            )
+            if texts[i] is None
+        ]
         if not need:
             return
         pf = self.platform
@@ -419,8 +473,9 @@ class Simulation(Observer, FeedViews):
                 texts[i] = _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))]
             else:
                 op = float(pf.u_opinion.a[users[i]])
-                texts[i] = template_text(np.array([op]), _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))],
-                                         self.rng_text)[0]
+                texts[i] = template_text(
+                    np.array([op]), _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))], self.rng_text
+                )[0]
                 if np.isnan(stance[i]):
                     stance[i] = op
 
@@ -447,7 +502,11 @@ def check_resumable(meta: dict, path) -> dict:
         problem = "its config is missing or names an unknown platform"
     elif set(config) - set(SimulationConfig.__dataclass_fields__):
         problem = f"its config has unknown keys {sorted(set(config) - set(SimulationConfig.__dataclass_fields__))}"
-    elif not isinstance(meta.get("rng"), list) or len(meta["rng"]) != 3 or not all(isinstance(r, dict) for r in meta["rng"]):
+    elif (
+        not isinstance(meta.get("rng"), list)
+        or len(meta["rng"]) != 3
+        or not all(isinstance(r, dict) for r in meta["rng"])
+    ):
         problem = "its generator states are missing"
     elif not isinstance(meta.get("state", {}), dict) or not isinstance(meta.get("views", []), list):
         problem = "its saved state is damaged"
@@ -475,5 +534,17 @@ def _int_column(values, n: int, default: int, name: str = "action") -> np.ndarra
     return arr.astype(np.int64)
 
 
-_TOPIC_WORDS = ("economy", "climate", "election", "health", "technology", "sports", "music", "science",
-                "education", "travel", "food", "business")
+_TOPIC_WORDS = (
+    "economy",
+    "climate",
+    "election",
+    "health",
+    "technology",
+    "sports",
+    "music",
+    "science",
+    "education",
+    "travel",
+    "food",
+    "business",
+)

@@ -35,15 +35,23 @@ class StepState:
     agents: dict
 
 
-def capture(sim: "Simulation") -> StepState:
+def capture(sim: Simulation) -> StepState:
     recsys_cp = sim.recsys.checkpoint() if hasattr(sim.recsys, "checkpoint") else None
     sim.hooks_ran = []
-    return StepState(sim.platform.checkpoint(), [g.bit_generator.state for g in sim._generators()],
-                     dict(sim.views), sim.obs, getattr(sim, "active", None), dict(sim.platform_obs),
-                     sim.last_outcome, recsys_cp, {name: dict(vars(a)) for name, a in sim.platform_agents.items()})
+    return StepState(
+        sim.platform.checkpoint(),
+        [g.bit_generator.state for g in sim._generators()],
+        dict(sim.views),
+        sim.obs,
+        getattr(sim, "active", None),
+        dict(sim.platform_obs),
+        sim.last_outcome,
+        recsys_cp,
+        {name: dict(vars(a)) for name, a in sim.platform_agents.items()},
+    )
 
 
-def restore(sim: "Simulation", st: StepState) -> None:
+def restore(sim: Simulation, st: StepState) -> None:
     sim.platform.rollback(st.platform)
     for g, state in zip(sim._generators(), st.rng):
         g.bit_generator.state = state

@@ -38,17 +38,17 @@ from .base import BasePolicy
 class ABMConfig:
     """Parameters of the ABM users (defaults: HiSim's bounded-confidence calibration range)."""
 
-    opinion_model: str | None = "deffuant_weisbuch"   # None: opinions stay fixed
-    opinion_params: object | None = None                # the model's params dataclass; None: defaults
+    opinion_model: str | None = "deffuant_weisbuch"  # None: opinions stay fixed
+    opinion_params: object | None = None  # the model's params dataclass; None: defaults
     behaviour: BehaviourParams = field(default_factory=BehaviourParams)
-    post_rate: float = 0.05              # P(create_post) per active step, ordinary users
-    core_post_rate: float = 0.2          # ... core users
-    diffusion: str | None = None         # None (behaviour model), "independent_cascade" or "threshold"
-    cascade_p: float = 0.05              # independent cascade: repost probability per exposure
-    threshold_low: float = 0.0           # linear threshold: per-user thresholds ~ U(low, high)
+    post_rate: float = 0.05  # P(create_post) per active step, ordinary users
+    core_post_rate: float = 0.2  # ... core users
+    diffusion: str | None = None  # None (behaviour model), "independent_cascade" or "threshold"
+    cascade_p: float = 0.05  # independent cascade: repost probability per exposure
+    threshold_low: float = 0.0  # linear threshold: per-user thresholds ~ U(low, high)
     threshold_high: float = 0.5
     diffusion_action: int = int(A.REPOST)  # what a triggered user does (repost, or like_post)
-    topic: str = "this"                  # word the template texts use
+    topic: str = "this"  # word the template texts use
 
 
 class ABMPolicy(BasePolicy):
@@ -78,8 +78,9 @@ class ABMPolicy(BasePolicy):
         stance = np.where(known, obs.feed[..., FEED_INDEX["stance"]], np.nan).astype(np.float32)
         opinion = pf.u_opinion.a[users].astype(np.float64)
         if cfg.opinion_model and known.any():
-            new, _ = update_opinions(cfg.opinion_model, opinion, np.nan_to_num(stance), known,
-                                     cfg.opinion_params, rng=rng)
+            new, _ = update_opinions(
+                cfg.opinion_model, opinion, np.nan_to_num(stance), known, cfg.opinion_params, rng=rng
+            )
             changed = np.flatnonzero(new != opinion)
             if len(changed):
                 pf.set_opinions(users[changed], new[changed].astype(np.float32))
@@ -88,11 +89,20 @@ class ABMPolicy(BasePolicy):
             return self._diffuse(sim, obs, has, rng)
         post_rate = np.where(pf.u_is_core.a[users], cfg.core_post_rate, cfg.post_rate)
         action, slot, out_stance = choose_actions(
-            rng, cfg.behaviour, opinion, stance, has, obs.feed[..., FEED_INDEX["likes"]],
-            obs.feed[..., FEED_INDEX["author_followers"]], post_rate, obs.mask_type.astype(bool),
-            obs.feed[..., FEED_INDEX["liked_by_me"]] > 0, obs.feed[..., FEED_INDEX["followed_author"]] > 0,
+            rng,
+            cfg.behaviour,
+            opinion,
+            stance,
+            has,
+            obs.feed[..., FEED_INDEX["likes"]],
+            obs.feed[..., FEED_INDEX["author_followers"]],
+            post_rate,
+            obs.mask_type.astype(bool),
+            obs.feed[..., FEED_INDEX["liked_by_me"]] > 0,
+            obs.feed[..., FEED_INDEX["followed_author"]] > 0,
             already_disliked=obs.feed[..., FEED_INDEX["disliked_by_me"]] > 0,
-            already_reposted=obs.feed[..., FEED_INDEX["reposted_by_me"]] > 0)
+            already_reposted=obs.feed[..., FEED_INDEX["reposted_by_me"]] > 0,
+        )
         action = action.astype(np.int64)
         slot = np.maximum(slot, 0)
         text: list[str | None] = [None] * n

@@ -29,29 +29,49 @@ towards the mean of all in-bound exposures (and the user's own opinion).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from oasis_gym.actions import NUM_ACTIONS, ActionType
+
 # 4. template texts and 5. lexicon stance live in the core, which needs them; re-exported here
 from oasis_gym.content import _TEMPLATES, STANCE_LABELS, lexicon_stance, stance_label, template_text  # noqa: F401
 
 BLOCK_ROWS = 16_384  # users per block: a block's (K, b) working set stays in cache
 
 __all__ = [
-    "DWParams", "HKParams", "RAParams", "SJParams", "LorenzParams", "MODEL_PARAMS", "MODEL_ALIASES",
-    "deffuant_weisbuch", "hegselmann_krause", "relative_agreement", "social_judgment", "lorenz2021",
-    "update_opinions", "independent_cascade", "linear_threshold", "sample_thresholds",
-    "BehaviourParams", "choose_actions", "ENGAGE_ACTIONS", "template_text", "lexicon_stance",
-    "STANCE_LABELS", "stance_label",
+    "DWParams",
+    "HKParams",
+    "RAParams",
+    "SJParams",
+    "LorenzParams",
+    "MODEL_PARAMS",
+    "MODEL_ALIASES",
+    "deffuant_weisbuch",
+    "hegselmann_krause",
+    "relative_agreement",
+    "social_judgment",
+    "lorenz2021",
+    "update_opinions",
+    "independent_cascade",
+    "linear_threshold",
+    "sample_thresholds",
+    "BehaviourParams",
+    "choose_actions",
+    "ENGAGE_ACTIONS",
+    "template_text",
+    "lexicon_stance",
+    "STANCE_LABELS",
+    "stance_label",
 ]
 
 
 # --------------------------------------------------------------------------------------------
 # shared helpers
 # --------------------------------------------------------------------------------------------
+
 
 def _as_opinions(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
@@ -118,7 +138,7 @@ def _zero_nan(a: np.ndarray) -> np.ndarray:
     """Set NaNs of ``a`` to 0 in place (arithmetically: boolean indexing is ~10x slower)."""
     bad = np.isnan(a)
     if bad.any():
-        np.fmax(a, -np.finfo(a.dtype).max, out=a)   # fmax maps NaN to the finite bound
+        np.fmax(a, -np.finfo(a.dtype).max, out=a)  # fmax maps NaN to the finite bound
         a *= ~bad
     return bad
 
@@ -162,6 +182,7 @@ def _step_size(mu, w_col):
 # 1. opinion dynamics
 # --------------------------------------------------------------------------------------------
 
+
 def _dw_kernel(x, e, m, w, mu, eps):
     """Deffuant-Weisbuch on one (K, b) block, slot by slot."""
     m = _clean_block(e, m, w)
@@ -178,8 +199,9 @@ def _dw_kernel(x, e, m, w, mu, eps):
     return (np.clip(x, -1.0, 1.0, out=x),)
 
 
-def deffuant_weisbuch(x, exposed, mask, mu=0.125, eps=0.2, rng: np.random.Generator | None = None,
-                      order: str = "slot", weights=None) -> np.ndarray:
+def deffuant_weisbuch(
+    x, exposed, mask, mu=0.125, eps=0.2, rng: np.random.Generator | None = None, order: str = "slot", weights=None
+) -> np.ndarray:
     """Bounded confidence (Deffuant, Neau, Amblard & Weisbuch 2000), receiver-only.
 
     For each exposure j, in slot order: if |x_i - x_j| < eps then x_i += mu (x_j - x_i), using
@@ -189,8 +211,7 @@ def deffuant_weisbuch(x, exposed, mask, mu=0.125, eps=0.2, rng: np.random.Genera
     exposed, mask, weights = _exposures(x, exposed, mask, weights)
     n = x.shape[0]
     exposed, mask, weights = _apply_order(order, rng, exposed, mask, weights)
-    (out,) = _blocked(_dw_kernel, n, 1, (x, exposed, mask, weights, _param(mu, n, "mu"),
-                                         _param(eps, n, "eps")), {})
+    (out,) = _blocked(_dw_kernel, n, 1, (x, exposed, mask, weights, _param(mu, n, "mu"), _param(eps, n, "eps")), {})
     return out
 
 
@@ -212,8 +233,7 @@ def _hk_kernel(x, e, m, w, alpha, eps, include_self):
     return (np.clip(x + alpha * (target - x), -1.0, 1.0),)
 
 
-def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None,
-                      include_self: bool = True) -> np.ndarray:
+def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None, include_self: bool = True) -> np.ndarray:
     """Hegselmann-Krause (2002) bounded confidence, relaxed by alpha, synchronous.
 
     The in-bound set is {j : |x_i - x_j| <= eps} (non-strict, as in HK 2002) over the user's
@@ -224,8 +244,13 @@ def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None,
     x = _as_opinions(x)
     exposed, mask, weights = _exposures(x, exposed, mask, weights)
     n = x.shape[0]
-    (out,) = _blocked(_hk_kernel, n, 1, (x, exposed, mask, weights, _param(alpha, n, "alpha"),
-                                         _param(eps, n, "eps")), {"include_self": bool(include_self)})
+    (out,) = _blocked(
+        _hk_kernel,
+        n,
+        1,
+        (x, exposed, mask, weights, _param(alpha, n, "alpha"), _param(eps, n, "eps")),
+        {"include_self": bool(include_self)},
+    )
     return out
 
 
@@ -233,7 +258,7 @@ def _ra_kernel(x, u, e, eu, m, w, mu):
     """Relative agreement on one (K, b) block, slot by slot; returns (x, u)."""
     m = _clean_block(e, m, w, _zero_nan(eu), eu <= 0)
     eu *= m
-    eu += ~m                              # u_j = 1 where the slot is ignored: h / u_j finite
+    eu += ~m  # u_j = 1 where the slot is ignored: h / u_j finite
     x, u = x.copy(), u.copy()
     h, t1, t2 = np.empty_like(x), np.empty_like(x), np.empty_like(x)
     ok = np.empty(x.shape, dtype=bool)
@@ -246,7 +271,7 @@ def _ra_kernel(x, u, e, eu, m, w, mu):
         h /= uj
         h -= 1.0
         h *= _step_size(mu, None if w is None else w[k])
-        h *= ok                           # h is now mu (h_ij / u_j - 1), or 0
+        h *= ok  # h is now mu (h_ij / u_j - 1), or 0
         np.multiply(np.subtract(xj, x, out=t1), h, out=t1)
         np.multiply(np.subtract(uj, u, out=t2), h, out=t2)
         x += t1
@@ -254,8 +279,9 @@ def _ra_kernel(x, u, e, eu, m, w, mu):
     return np.clip(x, -1.0, 1.0, out=x), u
 
 
-def relative_agreement(x, u, exposed, exposed_u, mask, mu=0.125, rng: np.random.Generator | None = None,
-                       order: str = "slot", weights=None) -> tuple[np.ndarray, np.ndarray]:
+def relative_agreement(
+    x, u, exposed, exposed_u, mask, mu=0.125, rng: np.random.Generator | None = None, order: str = "slot", weights=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Relative agreement (Deffuant, Amblard, Weisbuch & Faure 2002, JASSS 5(4)); returns (x, u).
 
     Each user i has opinion x_i and uncertainty u_i > 0; exposure j brings (x_j, u_j). The
@@ -278,8 +304,7 @@ def relative_agreement(x, u, exposed, exposed_u, mask, mu=0.125, rng: np.random.
         exposed_u = np.full(exposed.shape, float(exposed_u))
     _check_matrix("exposed_u", exposed_u, n, exposed.shape[1])
     exposed, exposed_u, mask, weights = _apply_order(order, rng, exposed, exposed_u, mask, weights)
-    x_new, u_new = _blocked(_ra_kernel, n, 2, (x, u, exposed, exposed_u, mask, weights,
-                                                _param(mu, n, "mu")), {})
+    x_new, u_new = _blocked(_ra_kernel, n, 2, (x, u, exposed, exposed_u, mask, weights, _param(mu, n, "mu")), {})
     return x_new, u_new
 
 
@@ -291,8 +316,8 @@ def _sj_kernel(x, e, m, w, mu, acc, rej):
     for k in range(e.shape[0]):
         np.subtract(e[k], x, out=d)
         np.abs(d, out=ad)
-        np.less(ad, acc, out=sign, casting="unsafe")    # assimilation: +1
-        sign -= ad > rej                                  # contrast: -1
+        np.less(ad, acc, out=sign, casting="unsafe")  # assimilation: +1
+        sign -= ad > rej  # contrast: -1
         sign *= m[k]
         d *= sign
         d *= _step_size(mu, None if w is None else w[k])
@@ -301,9 +326,17 @@ def _sj_kernel(x, e, m, w, mu, acc, rej):
     return (x,)
 
 
-def social_judgment(x, exposed, mask, mu=0.1, lat_accept=0.3, lat_reject=1.0,
-                    rng: np.random.Generator | None = None, order: str = "slot",
-                    weights=None) -> np.ndarray:
+def social_judgment(
+    x,
+    exposed,
+    mask,
+    mu=0.1,
+    lat_accept=0.3,
+    lat_reject=1.0,
+    rng: np.random.Generator | None = None,
+    order: str = "slot",
+    weights=None,
+) -> np.ndarray:
     """Social judgment theory (Jager & Amblard 2005), receiver-only, sequential.
 
     With d = x_j - x_i: if |d| < lat_accept, assimilation x_i += mu d; if |d| > lat_reject,
@@ -327,12 +360,12 @@ def _lorenz_kernel(x, e, m, w, alpha, rho, lam_k, k_exp, polarity):
     x = x.copy()
     for k in range(e.shape[0]):
         xj = e[k]
-        delta = xj - rho * x                       # rho = 0 contagion, rho = 1 assimilation
+        delta = xj - rho * x  # rho = 0 contagion, rho = 1 assimilation
         if lam_k is not None:
             dist = np.abs(xj - x)
-            delta *= lam_k / (lam_k + dist ** k_exp)   # motivated cognition
+            delta *= lam_k / (lam_k + dist**k_exp)  # motivated cognition
         if polarity:
-            delta *= 1.0 - x * x                   # polarity factor (M^2 - a^2)/M^2, M = 1
+            delta *= 1.0 - x * x  # polarity factor (M^2 - a^2)/M^2, M = 1
         delta *= _step_size(alpha, None if w is None else w[k])
         delta *= m[k]
         x += delta
@@ -340,9 +373,21 @@ def _lorenz_kernel(x, e, m, w, alpha, rho, lam_k, k_exp, polarity):
     return (x,)
 
 
-def lorenz2021(x, exposed, mask, alpha=0.1, rho=1.0, lam=0.3, k=2.0, polarity: bool = False,
-               theta=0.0, idio_sd=1.0 / 3.5, rng: np.random.Generator | None = None,
-               order: str = "slot", weights=None) -> np.ndarray:
+def lorenz2021(
+    x,
+    exposed,
+    mask,
+    alpha=0.1,
+    rho=1.0,
+    lam=0.3,
+    k=2.0,
+    polarity: bool = False,
+    theta=0.0,
+    idio_sd=1.0 / 3.5,
+    rng: np.random.Generator | None = None,
+    order: str = "slot",
+    weights=None,
+) -> np.ndarray:
     """Lorenz, Neumann & Schröder (2021, Psych. Review) attitude change, on the [-1, 1] scale.
 
     Per exposure (sequential): x_i += alpha * (x_j - rho x_i) * lam^k / (lam^k + |x_j - x_i|^k)
@@ -359,9 +404,13 @@ def lorenz2021(x, exposed, mask, alpha=0.1, rho=1.0, lam=0.3, k=2.0, polarity: b
     n = x.shape[0]
     exposed, mask, weights = _apply_order(order, rng, exposed, mask, weights)
     lam_k = None if lam is None else float(lam) ** float(k)
-    (out,) = _blocked(_lorenz_kernel, n, 1, (x, exposed, mask, weights, _param(alpha, n, "alpha"),
-                                             _param(rho, n, "rho")),
-                      {"lam_k": lam_k, "k_exp": float(k), "polarity": bool(polarity)})
+    (out,) = _blocked(
+        _lorenz_kernel,
+        n,
+        1,
+        (x, exposed, mask, weights, _param(alpha, n, "alpha"), _param(rho, n, "rho")),
+        {"lam_k": lam_k, "k_exp": float(k), "polarity": bool(polarity)},
+    )
     if np.any(np.asarray(theta) > 0):
         if rng is None:
             raise ValueError("theta > 0 needs an rng")
@@ -378,6 +427,7 @@ class DWParams:
     The ranges are used as-is on this module's [-1, 1] scale; on a [0, 1] attitude scale the
     same eps would be twice as wide here, so recalibrate eps if HiSim's scale differs.
     """
+
     mu: float = 0.125
     eps: float = 0.2
     order: str = "slot"
@@ -386,6 +436,7 @@ class DWParams:
 @dataclass(frozen=True)
 class HKParams:
     """Hegselmann-Krause with relaxation; HiSim's calibrated ranges: alpha 0.1-0.25, eps 0.1."""
+
     alpha: float = 0.175
     eps: float = 0.1
     include_self: bool = True
@@ -394,6 +445,7 @@ class HKParams:
 @dataclass(frozen=True)
 class RAParams:
     """Relative agreement; u0 is the uncertainty used when the caller gives none."""
+
     mu: float = 0.125
     u0: float = 0.3
     order: str = "slot"
@@ -402,6 +454,7 @@ class RAParams:
 @dataclass(frozen=True)
 class SJParams:
     """Social judgment: accept closer than lat_accept, reject farther than lat_reject (of 2)."""
+
     mu: float = 0.1
     lat_accept: float = 0.3
     lat_reject: float = 1.0
@@ -411,6 +464,7 @@ class SJParams:
 @dataclass(frozen=True)
 class LorenzParams:
     """Lorenz et al. 2021 on [-1, 1]: assimilation with motivated cognition, no idiosyncrasy."""
+
     alpha: float = 0.1
     rho: float = 1.0
     lam: float | None = 0.3
@@ -429,16 +483,31 @@ MODEL_PARAMS: dict[str, type] = {
     "lorenz2021": LorenzParams,
 }
 MODEL_ALIASES: dict[str, str] = {
-    "bc": "deffuant_weisbuch", "dw": "deffuant_weisbuch", "deffuant": "deffuant_weisbuch",
-    "bounded_confidence": "deffuant_weisbuch", "hk": "hegselmann_krause",
-    "ra": "relative_agreement", "sj": "social_judgment", "social_judgement": "social_judgment",
-    "lorenz": "lorenz2021", **{name: name for name in MODEL_PARAMS},
+    "bc": "deffuant_weisbuch",
+    "dw": "deffuant_weisbuch",
+    "deffuant": "deffuant_weisbuch",
+    "bounded_confidence": "deffuant_weisbuch",
+    "hk": "hegselmann_krause",
+    "ra": "relative_agreement",
+    "sj": "social_judgment",
+    "social_judgement": "social_judgment",
+    "lorenz": "lorenz2021",
+    **{name: name for name in MODEL_PARAMS},
 }
 
 
-def update_opinions(model: str, x, exposed, mask, params=None, *, weights=None, u=None,
-                    exposed_u=None, rng: np.random.Generator | None = None
-                    ) -> tuple[np.ndarray, np.ndarray | None]:
+def update_opinions(
+    model: str,
+    x,
+    exposed,
+    mask,
+    params=None,
+    *,
+    weights=None,
+    u=None,
+    exposed_u=None,
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Dispatch one opinion step to ``model`` (a name or alias); returns (x_new, u_new).
 
     ``params`` defaults to the model's dataclass with HiSim-style defaults. u_new is only
@@ -456,11 +525,11 @@ def update_opinions(model: str, x, exposed, mask, params=None, *, weights=None, 
     if name == "hegselmann_krause":
         return hegselmann_krause(x, exposed, mask, p.alpha, p.eps, weights, p.include_self), u
     if name == "social_judgment":
-        return social_judgment(x, exposed, mask, p.mu, p.lat_accept, p.lat_reject, rng, p.order,
-                               weights), u
+        return social_judgment(x, exposed, mask, p.mu, p.lat_accept, p.lat_reject, rng, p.order, weights), u
     if name == "lorenz2021":
-        return lorenz2021(x, exposed, mask, p.alpha, p.rho, p.lam, p.k, p.polarity, p.theta,
-                          p.idio_sd, rng, p.order, weights), u
+        return lorenz2021(
+            x, exposed, mask, p.alpha, p.rho, p.lam, p.k, p.polarity, p.theta, p.idio_sd, rng, p.order, weights
+        ), u
     u_in = p.u0 if u is None else u
     eu = p.u0 if exposed_u is None else exposed_u
     return relative_agreement(x, u_in, exposed, eu, mask, p.mu, rng, p.order, weights)
@@ -469,6 +538,7 @@ def update_opinions(model: str, x, exposed, mask, params=None, *, weights=None, 
 # --------------------------------------------------------------------------------------------
 # 2. information diffusion (for calibration against real cascades)
 # --------------------------------------------------------------------------------------------
+
 
 def independent_cascade(rng: np.random.Generator, exposures, p, eligible=None) -> np.ndarray:
     """Independent cascade: each exposure to an item independently triggers a repost w.p. p.
@@ -501,7 +571,7 @@ def independent_cascade(rng: np.random.Generator, exposures, p, eligible=None) -
     hit = draw < q
     idx, key = idx[hit], draw[hit] / q[hit]
     rows = idx // m if m else idx
-    order = np.lexsort((key, rows))                   # by row, then smallest key first
+    order = np.lexsort((key, rows))  # by row, then smallest key first
     rows, idx = rows[order], idx[order]
     first = np.ones(rows.size, dtype=bool)
     first[1:] = rows[1:] != rows[:-1]
@@ -527,7 +597,7 @@ def linear_threshold(frac_shared, thresholds, eligible=None) -> np.ndarray:
     th = np.asarray(thresholds, dtype=np.float64)
     if f.ndim != 2 or th.shape != (f.shape[0],):
         raise ValueError(f"need frac_shared (n, K) and thresholds (n,), got {f.shape}, {th.shape}")
-    on = (f >= th[:, None]) & (f > 0)           # NaN -> False
+    on = (f >= th[:, None]) & (f > 0)  # NaN -> False
     if eligible is not None:
         on &= np.asarray(eligible, dtype=bool)
     score = np.where(on, f, -np.inf)
@@ -541,8 +611,12 @@ def linear_threshold(frac_shared, thresholds, eligible=None) -> np.ndarray:
 
 # Feed-engagement actions in the fixed order used for sampling (after CREATE_POST).
 ENGAGE_ACTIONS: tuple[ActionType, ...] = (
-    ActionType.LIKE_POST, ActionType.DISLIKE_POST, ActionType.REPOST, ActionType.QUOTE_POST,
-    ActionType.CREATE_COMMENT, ActionType.FOLLOW,
+    ActionType.LIKE_POST,
+    ActionType.DISLIKE_POST,
+    ActionType.REPOST,
+    ActionType.QUOTE_POST,
+    ActionType.CREATE_COMMENT,
+    ActionType.FOLLOW,
 )
 _TEXT_OUT = (ActionType.CREATE_POST, ActionType.QUOTE_POST, ActionType.CREATE_COMMENT)
 
@@ -561,6 +635,7 @@ class BehaviourParams:
     Defaults give a user with a 10-post feed of agreeing, little-liked posts about a 50 %
     chance of some engagement per step; post_rate is supplied per user by the caller.
     """
+
     like_rate: float = 0.03
     dislike_rate: float = 0.01
     repost_rate: float = 0.008
@@ -571,18 +646,21 @@ class BehaviourParams:
     popularity_weight: float = 0.15
     fame_weight: float = 0.05
     follow_fame_weight: float = 0.25
-    unknown_stance_weight: float = 0.5   # NaN stance: agreement computed against 0, weight x0.5
-    stance_noise: float = 0.1            # sd of the noise on the stance of written texts
+    unknown_stance_weight: float = 0.5  # NaN stance: agreement computed against 0, weight x0.5
+    stance_noise: float = 0.1  # sd of the noise on the stance of written texts
 
     def rate_of(self, action: ActionType) -> float:
         return {
-            ActionType.LIKE_POST: self.like_rate, ActionType.DISLIKE_POST: self.dislike_rate,
-            ActionType.REPOST: self.repost_rate, ActionType.QUOTE_POST: self.quote_rate,
-            ActionType.CREATE_COMMENT: self.comment_rate, ActionType.FOLLOW: self.follow_rate,
+            ActionType.LIKE_POST: self.like_rate,
+            ActionType.DISLIKE_POST: self.dislike_rate,
+            ActionType.REPOST: self.repost_rate,
+            ActionType.QUOTE_POST: self.quote_rate,
+            ActionType.CREATE_COMMENT: self.comment_rate,
+            ActionType.FOLLOW: self.follow_rate,
         }[action]
 
 
-CHOICE_BLOCK_ROWS = 16_384   # choose_actions works on blocks of users (cache-resident temporaries)
+CHOICE_BLOCK_ROWS = 16_384  # choose_actions works on blocks of users (cache-resident temporaries)
 
 
 def _opt_mask(a, shape) -> np.ndarray | None:
@@ -608,23 +686,24 @@ def _pow_inplace(a: np.ndarray, p: float) -> np.ndarray:
     return np.square(a, out=a) if p == 2.0 else np.power(a, np.float32(p), out=a)
 
 
-def _engagement_weights(params: BehaviourParams, x, stance, fmask, likes, followers, liked, followed,
-                        disliked, reposted, own) -> dict:
+def _engagement_weights(
+    params: BehaviourParams, x, stance, fmask, likes, followers, liked, followed, disliked, reposted, own
+) -> dict:
     """Per-action (b, K) float32 rates of one block of users, zero where the action is impossible.
 
     Written with in-place ufuncs and multiplications by boolean masks: numpy's boolean
     indexing and masked ``where=`` paths are several times slower on these small blocks.
     """
     f32 = np.float32
-    agree = stance.astype(f32)                      # a copy: worked on in place
+    agree = stance.astype(f32)  # a copy: worked on in place
     unknown = np.isnan(agree)
-    np.fmax(agree, f32(-1), out=agree)              # clip to [-1, 1]; fmax maps NaN to -1 ...
+    np.fmax(agree, f32(-1), out=agree)  # clip to [-1, 1]; fmax maps NaN to -1 ...
     np.fmin(agree, f32(1), out=agree)
-    agree *= ~unknown                               # ... and this to 0: unknown read as neutral
+    agree *= ~unknown  # ... and this to 0: unknown read as neutral
     agree -= np.clip(x, -1.0, 1.0).astype(f32)[:, None]
     np.abs(agree, out=agree)
     agree *= f32(-0.5)
-    agree += f32(1)                                 # 1 - |x - s| / 2, in [0, 1]
+    agree += f32(1)  # 1 - |x - s| / 2, in [0, 1]
     disagree = f32(1) - agree
     p = float(params.agreement_power)
     pref_com = _pow_inplace(np.maximum(agree, disagree), p)
@@ -667,24 +746,24 @@ def _sample_slots(w: np.ndarray, u: np.ndarray) -> np.ndarray:
     c = np.cumsum(w, axis=1, dtype=np.float64)
     target = u * c[:, -1]
     slot = (c <= target[:, None]).sum(axis=1)
-    last_pos = w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1)   # guard rounding at u ~ 1
+    last_pos = w.shape[1] - 1 - np.argmax(w[:, ::-1] > 0, axis=1)  # guard rounding at u ~ 1
     return np.minimum(slot, last_pos)
 
 
 _PICK_CODES = np.array([ActionType.CREATE_POST, *ENGAGE_ACTIONS, ActionType.DO_NOTHING], dtype=np.int8)
 
 
-def _choose_block(params: BehaviourParams, allowed: np.ndarray, p_post: np.ndarray, u_act, u_slot,
-                  *feed) -> tuple[np.ndarray, np.ndarray]:
+def _choose_block(
+    params: BehaviourParams, allowed: np.ndarray, p_post: np.ndarray, u_act, u_slot, *feed
+) -> tuple[np.ndarray, np.ndarray]:
     """choose_actions on one block of users with pre-drawn uniforms; returns (action, slot)."""
     w = _engagement_weights(params, *feed)
     b, k = feed[2].shape
     ones = np.ones(k, dtype=np.float32)
-    totals = [(w[a] @ ones).astype(np.float64) * (params.rate_of(a) * allowed[..., a])
-              for a in ENGAGE_ACTIONS]
+    totals = [(w[a] @ ones).astype(np.float64) * (params.rate_of(a) * allowed[..., a]) for a in ENGAGE_ACTIONS]
     scale = (1.0 - p_post) / np.maximum(1.0, np.sum(totals, axis=0))
-    bound = p_post.copy()                              # cumulative category bounds
-    pick = (bound <= u_act).astype(np.int64)           # 0 create_post, 1.. engage, last nothing
+    bound = p_post.copy()  # cumulative category bounds
+    pick = (bound <= u_act).astype(np.int64)  # 0 create_post, 1.. engage, last nothing
     for t in totals:
         bound += t * scale
         pick += bound <= u_act
@@ -697,10 +776,23 @@ def _choose_block(params: BehaviourParams, allowed: np.ndarray, p_post: np.ndarr
     return action, slot
 
 
-def choose_actions(rng: np.random.Generator, params: BehaviourParams, opinion, feed_stance, feed_mask,
-                   feed_likes, feed_author_followers, post_rate, allowed, already_liked,
-                   already_followed_author, *, already_disliked=None, already_reposted=None,
-                   own_post=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def choose_actions(
+    rng: np.random.Generator,
+    params: BehaviourParams,
+    opinion,
+    feed_stance,
+    feed_mask,
+    feed_likes,
+    feed_author_followers,
+    post_rate,
+    allowed,
+    already_liked,
+    already_followed_author,
+    *,
+    already_disliked=None,
+    already_reposted=None,
+    own_post=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One action per user: create a post, engage with one feed slot, or do nothing.
 
     P(create_post) = post_rate (if allowed). Otherwise each engagement action a has total
@@ -725,12 +817,26 @@ def choose_actions(rng: np.random.Generator, params: BehaviourParams, opinion, f
     if feed_mask.ndim != 2 or feed_mask.shape[0] != n:
         raise ValueError(f"feed_mask must be (n, K) with n={n}, got {feed_mask.shape}")
     shape = feed_mask.shape
-    feed = [opinion, np.asarray(feed_stance), feed_mask, np.asarray(feed_likes),
-            np.asarray(feed_author_followers), np.asarray(already_liked, dtype=bool),
-            np.asarray(already_followed_author, dtype=bool), _opt_mask(already_disliked, shape),
-            _opt_mask(already_reposted, shape), _opt_mask(own_post, shape)]
-    names = ("feed_stance", "feed_mask", "feed_likes", "feed_author_followers", "already_liked",
-             "already_followed_author")
+    feed = [
+        opinion,
+        np.asarray(feed_stance),
+        feed_mask,
+        np.asarray(feed_likes),
+        np.asarray(feed_author_followers),
+        np.asarray(already_liked, dtype=bool),
+        np.asarray(already_followed_author, dtype=bool),
+        _opt_mask(already_disliked, shape),
+        _opt_mask(already_reposted, shape),
+        _opt_mask(own_post, shape),
+    ]
+    names = (
+        "feed_stance",
+        "feed_mask",
+        "feed_likes",
+        "feed_author_followers",
+        "already_liked",
+        "already_followed_author",
+    )
     for name, a in zip(names, feed[1:7]):
         if a.shape != shape:
             raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
@@ -747,9 +853,9 @@ def choose_actions(rng: np.random.Generator, params: BehaviourParams, opinion, f
     for start in range(0, n, CHOICE_BLOCK_ROWS):
         sl = slice(start, min(n, start + CHOICE_BLOCK_ROWS))
         allowed_b = allowed[sl] if allowed.ndim == 2 else allowed
-        action[sl], slot[sl] = _choose_block(params, allowed_b, p_post[sl], u_act[sl], u_slot[sl],
-                                             *(_rows(a, sl) for a in feed))
+        action[sl], slot[sl] = _choose_block(
+            params, allowed_b, p_post[sl], u_act[sl], u_slot[sl], *(_rows(a, sl) for a in feed)
+        )
     is_text = np.isin(action, np.array(_TEXT_OUT, dtype=np.int8))
     stance = np.where(is_text, np.clip(opinion + params.stance_noise * noise, -1.0, 1.0), np.nan)
     return action, slot, stance.astype(np.float32)
-

@@ -63,8 +63,13 @@ class RandomPolicy(BasePolicy):
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
         rng = self.rng
-        return ActionArrays(obs.users, sample_masked(rng, obs.mask_type), sample_masked(rng, obs.mask_post),
-                            sample_masked(rng, obs.mask_comment), sample_masked(rng, obs.mask_user))
+        return ActionArrays(
+            obs.users,
+            sample_masked(rng, obs.mask_type),
+            sample_masked(rng, obs.mask_post),
+            sample_masked(rng, obs.mask_comment),
+            sample_masked(rng, obs.mask_user),
+        )
 
 
 class DictPolicy(BasePolicy):
@@ -94,8 +99,12 @@ def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
     rows = [parse_action(a) for a in actions]
     n = len(rows)
     cols = [np.array([r[k] for r in rows], dtype=np.int64).reshape(n) for k in range(4)]
-    return ActionArrays(np.asarray(users, dtype=np.int64), *cols, [r[4] for r in rows],
-                        np.array([r[5] for r in rows], dtype=np.float32).reshape(n))
+    return ActionArrays(
+        np.asarray(users, dtype=np.int64),
+        *cols,
+        [r[4] for r in rows],
+        np.array([r[5] for r in rows], dtype=np.float32).reshape(n),
+    )
 
 
 def check_actions(acts: ActionArrays, obs: ObsBatch) -> None:

@@ -48,17 +48,65 @@ __all__ = ["ContentParams", "ContentAwareABM", "MORAL_EMOTIONAL", "moral_emotion
 
 # word stems (prefix match) both moral and emotional: outrage, disgust, blame, harm, purity ...
 MORAL_EMOTIONAL = (
-    "abus", "betray", "blame", "brave", "cheat", "corrupt", "cruel", "crim", "danger", "destroy", "disgrac",
-    "disgust", "evil", "exploit", "fraud", "furious", "greed", "guilt", "harm", "hate", "hatred", "hero",
-    "honor", "honour", "horrif", "hostil", "injustic", "insult", "kill", "liar", "lie", "lying", "love",
-    "loyal", "murder", "outrag", "punish", "rage", "scandal", "shame", "shameful", "sin", "steal", "stole",
-    "terribl", "terror", "threat", "traitor", "victim", "wicked", "wrong",
+    "abus",
+    "betray",
+    "blame",
+    "brave",
+    "cheat",
+    "corrupt",
+    "cruel",
+    "crim",
+    "danger",
+    "destroy",
+    "disgrac",
+    "disgust",
+    "evil",
+    "exploit",
+    "fraud",
+    "furious",
+    "greed",
+    "guilt",
+    "harm",
+    "hate",
+    "hatred",
+    "hero",
+    "honor",
+    "honour",
+    "horrif",
+    "hostil",
+    "injustic",
+    "insult",
+    "kill",
+    "liar",
+    "lie",
+    "lying",
+    "love",
+    "loyal",
+    "murder",
+    "outrag",
+    "punish",
+    "rage",
+    "scandal",
+    "shame",
+    "shameful",
+    "sin",
+    "steal",
+    "stole",
+    "terribl",
+    "terror",
+    "threat",
+    "traitor",
+    "victim",
+    "wicked",
+    "wrong",
 )
-_STOP = frozenset("a an and are as at be been but by do does for from has have he her his i in is it its "
-                  "last me more my new next not now of on or our so that the their them they this to too "
-                  "us was we were what when will with you your".split())
+_STOP = frozenset(
+    "a an and are as at be been but by do does for from has have he her his i in is it its "
+    "last me more my new next not now of on or our so that the their them they this to too "
+    "us was we were what when will with you your".split()
+)
 _WORD = re.compile(r"[a-z][a-z'-]*")
-SIG_WORDS = 4   # 4 x 64 = 256-bit signatures
+SIG_WORDS = 4  # 4 x 64 = 256-bit signatures
 
 
 def _words(text: str) -> list[str]:
@@ -90,10 +138,10 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class ContentParams:
-    base_share: float = 0.05            # P(repost) of a novel post with no moral-emotional word (hand-set)
-    moral_emotional_irr: float = 1.2    # Brady et al. 2017: x1.2 diffusion per moral-emotional word
-    novelty_weight: float = 1.0         # log-odds-like weight of novelty (hand-set)
-    credibility_weight: float = 0.0     # weight of the author's credibility (hand-set, off)
+    base_share: float = 0.05  # P(repost) of a novel post with no moral-emotional word (hand-set)
+    moral_emotional_irr: float = 1.2  # Brady et al. 2017: x1.2 diffusion per moral-emotional word
+    novelty_weight: float = 1.0  # log-odds-like weight of novelty (hand-set)
+    credibility_weight: float = 0.0  # weight of the author's credibility (hand-set, off)
 
     def __post_init__(self) -> None:
         if not 0 <= self.base_share <= 1:
@@ -113,12 +161,12 @@ class ContentAwareABM(ABMPolicy):
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
         super().reset(env, users, seed)
-        self.seen = np.zeros((0, SIG_WORDS), np.uint64)     # per user: words served so far
+        self.seen = np.zeros((0, SIG_WORDS), np.uint64)  # per user: words served so far
         self._feat: dict[int, tuple[np.ndarray, int]] = {}  # root -> (signature, moral-emotional words)
 
     def _root_features(self, pf, roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         uniq, inv = np.unique(roots, return_inverse=True)
-        for r in uniq.tolist():   # distinct roots in this step's feeds (few), each once per run
+        for r in uniq.tolist():  # distinct roots in this step's feeds (few), each once per run
             if r not in self._feat:
                 text = pf.p_content[r]
                 self._feat[r] = (word_signature(text), moral_emotional_count(text))
@@ -144,8 +192,12 @@ class ContentAwareABM(ABMPolicy):
         fol = pf.u_followers.a
         top = np.log1p(float(fol.max())) if len(fol) else 0.0
         cred = np.log1p(fol[pf.p_author.a[root]].astype(np.float64)) / top if top > 0 else np.zeros(len(root))
-        q = (c.base_share * c.moral_emotional_irr ** moral * np.exp(c.novelty_weight * (novelty - 1.0))
-             * np.exp(c.credibility_weight * (cred - 0.5)))
+        q = (
+            c.base_share
+            * c.moral_emotional_irr**moral
+            * np.exp(c.novelty_weight * (novelty - 1.0))
+            * np.exp(c.credibility_weight * (cred - 0.5))
+        )
         p = np.zeros(has.shape, np.float64)
         p[rows, slots] = np.clip(q, 0.0, 1.0)
         fresh = has & (obs.feed[..., FEED_INDEX["reposted_by_me"]] == 0)
@@ -159,8 +211,11 @@ class ContentAwareABM(ABMPolicy):
 
     def state_dict(self) -> dict:
         seen = getattr(self, "seen", np.zeros((0, SIG_WORDS), np.uint64))
-        return {**super().state_dict(), "seen": base64.b64encode(zlib.compress(seen.tobytes())).decode(),
-                "seen_users": int(seen.shape[0])}
+        return {
+            **super().state_dict(),
+            "seen": base64.b64encode(zlib.compress(seen.tobytes())).decode(),
+            "seen_users": int(seen.shape[0]),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         super().load_state_dict(state)

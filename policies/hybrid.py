@@ -28,14 +28,14 @@ class HybridPolicy(BasePolicy):
         self.default = default
 
     @classmethod
-    def top_k_by_followers(cls, env, core: Policy, rest: Policy, k: int) -> "HybridPolicy":
+    def top_k_by_followers(cls, env, core: Policy, rest: Policy, k: int) -> HybridPolicy:
         """The k most-followed users (ties: lower id) go to `core`, everyone else to `rest`."""
         pf = env.sim.platform
         order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))
         return cls([(core, order[:k])], default=rest)
 
     @classmethod
-    def core_users(cls, env, core: Policy, rest: Policy) -> "HybridPolicy":
+    def core_users(cls, env, core: Policy, rest: Policy) -> HybridPolicy:
         """Users flagged `is_core` in the population go to `core`."""
         return cls([(core, np.flatnonzero(env.sim.platform.u_is_core.a))], default=rest)
 
@@ -82,4 +82,6 @@ class HybridPolicy(BasePolicy):
 def _reorder(a: ActionArrays, order: np.ndarray) -> ActionArrays:
     pick = lambda col: None if col is None else np.asarray(col)[order]  # noqa: E731
     text = None if a.text is None else [a.text[i] for i in order.tolist()]
-    return ActionArrays(a.users[order], a.type[order], pick(a.post), pick(a.comment), pick(a.user), text, pick(a.stance))
+    return ActionArrays(
+        a.users[order], a.type[order], pick(a.post), pick(a.comment), pick(a.user), text, pick(a.stance)
+    )

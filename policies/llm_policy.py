@@ -112,11 +112,21 @@ def record_interview(sim, user: int, question: str, answer: str) -> None:
     pf = sim.platform
     conn.execute("BEGIN")
     try:
-        conn.execute("INSERT INTO interview(step, user_id, question, answer, created_at) VALUES (?,?,?,?,?)",
-                     (pf.step, user, question, answer, pf.created_at()))
-        conn.execute("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
-                     (user, pf.created_at(), "interview",
-                      json.dumps({"prompt": question, "interview_response": answer}, ensure_ascii=False), pf.step, "ok"))
+        conn.execute(
+            "INSERT INTO interview(step, user_id, question, answer, created_at) VALUES (?,?,?,?,?)",
+            (pf.step, user, question, answer, pf.created_at()),
+        )
+        conn.execute(
+            "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?,?,?,?,?,?)",
+            (
+                user,
+                pf.created_at(),
+                "interview",
+                json.dumps({"prompt": question, "interview_response": answer}, ensure_ascii=False),
+                pf.step,
+                "ok",
+            ),
+        )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 from gymnasium import spaces
 
-from oasis_gym.actions import NUM_ACTIONS, ActionType as A
+from oasis_gym.actions import NUM_ACTIONS
+from oasis_gym.actions import ActionType as A
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
 from .base import BasePolicy
@@ -43,8 +44,20 @@ _ALGOS = ("PPO", "A2C", "DQN", "SAC", "TD3", "DDPG")
 def flatten_user_obs(obs: ObsBatch) -> np.ndarray:
     """(n, D) float32: row i equals `spaces.flatten(user_space, env.row_observation(obs, i))`."""
     n = len(obs)
-    parts = [obs.mask_comment, obs.mask_post, obs.mask_type, obs.mask_user, np.ones((n, 1)),
-             obs.comment_ids, obs.comments, obs.feed, obs.post_ids, obs.self_feats, obs.user_ids, obs.user_feats]
+    parts = [
+        obs.mask_comment,
+        obs.mask_post,
+        obs.mask_type,
+        obs.mask_user,
+        np.ones((n, 1)),
+        obs.comment_ids,
+        obs.comments,
+        obs.feed,
+        obs.post_ids,
+        obs.self_feats,
+        obs.user_ids,
+        obs.user_feats,
+    ]
     return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, -1) for p in parts], axis=1)
 
 
@@ -52,8 +65,10 @@ def user_model_spaces(env) -> tuple[spaces.Box, spaces.MultiDiscrete]:
     """(observation, action) spaces a user-driving model must have for a `SocialMediaEnv`."""
     sim = env.sim
     dim = spaces.flatdim(env.observation_space(env.possible_agents[0]))
-    return (spaces.Box(-np.inf, np.inf, (dim,), np.float32),
-            spaces.MultiDiscrete([NUM_ACTIONS, sim.K, sim.K * sim.C, sim.U]))
+    return (
+        spaces.Box(-np.inf, np.inf, (dim,), np.float32),
+        spaces.MultiDiscrete([NUM_ACTIONS, sim.K, sim.K * sim.C, sim.U]),
+    )
 
 
 def normalizer_path(model_path: str | Path) -> Path:
@@ -67,8 +82,14 @@ class SB3Policy(BasePolicy):
 
     name = "sb3"
 
-    def __init__(self, model, agent: str | None = None, deterministic: bool = True,
-                 normalizer: dict | str | Path | None = None, respect_mask: bool = True):
+    def __init__(
+        self,
+        model,
+        agent: str | None = None,
+        deterministic: bool = True,
+        normalizer: dict | str | Path | None = None,
+        respect_mask: bool = True,
+    ):
         self.model = model
         self.agent = agent
         self.deterministic = deterministic
@@ -76,8 +97,15 @@ class SB3Policy(BasePolicy):
         self._norm = _load_normalizer(normalizer)
 
     @classmethod
-    def load(cls, path: str | Path, algo: str | type = "PPO", agent: str | None = None,
-             normalizer: dict | str | Path | None = None, device: str = "cpu", **kwargs) -> "SB3Policy":
+    def load(
+        cls,
+        path: str | Path,
+        algo: str | type = "PPO",
+        agent: str | None = None,
+        normalizer: dict | str | Path | None = None,
+        device: str = "cpu",
+        **kwargs,
+    ) -> SB3Policy:
         """Load a model saved by `model.save(path)`; its `.obs_norm.npz` is used if present."""
         import stable_baselines3 as sb3
 
@@ -135,6 +163,10 @@ def _load_normalizer(normalizer) -> dict | None:
     if isinstance(normalizer, (str, Path)):
         with np.load(normalizer) as f:
             normalizer = {k: f[k] for k in f.files}
-    out = {"mean": np.asarray(normalizer["mean"], dtype=np.float64), "var": np.asarray(normalizer["var"], dtype=np.float64),
-           "clip_obs": float(normalizer.get("clip_obs", 10.0)), "epsilon": float(normalizer.get("epsilon", 1e-8))}
+    out = {
+        "mean": np.asarray(normalizer["mean"], dtype=np.float64),
+        "var": np.asarray(normalizer["var"], dtype=np.float64),
+        "clip_obs": float(normalizer.get("clip_obs", 10.0)),
+        "epsilon": float(normalizer.get("epsilon", 1e-8)),
+    }
     return out

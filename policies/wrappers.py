@@ -50,8 +50,9 @@ class CommentVoter:
 
     name = "comment_voter"
 
-    def __init__(self, inner, vote_rate: float = 0.1, up_bias: float = 0.0, herd_weight: float = 0.5,
-                 herd_cap: float = 3.0):
+    def __init__(
+        self, inner, vote_rate: float = 0.1, up_bias: float = 0.0, herd_weight: float = 0.5, herd_cap: float = 3.0
+    ):
         if not 0 <= vote_rate <= 1:
             raise ValueError("vote_rate must be in [0, 1]")
         if herd_cap < 0:
@@ -89,8 +90,9 @@ class CommentVoter:
         typ, comment = col(acts.type, A.DO_NOTHING), col(acts.comment, 0)
         typ[vote], comment[vote] = kind[vote], slot[vote]
         text = list(acts.text) if acts.text is not None else [None] * n
-        stance = (np.asarray(acts.stance, np.float32).copy() if acts.stance is not None
-                  else np.full(n, np.nan, np.float32))
+        stance = (
+            np.asarray(acts.stance, np.float32).copy() if acts.stance is not None else np.full(n, np.nan, np.float32)
+        )
         for i in np.flatnonzero(vote).tolist():
             text[i] = None
         stance[vote] = np.nan

@@ -16,12 +16,21 @@ def make_population(n: int, edges=(), previous_posts=(), opinion=None, activity:
     """A tiny hand-made population: users u0..u<n-1>, given follow edges and posts."""
     e = np.array(edges, dtype=np.int64).reshape(-1, 2)
     return Population(
-        n=n, user_name=[f"u{i}" for i in range(n)], name=[f"Name {i}" for i in range(n)],
-        bio=[f"bio of user {i}" for i in range(n)], persona=[""] * n,
-        activity=np.full((n, 24), activity, dtype=np.float32), follow_src=e[:, 0].copy(), follow_dst=e[:, 1].copy(),
+        n=n,
+        user_name=[f"u{i}" for i in range(n)],
+        name=[f"Name {i}" for i in range(n)],
+        bio=[f"bio of user {i}" for i in range(n)],
+        persona=[""] * n,
+        activity=np.full((n, 24), activity, dtype=np.float32),
+        follow_src=e[:, 0].copy(),
+        follow_dst=e[:, 1].copy(),
         previous_posts=list(previous_posts),
         opinion=np.asarray(opinion if opinion is not None else np.zeros(n), dtype=np.float32),
-        interests=np.zeros(n, dtype=np.uint64), is_core=np.zeros(n, dtype=bool), extra=None, source="test")
+        interests=np.zeros(n, dtype=np.uint64),
+        is_core=np.zeros(n, dtype=bool),
+        extra=None,
+        source="test",
+    )
 
 
 @pytest.fixture

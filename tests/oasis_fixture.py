@@ -50,8 +50,12 @@ _RATE = {
     "like_comment": ("comment_like", "comment_id", "comment_like_id", "comment", "num_likes", "comment_id"),
     "dislike_comment": ("comment_dislike", "comment_id", "comment_dislike_id", "comment", "num_dislikes", "comment_id"),
 }
-_UNDO = {"unlike_post": "like_post", "undo_dislike_post": "dislike_post", "unlike_comment": "like_comment",
-         "undo_dislike_comment": "dislike_comment"}
+_UNDO = {
+    "unlike_post": "like_post",
+    "undo_dislike_post": "dislike_post",
+    "unlike_comment": "like_comment",
+    "undo_dislike_comment": "dislike_comment",
+}
 
 
 class OasisWriter:
@@ -73,8 +77,9 @@ class OasisWriter:
         self.q("INSERT OR IGNORE INTO trace VALUES (?, ?, ?, ?)", user, str(self.step), action, json.dumps(info))
 
     def sign_up(self, agent_id: int, user_name: str, name: str, bio: str) -> None:
-        self.q("INSERT INTO user VALUES (?, ?, ?, ?, ?, ?, 0, 0)", agent_id, agent_id, user_name, name, bio,
-               str(self.step))
+        self.q(
+            "INSERT INTO user VALUES (?, ?, ?, ?, ?, ?, 0, 0)", agent_id, agent_id, user_name, name, bio, str(self.step)
+        )
         self.trace(agent_id, "sign_up", {"name": name, "user_name": user_name, "bio": bio})
 
     def _post_type(self, post_id: int):
@@ -84,8 +89,13 @@ class OasisWriter:
         return ("common" if row[0] is None else "repost" if row[1] is None else "quote"), row[0]
 
     def create_post(self, user: int, content: str) -> int:
-        pid = self.q("INSERT INTO post (user_id, content, created_at, num_likes, num_dislikes, num_shares)"
-                     " VALUES (?, ?, ?, 0, 0, 0)", user, content, str(self.step)).lastrowid
+        pid = self.q(
+            "INSERT INTO post (user_id, content, created_at, num_likes, num_dislikes, num_shares)"
+            " VALUES (?, ?, ?, 0, 0, 0)",
+            user,
+            content,
+            str(self.step),
+        ).lastrowid
         self.trace(user, "create_post", {"content": content, "post_id": pid})
         return pid
 
@@ -99,8 +109,9 @@ class OasisWriter:
             if self.one("SELECT 1 FROM post WHERE original_post_id = ? AND user_id = ?", root, user):
                 return False
             post_id = root
-        new = self.q("INSERT INTO post (user_id, original_post_id, created_at) VALUES (?, ?, ?)", user, post_id,
-                     str(self.step)).lastrowid
+        new = self.q(
+            "INSERT INTO post (user_id, original_post_id, created_at) VALUES (?, ?, ?)", user, post_id, str(self.step)
+        ).lastrowid
         self.q("UPDATE post SET num_shares = num_shares + 1 WHERE post_id = ?", post_id)
         self.trace(user, "repost", {"reposted_id": post_id, "new_post_id": new})
         return True
@@ -112,8 +123,14 @@ class OasisWriter:
         if kind != "common":
             post_id = root
         content = self.one("SELECT content FROM post WHERE post_id = ?", post_id)[0]
-        new = self.q("INSERT INTO post (user_id, original_post_id, content, quote_content, created_at)"
-                     " VALUES (?, ?, ?, ?, ?)", user, post_id, content, quote, str(self.step)).lastrowid
+        new = self.q(
+            "INSERT INTO post (user_id, original_post_id, content, quote_content, created_at) VALUES (?, ?, ?, ?, ?)",
+            user,
+            post_id,
+            content,
+            quote,
+            str(self.step),
+        ).lastrowid
         self.q("UPDATE post SET num_shares = num_shares + 1 WHERE post_id = ?", post_id)
         self.trace(user, "quote_post", {"quoted_id": post_id, "new_post_id": new})
         return True
@@ -123,8 +140,13 @@ class OasisWriter:
         if kind is None:
             return False
         post_id = root if kind == "repost" else post_id
-        cid = self.q("INSERT INTO comment (post_id, user_id, content, created_at) VALUES (?, ?, ?, ?)", post_id, user,
-                     content, str(self.step)).lastrowid
+        cid = self.q(
+            "INSERT INTO comment (post_id, user_id, content, created_at) VALUES (?, ?, ?, ?)",
+            post_id,
+            user,
+            content,
+            str(self.step),
+        ).lastrowid
         self.trace(user, "create_comment", {"content": content, "comment_id": cid})
         return True
 
@@ -155,8 +177,12 @@ class OasisWriter:
         if undo:
             self.q("DELETE FROM follow WHERE follow_id = ?", row[0])
         else:
-            self.q("INSERT INTO follow (follower_id, followee_id, created_at) VALUES (?, ?, ?)", user, followee,
-                   str(self.step))
+            self.q(
+                "INSERT INTO follow (follower_id, followee_id, created_at) VALUES (?, ?, ?)",
+                user,
+                followee,
+                str(self.step),
+            )
         sign = "-" if undo else "+"
         self.q(f"UPDATE user SET num_followings = num_followings {sign} 1 WHERE user_id = ?", user)
         self.q(f"UPDATE user SET num_followers = num_followers {sign} 1 WHERE user_id = ?", followee)
@@ -176,8 +202,13 @@ class OasisWriter:
         if self._post_type(post_id)[0] is None:
             return False
         self.q("UPDATE post SET num_reports = num_reports + 1 WHERE post_id = ?", post_id)
-        self.q("INSERT INTO report (post_id, user_id, report_reason, created_at) VALUES (?, ?, ?, ?)", post_id, user,
-               reason, str(self.step))
+        self.q(
+            "INSERT INTO report (post_id, user_id, report_reason, created_at) VALUES (?, ?, ?, ?)",
+            post_id,
+            user,
+            reason,
+            str(self.step),
+        )
         self.trace(user, "report_post", {"post_id": post_id})
         return True
 
@@ -199,9 +230,25 @@ def build_oasis_db(path: str | Path, *, users: int = 12, steps: int = 6, per_ste
                 w.follow(u, v)
     for u in range(3):
         w.create_post(u, f"first post by {u}")
-    kinds = ["create_post", "repost", "quote_post", "like_post", "unlike_post", "dislike_post", "undo_dislike_post",
-             "create_comment", "like_comment", "unlike_comment", "dislike_comment", "undo_dislike_comment",
-             "follow", "unfollow", "mute", "report_post", "do_nothing"]
+    kinds = [
+        "create_post",
+        "repost",
+        "quote_post",
+        "like_post",
+        "unlike_post",
+        "dislike_post",
+        "undo_dislike_post",
+        "create_comment",
+        "like_comment",
+        "unlike_comment",
+        "dislike_comment",
+        "undo_dislike_comment",
+        "follow",
+        "unfollow",
+        "mute",
+        "report_post",
+        "do_nothing",
+    ]
     for step in range(1, steps + 1):
         w.step = step
         for _ in range(per_step):

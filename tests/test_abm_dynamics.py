@@ -17,8 +17,7 @@ try:
     from oasis_gym.policies import abm_dynamics as abm
 except ImportError:  # source tree without the editable install
     from policies import abm_dynamics as abm
-from oasis_gym.actions import (NUM_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS,
-                               ActionType)
+from oasis_gym.actions import NUM_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType
 
 A = ActionType
 
@@ -33,6 +32,7 @@ def one(x, exposed, mask=None):
 # --------------------------------------------------------------------------------------------
 # hand-made cases
 # --------------------------------------------------------------------------------------------
+
 
 class TestDeffuantWeisbuch:
     def test_single_in_bound_exposure(self):
@@ -145,7 +145,7 @@ class TestSocialJudgment:
 class TestLorenz:
     def test_motivated_cognition_assimilation(self):
         x, e, m = one(0.2, [0.6])
-        f = 0.3 ** 2 / (0.3 ** 2 + 0.4 ** 2)
+        f = 0.3**2 / (0.3**2 + 0.4**2)
         out = abm.lorenz2021(x, e, m, alpha=0.5, rho=1.0, lam=0.3, k=2)
         assert out[0] == pytest.approx(0.2 + 0.5 * 0.4 * f)
 
@@ -162,7 +162,7 @@ class TestLorenz:
         e = np.full((n, 2), 0.5)
         m = np.ones((n, 2), bool)
         out = abm.lorenz2021(x, e, m, theta=1.0, idio_sd=0.3, rng=rng)
-        assert abs(out.mean()) < 0.02 and 0.27 < out.std() < 0.33   # all redrawn from N(0, 0.3)
+        assert abs(out.mean()) < 0.02 and 0.27 < out.std() < 0.33  # all redrawn from N(0, 0.3)
         out = abm.lorenz2021(x, e, m, theta=0.1, rng=rng)
         assert 0.08 < np.mean(out != 0.5) < 0.12
         with pytest.raises(ValueError):
@@ -172,6 +172,7 @@ class TestLorenz:
 # --------------------------------------------------------------------------------------------
 # vectorized == slow per-user reference
 # --------------------------------------------------------------------------------------------
+
 
 def _step(mu, w):
     return min(1.0, mu * max(w, 0.0))
@@ -243,7 +244,7 @@ def ref_lorenz(x, e, m, w, alpha, rho, lam, k_exp, polarity):
             if not m[i, k] or math.isnan(e[i, k]):
                 continue
             delta = e[i, k] - rho[i] * xi
-            delta *= lam ** k_exp / (lam ** k_exp + abs(e[i, k] - xi) ** k_exp)
+            delta *= lam**k_exp / (lam**k_exp + abs(e[i, k] - xi) ** k_exp)
             if polarity:
                 delta *= 1 - xi * xi
             xi = min(1.0, max(-1.0, xi + _step(alpha[i], w[i, k]) * delta))
@@ -259,10 +260,15 @@ def batch(request):
     e = rng.uniform(-1, 1, (n, k))
     e[rng.random((n, k)) < 0.1] = np.nan
     return {
-        "rng": rng, "x": rng.uniform(-1, 1, n), "e": e, "m": rng.random((n, k)) < 0.8,
+        "rng": rng,
+        "x": rng.uniform(-1, 1, n),
+        "e": e,
+        "m": rng.random((n, k)) < 0.8,
         "w": np.where(rng.random((n, k)) < 0.5, 1.0, rng.uniform(0, 3, (n, k))),
-        "u": rng.uniform(0.05, 0.6, n), "eu": rng.uniform(0.05, 0.6, (n, k)),
-        "p1": rng.uniform(0.05, 0.6, n), "p2": rng.uniform(0.1, 0.5, n),
+        "u": rng.uniform(0.05, 0.6, n),
+        "eu": rng.uniform(0.05, 0.6, (n, k)),
+        "p1": rng.uniform(0.05, 0.6, n),
+        "p2": rng.uniform(0.1, 0.5, n),
     }
 
 
@@ -279,15 +285,13 @@ def test_dw_matches_reference(batch, block_rows):
     np.testing.assert_allclose(got, ref_dw(b["x"], b["e"], b["m"], b["w"], b["p1"], b["p2"]), atol=1e-12)
     ones = np.ones_like(b["w"])
     got = abm.deffuant_weisbuch(b["x"], b["e"], b["m"], 0.3, 0.4)
-    np.testing.assert_allclose(got, ref_dw(b["x"], b["e"], b["m"], ones, [0.3] * 257, [0.4] * 257),
-                               atol=1e-12)
+    np.testing.assert_allclose(got, ref_dw(b["x"], b["e"], b["m"], ones, [0.3] * 257, [0.4] * 257), atol=1e-12)
 
 
 @pytest.mark.parametrize("include_self", [True, False])
 def test_hk_matches_reference(batch, block_rows, include_self):
     b = batch
-    got = abm.hegselmann_krause(b["x"], b["e"], b["m"], b["p1"], b["p2"], weights=b["w"],
-                                include_self=include_self)
+    got = abm.hegselmann_krause(b["x"], b["e"], b["m"], b["p1"], b["p2"], weights=b["w"], include_self=include_self)
     want = ref_hk(b["x"], b["e"], b["m"], b["w"], b["p1"], b["p2"], include_self)
     np.testing.assert_allclose(got, want, atol=1e-12)
 
@@ -295,7 +299,7 @@ def test_hk_matches_reference(batch, block_rows, include_self):
 def test_ra_matches_reference(batch, block_rows):
     b = batch
     eu = b["eu"].copy()
-    eu[0, :3] = [0.0, -0.1, np.nan]     # invalid uncertainties are ignored
+    eu[0, :3] = [0.0, -0.1, np.nan]  # invalid uncertainties are ignored
     xg, ug = abm.relative_agreement(b["x"], b["u"], b["e"], eu, b["m"], b["p1"], weights=b["w"])
     xw, uw = ref_ra(b["x"], b["u"], b["e"], eu, b["m"], b["w"], b["p1"])
     np.testing.assert_allclose(xg, xw, atol=1e-12)
@@ -306,15 +310,15 @@ def test_sj_matches_reference(batch, block_rows):
     b = batch
     rej = b["p2"] + 0.5
     got = abm.social_judgment(b["x"], b["e"], b["m"], b["p1"], b["p2"], rej, weights=b["w"])
-    np.testing.assert_allclose(got, ref_sj(b["x"], b["e"], b["m"], b["w"], b["p1"], b["p2"], rej),
-                               atol=1e-12)
+    np.testing.assert_allclose(got, ref_sj(b["x"], b["e"], b["m"], b["w"], b["p1"], b["p2"], rej), atol=1e-12)
 
 
 @pytest.mark.parametrize("polarity", [False, True])
 def test_lorenz_matches_reference(batch, block_rows, polarity):
     b = batch
-    got = abm.lorenz2021(b["x"], b["e"], b["m"], alpha=b["p1"], rho=b["p2"] * 2, lam=0.3, k=3.0,
-                         polarity=polarity, weights=b["w"])
+    got = abm.lorenz2021(
+        b["x"], b["e"], b["m"], alpha=b["p1"], rho=b["p2"] * 2, lam=0.3, k=3.0, polarity=polarity, weights=b["w"]
+    )
     want = ref_lorenz(b["x"], b["e"], b["m"], b["w"], b["p1"], b["p2"] * 2, 0.3, 3.0, polarity)
     np.testing.assert_allclose(got, want, atol=1e-12)
 
@@ -330,11 +334,13 @@ def test_random_order_is_some_permutation_and_seeded():
     ones = np.ones((1, k))
     results = []
     for i in range(n):
-        cands = [ref_dw(x[i:i + 1], e[i:i + 1, list(p)], m[i:i + 1], ones, [0.5], [0.3])[0]
-                 for p in itertools.permutations(range(k))]
+        cands = [
+            ref_dw(x[i : i + 1], e[i : i + 1, list(p)], m[i : i + 1], ones, [0.5], [0.3])[0]
+            for p in itertools.permutations(range(k))
+        ]
         assert min(abs(c - got[i]) for c in cands) < 1e-12
         results.append(abs(got[i] - cands[0]) < 1e-12)
-    assert not all(results)    # some users really were processed out of slot order
+    assert not all(results)  # some users really were processed out of slot order
     with pytest.raises(ValueError):
         abm.deffuant_weisbuch(x, e, m, 0.5, 0.3, order="random")
 
@@ -381,12 +387,13 @@ def test_empty_batch():
 # diffusion
 # --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("k,p", [(1, 0.1), (3, 0.1), (5, 0.3)])
 def test_independent_cascade_rate(k, p):
     n = 200_000
     got = abm.independent_cascade(np.random.default_rng(11), np.full((n, 1), k), p)
     want = 1 - (1 - p) ** k
-    assert abs(np.mean(got == 0) - want) < 0.01        # sd ~ 0.001
+    assert abs(np.mean(got == 0) - want) < 0.01  # sd ~ 0.001
     assert set(np.unique(got)) <= {-1, 0}
 
 
@@ -397,7 +404,7 @@ def test_independent_cascade_choice():
     got = abm.independent_cascade(rng, counts, np.array([0.2, 0.9, 0.2, 0.5]))
     q = 1 - (1 - np.array([0.2, 0.0, 0.2, 0.5])) ** np.array([2, 0, 2, 1])
     assert abs(np.mean(got >= 0) - (1 - np.prod(1 - q))) < 0.01
-    assert not np.any(got == 1)                          # never exposed, never reposted
+    assert not np.any(got == 1)  # never exposed, never reposted
     # items 0 and 2 have identical odds: chosen equally often
     assert abs(np.mean(got == 0) - np.mean(got == 2)) < 0.01
     eligible = np.tile([True, True, False, True], (n, 1))
@@ -408,8 +415,7 @@ def test_independent_cascade_choice():
 
 
 def test_linear_threshold():
-    frac = np.array([[0.2, 0.5, 0.4], [0.2, 0.5, 0.4], [0.0, 0.0, 0.0], [0.3, 0.3, 0.1],
-                     [0.2, 0.5, 0.4]])
+    frac = np.array([[0.2, 0.5, 0.4], [0.2, 0.5, 0.4], [0.0, 0.0, 0.0], [0.3, 0.3, 0.1], [0.2, 0.5, 0.4]])
     thr = np.array([0.3, 0.6, 0.0, 0.3, 0.3])
     eligible = np.array([[True] * 3] * 4 + [[True, False, True]])
     np.testing.assert_array_equal(abm.linear_threshold(frac, thr, eligible), [1, -1, -1, 0, 2])
@@ -421,6 +427,7 @@ def test_linear_threshold():
 # behaviour
 # --------------------------------------------------------------------------------------------
 
+
 def allowed_of(actions) -> np.ndarray:
     a = np.zeros(NUM_ACTIONS, dtype=bool)
     a[list(actions)] = True
@@ -430,14 +437,21 @@ def allowed_of(actions) -> np.ndarray:
 def feed(rng, n, k, nan_frac=0.2):
     stance = rng.uniform(-1, 1, (n, k))
     stance[rng.random((n, k)) < nan_frac] = np.nan
-    return dict(opinion=rng.uniform(-1, 1, n), feed_stance=stance, feed_mask=rng.random((n, k)) < 0.7,
-                feed_likes=rng.poisson(5, (n, k)), feed_author_followers=rng.poisson(100, (n, k)),
-                post_rate=rng.uniform(0, 0.2, n), already_liked=rng.random((n, k)) < 0.3,
-                already_followed_author=rng.random((n, k)) < 0.3)
+    return dict(
+        opinion=rng.uniform(-1, 1, n),
+        feed_stance=stance,
+        feed_mask=rng.random((n, k)) < 0.7,
+        feed_likes=rng.poisson(5, (n, k)),
+        feed_author_followers=rng.poisson(100, (n, k)),
+        post_rate=rng.uniform(0, 0.2, n),
+        already_liked=rng.random((n, k)) < 0.3,
+        already_followed_author=rng.random((n, k)) < 0.3,
+    )
 
 
-BUSY = abm.BehaviourParams(like_rate=0.3, dislike_rate=0.3, repost_rate=0.3, quote_rate=0.3,
-                           comment_rate=0.3, follow_rate=0.3)
+BUSY = abm.BehaviourParams(
+    like_rate=0.3, dislike_rate=0.3, repost_rate=0.3, quote_rate=0.3, comment_rate=0.3, follow_rate=0.3
+)
 
 
 def test_choose_actions_seeded():
@@ -454,19 +468,22 @@ def test_choose_actions_seeded():
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_choose_actions_respects_constraints(seed, monkeypatch):
-    monkeypatch.setattr(abm, "CHOICE_BLOCK_ROWS", 1000)   # several blocks
+    monkeypatch.setattr(abm, "CHOICE_BLOCK_ROWS", 1000)  # several blocks
     rng = np.random.default_rng(seed)
     n, k = 5000, 6
     f = feed(rng, n, k)
-    extra = dict(already_disliked=rng.random((n, k)) < 0.2, already_reposted=rng.random((n, k)) < 0.2,
-                 own_post=rng.random((n, k)) < 0.1)
+    extra = dict(
+        already_disliked=rng.random((n, k)) < 0.2,
+        already_reposted=rng.random((n, k)) < 0.2,
+        own_post=rng.random((n, k)) < 0.1,
+    )
     allowed = np.zeros((n, NUM_ACTIONS), bool)
     allowed[:, list(REDDIT_DEFAULT_ACTIONS) + [A.REPOST, A.QUOTE_POST]] = True
-    allowed &= rng.random((n, NUM_ACTIONS)) < 0.7              # per-user masks
+    allowed &= rng.random((n, NUM_ACTIONS)) < 0.7  # per-user masks
     action, slot, stance = abm.choose_actions(rng, BUSY, allowed=allowed, **f, **extra)
     rows = np.arange(n)
     engaged = np.isin(action, [int(a) for a in abm.ENGAGE_ACTIONS])
-    assert engaged.mean() > 0.3                                 # the checks below see real choices
+    assert engaged.mean() > 0.3  # the checks below see real choices
     ok_action = allowed[rows, action] | (action == A.DO_NOTHING)
     assert ok_action.all()
     assert np.all(slot[~engaged] == -1) and np.all((slot[engaged] >= 0) & (slot[engaged] < k))
@@ -490,10 +507,16 @@ def test_choose_actions_nothing_allowed():
 
 
 def uniform_feed(n, k, stance, x=0.8, likes=0, followers=0):
-    return dict(opinion=np.full(n, x), feed_stance=np.full((n, k), stance), feed_mask=np.ones((n, k), bool),
-                feed_likes=np.full((n, k), likes), feed_author_followers=np.full((n, k), followers),
-                post_rate=np.zeros(n), already_liked=np.zeros((n, k), bool),
-                already_followed_author=np.zeros((n, k), bool))
+    return dict(
+        opinion=np.full(n, x),
+        feed_stance=np.full((n, k), stance),
+        feed_mask=np.ones((n, k), bool),
+        feed_likes=np.full((n, k), likes),
+        feed_author_followers=np.full((n, k), followers),
+        post_rate=np.zeros(n),
+        already_liked=np.zeros((n, k), bool),
+        already_followed_author=np.zeros((n, k), bool),
+    )
 
 
 def rate(action, code):
@@ -503,10 +526,12 @@ def rate(action, code):
 def test_agreement_drives_likes_and_dislikes():
     n, k = 20_000, 4
     allowed = allowed_of(REDDIT_DEFAULT_ACTIONS)
-    agree, _, _ = abm.choose_actions(np.random.default_rng(0), abm.BehaviourParams(), allowed=allowed,
-                                     **uniform_feed(n, k, 0.8))
-    disagree, _, _ = abm.choose_actions(np.random.default_rng(1), abm.BehaviourParams(), allowed=allowed,
-                                        **uniform_feed(n, k, -0.8))
+    agree, _, _ = abm.choose_actions(
+        np.random.default_rng(0), abm.BehaviourParams(), allowed=allowed, **uniform_feed(n, k, 0.8)
+    )
+    disagree, _, _ = abm.choose_actions(
+        np.random.default_rng(1), abm.BehaviourParams(), allowed=allowed, **uniform_feed(n, k, -0.8)
+    )
     # agreement 1 vs 0.2: expected like rates ~0.12 vs ~0.005
     assert rate(agree, A.LIKE_POST) > 3 * rate(disagree, A.LIKE_POST) + 0.01
     assert rate(disagree, A.DISLIKE_POST) > 3 * rate(agree, A.DISLIKE_POST) + 0.01
@@ -523,35 +548,39 @@ def test_popularity_fame_and_unknown_stance():
     allowed = allowed_of(TWITTER_DEFAULT_ACTIONS)
     p = abm.BehaviourParams()
     quiet, _, _ = abm.choose_actions(np.random.default_rng(0), p, allowed=allowed, **uniform_feed(n, k, 0.8))
-    hot, _, _ = abm.choose_actions(np.random.default_rng(1), p, allowed=allowed,
-                                   **uniform_feed(n, k, 0.8, likes=10_000, followers=1_000_000))
+    hot, _, _ = abm.choose_actions(
+        np.random.default_rng(1), p, allowed=allowed, **uniform_feed(n, k, 0.8, likes=10_000, followers=1_000_000)
+    )
     assert rate(hot, A.LIKE_POST) > 1.5 * rate(quiet, A.LIKE_POST)
     assert rate(hot, A.FOLLOW) > 2 * rate(quiet, A.FOLLOW)
-    known, _, _ = abm.choose_actions(np.random.default_rng(2), p, allowed=allowed,
-                                     **uniform_feed(n, k, 0.0, x=0.0))
-    unknown, _, _ = abm.choose_actions(np.random.default_rng(3), p, allowed=allowed,
-                                       **uniform_feed(n, k, np.nan, x=0.0))
+    known, _, _ = abm.choose_actions(np.random.default_rng(2), p, allowed=allowed, **uniform_feed(n, k, 0.0, x=0.0))
+    unknown, _, _ = abm.choose_actions(
+        np.random.default_rng(3), p, allowed=allowed, **uniform_feed(n, k, np.nan, x=0.0)
+    )
     ratio = rate(unknown, A.LIKE_POST) / rate(known, A.LIKE_POST)
-    assert 0.35 < ratio < 0.65                                   # unknown_stance_weight = 0.5
+    assert 0.35 < ratio < 0.65  # unknown_stance_weight = 0.5
 
 
 def test_post_rate_and_post_stance():
     n, k = 20_000, 3
     f = uniform_feed(n, k, 0.0, x=0.5)
     f["post_rate"] = np.full(n, 0.3)
-    action, slot, stance = abm.choose_actions(np.random.default_rng(0), abm.BehaviourParams(),
-                                              allowed=allowed_of(TWITTER_DEFAULT_ACTIONS), **f)
+    action, slot, stance = abm.choose_actions(
+        np.random.default_rng(0), abm.BehaviourParams(), allowed=allowed_of(TWITTER_DEFAULT_ACTIONS), **f
+    )
     posts = action == A.CREATE_POST
     assert abs(posts.mean() - 0.3) < 0.02 and np.all(slot[posts] == -1)
     assert abs(stance[posts].mean() - 0.5) < 0.01 and 0.08 < stance[posts].std() < 0.12
-    action, _, _ = abm.choose_actions(np.random.default_rng(0), abm.BehaviourParams(),
-                                      allowed=allowed_of([A.LIKE_POST]), **f)
+    action, _, _ = abm.choose_actions(
+        np.random.default_rng(0), abm.BehaviourParams(), allowed=allowed_of([A.LIKE_POST]), **f
+    )
     assert not np.any(action == A.CREATE_POST)
 
 
 # --------------------------------------------------------------------------------------------
 # text
 # --------------------------------------------------------------------------------------------
+
 
 def test_template_lexicon_round_trip():
     rng = np.random.default_rng(0)
@@ -565,7 +594,7 @@ def test_template_lexicon_round_trip():
     assert np.all(np.sign(score[polar]) == np.sign(stance[polar]))
     assert np.all(np.isnan(score[label == 2]))
     strong, mild = np.abs(score[(label == 0) | (label == 4)]), np.abs(score[(label == 1) | (label == 3)])
-    assert strong.min() > mild.max()                             # wording is graded
+    assert strong.min() > mild.max()  # wording is graded
     np.testing.assert_array_equal(abm.lexicon_stance(texts), score)  # topic has no lexicon word
 
 
@@ -574,19 +603,28 @@ def test_template_text_is_seeded():
     a = abm.template_text(stance, "x", np.random.default_rng(5))
     b = abm.template_text(stance, "x", np.random.default_rng(5))
     assert a == b and len(a) == 50
-    assert abm.template_text([np.nan], "x", np.random.default_rng(0))[0] in \
-        [t.format(topic="x") for t in abm._TEMPLATES[2]]
+    assert abm.template_text([np.nan], "x", np.random.default_rng(0))[0] in [
+        t.format(topic="x") for t in abm._TEMPLATES[2]
+    ]
 
 
 def test_topic_words_are_ignored():
-    topic = "the fake news law"                                  # "fake" is a negative word
+    topic = "the fake news law"  # "fake" is a negative word
     texts = abm.template_text(np.array([0.4, 0.9]), topic, np.random.default_rng(1))
     assert np.all(abm.lexicon_stance(texts, topic=topic) > 0)
 
 
 def test_lexicon_negation_and_no_signal():
-    s = abm.lexicon_stance(["This is good.", "This is not good.", "I don't support this at all",
-                            "The meeting is on Tuesday.", "", "Absolutely terrible idea!!"])
+    s = abm.lexicon_stance(
+        [
+            "This is good.",
+            "This is not good.",
+            "I don't support this at all",
+            "The meeting is on Tuesday.",
+            "",
+            "Absolutely terrible idea!!",
+        ]
+    )
     assert s[0] > 0 and s[1] < 0 and s[2] < 0
     assert np.isnan(s[3]) and np.isnan(s[4])
     assert s[5] < -0.9

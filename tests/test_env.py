@@ -8,11 +8,11 @@ import sqlite3
 import numpy as np
 import pettingzoo
 import pytest
+from oasis_gym.envs import reddit_v0, twitter_v0
 from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from oasis_gym.actions import ActionType as A
-from oasis_gym.envs import reddit_v0, twitter_v0
 
 ENVS = {"twitter": twitter_v0, "reddit": reddit_v0}
 
@@ -74,10 +74,20 @@ def rollout(name, kind, shared_data, seed, tmp_path):
     history = []
     while env.agents:
         obs, rewards, _, _, infos = env.step(random_actions(env, obs, rng))
-        history.append((
-            {a: {k: (v.copy() if not isinstance(v, dict) else {kk: vv.copy() for kk, vv in v.items()})
-                 for k, v in o.items()} for a, o in obs.items() if o["active"][0]},
-            dict(rewards), {a: i.get("last_result") for a, i in infos.items()}))
+        history.append(
+            (
+                {
+                    a: {
+                        k: (v.copy() if not isinstance(v, dict) else {kk: vv.copy() for kk, vv in v.items()})
+                        for k, v in o.items()
+                    }
+                    for a, o in obs.items()
+                    if o["active"][0]
+                },
+                dict(rewards),
+                {a: i.get("last_result") for a, i in infos.items()},
+            )
+        )
     conn = sqlite3.connect(env.sim.db_path)
     journal = conn.execute("SELECT user_id, action, info, step, result FROM trace ORDER BY rowid").fetchall()
     posts = conn.execute("SELECT * FROM post ORDER BY post_id").fetchall()
@@ -134,19 +144,34 @@ def test_inactive_users_share_one_constant_observation():
 
 
 def test_bad_actions_are_recorded_noops(tmp_path):
-    env = twitter_v0.parallel_env(users=30, activation=1.0, db_path=str(tmp_path / "r.db"), max_cycles=3,
-                                  available_actions=tuple(range(23)))
+    env = twitter_v0.parallel_env(
+        users=30, activation=1.0, db_path=str(tmp_path / "r.db"), max_cycles=3, available_actions=tuple(range(23))
+    )
     obs, _ = env.reset(seed=1)
     agents = env.agents[:8]
-    bad = {agents[0]: {"type": float("nan")}, agents[1]: {"type": 99}, agents[2]: np.zeros((2, 2)),
-           agents[3]: {"type": A.LIKE_POST, "post": 999}, agents[4]: "like",
-           agents[5]: {"type": A.CREATE_POST, "text": 12345}, agents[6]: {"type": A.FOLLOW, "user": -5},
-           agents[7]: {"type": A.CREATE_POST, "text": "'; DROP TABLE trace; --"}}
+    bad = {
+        agents[0]: {"type": float("nan")},
+        agents[1]: {"type": 99},
+        agents[2]: np.zeros((2, 2)),
+        agents[3]: {"type": A.LIKE_POST, "post": 999},
+        agents[4]: "like",
+        agents[5]: {"type": A.CREATE_POST, "text": 12345},
+        agents[6]: {"type": A.FOLLOW, "user": -5},
+        agents[7]: {"type": A.CREATE_POST, "text": "'; DROP TABLE trace; --"},
+    }
     before = env.sim.platform.n_posts
     _, _, _, _, infos = env.step(bad)
     results = [infos[a]["last_result"] for a in agents]
-    assert results == ["invalid_action", "invalid_action", "invalid_action", "unknown_post", "invalid_action",
-                       "invalid_action", "unknown_target_user", "ok"]
+    assert results == [
+        "invalid_action",
+        "invalid_action",
+        "invalid_action",
+        "unknown_post",
+        "invalid_action",
+        "invalid_action",
+        "unknown_target_user",
+        "ok",
+    ]
     assert env.sim.platform.n_posts == before + 1
     env.sim.journal.flush()  # mid-episode, the journal's writer thread may still be committing the step
     conn = sqlite3.connect(env.sim.db_path)
@@ -164,14 +189,19 @@ def test_info_actions_shape_the_next_observation():
     pf = env.sim.platform
     pf.create_posts(np.array([1, 2, 3]), ["unique zebra story", "another zebra tale", "no match here"])
     searcher, trender, finder = env.agents[5], env.agents[6], env.agents[7]
-    obs, *_ = env.step({searcher: {"type": A.SEARCH_POSTS, "text": "zebra"}, trender: {"type": A.TREND},
-                        finder: {"type": A.SEARCH_USER, "text": "u"}})
+    obs, *_ = env.step(
+        {
+            searcher: {"type": A.SEARCH_POSTS, "text": "zebra"},
+            trender: {"type": A.TREND},
+            finder: {"type": A.SEARCH_USER, "text": "u"},
+        }
+    )
     ids = obs[searcher]["post_ids"]
     zebra = {i for i in range(pf.n_posts) if "zebra" in pf.p_content[i]}
     assert set(ids[ids >= 0].tolist()) == zebra
     trend = obs[trender]["post_ids"]
     assert trend[0] == pf.trending(6)[0]
-    assert (obs[finder]["users"][env.sim.K:, 3] == 1).any()
+    assert (obs[finder]["users"][env.sim.K :, 3] == 1).any()
 
 
 def test_step_batch_fast_path_matches_dict_path(tmp_path):
@@ -187,8 +217,12 @@ def test_step_batch_fast_path_matches_dict_path(tmp_path):
             if fast:
                 env.step_batch(acts)
             else:
-                env.step({f"user_{u}": {"type": t, "post": p, "comment": c, "user": us}
-                          for u, t, p, c, us in zip(acts.users, acts.type, acts.post, acts.comment, acts.user)})
+                env.step(
+                    {
+                        f"user_{u}": {"type": t, "post": p, "comment": c, "user": us}
+                        for u, t, p, c, us in zip(acts.users, acts.type, acts.post, acts.comment, acts.user)
+                    }
+                )
         return sqlite3.connect(env.sim.db_path).execute("SELECT user_id, action, info, result FROM trace").fetchall()
 
     assert run(True) == run(False)
@@ -212,16 +246,36 @@ def test_feed_text_matches_the_observation():
     assert [p["post_id"] for p in view["posts"]] == ids[ids >= 0].tolist()
     assert view["agent"] == agent and view["persona"]
     names = set(view["allowed_actions"])
-    assert names == {n for n, m in zip(__import__("oasis_gym.actions").actions.ACTION_NAMES,
-                                       obs[agent]["action_mask"]["type"]) if m}
+    assert names == {
+        n for n, m in zip(__import__("oasis_gym.actions").actions.ACTION_NAMES, obs[agent]["action_mask"]["type"]) if m
+    }
 
 
 def test_cli_run_leaves_a_journal_with_one_trace_row_per_action(tmp_path, capsys):
     from oasis_gym.cli import main
 
     db = tmp_path / "cli.db"
-    assert main(["run", "--users", "300", "--steps", "5", "--policy", "abm", "--db", str(db),
-                 "--activation", "0.2", "--quiet", "--logdir", str(tmp_path / "tb")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--users",
+                "300",
+                "--steps",
+                "5",
+                "--policy",
+                "abm",
+                "--db",
+                str(db),
+                "--activation",
+                "0.2",
+                "--quiet",
+                "--logdir",
+                str(tmp_path / "tb"),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == summary["actions"] > 0

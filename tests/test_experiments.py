@@ -12,23 +12,24 @@ import numpy as np
 import pytest
 
 from oasis_gym import cli
+from oasis_gym.scenarios import Scenario, load_scenario
 from oasis_gym.scenarios.effects import effects
 from oasis_gym.scenarios.evidence import evidence
-from oasis_gym.scenarios.graphs import price_follow_graph, with_generated_graph
+from oasis_gym.scenarios.graphs import price_follow_graph
 from oasis_gym.scenarios.spread_calibration import calibrate_heldout, split_errors, window_nrmse
 from oasis_gym.scenarios.stats import mean_ci, ordering_share, t975
 from oasis_gym.scenarios.sweep import parse_param, plan_sweep, resolve_key, run_sweep
-from oasis_gym.scenarios import Scenario, load_scenario
 
 HERD_SMALL = {"users": 36, "steps": 2}
 
 
 # --------------------------------------------------------------------------- stats
 
+
 def test_mean_ci_is_the_t_interval():
     x = [1.0, 2.0, 4.0, 7.0]
     m, sd = np.mean(x), np.std(x, ddof=1)
-    ci = mean_ci(x + [math.nan])          # NaN seeds are left out
+    ci = mean_ci(x + [math.nan])  # NaN seeds are left out
     assert ci["n"] == 4 and ci["mean"] == pytest.approx(m) and ci["sd"] == pytest.approx(sd)
     assert ci["hi"] - m == pytest.approx(3.182 * sd / 2) and m - ci["lo"] == pytest.approx(3.182 * sd / 2)
     assert t975(9) == 2.262 and t975(1000) == 1.96 and 2.0 < t975(50) < 2.021
@@ -45,6 +46,7 @@ def test_ordering_share():
 
 # --------------------------------------------------------------------------- sweep
 
+
 def test_parse_param_and_resolve_key():
     assert parse_param("rho=0.4:1.2:5") == ("rho", [0.4, 0.6, 0.8, 1.0, 1.2])
     assert parse_param("k=1,2,4") == ("k", [1, 2, 4])
@@ -58,7 +60,7 @@ def test_parse_param_and_resolve_key():
     with pytest.raises(KeyError, match="unknown"):
         resolve_key(cfg, "no_such_parameter")
     with pytest.raises(KeyError, match="ambiguous"):
-        resolve_key(cfg, "kind")   # scenario.kind and policy.kind
+        resolve_key(cfg, "kind")  # scenario.kind and policy.kind
 
 
 def test_sweep_writes_tables_and_png_that_agree(tmp_path):
@@ -69,9 +71,12 @@ def test_sweep_writes_tables_and_png_that_agree(tmp_path):
     for pt in res["points"]:
         hw = pt["point"]["policy.comment_votes.herd_weight"]
         vals = [float(r["user_up_minus_control"]) for r in rows if float(r["policy.comment_votes.herd_weight"]) == hw]
-        assert pt["effects"]["user_up_minus_control"] == pytest.approx(mean_ci(vals))   # table = its runs
-        order = [[float(r[f"user_score_{g}"]) for g in ("up", "control", "down")]
-                 for r in rows if float(r["policy.comment_votes.herd_weight"]) == hw]
+        assert pt["effects"]["user_up_minus_control"] == pytest.approx(mean_ci(vals))  # table = its runs
+        order = [
+            [float(r[f"user_score_{g}"]) for g in ("up", "control", "down")]
+            for r in rows
+            if float(r["policy.comment_votes.herd_weight"]) == hw
+        ]
         assert pt["ordered_share"] == pytest.approx(ordering_share(order))
     summary = list(csv.DictReader(open(out / "summary.csv")))
     assert {r["effect"] for r in summary} >= {"user_up_minus_control", "user_score_down"}
@@ -92,18 +97,38 @@ def test_sweep_uses_the_scenario_table():
 
 def test_cli_sweep(tmp_path, capsys):
     out = tmp_path / "cli_sweep"
-    assert cli.main(["sweep", "reddit_herd_effect", "--param", "herd_weight=0.2", "--seeds", "2", "--set", "users=36",
-                     "--steps", "2", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "sweep",
+                "reddit_herd_effect",
+                "--param",
+                "herd_weight=0.2",
+                "--seeds",
+                "2",
+                "--set",
+                "users=36",
+                "--steps",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last["points"] == 1 and last["seeds"] == 2 and (out / "summary.csv").is_file()
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--param", "rho"], "key=lo:hi:n"),
-    (["--param", "nope=1,2"], "unknown parameter"),
-    (["--param", "rho=1:2:3", "--seeds", "0"], "--seeds"),
-    (["--set", "nokey=1"], "unknown setting"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--param", "rho"], "key=lo:hi:n"),
+        (["--param", "nope=1,2"], "unknown parameter"),
+        (["--param", "rho=1:2:3", "--seeds", "0"], "--seeds"),
+        (["--set", "nokey=1"], "unknown setting"),
+    ],
+)
 def test_cli_sweep_bad_arguments_one_line_exit_2(argv, needle, tmp_path, capsys):
     assert cli.main(["sweep", "group_polarization", "--out", str(tmp_path / "x"), *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -116,20 +141,25 @@ def test_cli_sweep_refuses_to_overwrite(tmp_path, capsys):
     (out / "summary.csv").write_text("mine")
     assert cli.main(["sweep", "reddit_herd_effect", "--param", "herd_weight=0", "--out", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err and (out / "summary.csv").read_text() == "mine"
-    with pytest.raises(SystemExit) as e:      # argparse: bad type
+    with pytest.raises(SystemExit) as e:  # argparse: bad type
         cli.main(["sweep", "reddit_herd_effect", "--seeds", "ten"])
     assert e.value.code == 2
 
 
 # --------------------------------------------------------------------------- held-out calibration
 
+
 def test_window_nrmse_and_split():
     sim, real = [0, 1, 2, 3, 4], [0, 1, 2, 4, 6]
     assert window_nrmse(sim, real, 2, 4) == pytest.approx(math.sqrt((0 + 1 + 4) / 3) / 6)
     assert window_nrmse(sim, real, 0, 1) == 0.0
     assert window_nrmse([5], [1, 2], 0, 3) == pytest.approx(math.sqrt((16 + 9 + 9 + 9) / 4) / 2)  # padded
-    fig = {"fit_minutes": 2, "nrmse_minutes": 4, "sim_curves": {k: sim for k in ("scale", "depth", "max_breadth")},
-           "real_curves": {k: real for k in ("scale", "depth", "max_breadth")}}
+    fig = {
+        "fit_minutes": 2,
+        "nrmse_minutes": 4,
+        "sim_curves": {k: sim for k in ("scale", "depth", "max_breadth")},
+        "real_curves": {k: real for k in ("scale", "depth", "max_breadth")},
+    }
     e = split_errors(fig)
     assert e["insample_nrmse_scale"] == pytest.approx(window_nrmse(sim, real, 0, 2))
     assert e["heldout_nrmse_depth"] == pytest.approx(window_nrmse(sim, real, 2, 4))
@@ -138,15 +168,17 @@ def test_window_nrmse_and_split():
 def test_calibrate_heldout_keeps_seeds_apart():
     with pytest.raises(ValueError, match="overlap"):
         calibrate_heldout({"policy.abm.cascade_p": [1.0]}, [1, 2], [2, 3])
-    res = calibrate_heldout({"policy.abm.cascade_p": [0.5, 1.0]}, [100], [0, 1],
-                            {"steps": 8, "figures.fit_minutes": 12})
+    res = calibrate_heldout(
+        {"policy.abm.cascade_p": [0.5, 1.0]}, [100], [0, 1], {"steps": 8, "figures.fit_minutes": 12}
+    )
     assert res["best"]["policy.abm.cascade_p"] in (0.5, 1.0) and len(res["grid"]) == 2
     best = min(res["grid"], key=lambda r: r["insample_nrmse_scale"])
-    assert res["best"] == best["point"]                       # chosen on the in-sample error only
+    assert res["best"] == best["point"]  # chosen on the in-sample error only
     assert res["eval"]["heldout_nrmse_scale"]["n"] == 2 and res["eval_seeds"] == [0, 1]
 
 
 # --------------------------------------------------------------------------- generated follow graph
+
 
 def test_price_graph_is_not_a_star():
     src, dst = price_follow_graph(111, first=32, mean_following=3.0, seed=0)
@@ -167,8 +199,9 @@ def test_price_graph_is_not_a_star():
 
 
 def test_information_spread_with_generated_graph(shared_data):
-    sc = load_scenario("twitter_information_spread", {"population.follow_graph": "generated", "steps": 5,
-                                                      "metrics.enabled": False})
+    sc = load_scenario(
+        "twitter_information_spread", {"population.follow_graph": "generated", "steps": 5, "metrics.enabled": False}
+    )
     env = sc.make_env()
     pop = env.sim.population
     root_author = pop.previous_posts[0][0]
@@ -179,6 +212,7 @@ def test_information_spread_with_generated_graph(shared_data):
 
 
 # --------------------------------------------------------------------------- evidence
+
 
 def test_every_scenario_states_its_evidence(tmp_path):
     for name in ("twitter_information_spread", "group_polarization", "reddit_herd_effect", "misinformation_1m"):
@@ -202,11 +236,12 @@ def test_every_scenario_states_its_evidence(tmp_path):
 
 # --------------------------------------------------------------------------- content-aware sharing
 
+
 def test_moral_emotional_lexicon_and_signature():
     from oasis_gym.policies.content_share import moral_emotional_count, word_signature
 
     assert moral_emotional_count("They BETRAYED us, shameful and evil!") == 3
-    assert moral_emotional_count("Single sink lies") == 1          # 'sin' whole-word only; 'lies' counts
+    assert moral_emotional_count("Single sink lies") == 1  # 'sin' whole-word only; 'lies' counts
     assert moral_emotional_count("The weather is mild today") == 0
     a, b = word_signature("phones update battery"), word_signature("battery update phones")
     assert np.array_equal(a, b) and a.dtype == np.uint64
@@ -227,19 +262,21 @@ def test_content_aware_users_ignore_stance():
 
 def test_content_aware_novelty_falls_on_repeat():
     """A user served the same post twice sees its words as known: the second decision uses novelty 0."""
-    from oasis_gym.policies.content_share import ContentAwareABM, ContentParams
     from oasis_gym.policies.abm import ABMConfig
+    from oasis_gym.policies.content_share import ContentAwareABM, ContentParams
 
     sc = load_scenario("misinformation_1m", {"users": 500, "steps": 1, "metrics.enabled": False})
     env = sc.make_env(max_cycles=2)
     env.reset(seed=0)
-    pol = ContentAwareABM(ABMConfig(opinion_model=None, diffusion="content_aware"),
-                          content=ContentParams(base_share=1.0, novelty_weight=50.0))
+    pol = ContentAwareABM(
+        ABMConfig(opinion_model=None, diffusion="content_aware"),
+        content=ContentParams(base_share=1.0, novelty_weight=50.0),
+    )
     pol.reset(env, np.arange(env.sim.platform.n_users), 0)
     obs = env.sim.observe(np.arange(20))
     first = pol.act(env, obs)
     has_feed = obs.mask_post.any(1)
-    assert np.all(first.type[has_feed] != 0)                  # novel: p = 1
+    assert np.all(first.type[has_feed] != 0)  # novel: p = 1
     second = pol.act(env, obs)
-    assert np.all(second.type[has_feed] == 0)                 # seen: p = exp(-50)
+    assert np.all(second.type[has_feed] == 0)  # seen: p = exp(-50)
     env.close()

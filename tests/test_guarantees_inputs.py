@@ -28,28 +28,31 @@ HUGE = "9" * 5000
 
 
 # ---- LLM replies: parse_reply never raises -------------------------------------------------------
-@pytest.mark.parametrize("reply", [
-    '{"action":"like_post","post_id":' + HUGE + '}',                      # crashed: ValueError (int digits)
-    '{"action":"like_post","post_id":-' + HUGE + '}',
-    '{"action":"create_post","text":"hi","stance":' + HUGE + '}',          # crashed: ValueError
-    '{"action":"create_post","text":"hi","stance":1' + "0" * 400 + '}',    # crashed: OverflowError
-    '{"action":"create_post","text":"hi","stance":-1' + "0" * 30 + '}',    # crashed: OverflowError
-    '{"action":"create_post","text":"hi","stance":NaN}',
-    '{"action":"create_post","text":"hi","stance":-Infinity}',
-    '{"action":"create_post","text":"\\ud800","stance":0}',
-    '{"action":"like_post","post_id":1e999}',
-    '{"action":"like_post","post_id":' + HUGE + '.5}',
-    '{"action":"like_post","reason":' + "[" * 100_000 + "]" * 100_000 + '}',
-    "[" * 100_000,
-    '{"' + HUGE + '":1}',
-    "```json\n" + HUGE + "\n```",
-    "\ud800\udfff\x00",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"action":"like_post","post_id":' + HUGE + "}",  # crashed: ValueError (int digits)
+        '{"action":"like_post","post_id":-' + HUGE + "}",
+        '{"action":"create_post","text":"hi","stance":' + HUGE + "}",  # crashed: ValueError
+        '{"action":"create_post","text":"hi","stance":1' + "0" * 400 + "}",  # crashed: OverflowError
+        '{"action":"create_post","text":"hi","stance":-1' + "0" * 30 + "}",  # crashed: OverflowError
+        '{"action":"create_post","text":"hi","stance":NaN}',
+        '{"action":"create_post","text":"hi","stance":-Infinity}',
+        '{"action":"create_post","text":"\\ud800","stance":0}',
+        '{"action":"like_post","post_id":1e999}',
+        '{"action":"like_post","post_id":' + HUGE + ".5}",
+        '{"action":"like_post","reason":' + "[" * 100_000 + "]" * 100_000 + "}",
+        "[" * 100_000,
+        '{"' + HUGE + '":1}',
+        "```json\n" + HUGE + "\n```",
+        "\ud800\udfff\x00",
+    ],
+)
 def test_hostile_replies_are_counted_invalid(reply):
     for v in VIEWS:
         res = parse_reply(reply, v)
         assert not res.ok and res.action["type"] == 0
-        assert res.error and res.error != "parse_failed"   # each has a specific code
+        assert res.error and res.error != "parse_failed"  # each has a specific code
 
 
 def test_non_string_reply_is_invalid():
@@ -64,34 +67,37 @@ def test_valid_replies_still_parse_next_to_huge_numbers():
     res = parse_reply(json.dumps({"action": "like_post", "post_id": pid, "reason": "x" * 10}), v)
     assert res.ok and res.action["post"] == v["posts"][1]["slot"]
     # an unused field holding a huge number is ignored, as any unused known field is
-    res = parse_reply('{"action":"like_post","post_id":%d,"stance":%s}' % (pid, HUGE), v)
+    res = parse_reply('{"action":"like_post","post_id":%d,"stance":%s}' % (pid, HUGE), v)  # noqa: UP031
     assert res.ok and res.action["post"] == v["posts"][1]["slot"]
     res = parse_reply('{"action":"create_post","text":"ok","stance":1}', v)
     assert res.ok and res.action["stance"] == 1.0
 
 
 def _ids(v: dict) -> list[int]:
-    return ([p["post_id"] for p in v["posts"]] + [c["comment_id"] for p in v["posts"] for c in p["top_comments"]]
-            + [u["user_id"] for u in v["users"]])
+    return (
+        [p["post_id"] for p in v["posts"]]
+        + [c["comment_id"] for p in v["posts"] for c in p["top_comments"]]
+        + [u["user_id"] for u in v["users"]]
+    )
 
 
 _any_char = st.characters(codec=None, categories=None)  # every code point, lone surrogates included
 _str = st.text(_any_char, max_size=30)
 _num_text = st.one_of(
     st.tuples(st.sampled_from(["", "-"]), st.integers(1, 9), st.integers(0, 6000)).map(
-        lambda t: f"{t[0]}{t[1]}" + "0" * t[2]),                             # up to 6,000 digits
+        lambda t: f"{t[0]}{t[1]}" + "0" * t[2]
+    ),  # up to 6,000 digits
     st.from_regex(r"-?[0-9]{1,30}\.[0-9]{1,5}([eE][-+]?[0-9]{1,5})?", fullmatch=True),
     st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-0", "0.0", "1", "-1", "true", "false", "null"]),
     st.integers(-2, 1000).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(lambda f: json.dumps(f)),
 )
 _str_text = st.one_of(
-    _str.map(lambda s: json.dumps(s, ensure_ascii=True)),    # escapes, \udXXX surrogates included
-    _str.map(lambda s: json.dumps(s, ensure_ascii=False)),   # raw surrogates / control chars
+    _str.map(lambda s: json.dumps(s, ensure_ascii=True)),  # escapes, \udXXX surrogates included
+    _str.map(lambda s: json.dumps(s, ensure_ascii=False)),  # raw surrogates / control chars
     st.sampled_from(['"\\ud800"', '"\\udfff\\ud800"', '"\\u0000"', '""', '"   "', '"\\x"']),
 )
-_keys = st.one_of(st.sampled_from(["action", "post_id", "comment_id", "user_id", "text", "stance", "reason"]),
-                  _str)
+_keys = st.one_of(st.sampled_from(["action", "post_id", "comment_id", "user_id", "text", "stance", "reason"]), _str)
 _action = st.sampled_from(list(ACTION_NAMES) + ["", "LIKE_POST", "like post"]).map(json.dumps)
 
 
@@ -102,7 +108,8 @@ def _json_text():
         lambda kids: st.one_of(
             st.lists(kids, max_size=4).map(lambda xs: "[" + ",".join(xs) + "]"),
             st.lists(st.tuples(_keys.map(json.dumps), kids), max_size=5).map(
-                lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}"),
+                lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}"
+            ),
         ),
         max_leaves=12,
     )
@@ -140,8 +147,14 @@ def test_fuzz_schema_shaped_replies_never_raise(vr, finished):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.one_of(_json_text(), st.text(_any_char, max_size=200), st.binary(max_size=100).map(
-    lambda b: b.decode("utf-8", "surrogateescape"))), st.booleans())
+@given(
+    st.one_of(
+        _json_text(),
+        st.text(_any_char, max_size=200),
+        st.binary(max_size=100).map(lambda b: b.decode("utf-8", "surrogateescape")),
+    ),
+    st.booleans(),
+)
 def test_fuzz_arbitrary_text_never_raises(text, finished):
     for v in VIEWS[:2]:
         res = parse_reply(text, v, finished=finished)
@@ -155,7 +168,7 @@ BAD_USAGE = {
     "list": [1, 2],
     "string": "many",
     "str_counts": {"prompt_tokens": "eleven", "completion_tokens": "7"},
-    "huge": '{"prompt_tokens": ' + HUGE + ', "completion_tokens": -' + HUGE + '}',
+    "huge": '{"prompt_tokens": ' + HUGE + ', "completion_tokens": -' + HUGE + "}",
     "nan": '{"prompt_tokens": NaN, "completion_tokens": Infinity}',
     "float_inf": {"prompt_tokens": 1e999, "completion_tokens": 1.5},
     "negative": {"prompt_tokens": -3, "completion_tokens": True},
@@ -194,8 +207,10 @@ class _Server:
                 usage = BAD_USAGE.get(mode.removeprefix("usage-"), {"prompt_tokens": 11, "completion_tokens": 7})
                 usage_text = usage if isinstance(usage, str) and usage.startswith("{") else json.dumps(usage)
                 msg = json.dumps({"role": "assistant", "content": VALID})
-                payload = ('{"id":"x","choices":[{"index":0,"finish_reason":"stop","message":%s}],"usage":%s}'
-                           % (msg, usage_text)).encode()
+                payload = (
+                    '{"id":"x","choices":[{"index":0,"finish_reason":"stop","message":%s}],"usage":%s}'  # noqa: UP031
+                    % (msg, usage_text)
+                ).encode()
                 try:
                     self.send_response(200)
                     self.send_header("content-type", "application/json")
@@ -272,8 +287,7 @@ def test_step_deadline_bounds_a_hung_endpoint(server):
 
 
 def test_step_deadline_keeps_the_replies_that_arrived(server):
-    core = llm_module().LLMPolicyCore(_openai(server.url("half"), request_timeout=30.0), step_deadline_s=1.0,
-                                      seed=5)
+    core = llm_module().LLMPolicyCore(_openai(server.url("half"), request_timeout=30.0), step_deadline_s=1.0, seed=5)
     actions, stats = _guarded(lambda: core.decide(synth.synthetic_views(6, seed=1, n_posts=3, n_users=2)), 15.0)
     assert stats["valid"] + stats["deadline_noop"] == 6
     assert stats["valid"] == server.hits["half"] - stats["deadline_noop"] and 0 < stats["valid"] < 6
@@ -319,10 +333,34 @@ def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path, capsys):
     from oasis_gym.cli import main
 
     db, logdir = tmp_path / "hung.db", tmp_path / "tb"
-    argv = ["run", "--users", "12", "--steps", "2", "--policy", "llm", "--llm-backend", "openai",
-            "--llm-endpoint", server.url("hang"), "--llm-timeout", "20", "--llm-retries", "2",
-            "--llm-step-deadline", "0.5", "--activation", "0.5", "--db", str(db), "--logdir", str(logdir),
-            "--quiet", "--seed-posts", "5"]
+    argv = [
+        "run",
+        "--users",
+        "12",
+        "--steps",
+        "2",
+        "--policy",
+        "llm",
+        "--llm-backend",
+        "openai",
+        "--llm-endpoint",
+        server.url("hang"),
+        "--llm-timeout",
+        "20",
+        "--llm-retries",
+        "2",
+        "--llm-step-deadline",
+        "0.5",
+        "--activation",
+        "0.5",
+        "--db",
+        str(db),
+        "--logdir",
+        str(logdir),
+        "--quiet",
+        "--seed-posts",
+        "5",
+    ]
     assert _guarded(lambda: main(argv), 40.0) == 0
     ea = EventAccumulator(str(logdir / "episode_0"), size_guidance={"scalars": 0})
     ea.Reload()
@@ -333,17 +371,24 @@ def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path, capsys):
     assert summary["llm"]["deadline_noop"] == summary["llm"]["agents"] == agents
     assert summary["llm"]["valid"] == 0
     with sqlite3.connect(db) as conn:
-        acted = conn.execute("SELECT COUNT(*) FROM trace WHERE action NOT IN ('do_nothing', 'sign_up', "
-                             "'refresh')").fetchone()[0]
+        acted = conn.execute(
+            "SELECT COUNT(*) FROM trace WHERE action NOT IN ('do_nothing', 'sign_up', 'refresh')"
+        ).fetchone()[0]
     assert acted == 0
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--llm-timeout", "0"], "--llm-timeout"), (["--llm-timeout", "abc"], "--llm-timeout"),
-    (["--llm-timeout", "nan"], "--llm-timeout"), (["--llm-retries", "-1"], "--llm-retries"),
-    (["--llm-retries", "1.5"], "--llm-retries"), (["--llm-step-deadline", "-2"], "--llm-step-deadline"),
-    (["--llm-step-deadline", "inf"], "--llm-step-deadline"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--llm-timeout", "0"], "--llm-timeout"),
+        (["--llm-timeout", "abc"], "--llm-timeout"),
+        (["--llm-timeout", "nan"], "--llm-timeout"),
+        (["--llm-retries", "-1"], "--llm-retries"),
+        (["--llm-retries", "1.5"], "--llm-retries"),
+        (["--llm-step-deadline", "-2"], "--llm-step-deadline"),
+        (["--llm-step-deadline", "inf"], "--llm-step-deadline"),
+    ],
+)
 def test_cli_llm_fault_flags_are_validated(argv, msg, capsys):
     from oasis_gym.cli import main
 
@@ -358,8 +403,25 @@ def test_cli_endpoint_flags_need_the_openai_backend(tmp_path, capsys):
     from oasis_gym.cli import main
 
     with pytest.raises(SystemExit) as e:  # one line, exit code 2, before any journal is written
-        main(["run", "--users", "5", "--steps", "1", "--policy", "llm", "--llm-backend", "transformers",
-              "--llm-timeout", "3", "--db", str(tmp_path / "x.db"), "--no-tensorboard", "--quiet"])
+        main(
+            [
+                "run",
+                "--users",
+                "5",
+                "--steps",
+                "1",
+                "--policy",
+                "llm",
+                "--llm-backend",
+                "transformers",
+                "--llm-timeout",
+                "3",
+                "--db",
+                str(tmp_path / "x.db"),
+                "--no-tensorboard",
+                "--quiet",
+            ]
+        )
     err = capsys.readouterr().err
     assert e.value.code == 2 and "openai backend" in err and err.count("\n") == 1
     assert not (tmp_path / "x.db").exists()
@@ -371,12 +433,43 @@ def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):
     from oasis_gym.platform.journal import read_meta
 
     db = tmp_path / "r.db"
-    assert _guarded(lambda: main(
-        ["run", "--users", "8", "--steps", "1", "--policy", "llm", "--llm-backend", "openai",
-         "--llm-endpoint", server.url("hang"), "--llm-step-deadline", "0.5", "--llm-retries", "0",
-         "--db", str(db), "--no-tensorboard", "--quiet", "--seed-posts", "3"]), 40.0) == 0
+    assert (
+        _guarded(
+            lambda: main(
+                [
+                    "run",
+                    "--users",
+                    "8",
+                    "--steps",
+                    "1",
+                    "--policy",
+                    "llm",
+                    "--llm-backend",
+                    "openai",
+                    "--llm-endpoint",
+                    server.url("hang"),
+                    "--llm-step-deadline",
+                    "0.5",
+                    "--llm-retries",
+                    "0",
+                    "--db",
+                    str(db),
+                    "--no-tensorboard",
+                    "--quiet",
+                    "--seed-posts",
+                    "3",
+                ]
+            ),
+            40.0,
+        )
+        == 0
+    )
     assert read_meta(str(db))["state"]["cli"]["llm_step_deadline"] == 0.5
-    assert _guarded(lambda: main(["run", "--resume", str(db), "--steps", "2", "--llm-step-deadline", "0.25",
-                                  "--quiet"]), 40.0) == 0
+    assert (
+        _guarded(
+            lambda: main(["run", "--resume", str(db), "--steps", "2", "--llm-step-deadline", "0.25", "--quiet"]), 40.0
+        )
+        == 0
+    )
     cli = read_meta(str(db))["state"]["cli"]
     assert (cli["llm_step_deadline"], cli["llm_retries"], cli["steps"]) == (0.25, 0, 2)

@@ -17,11 +17,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from oasis_gym.envs import twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
 
 from oasis_gym.actions import ActionType
 from oasis_gym.cli import main
-from oasis_gym.envs import twitter_v0
-from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.platform import JournalError, Platform
 from oasis_gym.platform.journal import read_meta
 
@@ -29,8 +29,23 @@ POST = int(ActionType.CREATE_POST)
 ENV = dict(users=20, activation=1.0, max_cycles=3)
 QUIET = ["--quiet", "--no-tensorboard"]
 RUN = ["run", "--users", "30", "--policy", "abm", "--activation", "0.5", *QUIET]
-TABLES = ("user_account", "user_state", "user_profile", "post", "comment", "follow", "mute", "like", "dislike",
-          "comment_like", "comment_dislike", "report", "trace", "opinion", "moderation")
+TABLES = (
+    "user_account",
+    "user_state",
+    "user_profile",
+    "post",
+    "comment",
+    "follow",
+    "mute",
+    "like",
+    "dislike",
+    "comment_like",
+    "comment_dislike",
+    "report",
+    "trace",
+    "opinion",
+    "moderation",
+)
 
 
 def run_env(path, steps: int = 3, **kw):
@@ -71,6 +86,7 @@ def cli(capsys, *argv) -> tuple[int, str]:
 
 # --------------------------------------------------------------------------- nothing clobbered
 
+
 def _text(path: Path) -> None:
     path.write_text("my notes, not a database\n")
 
@@ -85,9 +101,11 @@ def _foreign_sqlite(path: Path) -> None:
 
 def _oasis_db(path: Path) -> None:  # OASIS's own database: `user` is a table, no meta
     conn = sqlite3.connect(path)
-    conn.executescript("CREATE TABLE user (user_id INTEGER PRIMARY KEY, user_name TEXT);"
-                       "CREATE TABLE post (post_id INTEGER PRIMARY KEY, content TEXT);"
-                       "CREATE TABLE trace (user_id INTEGER, action TEXT); INSERT INTO user VALUES (1, 'a');")
+    conn.executescript(
+        "CREATE TABLE user (user_id INTEGER PRIMARY KEY, user_name TEXT);"
+        "CREATE TABLE post (post_id INTEGER PRIMARY KEY, content TEXT);"
+        "CREATE TABLE trace (user_id INTEGER, action TEXT); INSERT INTO user VALUES (1, 'a');"
+    )
     conn.commit()
     conn.close()
 
@@ -99,8 +117,14 @@ def _device(path: Path) -> None:
         pytest.skip("creating a device node needs root (the FIFO case covers non-regular files)")
 
 
-NOT_JOURNALS = {"text": _text, "foreign_sqlite": _foreign_sqlite, "oasis_db": _oasis_db,
-                "directory": lambda p: p.mkdir(), "fifo": lambda p: os.mkfifo(p), "device": _device}
+NOT_JOURNALS = {
+    "text": _text,
+    "foreign_sqlite": _foreign_sqlite,
+    "oasis_db": _oasis_db,
+    "directory": lambda p: p.mkdir(),
+    "fifo": lambda p: os.mkfifo(p),
+    "device": _device,
+}
 
 
 @pytest.mark.parametrize("overwrite", [False, True])
@@ -151,8 +175,9 @@ def test_an_empty_file_is_replaced_only_with_overwrite(tmp_path):
     assert read_meta(path)["step"] == 3
 
 
-@pytest.mark.parametrize("sibling,data", [("-wal", b"not a WAL"), ("-wal", bytes.fromhex("377f0682") + bytes(28)),
-                                          ("-shm", b"my -shm")])
+@pytest.mark.parametrize(
+    "sibling,data", [("-wal", b"not a WAL"), ("-wal", bytes.fromhex("377f0682") + bytes(28)), ("-shm", b"my -shm")]
+)
 def test_a_stray_sibling_without_its_database_is_refused(sibling, data, tmp_path):
     path = tmp_path / "gone.db"
     Path(f"{path}{sibling}").write_bytes(data)
@@ -199,6 +224,7 @@ def test_reset_replaces_the_envs_own_journal_and_no_one_elses(tmp_path):
 
 # --------------------------------------------------------------------------- one writer
 
+
 def test_two_envs_in_one_process_the_second_is_refused(tmp_path):
     path = tmp_path / "shared.db"
     first = twitter_v0.parallel_env(db_path=str(path), **ENV)
@@ -236,8 +262,9 @@ HOLDER = textwrap.dedent("""
 
 
 def _holder(path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -271,6 +298,7 @@ def test_the_lock_dies_with_its_process(tmp_path):
 
 
 # --------------------------------------------------------------------------- any legal path
+
 
 def test_a_path_object_is_a_journal_path(tmp_path):
     run_env(tmp_path / "as_path.db", steps=2)
@@ -314,8 +342,12 @@ KILLED_BEFORE_STEP_1 = textwrap.dedent("""
 
 def test_a_run_killed_before_its_first_step_resumes_from_the_cli(tmp_path, capsys):
     path, full = tmp_path / "early.db", tmp_path / "full.db"
-    proc = subprocess.run([sys.executable, "-c", KILLED_BEFORE_STEP_1, *RUN, "--steps", "3", "--db", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_BEFORE_STEP_1, *RUN, "--steps", "3", "--db", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == -signal.SIGKILL
     assert read_meta(path)["step"] == 0
     assert cli(capsys, "run", "--resume", str(path), *QUIET)[0] == 0  # 3 steps, as the killed run asked
@@ -325,6 +357,7 @@ def test_a_run_killed_before_its_first_step_resumes_from_the_cli(tmp_path, capsy
 
 
 # --------------------------------------------------------------------------- bad input: one line, exit 2
+
 
 def _journal(tmp_path: Path) -> Path:
     path = tmp_path / "j.db"
@@ -346,6 +379,7 @@ def _edit_meta(sql: str):
         conn.commit()
         conn.close()
         return path
+
     return make
 
 
@@ -354,6 +388,7 @@ def _file(write):
         path = tmp_path / "f.db"
         write(path)
         return path
+
     return make
 
 
@@ -362,6 +397,7 @@ def _profile(text: str, suffix: str = ".csv"):
         path = tmp_path / f"prof{suffix}"
         path.write_text(text)
         return path
+
     return make
 
 
@@ -404,10 +440,14 @@ BAD = {
     "resume_meta_config_gone": (_edit_meta("DELETE FROM meta WHERE key = 'config'"), ["--resume", "{}"]),
     "resume_rows_damaged": (_edit_meta("DELETE FROM user_account WHERE user_id = 0"), ["--resume", "{}"]),
     "resume_meta_rng_gone": (_edit_meta("DELETE FROM meta WHERE key = 'rng'"), ["--resume", "{}"]),
-    "resume_cli_settings_damaged": (_edit_meta("UPDATE meta SET value = '{\"cli\": {\"steps\": \"x\"}}' WHERE key = 'state'"),
-                                    ["--resume", "{}"]),
-    "resume_other_platform_journal": (_edit_meta("UPDATE meta SET value = json_set(value, '$.platform', 'mastodon')"
-                                                 " WHERE key = 'config'"), ["--resume", "{}"]),
+    "resume_cli_settings_damaged": (
+        _edit_meta('UPDATE meta SET value = \'{"cli": {"steps": "x"}}\' WHERE key = \'state\''),
+        ["--resume", "{}"],
+    ),
+    "resume_other_platform_journal": (
+        _edit_meta("UPDATE meta SET value = json_set(value, '$.platform', 'mastodon') WHERE key = 'config'"),
+        ["--resume", "{}"],
+    ),
     "resume_as_another_platform": (_cli_journal, ["--resume", "{}", "--platform", "reddit"]),
     "resume_with_other_users": (_cli_journal, ["--resume", "{}", "--users", "99"]),
     "resume_with_other_policy": (_cli_journal, ["--resume", "{}", "--policy", "random"]),
@@ -456,14 +496,30 @@ def test_a_refused_reset_leaves_no_live_episode(tmp_path):
 
 def test_bad_arguments_in_a_real_process(tmp_path):
     for argv in (["--steps", "0"], ["--users", "0"], ["--activation", "abc"]):
-        proc = subprocess.run([sys.executable, "-m", "oasis_gym.cli", "run", "--policy", "abm", "--db",
-                               str(tmp_path / "x.db"), *QUIET, *argv], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "oasis_gym.cli",
+                "run",
+                "--policy",
+                "abm",
+                "--db",
+                str(tmp_path / "x.db"),
+                *QUIET,
+                *argv,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "Traceback" not in proc.stderr and not (tmp_path / "x.db").exists()
 
 
-@pytest.mark.parametrize("kwargs", [{"max_cycles": 0}, {"max_cycles": -1}, {"users": True}, {"users": 0},
-                                    {"users": -5}])
+@pytest.mark.parametrize(
+    "kwargs", [{"max_cycles": 0}, {"max_cycles": -1}, {"users": True}, {"users": 0}, {"users": -5}]
+)
 def test_the_api_rejects_values_that_define_no_run(kwargs):
     with pytest.raises(ValueError, match="max_cycles|users"):
         twitter_v0.parallel_env(**{**ENV, **kwargs}).reset(seed=0)

@@ -47,7 +47,7 @@ def _expect_profile_error(path, tmp_path, row, field):
 
 def test_lone_surrogate_tweet_is_a_profile_error(tmp_path):
     """Before: loaded, then reset() raised UnicodeEncodeError writing the seed post."""
-    p = _write(tmp_path, "p.csv", HEAD + 'a,[],[],x\nb,[0],"[\'fine\', \'\\ud800 bad\']",y\n')
+    p = _write(tmp_path, "p.csv", HEAD + "a,[],[],x\nb,[0],\"['fine', '\\ud800 bad']\",y\n")
     err = _expect_profile_error(p, tmp_path, 2, "previous_tweets")
     assert "surrogate" in str(err)
 
@@ -84,7 +84,7 @@ def test_reddit_json_nested_deep_but_decodable(tmp_path):
 @pytest.mark.parametrize("key", ["age", "opinion"])
 def test_reddit_json_5000_digit_number(tmp_path, key):
     """Before: ValueError (Python's int-string limit) out of json.loads."""
-    p = _write(tmp_path, "big.json", '[{"username":"a"},{"username":"b","%s":%s}]' % (key, HUGE))
+    p = _write(tmp_path, "big.json", '[{"username":"a"},{"username":"b","%s":%s}]' % (key, HUGE))  # noqa: UP031
     err = _expect_profile_error(p, tmp_path, "index 1", key)
     assert "5000-digit" in str(err)
 
@@ -106,22 +106,36 @@ HOSTILE = [
     ("tweet_huge.csv", HEAD + f'a,[],"[{HUGE}]",x\n', (1, "previous_tweets")),
     ("follow_huge.csv", HEAD + f'a,"[{HUGE}]",[],x\n', (1, "following_agentid_list")),
     ("follow_deep.csv", HEAD + f'a,"{DEEP}",[],x\n', (1, "following_agentid_list")),
-    ("follow_float.csv", HEAD + 'a,[1.5],[],x\n', (1, "following_agentid_list")),
-    ("follow_nan.csv", HEAD + 'a,[nan],[],x\n', (1, "following_agentid_list")),
-    ("topics_surrogate.csv", "username,following_agentid_list,interested_topics\na,[],\"['\\udc80']\"\n",
-     (1, "interested_topics")),
-    ("topics_deep.csv", f"username,following_agentid_list,interested_topics\na,[],\"{DEEP}\"\n",
-     (1, "interested_topics")),
-    ("activity_inf.csv", "username,following_agentid_list,activity_level_frequency\na,[],\"["
-     + ",".join(["1e400"] * 24) + "]\"\n", (1, "activity_level_frequency")),
-    ("activity_huge_int.csv", "username,following_agentid_list,activity_level_frequency\na,[],\"["
-     + ",".join([HUGE] * 24) + "]\"\n", (1, "activity_level_frequency")),
-    ("activity_short.csv", "username,following_agentid_list,activity_level_frequency\na,[],[1]\n",
-     (1, "activity_level_frequency")),
+    ("follow_float.csv", HEAD + "a,[1.5],[],x\n", (1, "following_agentid_list")),
+    ("follow_nan.csv", HEAD + "a,[nan],[],x\n", (1, "following_agentid_list")),
+    (
+        "topics_surrogate.csv",
+        "username,following_agentid_list,interested_topics\na,[],\"['\\udc80']\"\n",
+        (1, "interested_topics"),
+    ),
+    (
+        "topics_deep.csv",
+        f'username,following_agentid_list,interested_topics\na,[],"{DEEP}"\n',
+        (1, "interested_topics"),
+    ),
+    (
+        "activity_inf.csv",
+        'username,following_agentid_list,activity_level_frequency\na,[],"[' + ",".join(["1e400"] * 24) + ']"\n',
+        (1, "activity_level_frequency"),
+    ),
+    (
+        "activity_huge_int.csv",
+        'username,following_agentid_list,activity_level_frequency\na,[],"[' + ",".join([HUGE] * 24) + ']"\n',
+        (1, "activity_level_frequency"),
+    ),
+    (
+        "activity_short.csv",
+        "username,following_agentid_list,activity_level_frequency\na,[],[1]\n",
+        (1, "activity_level_frequency"),
+    ),
     ("opinion_huge.csv", f"username,following_agentid_list,opinion\na,[],{HUGE}\n", (1, "opinion")),
     ("opinion_text.csv", "username,following_agentid_list,opinion\na,[],left\n", (1, "opinion")),
-    ("followers_huge.csv", f"username,following_agentid_list,followers_count\na,[],{HUGE}\n",
-     (1, "followers_count")),
+    ("followers_huge.csv", f"username,following_agentid_list,followers_count\na,[],{HUGE}\n", (1, "followers_count")),
     ("super_user.csv", "username,following_agentid_list,is_super_user\na,[],maybe\n", (1, "is_super_user")),
     ("dup_user_id.csv", "username,following_agentid_list,user_id\na,[],1\nb,[],1\n", (2, "user_id")),
     ("no_username.csv", "username,following_agentid_list\n ,[]\n", (1, "username")),

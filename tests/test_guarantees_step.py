@@ -8,11 +8,11 @@ import sqlite3
 
 import numpy as np
 import pytest
-
 from oasis_gym.envs import twitter_v0
+from oasis_gym.policies.base import RandomPolicy
+
 from oasis_gym.platform.store import GrowArray
 from oasis_gym.platform.text import TextColumn
-from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
 ALL = tuple(range(23))
@@ -66,8 +66,15 @@ def _same_with_nan(ra, rb) -> bool:
 
 
 def make_env(db, **kw):
-    args = dict(users=60, activation=0.5, max_cycles=6, available_actions=ALL, recommender_agent=True,
-                moderator_agent=True, db_path=str(db))
+    args = dict(
+        users=60,
+        activation=0.5,
+        max_cycles=6,
+        available_actions=ALL,
+        recommender_agent=True,
+        moderator_agent=True,
+        db_path=str(db),
+    )
     args.update(kw)
     return twitter_v0.parallel_env(**args)
 
@@ -80,8 +87,10 @@ def rec_size(env) -> int:
 def platform_actions(t: int, env) -> dict:
     rng = np.random.default_rng(100 + t)
     top_m = env.sim.platform_agents["moderator_0"].top_m
-    return {"recommender_0": rng.uniform(-1, 1, rec_size(env)).astype(np.float32),
-            "moderator_0": rng.integers(0, 5, top_m)}
+    return {
+        "recommender_0": rng.uniform(-1, 1, rec_size(env)).astype(np.float32),
+        "moderator_0": rng.integers(0, 5, top_m),
+    }
 
 
 def run_steps(env, policy, steps, fail=None):
@@ -94,9 +103,15 @@ def run_steps(env, policy, steps, fail=None):
         if fail is not None:
             fail(t, env, acts, pacts)
         out = env.step_batch(acts, pacts)
-        trail.append((obs_state(env.sim.obs), out.rewards.tolist(), out.results.tolist(),
-                      {k: float(v) for k, v in out.platform_rewards.items()},
-                      {k: np.asarray(v).tolist() for k, v in env.sim.platform_obs.items()}))
+        trail.append(
+            (
+                obs_state(env.sim.obs),
+                out.rewards.tolist(),
+                out.results.tolist(),
+                {k: float(v) for k, v in out.platform_rewards.items()},
+                {k: np.asarray(v).tolist() for k, v in env.sim.platform_obs.items()},
+            )
+        )
     return trail
 
 
@@ -132,26 +147,38 @@ def test_a_failed_step_changes_nothing_and_its_retry_equals_a_run_without_it(tmp
         if t not in (1, 3, 4):
             return
         sim = env.sim
-        before = (platform_state(sim.platform), obs_state(sim.obs), env._cycles,
-                  [g.bit_generator.state for g in sim._generators()], dict(sim.views), sim.recsys.weights.tolist())
+        before = (
+            platform_state(sim.platform),
+            obs_state(sim.obs),
+            env._cycles,
+            [g.bit_generator.state for g in sim._generators()],
+            dict(sim.views),
+            sim.recsys.weights.tolist(),
+        )
         sim.journal.flush()
         rows_before = journal_tables(tmp_path / "retry" / "run.db")
         n = rec_size(env)
-        bad_platform = [{**pacts, "recommender_0": np.full(n, np.nan)}, {**pacts, "recommender_0": np.ones(3)},
-                        {**pacts, "recommender_0": np.array([np.inf] * n)}, {**pacts, "moderator_0": np.full(10, 7)},
-                        {**pacts, "moderator_0": np.full(10, 1.5)}, {**pacts, "moderator_0": np.full(10, -1)}]
+        bad_platform = [
+            {**pacts, "recommender_0": np.full(n, np.nan)},
+            {**pacts, "recommender_0": np.ones(3)},
+            {**pacts, "recommender_0": np.array([np.inf] * n)},
+            {**pacts, "moderator_0": np.full(10, 7)},
+            {**pacts, "moderator_0": np.full(10, 1.5)},
+            {**pacts, "moderator_0": np.full(10, -1)},
+        ]
         for bad in bad_platform:
             with pytest.raises(ValueError, match="recommender_0|moderator_0"):
                 env.step_batch(acts, bad)
-        short = ActionArrays(acts.users, acts.type, acts.post, acts.comment, acts.user,
-                             ["x"] * max(len(acts) - 1, 0), None)
+        short = ActionArrays(
+            acts.users, acts.type, acts.post, acts.comment, acts.user, ["x"] * max(len(acts) - 1, 0), None
+        )
         with pytest.raises(ValueError, match="text"):
             env.step_batch(short, pacts)
         with pytest.raises(ValueError, match="type"):
             env.step_batch(ActionArrays(acts.users, np.full(len(acts), np.nan)), pacts)
 
         def raising_hook(sim, out, conn):
-            assert len(out.users) == len(acts)   # the users' actions were applied in memory
+            assert len(out.users) == len(acts)  # the users' actions were applied in memory
             raise RuntimeError("hook failed")
 
         sim.step_hooks.append(raising_hook)
@@ -163,12 +190,18 @@ def test_a_failed_step_changes_nothing_and_its_retry_equals_a_run_without_it(tmp
         def raising_recommend(*a, **k):
             raise RuntimeError("recsys failed")
 
-        sim.recsys.recommend = raising_recommend           # fails after the hooks, while activating
+        sim.recsys.recommend = raising_recommend  # fails after the hooks, while activating
         with pytest.raises(RuntimeError, match="recsys failed"):
             env.step_batch(acts, pacts)
         sim.recsys.recommend = recommend
-        after = (platform_state(sim.platform), obs_state(sim.obs), env._cycles,
-                 [g.bit_generator.state for g in sim._generators()], dict(sim.views), sim.recsys.weights.tolist())
+        after = (
+            platform_state(sim.platform),
+            obs_state(sim.obs),
+            env._cycles,
+            [g.bit_generator.state for g in sim._generators()],
+            dict(sim.views),
+            sim.recsys.weights.tolist(),
+        )
         assert after[0] == before[0]
         assert after[1:4] == before[1:4]
         assert after[4].keys() == before[4].keys() and after[5] == before[5]
@@ -177,7 +210,7 @@ def test_a_failed_step_changes_nothing_and_its_retry_equals_a_run_without_it(tmp
 
     trail = run_steps(env, policy, 6, fail)
     assert failures == [1, 3, 4]
-    assert env._cycles == 6 and env.agents == []          # failed calls used no cycle
+    assert env._cycles == 6 and env.agents == []  # failed calls used no cycle
     assert platform_state(env.sim.platform) == ref_state
     env.close()
     assert trail == ref
@@ -196,7 +229,7 @@ def test_dict_step_with_a_bad_platform_action_applies_no_user_action(tmp_path):
     actions["recommender_0"] = np.zeros(rec_size(env), np.float32)
     env.step(actions)
     active = len(env.sim.last_outcome.users)
-    assert env.sim.platform.n_posts == posts + active    # one post each, not two
+    assert env.sim.platform.n_posts == posts + active  # one post each, not two
     assert env._cycles == 1
     env.close()
 
@@ -216,7 +249,7 @@ def test_step_after_close_is_a_clear_error_before_anything_is_applied(tmp_path):
     assert env.sim.platform.n_posts == posts and env._cycles == 0
     with pytest.raises(RuntimeError, match="closed"):
         env.feed_text("user_0")
-    env.reset(seed=1)                                   # a closed env starts a new episode
+    env.reset(seed=1)  # a closed env starts a new episode
     env.step({})
     env.close()
 
@@ -234,7 +267,7 @@ def test_step_batch_with_too_few_texts_raises_and_uses_no_cycle(tmp_path):
     assert env.sim.journal.conn.execute("SELECT COUNT(*) FROM trace").fetchone() == trace
     env.step_batch(ActionArrays(users, np.full(len(users), 6), text=["hello"] * len(users)))
     env.step_batch(ActionArrays.empty())
-    assert env._cycles == 2 and env.agents == []       # both cycles ran: the failed call used none
+    assert env._cycles == 2 and env.agents == []  # both cycles ran: the failed call used none
     env.close()
 
 
@@ -274,12 +307,12 @@ def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_p
                 assert [g.bit_generator.state for g in env.sim._generators()] == rng
                 active = set(env.sim.obs.users.tolist())
                 for v in views:
-                    if v["user_id"] in active:                     # an active user's: the observation's
+                    if v["user_id"] in active:  # an active user's: the observation's
                         row = env.sim.obs.users.tolist().index(v["user_id"])
                         assert [p["post_id"] for p in v["posts"]] == [p for p in env.sim.obs.post_ids[row] if p >= 0]
             env.step_batch(policy.act(env, env.sim.obs))
         assert env.agents == []
-        after = [env.feed_text(f"user_{u}") for u in range(40)] if read else None   # after the episode's end
+        after = [env.feed_text(f"user_{u}") for u in range(40)] if read else None  # after the episode's end
         env.close()
         return journal_tables(tmp_path / folder / "run.db"), views, after
 
@@ -291,8 +324,23 @@ def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_p
 
 
 # ------------------------------------------------------------------ 2. resume == uninterrupted, every table
-CLI_ARGS = ["run", "--users", "300", "--policy", "abm", "--activation", "0.4", "--all-actions", "--seed", "7",
-            "--db", "run.db", "--logdir", "tb", "--quiet"]
+CLI_ARGS = [
+    "run",
+    "--users",
+    "300",
+    "--policy",
+    "abm",
+    "--activation",
+    "0.4",
+    "--all-actions",
+    "--seed",
+    "7",
+    "--db",
+    "run.db",
+    "--logdir",
+    "tb",
+    "--quiet",
+]
 KILL_SCRIPT = """
 import os, sys, time
 from oasis_gym import cli
@@ -330,8 +378,11 @@ def keyed_tables(path) -> dict:
     try:
         out = {}
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name").fetchall():
-            pk = [r[1] for r in sorted(conn.execute(f'PRAGMA table_info("{name}")').fetchall(), key=lambda r: r[5])
-                  if r[5] > 0]
+            pk = [
+                r[1]
+                for r in sorted(conn.execute(f'PRAGMA table_info("{name}")').fetchall(), key=lambda r: r[5])
+                if r[5] > 0
+            ]
             order = ", ".join(f'"{c}"' for c in pk) if pk else "rowid"
             out[name] = conn.execute(f'SELECT * FROM "{name}" ORDER BY {order}').fetchall()
         return out
@@ -350,8 +401,13 @@ def test_resume_after_a_stop_or_a_kill_equals_the_uninterrupted_run_in_every_tab
     _cli_in(tmp_path / "stop", ["run", "--resume", "run.db", "--quiet"] + steps, monkeypatch)
     # SIGKILL once step 5 is committed, then a resume to 9
     (tmp_path / "kill").mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, "5", *CLI_ARGS, *steps], cwd=tmp_path / "kill",
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, "5", *CLI_ARGS, *steps],
+        cwd=tmp_path / "kill",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert line.strip() == "committed", proc.stderr.read()
@@ -377,13 +433,15 @@ def test_a_failed_step_rolls_back_the_metrics_recorder_too(tmp_path, monkeypatch
         (tmp_path / folder).mkdir()
         monkeypatch.chdir(tmp_path / folder)
         env = twitter_v0.parallel_env(users=80, activation=0.6, max_cycles=6, available_actions=ALL, db_path="run.db")
-        rec = MetricsRecorder.attach(env.sim, None)       # before reset: the first step starts its episode
+        rec = MetricsRecorder.attach(env.sim, None)  # before reset: the first step starts its episode
         policy = start(env, seed=2)
         while env.agents:
             acts = policy.act(env, env.sim.obs)
             if env._cycles in fail_at:
+
                 def boom(sim, out, conn):
                     raise RuntimeError("boom")
+
                 env.sim.step_hooks.append(boom)
                 with pytest.raises(RuntimeError, match="boom"):
                     env.step_batch(acts)
@@ -407,15 +465,22 @@ def test_a_failed_step_rolls_back_the_misinformation_stream_hook(tmp_path, monke
     def run(folder, fail_at):
         (tmp_path / folder).mkdir()
         monkeypatch.chdir(tmp_path / folder)
-        env = twitter_v0.parallel_env(users=80, activation=0.5, max_cycles=5, db_path="run.db",
-                                      setup=MisinfoScenario(initial_true=5, initial_misinfo=3, stream_rate=4.0))
+        env = twitter_v0.parallel_env(
+            users=80,
+            activation=0.5,
+            max_cycles=5,
+            db_path="run.db",
+            setup=MisinfoScenario(initial_true=5, initial_misinfo=3, stream_rate=4.0),
+        )
         policy = start(env, seed=4)
         while env.agents:
             acts = policy.act(env, env.sim.obs)
             if env._cycles in fail_at:
+
                 def boom(sim, out, conn):
                     raise RuntimeError("boom")
-                env.sim.step_hooks.append(boom)               # after the stream hook
+
+                env.sim.step_hooks.append(boom)  # after the stream hook
                 with pytest.raises(RuntimeError, match="boom"):
                     env.step_batch(acts)
                 env.sim.step_hooks.remove(boom)
@@ -450,13 +515,19 @@ def test_platform_rollback_restores_every_column_and_relation_exactly(seed):
 
     def random_batch(k=300):
         act = rng.integers(0, 23, k)
-        target = np.where(np.isin(act, [9, 10, 11, 12]), rng.integers(0, n, k),
-                          np.where(np.isin(act, [18, 19, 20, 21]), rng.integers(0, max(pf.n_comments, 1), k),
-                                   rng.integers(0, max(pf.n_posts, 1), k)))
+        target = np.where(
+            np.isin(act, [9, 10, 11, 12]),
+            rng.integers(0, n, k),
+            np.where(
+                np.isin(act, [18, 19, 20, 21]),
+                rng.integers(0, max(pf.n_comments, 1), k),
+                rng.integers(0, max(pf.n_posts, 1), k),
+            ),
+        )
         texts = [f"text {i} about climate" if a in (4, 5, 6, 8, 17, 22) else None for i, a in enumerate(act.tolist())]
         return ActionBatch(rng.integers(0, pf.n_users, k), act, target, texts, rng.uniform(-1, 1, k).astype(np.float32))
 
-    for _ in range(6):                          # some history first (the relation sets churn)
+    for _ in range(6):  # some history first (the relation sets churn)
         pf.apply(random_batch())
         pf.reset_pending()
         pf.advance(3)
@@ -465,8 +536,8 @@ def test_platform_rollback_restores_every_column_and_relation_exactly(seed):
     twin = copy.deepcopy(pf)
     cp = pf.checkpoint()
     pf.apply(ActionBatch.of([(follower, A.UNFOLLOW, followee)]))  # a pair removed and added back:
-    pf.apply(ActionBatch.of([(follower, A.FOLLOW, followee)]))    # it gets a new row id
-    for _ in range(3):                          # hooks and the moderator may change more in one step
+    pf.apply(ActionBatch.of([(follower, A.FOLLOW, followee)]))  # it gets a new row id
+    for _ in range(3):  # hooks and the moderator may change more in one step
         pf.apply(random_batch())
     pf.moderate(rng.integers(0, pf.n_posts, 5), 3)
     pf.suspend(rng.integers(0, n, 3))
@@ -478,7 +549,7 @@ def test_platform_rollback_restores_every_column_and_relation_exactly(seed):
     assert platform_state(pf) != before
     pf.rollback(cp)
     assert platform_state(pf) == before
-    batch = random_batch()                      # and it goes on exactly like its untouched twin
+    batch = random_batch()  # and it goes on exactly like its untouched twin
     res, new = pf.apply(copy.deepcopy(batch))
     res2, new2 = twin.apply(batch)
     assert res.tolist() == res2.tolist() and new.tolist() == new2.tolist()

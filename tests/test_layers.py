@@ -24,8 +24,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # package name -> folder (pyproject's package-dir)
-PACKAGE_DIRS = {"oasis_gym.envs": "envs", "oasis_gym.policies": "policies", "oasis_gym.train": "train",
-                "oasis_gym": "oasis_gym"}
+PACKAGE_DIRS = {
+    "oasis_gym.envs": "envs",
+    "oasis_gym.policies": "policies",
+    "oasis_gym.train": "train",
+    "oasis_gym": "oasis_gym",
+}
 LAYERS = ("core", "envs", "policies", "drivers", "scenarios", "cli")
 
 # (importer, imported module) pairs that go upward today. Each is a debt: remove the import,
@@ -47,8 +51,12 @@ KNOWN_CYCLES = [
     # Platform.from_db dispatches to journal.load_platform / oasis_import.load_oasis, which
     # build a Platform; search_index reads platform.REPOST. Fix: a loader function in a
     # module above journal and oasis_import, and the post-kind constants in their own module.
-    ["oasis_gym.platform.journal", "oasis_gym.platform.oasis_import", "oasis_gym.platform.platform",
-     "oasis_gym.platform.search_index"],
+    [
+        "oasis_gym.platform.journal",
+        "oasis_gym.platform.oasis_import",
+        "oasis_gym.platform.platform",
+        "oasis_gym.platform.search_index",
+    ],
 ]
 
 
@@ -77,6 +85,7 @@ def project_modules() -> dict[str, Path]:
 
 def layer(module: str) -> int:
     """Layer index of a project module."""
+
     def under(pkg: str) -> bool:
         return module == pkg or module.startswith(pkg + ".")
 
@@ -97,7 +106,7 @@ def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     if not node.level:
         return node.module or ""
     base = importer.split(".") if is_package else importer.split(".")[:-1]
-    base = base[:len(base) - (node.level - 1)]
+    base = base[: len(base) - (node.level - 1)]
     return ".".join([*base, node.module] if node.module else base)
 
 
@@ -132,7 +141,7 @@ def imports_of(module: str, runtime: bool = False) -> frozenset[str]:
         else:
             continue
         for name in names:
-            while name and name not in modules:   # `import a.b.c` of a name inside a module
+            while name and name not in modules:  # `import a.b.c` of a name inside a module
                 name = name.rpartition(".")[0]
             if name and name != module:
                 out.add(name)
@@ -154,8 +163,9 @@ def test_every_project_module_is_mapped():
 def test_imports_go_downward_only():
     found = upward_imports()
     new = sorted(found - KNOWN_UPWARD)
-    assert not new, ("upward imports (a lower layer must not know a higher one): "
-                     + "; ".join(f"{m} ({LAYERS[layer(m)]}) -> {t} ({LAYERS[layer(t)]})" for m, t in new))
+    assert not new, "upward imports (a lower layer must not know a higher one): " + "; ".join(
+        f"{m} ({LAYERS[layer(m)]}) -> {t} ({LAYERS[layer(t)]})" for m, t in new
+    )
     gone = sorted(KNOWN_UPWARD - found)
     assert not gone, f"these debts are paid: delete them from KNOWN_UPWARD: {gone}"
 

@@ -27,8 +27,11 @@ def test_gguf_converts_to_a_loadable_safetensors_dir(tmp_path):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(out))
-    text = tok.apply_chat_template([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
-                                   tokenize=False, add_generation_prompt=True)
+    text = tok.apply_chat_template(
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     assert text == "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
     assert tok.eos_token == "<|im_end|>"
 
@@ -44,15 +47,38 @@ def test_simulation_replies_carry_no_reason_unless_asked():
         for variant in L.build_schema(v, policy.core.schema_config)["anyOf"]:
             assert "reason" not in variant["properties"]
     asked = LLMPolicy(backend=object(), schema_config=L.SchemaConfig(max_reason_chars=40))
-    assert all("reason" in variant["required"]
-               for variant in L.build_schema(views[0], asked.core.schema_config)["anyOf"])
+    assert all(
+        "reason" in variant["required"] for variant in L.build_schema(views[0], asked.core.schema_config)["anyOf"]
+    )
 
 
 def test_cli_prints_the_backend_and_model_it_uses(tiny_model_dir, tmp_path):
     db = tmp_path / "run.db"
-    res = subprocess.run([sys.executable, "-m", "oasis_gym.cli", "run", "--users", "12", "--steps", "1",
-                          "--policy", "hybrid", "--core-users", "2", "--llm-backend", "transformers",
-                          "--llm-model", str(tiny_model_dir), "--db", str(db)],
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oasis_gym.cli",
+            "run",
+            "--users",
+            "12",
+            "--steps",
+            "1",
+            "--policy",
+            "hybrid",
+            "--core-users",
+            "2",
+            "--llm-backend",
+            "transformers",
+            "--llm-model",
+            str(tiny_model_dir),
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"LLM users: transformers on cpu, model {tiny_model_dir}" in res.stderr

@@ -7,12 +7,12 @@ import sqlite3
 
 import numpy as np
 from llm_fixtures import llm_module
-
-from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm_policy import LLMPolicy
+
+from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.run import simulate
 
 pytest_plugins = ["llm_fixtures"]
@@ -24,8 +24,13 @@ class CountingLLM(LLMPolicy):
     the policy's active users)."""
 
     def __init__(self, backend):
-        super().__init__(core=L.LLMPolicyCore(backend, schema_config=L.SchemaConfig(
-            max_text_chars=24, max_query_chars=12, max_reason_chars=12), max_tokens=96))
+        super().__init__(
+            core=L.LLMPolicyCore(
+                backend,
+                schema_config=L.SchemaConfig(max_text_chars=24, max_query_chars=12, max_reason_chars=12),
+                max_tokens=96,
+            )
+        )
         self.calls: list[np.ndarray] = []
 
     def act(self, env, obs):
@@ -35,8 +40,9 @@ class CountingLLM(LLMPolicy):
 
 def test_hybrid_llm_and_abm_users_end_to_end(tmp_path, tiny_backend):
     db = tmp_path / "hybrid.db"
-    env = twitter_v0.parallel_env(users=80, activation=0.5, max_cycles=3, db_path=str(db),
-                                  available_actions=tuple(range(23)))
+    env = twitter_v0.parallel_env(
+        users=80, activation=0.5, max_cycles=3, db_path=str(db), available_actions=tuple(range(23))
+    )
     llm = CountingLLM(tiny_backend)
     core_users = np.arange(6)
     policy = HybridPolicy([(llm, core_users)], default=ABMPolicy())
@@ -69,9 +75,16 @@ def test_information_spread_scenario_with_hybrid_llm_users(tmp_path, tiny_model_
     """The paper scenario runs with LLM core users (tiny model, constrained decoding)."""
     from oasis_gym.scenarios import load_scenario
 
-    scenario = load_scenario("twitter_information_spread", [
-        "policy.kind=hybrid", "policy.core_users=3", "policy.llm.backend=transformers",
-        f"policy.llm.model={tiny_model_dir}", "steps=3"])
+    scenario = load_scenario(
+        "twitter_information_spread",
+        [
+            "policy.kind=hybrid",
+            "policy.core_users=3",
+            "policy.llm.backend=transformers",
+            f"policy.llm.model={tiny_model_dir}",
+            "steps=3",
+        ],
+    )
     figures = scenario.run(db_path=str(tmp_path / "spread.db"), logdir=str(tmp_path / "tb"))
     run = figures["run"]
     assert run["policy"] == "hybrid" and run["steps"] == 3

@@ -72,9 +72,16 @@ class _FaultServer:
 
     @staticmethod
     def completion(content: str, finish: str = "stop") -> bytes:
-        return json.dumps({"id": "x", "object": "chat.completion", "choices": [
-            {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7}}).encode()
+        return json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "choices": [
+                    {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+            }
+        ).encode()
 
     def respond(self, h, mode: str, nth: int) -> None:
         if mode == "ok":
@@ -110,7 +117,7 @@ class _FaultServer:
                 if self.stop.wait(0.1):
                     return
                 try:
-                    h.wfile.write(payload[i:i + 1])
+                    h.wfile.write(payload[i : i + 1])
                     h.wfile.flush()
                 except OSError:
                     return

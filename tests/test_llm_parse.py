@@ -23,17 +23,46 @@ parse_reply = parse_mod.parse_reply
 def _view(**over) -> dict:
     """A hand-made feed view whose slots differ from list positions (to catch mix-ups)."""
     v = {
-        "agent": "user_3", "user_id": 3, "user_name": "user3", "name": "Ann", "persona": "A nurse.",
-        "step": 5, "time": "2026-01-01 08:15",
+        "agent": "user_3",
+        "user_id": 3,
+        "user_name": "user3",
+        "name": "Ann",
+        "persona": "A nurse.",
+        "step": 5,
+        "time": "2026-01-01 08:15",
         "allowed_actions": ["do_nothing", "create_post", "like_post", "follow", "like_comment", "quote_post"],
         "posts": [
-            {"slot": 2, "post_id": 17, "author_id": 5, "author_name": "user5", "text": "hello", "quoted_text": None,
-             "likes": 3, "dislikes": 0, "reposts": 1, "comments": 1, "label": None,
-             "top_comments": [{"slot": 0, "comment_id": 4, "author_name": "user9", "text": "hi", "likes": 1}]},
-            {"slot": 5, "post_id": 40, "author_id": 6, "author_name": "user6", "text": "world", "quoted_text": "q",
-             "likes": 0, "dislikes": 0, "reposts": 0, "comments": 2, "label": "misleading",
-             "top_comments": [{"slot": 0, "comment_id": 8, "author_name": "user1", "text": "a", "likes": 0},
-                              {"slot": 1, "comment_id": 9, "author_name": "user2", "text": "b", "likes": 2}]},
+            {
+                "slot": 2,
+                "post_id": 17,
+                "author_id": 5,
+                "author_name": "user5",
+                "text": "hello",
+                "quoted_text": None,
+                "likes": 3,
+                "dislikes": 0,
+                "reposts": 1,
+                "comments": 1,
+                "label": None,
+                "top_comments": [{"slot": 0, "comment_id": 4, "author_name": "user9", "text": "hi", "likes": 1}],
+            },
+            {
+                "slot": 5,
+                "post_id": 40,
+                "author_id": 6,
+                "author_name": "user6",
+                "text": "world",
+                "quoted_text": "q",
+                "likes": 0,
+                "dislikes": 0,
+                "reposts": 0,
+                "comments": 2,
+                "label": "misleading",
+                "top_comments": [
+                    {"slot": 0, "comment_id": 8, "author_name": "user1", "text": "a", "likes": 0},
+                    {"slot": 1, "comment_id": 9, "author_name": "user2", "text": "b", "likes": 2},
+                ],
+            },
         ],
         "users": [{"slot": 1, "user_id": 5, "user_name": "user5", "bio": "bio"}],
         "memory": ["step 3: liked post 12"],
@@ -50,8 +79,15 @@ def _p(obj, view=None, **kw):
 # ---- parse: valid replies map ids to slots ------------------------------------------------------
 def test_valid_replies_map_ids_to_slots():
     r = _p({"action": "like_post", "post_id": 40, "reason": "nice"})
-    assert r.ok and r.action == {"type": int(ActionType.LIKE_POST), "post": 5, "comment": 0, "user": 0,
-                                 "text": "", "stance": None, "reason": "nice"}
+    assert r.ok and r.action == {
+        "type": int(ActionType.LIKE_POST),
+        "post": 5,
+        "comment": 0,
+        "user": 0,
+        "text": "",
+        "stance": None,
+        "reason": "nice",
+    }
     r = _p({"action": "like_comment", "comment_id": 9, "reason": ""})
     assert r.ok and (r.action["post"], r.action["comment"]) == (5, 1)
     r = _p({"action": "follow", "user_id": 5, "reason": "x"})
@@ -67,34 +103,37 @@ def test_code_fence_and_whitespace_are_stripped():
     assert r.ok and r.action["post"] == 2
 
 
-@pytest.mark.parametrize("reply,code", [
-    ("", "empty"),
-    ("   \n", "empty"),
-    (None, "empty"),
-    ('{"action":"like_post","post_id":1', "truncated"),
-    ('{"action":"create_post","text":"abc', "truncated"),
-    ("hello there", "not_json"),
-    ('{"action": like}', "not_json"),
-    ("[1, 2]", "not_object"),
-    ('"like_post"', "not_object"),
-    ('{"action":"like_post","post_id":17,"reason":"x","mood":"happy"}', "extra_fields"),
-    ('{"action":"fly","reason":"x"}', "unknown_action"),
-    ('{"action":"dislike_post","post_id":17}', "action_not_allowed"),
-    ('{"action":"like_post","post_id":99}', "unseen_post"),
-    ('{"action":"like_post","post_id":"17"}', "bad_post_id"),
-    ('{"action":"like_post","post_id":true}', "bad_post_id"),
-    ('{"action":"like_post","post_id":17.0}', "bad_post_id"),
-    ('{"action":"like_post"}', "missing_post_id"),
-    ('{"action":"like_comment","comment_id":5}', "unseen_comment"),
-    ('{"action":"follow","user_id":3}', "unseen_user"),
-    ('{"action":"create_post","text":"   ","stance":0}', "text_empty"),
-    ('{"action":"create_post","text":"a\\u0000b","stance":0}', "text_invalid"),
-    ('{"action":"create_post","text":"a\\ud800b","stance":0}', "text_invalid"),
-    ('{"action":"create_post","text":"hi","stance":1.5}', "stance_out_of_range"),
-    ('{"action":"create_post","text":"hi","stance":"left"}', "bad_stance"),
-    ('{"action":"create_post","text":"hi"}', "missing_stance"),
-    ('{"action":"create_post","stance":0.1}', "missing_text"),
-])
+@pytest.mark.parametrize(
+    "reply,code",
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        (None, "empty"),
+        ('{"action":"like_post","post_id":1', "truncated"),
+        ('{"action":"create_post","text":"abc', "truncated"),
+        ("hello there", "not_json"),
+        ('{"action": like}', "not_json"),
+        ("[1, 2]", "not_object"),
+        ('"like_post"', "not_object"),
+        ('{"action":"like_post","post_id":17,"reason":"x","mood":"happy"}', "extra_fields"),
+        ('{"action":"fly","reason":"x"}', "unknown_action"),
+        ('{"action":"dislike_post","post_id":17}', "action_not_allowed"),
+        ('{"action":"like_post","post_id":99}', "unseen_post"),
+        ('{"action":"like_post","post_id":"17"}', "bad_post_id"),
+        ('{"action":"like_post","post_id":true}', "bad_post_id"),
+        ('{"action":"like_post","post_id":17.0}', "bad_post_id"),
+        ('{"action":"like_post"}', "missing_post_id"),
+        ('{"action":"like_comment","comment_id":5}', "unseen_comment"),
+        ('{"action":"follow","user_id":3}', "unseen_user"),
+        ('{"action":"create_post","text":"   ","stance":0}', "text_empty"),
+        ('{"action":"create_post","text":"a\\u0000b","stance":0}', "text_invalid"),
+        ('{"action":"create_post","text":"a\\ud800b","stance":0}', "text_invalid"),
+        ('{"action":"create_post","text":"hi","stance":1.5}', "stance_out_of_range"),
+        ('{"action":"create_post","text":"hi","stance":"left"}', "bad_stance"),
+        ('{"action":"create_post","text":"hi"}', "missing_stance"),
+        ('{"action":"create_post","stance":0.1}', "missing_text"),
+    ],
+)
 def test_invalid_replies_become_do_nothing(reply, code):
     r = parse_reply(reply, _view())
     assert not r.ok and r.error == code
@@ -140,7 +179,7 @@ def test_schema_enumerates_only_visible_ids_and_allowed_actions():
     assert variants["like_post"]["properties"]["post_id"]["enum"] == [17, 40]
     assert variants["like_comment"]["properties"]["comment_id"]["enum"] == [4, 8, 9]
     assert variants["follow"]["properties"]["user_id"]["enum"] == [5]
-    for name, v in variants.items():
+    for v in variants.values():
         assert v["additionalProperties"] is False and v["required"] == list(v["properties"])
         assert list(v["properties"])[0] == "action"
     assert variants["create_post"]["required"] == ["action", "text", "stance", "reason"]
@@ -161,8 +200,21 @@ def test_flat_schema_is_an_object_with_nullable_fields():
     assert s["type"] == "object" and s["additionalProperties"] is False
     assert set(s["required"]) == {"action", "post_id", "comment_id", "user_id", "text", "stance", "reason"}
     assert s["properties"]["post_id"]["enum"] == [17, 40, None]
-    r = parse_reply(json.dumps({"action": "like_post", "post_id": 17, "comment_id": None, "user_id": None,
-                                "text": None, "stance": None, "reason": "r"}), _view(), SchemaConfig(style="flat"))
+    r = parse_reply(
+        json.dumps(
+            {
+                "action": "like_post",
+                "post_id": 17,
+                "comment_id": None,
+                "user_id": None,
+                "text": None,
+                "stance": None,
+                "reason": "r",
+            }
+        ),
+        _view(),
+        SchemaConfig(style="flat"),
+    )
     assert r.ok and r.action["post"] == 2
     with pytest.raises(ValueError):
         SchemaConfig(style="nested")
@@ -171,6 +223,7 @@ def test_flat_schema_is_an_object_with_nullable_fields():
 def _accepts(schema: dict, reply: str) -> bool:
     """Does the tightened xgrammar grammar of ``schema`` accept ``reply`` completely?"""
     import xgrammar as xgr
+
     info = xgr.TokenizerInfo([chr(i) for i in range(32, 127)])
     ebnf = schema_mod.xgrammar_ebnf(schema)
     assert ebnf is not None, "xgrammar's EBNF text form changed; tightening fell back"
@@ -270,9 +323,18 @@ def test_texts_are_cut_and_comments_limited():
 
 
 def test_oasis_persona_fields_are_rendered():
-    reddit = {"realname": "James Miller", "username": "millerhospitality", "bio": "Hospitality & tourism.",
-              "persona": "James is a seasoned professional.", "age": 40, "gender": "male", "mbti": "ESTJ",
-              "country": "UK", "profession": "Hospitality & Tourism", "interested_topics": ["Economics", "Business"]}
+    reddit = {
+        "realname": "James Miller",
+        "username": "millerhospitality",
+        "bio": "Hospitality & tourism.",
+        "persona": "James is a seasoned professional.",
+        "age": 40,
+        "gender": "male",
+        "mbti": "ESTJ",
+        "country": "UK",
+        "profession": "Hospitality & Tourism",
+        "interested_topics": ["Economics", "Business"],
+    }
     v = {**_view(name=None, user_name=None), **reddit}
     text = prompt_mod.PromptBuilder(REDDIT_DEFAULT_ACTIONS).profile(v)
     assert text.startswith("You are James Miller (@millerhospitality).")

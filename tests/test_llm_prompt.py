@@ -28,7 +28,7 @@ TARGET_TOKENS = 600
 ACTION_SETS = {
     "twitter": TWITTER_DEFAULT_ACTIONS,  # OASIS' Twitter default: no comments, no search
     "twitter_replies": (*TWITTER_DEFAULT_ACTIONS, ActionType.CREATE_COMMENT, ActionType.LIKE_COMMENT),
-    "reddit": REDDIT_DEFAULT_ACTIONS,    # comments and user search
+    "reddit": REDDIT_DEFAULT_ACTIONS,  # comments and user search
 }
 
 
@@ -130,18 +130,45 @@ def _long_view(n_posts: int, comments: int, chars: int = 280) -> dict:
     """Synthetic maximal posts: `chars`-long texts, `comments` comments of `chars` each."""
     word = "the city council approved a new budget for buses, schools and parks today while critics objected "
     body = (word * (chars // len(word) + 1))[:chars]
-    posts = [{"slot": i, "post_id": 1000 + 37 * i, "author_id": 100 + i, "author_name": f"user{100 + i}",
-              "text": f"P{i} {body}"[:chars], "quoted_text": None, "likes": 120 + i, "dislikes": 3, "reposts": 40,
-              "comments": 30, "label": None,
-              "top_comments": [{"slot": 2 * i + j, "comment_id": 5000 + 11 * i + j, "author_name": f"user{j}",
-                                "text": f"C{i}.{j} {body}"[:chars], "likes": j} for j in range(comments)]}
-             for i in range(n_posts)]
-    return {"agent": "user_3", "user_id": 3, "user_name": "user3", "name": "user_3", "persona": "A nurse.",
-            "step": 12, "time": "2026-01-01 08:36:00", "allowed_actions": ["do_nothing", "like_post", "like_comment",
-                                                                          "create_comment", "follow"],
-            "posts": posts, "users": [{"slot": i, "user_id": 100 + i, "user_name": f"user{100 + i}", "bio": "b"}
-                                      for i in range(n_posts)],
-            "memory": ["step 11: like_post post 1000"]}
+    posts = [
+        {
+            "slot": i,
+            "post_id": 1000 + 37 * i,
+            "author_id": 100 + i,
+            "author_name": f"user{100 + i}",
+            "text": f"P{i} {body}"[:chars],
+            "quoted_text": None,
+            "likes": 120 + i,
+            "dislikes": 3,
+            "reposts": 40,
+            "comments": 30,
+            "label": None,
+            "top_comments": [
+                {
+                    "slot": 2 * i + j,
+                    "comment_id": 5000 + 11 * i + j,
+                    "author_name": f"user{j}",
+                    "text": f"C{i}.{j} {body}"[:chars],
+                    "likes": j,
+                }
+                for j in range(comments)
+            ],
+        }
+        for i in range(n_posts)
+    ]
+    return {
+        "agent": "user_3",
+        "user_id": 3,
+        "user_name": "user3",
+        "name": "user_3",
+        "persona": "A nurse.",
+        "step": 12,
+        "time": "2026-01-01 08:36:00",
+        "allowed_actions": ["do_nothing", "like_post", "like_comment", "create_comment", "follow"],
+        "posts": posts,
+        "users": [{"slot": i, "user_id": 100 + i, "user_name": f"user{100 + i}", "bio": "b"} for i in range(n_posts)],
+        "memory": ["step 11: like_post post 1000"],
+    }
 
 
 def test_maximal_feed_keeps_every_id_and_reports_its_size(tokenizer):

@@ -35,8 +35,21 @@ def served(tiny_model_dir, tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(tiny_model_dir),
-           "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--log-level", "warning"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        str(tiny_model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--log-level",
+        "warning",
+    ]
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -71,7 +84,7 @@ def test_unconstrained_server_garbage_becomes_counted_do_nothing(served):
     views = synth.synthetic_views(3, seed=9, n_posts=3, n_users=2)
     actions, stats = core.decide(views)
     assert stats["agents"] == 3 and stats["fallback"] == 0  # the server answered ...
-    assert stats["invalid"] == 3 and stats["valid"] == 0    # ... with free text, not actions
+    assert stats["invalid"] == 3 and stats["valid"] == 0  # ... with free text, not actions
     assert stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
     assert all(a["type"] == 0 and a["reason"].startswith("invalid: ") for a in actions)
     assert sum(v for k, v in stats.items() if k.startswith("invalid_")) == 3

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from llm_fixtures import llm_module
 
 from oasis_gym.actions import ALL_ACTIONS, COMMENT_TARGET, POST_TARGET, USER_TARGET, ActionType
@@ -108,15 +107,19 @@ def test_prompt_prefix_is_token_identical_across_agents(tiny_backend):
     ids = [tiny_backend.tokenizer(r, add_special_tokens=False)["input_ids"] for r in rendered]
     system_ids = tiny_backend.tokenizer(
         tiny_backend.render([{"role": "system", "content": pb.system_prompt}, {"role": "user", "content": ""}]),
-        add_special_tokens=False)["input_ids"]
+        add_special_tokens=False,
+    )["input_ids"]
     common = 0
     while all(len(x) > common and x[common] == ids[0][common] for x in ids):
         common += 1
     # the whole system turn (up to the user's content) is shared, token for token
-    user_start = len(tiny_backend.tokenizer(rendered[0][: rendered[0].index(pb.user_message(views[0]))],
-                                            add_special_tokens=False)["input_ids"])
+    user_start = len(
+        tiny_backend.tokenizer(rendered[0][: rendered[0].index(pb.user_message(views[0]))], add_special_tokens=False)[
+            "input_ids"
+        ]
+    )
     assert common >= user_start - 1 and user_start > 50
-    assert all(x[:user_start - 1] == system_ids[:user_start - 1] for x in ids)
+    assert all(x[: user_start - 1] == system_ids[: user_start - 1] for x in ids)
     print(f"\ntiny tokenizer: shared prefix {common} tokens, prompts {[len(x) for x in ids]} tokens (10 posts)")
 
 

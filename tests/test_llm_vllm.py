@@ -21,9 +21,9 @@ import time
 import httpx
 import pytest
 from llm_fixtures import llm_module
+from oasis_gym.policies.llm_policy import backend_label, make_backend
 
 from oasis_gym.actions import ALL_ACTIONS, ActionType
-from oasis_gym.policies.llm_policy import backend_label, make_backend
 
 pytest_plugins = ["llm_fixtures"]
 pytestmark = pytest.mark.vllm
@@ -44,8 +44,9 @@ def vllm_grammar_backend(tiny_model_dir):
 
 
 def _views(n=8, seed=11, n_posts=4):
-    return synth.synthetic_views(n, seed=seed, n_posts=n_posts, n_users=3,
-                                 allowed=[a for a in ALL_ACTIONS if a != ActionType.SIGN_UP])
+    return synth.synthetic_views(
+        n, seed=seed, n_posts=n_posts, n_users=3, allowed=[a for a in ALL_ACTIONS if a != ActionType.SIGN_UP]
+    )
 
 
 def _assert_valid(actions, views, stats, n, json_schema=False):
@@ -63,8 +64,9 @@ def test_vllm_constrained_batch_is_fully_valid(vllm_grammar_backend):
     core = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0, seed=5)
     actions, stats = core.decide(views)
     _assert_valid(actions, views, stats, 8)
-    again, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0,
-                               seed=5).decide(views)
+    again, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0, seed=5).decide(
+        views
+    )
     assert again == actions  # per-request seeds -> reproducible
 
 
@@ -99,11 +101,11 @@ def test_vllm_cpu_settings_and_seeded_batch_larger_than_one_prefill_chunk(vllm_g
     _assert_valid(actions, views, stats, 48)
 
 
-def test_default_backend_is_vllm_and_a_restarted_engine_reproduces_the_decisions(tiny_model_dir,
-                                                                                  vllm_grammar_backend):
+def test_default_backend_is_vllm_and_a_restarted_engine_reproduces_the_decisions(tiny_model_dir, vllm_grammar_backend):
     views = _views(6, seed=14)
-    first, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0,
-                               seed=9).decide(views)
+    first, _ = L.LLMPolicyCore(vllm_grammar_backend, schema_config=CFG, max_tokens=96, temperature=1.0, seed=9).decide(
+        views
+    )
     # a second engine in the same process, chosen by the default ("auto") resolution
     second_engine = make_backend("auto", model=str(tiny_model_dir), constraint="grammar", **ENGINE)
     assert isinstance(second_engine, vb.VLLMBackend)
@@ -111,8 +113,9 @@ def test_default_backend_is_vllm_and_a_restarted_engine_reproduces_the_decisions
     assert label.startswith(f"vllm {second_engine.version} in-process on {second_engine.device}")
     assert f"model {tiny_model_dir}" in label and "engine ready in" in label
     try:
-        again, stats = L.LLMPolicyCore(second_engine, schema_config=CFG, max_tokens=96, temperature=1.0,
-                                       seed=9).decide(views)
+        again, stats = L.LLMPolicyCore(second_engine, schema_config=CFG, max_tokens=96, temperature=1.0, seed=9).decide(
+            views
+        )
     finally:
         second_engine.close()
     assert not hasattr(second_engine, "llm")  # closed: the engine is gone
@@ -121,6 +124,7 @@ def test_default_backend_is_vllm_and_a_restarted_engine_reproduces_the_decisions
 
 
 # ---- a real vLLM OpenAI-compatible server ---------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -132,25 +136,58 @@ def serve_command(model: str, port: int) -> list[str]:
     """vLLM's OpenAI-compatible server with the flags vllm-cpu needs (see module doc). Not the
     ``vllm serve`` script: vllm-cpu 0.32's CLI looks up the version of a distribution named
     ``vllm`` (it is ``vllm-cpu``) and exits with PackageNotFoundError."""
-    return [sys.executable, "-W", "ignore::DeprecationWarning", "-m", "vllm.entrypoints.openai.api_server",
-            "--model", model, "--host", "127.0.0.1",
-            "--port", str(port), "--served-model-name", "tiny", "--max-model-len", "2048",
-            "--enforce-eager", "--no-enable-chunked-prefill", "--seed", "0",
-            "--gpu-memory-utilization", "0.2", "--distributed-executor-backend", "uni",
-            "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}',
-            "--uvicorn-log-level", "warning"]
+    return [
+        sys.executable,
+        "-W",
+        "ignore::DeprecationWarning",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        "tiny",
+        "--max-model-len",
+        "2048",
+        "--enforce-eager",
+        "--no-enable-chunked-prefill",
+        "--seed",
+        "0",
+        "--gpu-memory-utilization",
+        "0.2",
+        "--distributed-executor-backend",
+        "uni",
+        "--structured-outputs-config",
+        '{"backend": "xgrammar", "disable_any_whitespace": true}',
+        "--uvicorn-log-level",
+        "warning",
+    ]
 
 
 @pytest.fixture(scope="module")
 def vllm_server(tiny_model_dir, tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1",
-               OMP_NUM_THREADS=str(vb.usable_cores()), VLLM_CPU_NUM_OF_RESERVED_CPU="0")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        OMP_NUM_THREADS=str(vb.usable_cores()),
+        VLLM_CPU_NUM_OF_RESERVED_CPU="0",
+    )
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server's engine core is its own process
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(serve_command(str(tiny_model_dir), port), stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            serve_command(str(tiny_model_dir), port),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 600  # a loaded 2-core machine; ~1 min when idle

@@ -11,8 +11,8 @@ import pytest
 from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.metrics import formulas as F
 
-
 # --------------------------------------------------------------------------- references
+
 
 def random_forest(rng: np.random.Generator, n: int, p_root: float = 0.1) -> np.ndarray:
     """Random forest as a parent array with node labels shuffled (not topologically ordered)."""
@@ -21,7 +21,7 @@ def random_forest(rng: np.random.Generator, n: int, p_root: float = 0.1) -> np.n
         if rng.random() >= p_root:
             # bias toward recent nodes so trees get deep as well as wide
             parent[i] = rng.integers(max(0, i - 8), i)
-    perm = rng.permutation(n)               # new label of old node i is perm[i]
+    perm = rng.permutation(n)  # new label of old node i is perm[i]
     out = np.full(n, -1, dtype=np.int64)
     out[perm] = np.where(parent >= 0, perm[np.maximum(parent, 0)], -1)
     return out
@@ -47,7 +47,7 @@ def slow_cascade_stats(parent: np.ndarray, user: np.ndarray) -> dict[int, tuple]
                 g.add_edge(v, c)
                 queue.append(c)
         levels = defaultdict(int)
-        for v, d in depth.items():
+        for d in depth.values():
             if d > 0:
                 levels[d] += 1
         n = len(depth)
@@ -98,6 +98,7 @@ def slow_infer_parents(root, author, minute, fsrc, fdst):
 
 # --------------------------------------------------------------------------- cascades
 
+
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 20])
 def test_structural_virality_star_vs_chain(n):
     star = np.r_[-1, np.zeros(n - 1, dtype=np.int64)]
@@ -119,7 +120,7 @@ def test_known_forest_by_hand():
     # | \
     # 3  4
     parent = np.array([-1, 0, 0, 1, 1, -1, 5, -1])
-    user = np.array([10, 11, 12, 11, 13, 14, 15, 16])      # user 11 appears twice in cascade 0
+    user = np.array([10, 11, 12, 11, 13, 14, 15, 16])  # user 11 appears twice in cascade 0
     st = F.cascade_stats(parent, user)
     np.testing.assert_array_equal(st.root, [0, 5, 7])
     np.testing.assert_array_equal(st.size, [5, 2, 1])
@@ -202,7 +203,7 @@ def test_cascade_parents_with_oasis_post_ids():
     # OASIS-style: post ids from 1, original_post_id = root for every repost
     post_id = np.array([1, 2, 3, 4, 5])
     post_root = np.array([-1, 1, 1, -1, 4])
-    post_parent = np.array([-1, 1, 2, -1, -1])   # post 3 is a repost of post 2's share
+    post_parent = np.array([-1, 1, 2, -1, -1])  # post 3 is a repost of post 2's share
     parent = F.cascade_parents(post_root, post_parent, post_id=post_id)
     np.testing.assert_array_equal(parent, [-1, 0, 1, -1, 3])
     np.testing.assert_array_equal(F.cascade_parents(post_root, post_id=post_id), [-1, 0, 0, -1, 3])
@@ -221,19 +222,19 @@ def test_infer_repost_parents_by_hand():
     author = np.array([0, 1, 2, 3, 4])
     minute = np.array([0, 1, 2, 3, 3])
     fsrc, fdst = np.array([2, 3, 3, 4, 4]), np.array([1, 2, 0, 2, 3])
-    np.testing.assert_array_equal(F.infer_repost_parents(root, author, minute, fsrc, fdst),
-                                  [-1, 0, 1, 2, 2])
+    np.testing.assert_array_equal(F.infer_repost_parents(root, author, minute, fsrc, fdst), [-1, 0, 1, 2, 2])
 
 
-@pytest.mark.parametrize("seed,max_pairs,packed", [(5, 4_000_000, True), (6, 7, True), (7, 1, True),
-                                                    (8, 4_000_000, False)])
+@pytest.mark.parametrize(
+    "seed,max_pairs,packed", [(5, 4_000_000, True), (6, 7, True), (7, 1, True), (8, 4_000_000, False)]
+)
 def test_infer_repost_parents_match_slow_reference(seed, max_pairs, packed, monkeypatch):
-    if not packed:                                   # the multi-key sort used for huge id ranges
+    if not packed:  # the multi-key sort used for huge id ranges
         monkeypatch.setattr(F, "_PAIR_KEY_LIMIT", 0)
     rng = np.random.default_rng(seed)
-    n_users, n_posts = 150, 250                      # some users never post
+    n_users, n_posts = 150, 250  # some users never post
     author = rng.integers(0, n_users, n_posts)
-    minute = rng.integers(0, 30, n_posts)           # many ties
+    minute = rng.integers(0, 30, n_posts)  # many ties
     root = np.full(n_posts, -1, dtype=np.int64)
     originals = rng.choice(n_posts, 12, replace=False)
     rest = np.setdiff1d(np.arange(n_posts), originals)
@@ -243,16 +244,17 @@ def test_infer_repost_parents_match_slow_reference(seed, max_pairs, packed, monk
     fdst = rng.integers(0, n_users, 2000)
     got = F.infer_repost_parents(root, author, minute, fsrc, fdst, max_pairs=max_pairs)
     np.testing.assert_array_equal(got, slow_infer_parents(root, author, minute, fsrc, fdst))
-    st = F.cascade_stats(got, author)                # the result is a valid forest
+    st = F.cascade_stats(got, author)  # the result is a valid forest
     assert st.size.sum() == n_posts
 
 
 # --------------------------------------------------------------------------- opinions
 
+
 def test_opinion_moments_by_hand():
     x = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, np.nan])
     assert F.opinion_mean(x) == pytest.approx(0.0)
-    assert F.opinion_std(x) == pytest.approx(np.sqrt(0.5))     # (1+.25+0+.25+1)/5
+    assert F.opinion_std(x) == pytest.approx(np.sqrt(0.5))  # (1+.25+0+.25+1)/5
     # [0,0,0,1]: G1 = 2, G2 = 4 -> BC = (4+1)/(4+27/2) = 2/7
     assert F.bimodality_coefficient([0, 0, 0, 1]) == pytest.approx(2 / 7)
     # [-1,-1,1,1]: G1 = 0, G2 = -6 -> BC = 1/7.5
@@ -274,11 +276,10 @@ def test_esteban_ray_by_hand():
     assert F.esteban_ray_polarization([0.3] * 10) == pytest.approx(0.0)
     # three equal groups at centres -1, 0, 1: sum_ij |yi-yj| = 8, K = 2^2.6 / 2
     x = [-1, -1, 0, 0, 1, 1]
-    expected = 2 ** 1.6 * 8 * (1 / 3) ** 3.6
+    expected = 2**1.6 * 8 * (1 / 3) ** 3.6
     assert F.esteban_ray_polarization(x, bins=3, value_range=(-1.5, 1.5)) == pytest.approx(expected)
     # alpha -> 0 gives the Gini mean difference scaled by 2/span
-    assert F.esteban_ray_polarization(x, bins=[-1.5, -0.5, 0.5, 1.5], alpha=0.0) == pytest.approx(
-        (2 / 2) * 8 / 9)
+    assert F.esteban_ray_polarization(x, bins=[-1.5, -0.5, 0.5, 1.5], alpha=0.0) == pytest.approx((2 / 2) * 8 / 9)
     # clipping: out-of-range values land in the end bins
     assert F.esteban_ray_polarization([-5, 5], bins=4) == pytest.approx(1.0)
 
@@ -312,9 +313,10 @@ def test_opinion_shift_shares_and_summary():
 
 # --------------------------------------------------------------------------- network
 
+
 def test_gini_by_hand_and_reference():
     assert F.gini([5, 5, 5, 5]) == pytest.approx(0.0)
-    assert F.gini([0, 0, 0, 10]) == pytest.approx(3 / 4)        # (n-1)/n
+    assert F.gini([0, 0, 0, 10]) == pytest.approx(3 / 4)  # (n-1)/n
     assert F.gini([1, 2, 3, 4]) == pytest.approx(0.25)
     assert F.gini([0, 0]) == 0.0
     assert np.isnan(F.gini([]))
@@ -323,7 +325,7 @@ def test_gini_by_hand_and_reference():
     rng = np.random.default_rng(10)
     deg = rng.pareto(1.5, 500)
     mad = np.abs(deg[:, None] - deg[None, :]).sum()
-    assert F.gini(deg) == pytest.approx(mad / (2 * deg.size ** 2 * deg.mean()))
+    assert F.gini(deg) == pytest.approx(mad / (2 * deg.size**2 * deg.mean()))
 
 
 def test_received_per_user():
@@ -362,6 +364,7 @@ def test_neighbourhood_correlation_matches_loop():
 
 
 # --------------------------------------------------------------------------- exposure / herd
+
 
 def test_exposure_by_hand():
     label = np.array([1.0, 0.0, np.nan, 1.0])

@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import make_population
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-from oasis_gym.actions import ACTION_NAMES, RESULT_NAMES, ActionType as A
 from oasis_gym.envs import twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from oasis_gym.actions import ACTION_NAMES, RESULT_NAMES
+from oasis_gym.actions import ActionType as A
 from oasis_gym.metrics import MetricsRecorder, make_report, read_cascade_curves, read_metrics
 from oasis_gym.metrics import formulas as F
 from oasis_gym.metrics.online import CascadeForest
@@ -33,8 +34,12 @@ def load_events(logdir: Path) -> EventAccumulator:
 
 def seed_labelled_posts(sim) -> None:
     """Scenario roots: one misinformation post, one true post (reposts inherit the label)."""
-    sim.platform.create_posts(np.array([0, 1]), ["a false claim #health", "a true fact #health"],
-                              stance=np.array([0.8, -0.6], dtype=np.float32), label=np.array([1, 0]))
+    sim.platform.create_posts(
+        np.array([0, 1]),
+        ["a false claim #health", "a true fact #health"],
+        stance=np.array([0.8, -0.6], dtype=np.float32),
+        label=np.array([1, 0]),
+    )
 
 
 def follow_edges(pf):
@@ -43,16 +48,30 @@ def follow_edges(pf):
 
 # --------------------------------------------------------------------------- a real random run
 
+
 @pytest.fixture(scope="module")
 def random_run(tmp_path_factory):
     """60 users, random recsys, half active, random masked actions for 8 steps, recorder on."""
     tmp = tmp_path_factory.mktemp("online")
-    env = twitter_v0.parallel_env(users=60, recsys="random", activation=0.5, db_path=str(tmp / "run.db"),
-                                  log_recs=True, setup=seed_labelled_posts, max_cycles=50)
+    env = twitter_v0.parallel_env(
+        users=60,
+        recsys="random",
+        activation=0.5,
+        db_path=str(tmp / "run.db"),
+        log_recs=True,
+        setup=seed_labelled_posts,
+        max_cycles=50,
+    )
     obs, infos = env.reset(seed=3)
     pf = env.sim.platform
-    rec = MetricsRecorder.attach(env.sim, tmp / "tb", every=1, histograms_every=2, strict=True,
-                                 herd_groups={"seeded": [0, 1], "early": np.arange(2, 12)})
+    rec = MetricsRecorder.attach(
+        env.sim,
+        tmp / "tb",
+        every=1,
+        histograms_every=2,
+        strict=True,
+        herd_groups={"seeded": [0, 1], "early": np.arange(2, 12)},
+    )
     space = env.action_space("user_0")
     space.seed(11)
     opinions_seen = {}
@@ -71,8 +90,7 @@ def random_run(tmp_path_factory):
         obs, _, _, _, infos = env.step(actions)
     rec.finalize()
     conn = sqlite3.connect(tmp / "run.db")
-    yield {"env": env, "rec": rec, "conn": conn, "tmp": tmp, "opinions": opinions_seen,
-           "metrics": read_metrics(conn)}
+    yield {"env": env, "rec": rec, "conn": conn, "tmp": tmp, "opinions": opinions_seen, "metrics": read_metrics(conn)}
     conn.close()
     env.close()
 
@@ -85,15 +103,42 @@ def at(metrics, tag, step):
 def test_tensorboard_equals_metrics_table(random_run):
     m, tmp = random_run["metrics"], random_run["tmp"]
     ea = load_events(tmp / "tb" / "episode_0")
-    expected = ({f"actions/{n}" for n in (*ACTION_NAMES, "invalid")} | {f"invalid/{n}" for n in RESULT_NAMES[1:]} | {
-        "activity/active_users", "activity/posts_created", "activity/comments_created", "engagement/rate",
-        "invalid/rate", "cascade/scale", "cascade/depth", "cascade/max_breadth", "cascade/structural_virality",
-        "cascade/top1/scale", "cascade/top1/depth", "opinion/mean", "opinion/std", "opinion/bimodality",
-        "opinion/esteban_ray", "opinion/to_extreme_share", "opinion/to_moderation_share",
-        "network/follower_gini", "network/attention_gini", "network/opinion_assortativity",
-        "network/neighbourhood_correlation", "network/new_follows", "exposure/misinfo_share",
-        "exposure/cross_cutting_share", "exposure/feed_diversity", "exposure/impressions",
-        "herd/seeded_mean_score", "herd/early_mean_score", "llm/prompt_tokens", "llm/latency_s"})
+    expected = (
+        {f"actions/{n}" for n in (*ACTION_NAMES, "invalid")}
+        | {f"invalid/{n}" for n in RESULT_NAMES[1:]}
+        | {
+            "activity/active_users",
+            "activity/posts_created",
+            "activity/comments_created",
+            "engagement/rate",
+            "invalid/rate",
+            "cascade/scale",
+            "cascade/depth",
+            "cascade/max_breadth",
+            "cascade/structural_virality",
+            "cascade/top1/scale",
+            "cascade/top1/depth",
+            "opinion/mean",
+            "opinion/std",
+            "opinion/bimodality",
+            "opinion/esteban_ray",
+            "opinion/to_extreme_share",
+            "opinion/to_moderation_share",
+            "network/follower_gini",
+            "network/attention_gini",
+            "network/opinion_assortativity",
+            "network/neighbourhood_correlation",
+            "network/new_follows",
+            "exposure/misinfo_share",
+            "exposure/cross_cutting_share",
+            "exposure/feed_diversity",
+            "exposure/impressions",
+            "herd/seeded_mean_score",
+            "herd/early_mean_score",
+            "llm/prompt_tokens",
+            "llm/latency_s",
+        }
+    )
     assert expected <= set(m)
     finite_tags = {t for t, (_, v) in m.items() if np.isfinite(v).any()}
     assert set(ea.Tags()["scalars"]) == finite_tags
@@ -122,22 +167,31 @@ def test_action_and_result_counts_equal_trace(random_run):
     for name in (*ACTION_NAMES, "invalid"):
         steps, vals = m[f"actions/{name}"]
         assert vals.tolist() == [counts.get((s, name), 0) for s in steps.tolist()], name
-    bad = {(s, r): c for s, r, c in conn.execute("SELECT step, result, COUNT(*) FROM trace WHERE result != 'ok'"
-                                                 " GROUP BY step, result")}
+    bad = {
+        (s, r): c
+        for s, r, c in conn.execute(
+            "SELECT step, result, COUNT(*) FROM trace WHERE result != 'ok' GROUP BY step, result"
+        )
+    }
     total = dict(conn.execute("SELECT step, COUNT(*) FROM trace GROUP BY step").fetchall())
     for name in RESULT_NAMES[1:]:
         steps, vals = m[f"invalid/{name}"]
         assert vals.tolist() == [bad.get((s, name), 0) for s in steps.tolist()]
     assert at(m, "invalid/invalid_action", 1) == 1
     rate = m["invalid/rate"]
-    assert rate[1].tolist() == pytest.approx([sum(bad.get((s, r), 0) for r in RESULT_NAMES) / total[s]
-                                              for s in rate[0].tolist()])
-    ok = dict(conn.execute("SELECT step, COUNT(*) FROM trace WHERE action='create_post' AND result='ok'"
-                           " GROUP BY step").fetchall())
+    assert rate[1].tolist() == pytest.approx(
+        [sum(bad.get((s, r), 0) for r in RESULT_NAMES) / total[s] for s in rate[0].tolist()]
+    )
+    ok = dict(
+        conn.execute(
+            "SELECT step, COUNT(*) FROM trace WHERE action='create_post' AND result='ok' GROUP BY step"
+        ).fetchall()
+    )
     steps, vals = m["activity/posts_created"]
     assert vals.tolist() == [ok.get(s, 0) for s in steps.tolist()]
-    follows = dict(conn.execute("SELECT step, COUNT(*) FROM trace WHERE action='follow' AND result='ok'"
-                                " GROUP BY step").fetchall())
+    follows = dict(
+        conn.execute("SELECT step, COUNT(*) FROM trace WHERE action='follow' AND result='ok' GROUP BY step").fetchall()
+    )
     steps, vals = m["network/new_follows"]
     assert vals.tolist() == [follows.get(s, 0) for s in steps.tolist()]
 
@@ -148,19 +202,25 @@ def test_exposure_and_engagement_match_served_feeds(random_run):
     pf = env.sim.platform
     label, root = pf.p_label.a.astype(np.float64), pf.p_root.a
     is_mis = (label == 1) | ((root >= 0) & (label[np.maximum(root, 0)] == 1))
-    engaged = dict(conn.execute(
-        "SELECT step, COUNT(*) FROM trace WHERE result='ok' AND action IN"
-        " ('like_post','dislike_post','repost','quote_post','create_comment') GROUP BY step").fetchall())
+    engaged = dict(
+        conn.execute(
+            "SELECT step, COUNT(*) FROM trace WHERE result='ok' AND action IN"
+            " ('like_post','dislike_post','repost','quote_post','create_comment') GROUP BY step"
+        ).fetchall()
+    )
     total_misinfo = 0
     for step in range(STEPS):
-        rows = np.array(conn.execute("SELECT user_id, post_id FROM rec WHERE step=?", (step,)).fetchall()).reshape(-1, 2)
+        rows = np.array(conn.execute("SELECT user_id, post_id FROM rec WHERE step=?", (step,)).fetchall()).reshape(
+            -1, 2
+        )
         viewer, post = rows[:, 0], rows[:, 1]
         assert at(m, "exposure/impressions", step) == len(rows) > 0
         misinfo = F.misinformation_share(post, is_mis)
         total_misinfo += misinfo
         assert at(m, "exposure/misinfo_share", step) == pytest.approx(misinfo)
         assert at(m, "exposure/cross_cutting_share", step) == pytest.approx(
-            F.cross_cutting_share(viewer, post, seen[step], pf.p_stance.a))
+            F.cross_cutting_share(viewer, post, seen[step], pf.p_stance.a)
+        )
         assert at(m, "exposure/feed_diversity", step) == pytest.approx(F.feed_diversity(viewer, post, pf.p_stance.a))
         assert at(m, "engagement/rate", step) == pytest.approx(engaged.get(step, 0) / len(rows))
         assert at(m, "activity/active_users", step) == len(np.unique(viewer))
@@ -184,10 +244,10 @@ def test_opinion_and_network_metrics_match_formulas(random_run):
     src, dst = follow_edges(pf)
     assert at(m, "network/follower_gini", last) == pytest.approx(F.gini(pf.u_followers.a))
     assert at(m, "network/attention_gini", last) == pytest.approx(
-        F.gini(F.received_per_user(pf.p_author.a, pf.n_users, pf.p_likes.a)))
+        F.gini(F.received_per_user(pf.p_author.a, pf.n_users, pf.p_likes.a))
+    )
     assert at(m, "network/opinion_assortativity", last) == pytest.approx(F.opinion_assortativity(src, dst, op))
-    assert at(m, "network/neighbourhood_correlation", last) == pytest.approx(
-        F.neighbourhood_correlation(src, dst, op))
+    assert at(m, "network/neighbourhood_correlation", last) == pytest.approx(F.neighbourhood_correlation(src, dst, op))
     assert at(m, "network/follow_edges", last) == len(src)
     herd = F.herd_effect(np.repeat(["early"], 10), (pf.p_likes.a - pf.p_dislikes.a)[2:12])
     assert at(m, "herd/early_mean_score", last) == pytest.approx(herd["early"])
@@ -236,11 +296,23 @@ def test_cascades_equal_formulas_and_curves(random_run):
 def test_report_from_finished_db(random_run, tmp_path):
     written = make_report(random_run["tmp"] / "run.db", tmp_path / "report")
     names = {p.name for p in written}
-    assert {"actions.png", "cascade.png", "metrics_opinion.png", "metrics_network.png", "metrics_exposure.png",
-            "metrics_activity.png", "metrics_invalid.png", "opinion_heatmap.png", "follower_ccdf.png",
-            "summary.txt"} <= names
+    assert {
+        "actions.png",
+        "cascade.png",
+        "metrics_opinion.png",
+        "metrics_network.png",
+        "metrics_exposure.png",
+        "metrics_activity.png",
+        "metrics_invalid.png",
+        "opinion_heatmap.png",
+        "follower_ccdf.png",
+        "summary.txt",
+    } <= names
     import sqlite3
-    has_curves = sqlite3.connect(random_run["tmp"] / "run.db").execute("SELECT COUNT(*) FROM cascade_curve").fetchone()[0]
+
+    has_curves = (
+        sqlite3.connect(random_run["tmp"] / "run.db").execute("SELECT COUNT(*) FROM cascade_curve").fetchone()[0]
+    )
     assert ("cascade_curves.png" in names) == (has_curves > 0)
     for p in written:
         if p.suffix == ".png":
@@ -249,6 +321,7 @@ def test_report_from_finished_db(random_run, tmp_path):
 
 
 # --------------------------------------------------------------------------- a constructed cascade
+
 
 def test_constructed_cascade_depth_scale_and_new_episode(tmp_path):
     """Root by user 0; reposts in a known order over known follows (see the tree below)."""
@@ -265,21 +338,20 @@ def test_constructed_cascade_depth_scale_and_new_episode(tmp_path):
         assert res.tolist() == [0] * len(rows)
         return new
 
-    env.step({})                                                    # step 0, minute 0: the root alone
-    (a,) = apply((1, A.REPOST, root))                               # 1 follows 0 -> under the root
+    env.step({})  # step 0, minute 0: the root alone
+    (a,) = apply((1, A.REPOST, root))  # 1 follows 0 -> under the root
     env.step({})
-    (b,) = apply((2, A.REPOST, a))                                  # aimed at a repost: resolves to the root
+    (b,) = apply((2, A.REPOST, a))  # aimed at a repost: resolves to the root
     env.step({})
     c, e, q = apply((3, A.REPOST, root), (5, A.REPOST, root), (6, A.QUOTE_POST, root, "my take"))
-    env.step({})                                                    # 3 -> b (latest followed); 5 -> a (3 is same minute)
-    d, rq = apply((4, A.REPOST, root), (7, A.REPOST, q))            # 4 follows nobody; 7 reposts the quote
+    env.step({})  # 3 -> b (latest followed); 5 -> a (3 is same minute)
+    d, rq = apply((4, A.REPOST, root), (7, A.REPOST, q))  # 4 follows nobody; 7 reposts the quote
     env.step({})
     parent = rec.forest.parent.a
     assert parent[[a, b, c, d, e, q, rq]].tolist() == [root, a, b, root, a, root, q]
     # the formulas' reconstruction (graph unchanged) gives the same tree
     src, dst = follow_edges(pf)
-    np.testing.assert_array_equal(
-        F.infer_repost_parents(pf.p_root.a, pf.p_author.a, pf.p_minute.a, src, dst), parent)
+    np.testing.assert_array_equal(F.infer_repost_parents(pf.p_root.a, pf.p_author.a, pf.p_minute.a, src, dst), parent)
     st = rec.forest.stats(np.array([root]))
     # depths: a 1, b 2, c 3, d 1, e 2, q 1, rq 2; subtree sizes a 4, b 2, q 2, the rest 1
     assert (st["scale"][0], st["depth"][0], st["max_breadth"][0]) == (8, 3, 3)
@@ -319,8 +391,9 @@ def test_every_accumulates_counts_and_full_metrics_are_sparse(tmp_path):
     space = env.action_space("user_0")
     space.seed(1)
     for _ in range(6):
-        obs, _, _, _, infos = env.step({a: space.sample(mask=obs[a]["action_mask"])
-                                        for a in env.agents if infos[a]["active"]})
+        obs, _, _, _, infos = env.step(
+            {a: space.sample(mask=obs[a]["action_mask"]) for a in env.agents if infos[a]["active"]}
+        )
     conn = env.sim.journal.conn
     m = read_metrics(conn)
     assert m["actions/like_post"][0].tolist() == [0, 2, 4]
@@ -337,6 +410,7 @@ def test_every_accumulates_counts_and_full_metrics_are_sparse(tmp_path):
 
 # --------------------------------------------------------------------------- the forest alone
 
+
 @pytest.mark.parametrize("sharer_scan", [0, 1024])
 def test_forest_matches_formulas_on_random_reposts(sharer_scan):
     """Many batches of random reposts/quotes over a fixed follow graph with skewed degrees:
@@ -345,14 +419,14 @@ def test_forest_matches_formulas_on_random_reposts(sharer_scan):
     rng = np.random.default_rng(7)
     n = 300
     src = rng.integers(0, n, 6000)
-    dst = np.minimum(rng.zipf(1.6, 6000) - 1, n - 1)            # a few very popular followees
+    dst = np.minimum(rng.zipf(1.6, 6000) - 1, n - 1)  # a few very popular followees
     heavy = np.repeat(np.arange(5), 250), rng.integers(0, n, 1250)  # five users follow hundreds
     src, dst = np.r_[src, heavy[0]], np.r_[dst, heavy[1]]
     pf = Platform(PlatformConfig())
     pf.add_users(make_population(n, np.c_[src, dst], [(int(u), "p") for u in rng.integers(0, n, 30)]))
-    forest = CascadeForest(sharer_scan=sharer_scan)   # 0: both paths taken; 1024: sharers only
+    forest = CascadeForest(sharer_scan=sharer_scan)  # 0: both paths taken; 1024: sharers only
     forest.update(pf, n_top=3)
-    for batch in range(25):
+    for _ in range(25):
         k = 60
         users = rng.integers(0, n, k)
         targets = rng.integers(0, pf.n_posts, k)
@@ -365,7 +439,7 @@ def test_forest_matches_formulas_on_random_reposts(sharer_scan):
     fs, fd = follow_edges(pf)
     expected = F.infer_repost_parents(pf.p_root.a, pf.p_author.a, pf.p_minute.a, fs, fd)
     np.testing.assert_array_equal(forest.parent.a, expected)
-    assert (expected != np.where(pf.p_root.a >= 0, pf.p_root.a, -1)).sum() > 50   # many non-root parents
+    assert (expected != np.where(pf.p_root.a >= 0, pf.p_root.a, -1)).sum() > 50  # many non-root parents
     ref = F.cascade_stats(expected, pf.p_author.a)
     mine = forest.stats(ref.root)
     for name in ("scale", "depth", "max_breadth", "size"):
@@ -398,10 +472,10 @@ def test_full_metrics_cadence_follows_platform_size(tmp_path, monkeypatch):
     env = twitter_v0.parallel_env(users=30, recsys="random", activation=0.5, db_path=str(tmp_path / "a.db"))
     env.reset(seed=0)
     small = MetricsRecorder.attach(env.sim, None, every=2)
-    assert small.every_full == 2                              # small platform: every logged step
+    assert small.every_full == 2  # small platform: every logged step
     monkeypatch.setattr(online, "FULL_AUTO_SIZE", 10)
     large = MetricsRecorder.attach(env.sim, None, every=4)
-    assert large.every_full == 12                             # 10 rounded up to a multiple of every
+    assert large.every_full == 12  # 10 rounded up to a multiple of every
     env.close()
 
 
@@ -410,8 +484,9 @@ def random_steps(env, space, obs, infos, n, rng):
     for _ in range(n):
         users = rng.choice(pf.n_users, 5, replace=False)
         pf.set_opinions(users, np.clip(pf.u_opinion.a[users] * 1.6, -1, 1))
-        obs, _, _, _, infos = env.step({a: space.sample(mask=obs[a]["action_mask"])
-                                        for a in env.agents if infos[a]["active"]})
+        obs, _, _, _, infos = env.step(
+            {a: space.sample(mask=obs[a]["action_mask"]) for a in env.agents if infos[a]["active"]}
+        )
     return obs, infos
 
 
@@ -430,7 +505,7 @@ def test_resume_continues_metrics_with_the_episode_baseline(tmp_path):
 
     env = SocialMediaEnv.resume(db)
     assert env.sim.platform.step == 4
-    rec = MetricsRecorder.attach(env.sim, tmp_path / "tb", strict=True)   # a new process would do this
+    rec = MetricsRecorder.attach(env.sim, tmp_path / "tb", strict=True)  # a new process would do this
     obs = {a: env.row_observation(env.sim.obs, r) for r, a in enumerate(env.active_agents)}
     infos = {a: {"active": a in obs} for a in env.agents}
     random_steps(env, space, obs, infos, 3, rng)
@@ -448,8 +523,10 @@ def test_resume_continues_metrics_with_the_episode_baseline(tmp_path):
     fresh = CascadeForest()
     fresh.update(pf)
     np.testing.assert_array_equal(fresh.parent.a, expected)
-    assert m["cascade/spread_count"][1][-1] == F.cascade_summary(F.cascade_stats(
-        rec.forest.parent.a, pf.p_author.a))["cascade/spread_count"]
+    assert (
+        m["cascade/spread_count"][1][-1]
+        == F.cascade_summary(F.cascade_stats(rec.forest.parent.a, pf.p_author.a))["cascade/spread_count"]
+    )
     env.close()
 
 
@@ -459,11 +536,11 @@ def test_instance_attach_on_reset_once_and_close_finalizes(tmp_path):
     env.reset(seed=0)
     rec = MetricsRecorder(str(tmp_path / "tb"), every=3)
     assert rec.attach(env.sim) is rec
-    rec.on_reset(env.sim)                     # the same episode: not started twice
+    rec.on_reset(env.sim)  # the same episode: not started twice
     assert rec.episode == 0 and env.sim.step_hooks.count(rec) == 1
     for _ in range(5):
         env.step({})
-    rec.close()                               # = finalize: the open interval (step 4) is written
+    rec.close()  # = finalize: the open interval (step 4) is written
     m = read_metrics(env.sim.journal.conn)
     assert m["actions/do_nothing"][0].tolist() == [0, 3, 4]
     assert rec.logdir == str(tmp_path / "tb") and (tmp_path / "tb" / "episode_0").is_dir()

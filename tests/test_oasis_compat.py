@@ -37,6 +37,7 @@ def apply(pf, *rows):
 
 # --------------------------------------------------------------------------- semantics
 
+
 def test_quote_of_a_quote_resolves_to_the_root_like_oasis():
     pf = fresh()
     _, (q1,) = apply(pf, (1, A.QUOTE_POST, 0, "first take"))
@@ -44,7 +45,7 @@ def test_quote_of_a_quote_resolves_to_the_root_like_oasis():
     assert res == [R.OK]
     assert pf.p_root.a[q2] == 0 and pf.p_kind.a[q2] == QUOTE  # OASIS: original_post_id = the root
     assert pf.p_content[q2] == "root post" and pf.p_quote[q2] == "take on a take"
-    assert pf.p_shares.a[0] == 2 and pf.p_shares.a[q1] == 0     # the share counts on the root
+    assert pf.p_shares.a[0] == 2 and pf.p_shares.a[q1] == 0  # the share counts on the root
     # a repost of a quote still points at the quote, and a quote of that repost at the quote
     _, (r,) = apply(pf, (3, A.REPOST, q1))
     _, (q3,) = apply(pf, (4, A.QUOTE_POST, r, "via a repost"))
@@ -61,6 +62,7 @@ def test_nested_quotes_option_keeps_the_chain():
 
 
 # --------------------------------------------------------------------------- reading OASIS databases
+
 
 @pytest.fixture()
 def oasis_db(tmp_path):
@@ -79,25 +81,35 @@ def test_load_oasis_matches_every_row_and_counter(oasis_db):
     assert res.mismatches == {} and res.dropped == {} and res.time_kind == "steps"
     conn = sqlite3.connect(oasis_db)
     assert pf.n_users == conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
-    assert ids.user.tolist() == list(range(pf.n_users))      # OASIS user_id = agent id
+    assert ids.user.tolist() == list(range(pf.n_users))  # OASIS user_id = agent id
     assert ids.post.tolist() == list(range(1, pf.n_posts + 1))  # AUTOINCREMENT from 1
-    rows = conn.execute("SELECT post_id, user_id, original_post_id, quote_content, num_likes, num_dislikes,"
-                        " num_shares, num_reports, CAST(created_at AS INTEGER) FROM post ORDER BY post_id").fetchall()
-    for p, (pid, uid, orig, quote, likes, dislikes, shares, reports, step) in enumerate(rows):
+    rows = conn.execute(
+        "SELECT post_id, user_id, original_post_id, quote_content, num_likes, num_dislikes,"
+        " num_shares, num_reports, CAST(created_at AS INTEGER) FROM post ORDER BY post_id"
+    ).fetchall()
+    for p, (_pid, uid, orig, quote, likes, dislikes, shares, reports, step) in enumerate(rows):
         assert pf.p_author.a[p] == uid and pf.p_root.a[p] == (-1 if orig is None else orig - 1)
         assert pf.p_kind.a[p] == (0 if orig is None else REPOST if quote is None else QUOTE)
-        assert (pf.p_likes.a[p], pf.p_dislikes.a[p], pf.p_shares.a[p], pf.p_reports.a[p]) == (likes, dislikes,
-                                                                                                shares, reports)
+        assert (pf.p_likes.a[p], pf.p_dislikes.a[p], pf.p_shares.a[p], pf.p_reports.a[p]) == (
+            likes,
+            dislikes,
+            shares,
+            reports,
+        )
         assert pf.p_step.a[p] == step and pf.p_minute.a[p] == 480 + 3 * step
     assert [int(x) for x in pf.p_comments.a] == [
-        conn.execute("SELECT COUNT(*) FROM comment WHERE post_id = ?", (p + 1,)).fetchone()[0] for p in range(pf.n_posts)]
+        conn.execute("SELECT COUNT(*) FROM comment WHERE post_id = ?", (p + 1,)).fetchone()[0]
+        for p in range(pf.n_posts)
+    ]
     for uid, nfr, nfg in conn.execute("SELECT user_id, num_followers, num_followings FROM user"):
         assert (pf.u_followers.a[uid], pf.u_followings.a[uid]) == (nfr, nfg)
-    for name, table, a, b, a_off, b_off in (("like", '"like"', "user_id", "post_id", 0, 1),
-                                            ("comment_dislike", "comment_dislike", "user_id", "comment_id", 0, 1),
-                                            ("follow", "follow", "follower_id", "followee_id", 0, 0),
-                                            ("mute", "mute", "muter_id", "mutee_id", 0, 0),
-                                            ("report", "report", "user_id", "post_id", 0, 1)):
+    for name, table, a, b, a_off, b_off in (
+        ("like", '"like"', "user_id", "post_id", 0, 1),
+        ("comment_dislike", "comment_dislike", "user_id", "comment_id", 0, 1),
+        ("follow", "follow", "follower_id", "followee_id", 0, 0),
+        ("mute", "mute", "muter_id", "mutee_id", 0, 0),
+        ("report", "report", "user_id", "post_id", 0, 1),
+    ):
         pairs = {(x - a_off, y - b_off) for x, y in conn.execute(f"SELECT {a}, {b} FROM {table}")}
         assert len(pairs) > 0 and {(x, y) for x, y in zip(*[v.tolist() for v in _unpack(pf, name)])} == pairs, name
     # a repost carries what it shares
@@ -128,7 +140,7 @@ def test_counters_that_disagree_with_the_rows_are_reported_and_recomputed(oasis_
     assert ("post", 1, "num_likes") in [e[:3] for e in res.examples]
     assert res.dropped == {"follow": 1}
     good = load_oasis(oasis_db).platform
-    np.testing.assert_array_equal(res.platform.p_likes.a, good.p_likes.a)       # the rows win
+    np.testing.assert_array_equal(res.platform.p_likes.a, good.p_likes.a)  # the rows win
     np.testing.assert_array_equal(res.platform.u_followers.a, good.u_followers.a)
     with pytest.raises(OasisImportError, match="counters disagree"):
         load_oasis(bad, strict=True)
@@ -158,7 +170,9 @@ def test_reddit_clock_database_loads(tmp_path):
         w.sign_up(u, f"u{u}", f"U{u}", "")
     w.conn.execute("UPDATE user SET created_at = '2024-08-06 08:00:00'")
     w.conn.execute("INSERT INTO post (user_id, content, created_at) VALUES (0, 'a', '2024-08-06 08:10:00')")
-    w.conn.execute("INSERT INTO post (user_id, original_post_id, created_at, num_shares) VALUES (1, 1, '2024-08-06 08:31:00', 0)")
+    w.conn.execute(
+        "INSERT INTO post (user_id, original_post_id, created_at, num_shares) VALUES (1, 1, '2024-08-06 08:31:00', 0)"
+    )
     w.conn.execute("UPDATE post SET num_shares = 1 WHERE post_id = 1")
     w.conn.execute("DELETE FROM trace")
     w.close()
@@ -171,11 +185,12 @@ def test_reddit_clock_database_loads(tmp_path):
 
 # --------------------------------------------------------------------------- continuing OASIS runs
 
+
 def test_platform_from_db_on_an_oasis_file_and_into_a_journal(oasis_db, tmp_path):
     before = _fingerprint(oasis_db)
     pf = Platform.from_db(oasis_db)
     journal = Journal(tmp_path / "ours.db", pipelined=False)
-    journal.commit_step(pf)        # everything loaded is pending: the new journal gets every row
+    journal.commit_step(pf)  # everything loaded is pending: the new journal gets every row
     res, new = pf.apply(ActionBatch.of([(1, A.LIKE_POST, 0), (2, A.QUOTE_POST, 3, "more"), (3, A.FOLLOW, 4)]))
     journal.commit_step(pf, advance_minutes=3)
     journal.close()
@@ -193,7 +208,9 @@ def test_import_report_and_continue_end_to_end(oasis_db, tmp_path, monkeypatch, 
     assert cli_main(["report", str(oasis_db), "--out", str(tmp_path / "oasis_report")]) == 0
     text = (tmp_path / "oasis_report" / "summary.txt").read_text()
     assert "computed from the OASIS tables" in text and "opinion" in text
-    assert {"actions.png", "cascade.png", "follower_ccdf.png"} <= {p.name for p in (tmp_path / "oasis_report").iterdir()}
+    assert {"actions.png", "cascade.png", "follower_ccdf.png"} <= {
+        p.name for p in (tmp_path / "oasis_report").iterdir()
+    }
 
     ours = tmp_path / "ours.db"
     assert cli_main(["import", str(oasis_db), "--out", str(ours)]) == 0  # resumed with a metrics recorder
@@ -212,11 +229,15 @@ def test_import_report_and_continue_end_to_end(oasis_db, tmp_path, monkeypatch, 
     assert pf.step == 10
     conn = sqlite3.connect(ours)
     # OASIS's rows are all there, unchanged where nothing acted on them, and the run went on
-    assert conn.execute("SELECT COUNT(*) FROM post WHERE post_id < ?", (loaded.n_posts,)).fetchone()[0] == loaded.n_posts
+    assert (
+        conn.execute("SELECT COUNT(*) FROM post WHERE post_id < ?", (loaded.n_posts,)).fetchone()[0] == loaded.n_posts
+    )
     assert conn.execute("SELECT MAX(step) FROM trace").fetchone()[0] == 9
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE step >= 7").fetchone()[0] > 0
-    assert conn.execute("SELECT COUNT(*) FROM trace WHERE step < 7").fetchone()[0] == \
-        sqlite3.connect(oasis_db).execute("SELECT COUNT(*) FROM trace").fetchone()[0]
+    assert (
+        conn.execute("SELECT COUNT(*) FROM trace WHERE step < 7").fetchone()[0]
+        == sqlite3.connect(oasis_db).execute("SELECT COUNT(*) FROM trace").fetchone()[0]
+    )
     assert conn.execute("SELECT oasis_id FROM oasis_id_map WHERE kind = 'post' AND id = 0").fetchone() == (1,)
     conn.close()
     assert pf.n_users == loaded.n_users and pf.n_posts >= loaded.n_posts
@@ -242,16 +263,24 @@ def test_import_refuses_to_overwrite(oasis_db, tmp_path, capsys):
 
 # --------------------------------------------------------------------------- reports: one implementation
 
+
 def test_offline_metrics_equal_the_online_recorder(tmp_path):
     """A journal's curves recomputed from its tables (as for an OASIS database) equal what the
     online recorder wrote, for every tag that does not need served feeds or the follow graph
     over time."""
     from oasis_gym.envs import twitter_v0
+
     from oasis_gym.metrics import MetricsRecorder, read_metrics
     from oasis_gym.metrics.offline import offline_metrics
 
-    env = twitter_v0.parallel_env(users=40, recsys="random", activation=0.6, db_path=str(tmp_path / "run.db"),
-                                  max_cycles=20, available_actions=tuple(range(23)))
+    env = twitter_v0.parallel_env(
+        users=40,
+        recsys="random",
+        activation=0.6,
+        db_path=str(tmp_path / "run.db"),
+        max_cycles=20,
+        available_actions=tuple(range(23)),
+    )
     obs, infos = env.reset(seed=1)
     env.sim.platform.create_posts(np.array([0, 1, 2]), ["one", "two", "three"])
     rec = MetricsRecorder.attach(env.sim, None, every=1, strict=True)
@@ -266,8 +295,20 @@ def test_offline_metrics_equal_the_online_recorder(tmp_path):
     online = read_metrics(conn)
     conn.close()
     offline, notes = offline_metrics(tmp_path / "run.db")
-    tags = [t for t in online if t.startswith(("actions/", "invalid/", "activity/", "network/new_follows",
-                                               "network/unfollows", "engagement/per_active_user"))]
+    tags = [
+        t
+        for t in online
+        if t.startswith(
+            (
+                "actions/",
+                "invalid/",
+                "activity/",
+                "network/new_follows",
+                "network/unfollows",
+                "engagement/per_active_user",
+            )
+        )
+    ]
     tags += ["cascade/new_shares", "cascade/scale", "cascade/spread_count", "cascade/mean_scale"]
     assert len(tags) > 40 and online["cascade/new_shares"][1].sum() > 0
     for tag in tags:
@@ -300,8 +341,15 @@ def our_journal(tmp_path_factory):
     from oasis_gym.envs import twitter_v0
 
     tmp = tmp_path_factory.mktemp("journal")
-    env = twitter_v0.parallel_env(users=30, recsys="random", activation=0.8, db_path=str(tmp / "run.db"),
-                                  max_cycles=20, available_actions=tuple(range(23)), log_recs=True)
+    env = twitter_v0.parallel_env(
+        users=30,
+        recsys="random",
+        activation=0.8,
+        db_path=str(tmp / "run.db"),
+        max_cycles=20,
+        available_actions=tuple(range(23)),
+        log_recs=True,
+    )
     obs, infos = env.reset(seed=4)
     env.sim.platform.create_posts(np.array([0, 1, 2]), ["one", "two", "three"])
     space = env.action_space("user_0")
@@ -335,16 +383,21 @@ def test_oasis_analysis_queries_run_on_our_journal(our_journal, oasis_db):
     for _, _, info in ours.execute(OASIS_QUERIES["analysis_couterfact comments"]):
         info = json.loads(info)
         if info.get("comment_id") is not None:
-            post_id, content = ours.execute("SELECT post_id, content FROM comment WHERE comment_id = ?",
-                                            (info["comment_id"],)).fetchone()
+            post_id, content = ours.execute(
+                "SELECT post_id, content FROM comment WHERE comment_id = ?", (info["comment_id"],)
+            ).fetchone()
             assert content == pf.c_content[info["comment_id"]]
-            assert ours.execute("SELECT content FROM post WHERE post_id = ?", (post_id,)).fetchone()[0] == pf.p_content[post_id]
+            assert (
+                ours.execute("SELECT content FROM post WHERE post_id = ?", (post_id,)).fetchone()[0]
+                == pf.p_content[post_id]
+            )
             found += 1
     assert found == pf.n_comments > 0
     # analysis_score: a comment's score
     for cid in range(pf.n_comments):
-        score = ours.execute("SELECT (num_likes - num_dislikes) AS score FROM comment WHERE comment_id = ?",
-                             (cid,)).fetchone()[0]
+        score = ours.execute(
+            "SELECT (num_likes - num_dislikes) AS score FROM comment WHERE comment_id = ?", (cid,)
+        ).fetchone()[0]
         assert score == pf.c_likes.a[cid] - pf.c_dislikes.a[cid]
     # twitter_misinforeport: info JSON with the reported post
     reports = [json.loads(i) for _, i, _ in ours.execute(OASIS_QUERIES["twitter_misinforeport"])]
@@ -367,11 +420,13 @@ def test_rows_naming_missing_targets_or_repeating_a_pair_are_dropped(oasis_db, t
     bad = tmp_path / "bad.db"
     bad.write_bytes(oasis_db.read_bytes())
     conn = sqlite3.connect(bad)
-    pair = conn.execute("SELECT user_id, post_id FROM \"like\" ORDER BY like_id LIMIT 1").fetchone()
-    first_like = conn.execute("SELECT MIN(like_id) FROM \"like\"").fetchone()[0]
+    pair = conn.execute('SELECT user_id, post_id FROM "like" ORDER BY like_id LIMIT 1').fetchone()
+    first_like = conn.execute('SELECT MIN(like_id) FROM "like"').fetchone()[0]
     # a like of a missing post by that same user before the real one, then a repeat of the pair
-    conn.execute("INSERT INTO \"like\" (like_id, user_id, post_id, created_at) VALUES (?, ?, 999, '1')",
-                 (first_like - 1 if first_like > 1 else 0, pair[0]))
+    conn.execute(
+        "INSERT INTO \"like\" (like_id, user_id, post_id, created_at) VALUES (?, ?, 999, '1')",
+        (first_like - 1 if first_like > 1 else 0, pair[0]),
+    )
     conn.execute("INSERT INTO \"like\" (user_id, post_id, created_at) VALUES (?, ?, '6')", pair)
     conn.commit()
     conn.close()

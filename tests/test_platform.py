@@ -48,8 +48,14 @@ def restored(journal):
 # --------------------------------------------------------------------------- effects
 def test_create_post_repost_quote_comment(tmp_path):
     pf, j = fresh(tmp_path)
-    res, new = run(pf, j, (1, A.CREATE_POST, None, "hello"), (2, A.REPOST, 0), (3, A.QUOTE_POST, 0, "my take"),
-                   (4, A.CREATE_COMMENT, 0, "nice"))
+    res, new = run(
+        pf,
+        j,
+        (1, A.CREATE_POST, None, "hello"),
+        (2, A.REPOST, 0),
+        (3, A.QUOTE_POST, 0, "my take"),
+        (4, A.CREATE_COMMENT, 0, "nice"),
+    )
     assert res == [R.OK] * 4
     post, repost, quote = new[:3]
     assert pf.p_content[post] == "hello" and pf.p_author.a[post] == 1
@@ -57,7 +63,11 @@ def test_create_post_repost_quote_comment(tmp_path):
     assert pf.p_root.a[quote] == 0 and pf.p_quote[quote] == "my take" and pf.p_content[quote] == "root post"
     assert pf.p_shares.a[0] == 2 and pf.p_comments.a[0] == 1
     assert pf.c_content[new[3]] == "nice" and pf.c_post.a[new[3]] == 0
-    row = db(j).execute("SELECT original_post_id, quote_content, num_shares FROM post WHERE post_id=?", (int(quote),)).fetchone()
+    row = (
+        db(j)
+        .execute("SELECT original_post_id, quote_content, num_shares FROM post WHERE post_id=?", (int(quote),))
+        .fetchone()
+    )
     assert row == (0, "my take", 0)
     assert db(j).execute("SELECT num_shares, num_comments FROM post WHERE post_id=0").fetchone() == (2, 1)
 
@@ -65,8 +75,15 @@ def test_create_post_repost_quote_comment(tmp_path):
 def test_actions_on_a_repost_resolve_to_the_root(tmp_path):
     pf, j = fresh(tmp_path)
     (_,), (repost,) = run(pf, j, (1, A.REPOST, 0))
-    res, new = run(pf, j, (2, A.LIKE_POST, repost), (3, A.REPOST, repost), (2, A.CREATE_COMMENT, repost, "c"),
-                   (4, A.DISLIKE_POST, repost), (4, A.REPORT_POST, repost, "spam"))
+    res, new = run(
+        pf,
+        j,
+        (2, A.LIKE_POST, repost),
+        (3, A.REPOST, repost),
+        (2, A.CREATE_COMMENT, repost, "c"),
+        (4, A.DISLIKE_POST, repost),
+        (4, A.REPORT_POST, repost, "spam"),
+    )
     assert res == [R.OK] * 5
     assert pf.p_likes.a[0] == 1 and pf.p_likes.a[repost] == 0
     assert pf.p_root.a[new[1]] == 0 and pf.p_shares.a[0] == 2
@@ -81,8 +98,9 @@ def test_quote_is_rated_as_its_own_post(tmp_path):
     assert pf.p_likes.a[quote] == 1 and pf.p_likes.a[0] == 0
 
 
-@pytest.mark.parametrize("do,undo,counter", [
-    (A.LIKE_POST, A.UNLIKE_POST, "p_likes"), (A.DISLIKE_POST, A.UNDO_DISLIKE_POST, "p_dislikes")])
+@pytest.mark.parametrize(
+    "do,undo,counter", [(A.LIKE_POST, A.UNLIKE_POST, "p_likes"), (A.DISLIKE_POST, A.UNDO_DISLIKE_POST, "p_dislikes")]
+)
 def test_rate_post_and_undo(tmp_path, do, undo, counter):
     pf, j = fresh(tmp_path)
     assert run(pf, j, (1, do, 0), (2, do, 0))[0] == [R.OK, R.OK]
@@ -94,8 +112,10 @@ def test_rate_post_and_undo(tmp_path, do, undo, counter):
     assert db(j).execute(f"SELECT user_id FROM {table}").fetchall() == [(2,)]
 
 
-@pytest.mark.parametrize("do,undo,counter", [
-    (A.LIKE_COMMENT, A.UNLIKE_COMMENT, "c_likes"), (A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, "c_dislikes")])
+@pytest.mark.parametrize(
+    "do,undo,counter",
+    [(A.LIKE_COMMENT, A.UNLIKE_COMMENT, "c_likes"), (A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, "c_dislikes")],
+)
 def test_rate_comment_and_undo(tmp_path, do, undo, counter):
     pf, j = fresh(tmp_path)
     _, (c,) = run(pf, j, (1, A.CREATE_COMMENT, 0, "c"))
@@ -121,7 +141,11 @@ def test_mute_hides_posts_and_comments(tmp_path):
     pf, j = fresh(tmp_path, posts=((0, "alpha news"), (1, "alpha rumour")))
     run(pf, j, (2, A.CREATE_COMMENT, 0, "alpha comment by 2"))
     assert run(pf, j, (3, A.MUTE, 1), (3, A.MUTE, 1), (3, A.MUTE, 3), (3, A.MUTE, 50))[0] == [
-        R.OK, R.ALREADY_DONE, R.SELF_TARGET, R.UNKNOWN_TARGET_USER]
+        R.OK,
+        R.ALREADY_DONE,
+        R.SELF_TARGET,
+        R.UNKNOWN_TARGET_USER,
+    ]
     assert pf.visible_posts_mask(3, np.array([0, 1])).tolist() == [True, False]
     assert 1 not in pf.search_posts(3, "alpha").tolist() and 1 in pf.search_posts(4, "alpha").tolist()
     assert 1 not in pf.search_users(3, "u1").tolist()
@@ -154,11 +178,32 @@ def test_self_rating_option(tmp_path):
 
 def test_rejections(tmp_path):
     pf, j = fresh(tmp_path, available_actions=tuple(int(a) for a in A if a != A.MUTE), max_text_length=10)
-    res, _ = run(pf, j, (99, A.LIKE_POST, 0), (1, 77, 0), (1, A.LIKE_POST, 5), (1, A.MUTE, 2),
-                 (1, A.CREATE_POST, None, ""), (1, A.CREATE_POST, None, "x" * 11), (1, A.CREATE_POST, None, "a\x00b"),
-                 (1, A.CREATE_POST, None, "bad \ud800"), (1, A.SIGN_UP, None), (1, A.CREATE_POST, None, None))
-    assert res == [R.UNKNOWN_USER, R.INVALID_ACTION, R.UNKNOWN_POST, R.ACTION_UNAVAILABLE, R.TEXT_EMPTY,
-                   R.TEXT_TOO_LONG, R.TEXT_INVALID, R.TEXT_INVALID, R.ALREADY_SIGNED_UP, R.TEXT_EMPTY]
+    res, _ = run(
+        pf,
+        j,
+        (99, A.LIKE_POST, 0),
+        (1, 77, 0),
+        (1, A.LIKE_POST, 5),
+        (1, A.MUTE, 2),
+        (1, A.CREATE_POST, None, ""),
+        (1, A.CREATE_POST, None, "x" * 11),
+        (1, A.CREATE_POST, None, "a\x00b"),
+        (1, A.CREATE_POST, None, "bad \ud800"),
+        (1, A.SIGN_UP, None),
+        (1, A.CREATE_POST, None, None),
+    )
+    assert res == [
+        R.UNKNOWN_USER,
+        R.INVALID_ACTION,
+        R.UNKNOWN_POST,
+        R.ACTION_UNAVAILABLE,
+        R.TEXT_EMPTY,
+        R.TEXT_TOO_LONG,
+        R.TEXT_INVALID,
+        R.TEXT_INVALID,
+        R.ALREADY_SIGNED_UP,
+        R.TEXT_EMPTY,
+    ]
     traced = db(j).execute("SELECT result FROM trace WHERE step=0").fetchall()
     assert [r for (r,) in traced] == [r.name.lower() for r in res]
     assert pf.n_posts == 1  # nothing was created
@@ -170,11 +215,16 @@ def test_removed_posts_and_suspended_users(tmp_path):
     pf.suspend(np.array([4]))
     j.commit_step(pf)
     assert run(pf, j, (2, A.LIKE_POST, 1), (4, A.LIKE_POST, 0), (2, A.LIKE_POST, 0))[0] == [
-        R.POST_REMOVED, R.USER_SUSPENDED, R.OK]
+        R.POST_REMOVED,
+        R.USER_SUSPENDED,
+        R.OK,
+    ]
     assert not pf.visible_posts_mask(2, np.array([1]))[0]
     assert db(j).execute("SELECT status FROM post WHERE post_id=1").fetchone() == (REMOVED,)
     assert db(j).execute("SELECT target, target_id, action FROM moderation").fetchall() == [
-        ("post", 1, "remove"), ("user", 4, "suspend")]
+        ("post", 1, "remove"),
+        ("user", 4, "suspend"),
+    ]
 
 
 def test_sign_up_of_a_new_user(tmp_path):
@@ -183,7 +233,10 @@ def test_sign_up_of_a_new_user(tmp_path):
     j = Journal(tmp_path / "run.db")
     j.commit_step(pf)
     assert run(pf, j, (0, A.LIKE_POST, 0), (0, A.SIGN_UP, None), (0, A.SIGN_UP, None))[0] == [
-        R.UNKNOWN_USER, R.OK, R.ALREADY_SIGNED_UP]
+        R.UNKNOWN_USER,
+        R.OK,
+        R.ALREADY_SIGNED_UP,
+    ]
     assert pf.u_signed_up.a.tolist() == [True, False, False]
     assert db(j).execute("SELECT signed_up FROM user ORDER BY user_id").fetchall() == [(1,), (0,), (0,)]
 
@@ -192,7 +245,9 @@ def test_step_order_is_documented_phases(tmp_path):
     """Adds run before removals: like + unlike by the same user in one step -> both ok, net 0.
     A post created in this step cannot be targeted in the same step."""
     pf, j = fresh(tmp_path)
-    res, _ = run(pf, j, (1, A.UNLIKE_POST, 0), (1, A.LIKE_POST, 0), (2, A.CREATE_POST, None, "new"), (3, A.LIKE_POST, 1))
+    res, _ = run(
+        pf, j, (1, A.UNLIKE_POST, 0), (1, A.LIKE_POST, 0), (2, A.CREATE_POST, None, "new"), (3, A.LIKE_POST, 1)
+    )
     assert res == [R.OK, R.OK, R.OK, R.UNKNOWN_POST]
     assert pf.p_likes.a[0] == 0
 
@@ -209,13 +264,24 @@ def test_search_and_trend_are_ranked_and_limited(tmp_path):
     assert db(j).execute("SELECT COUNT(*) FROM post").fetchone()[0] == 31
 
 
-@pytest.mark.parametrize("text", [
-    "it's \"quoted\"", "'; DROP TABLE post; --", "emoji 🎉🔥👩🏽‍💻", "RTL \u202e\u200fمرحبا\u202c", "x" * 100_000,
-    "tabs\tand\nnewlines\r\n", "\u0007bell and \x1b[31mescape", "Ω≈ç√∫ 中文 日本語 한국어",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'it\'s "quoted"',
+        "'; DROP TABLE post; --",
+        "emoji 🎉🔥👩🏽‍💻",
+        "RTL \u202e\u200fمرحبا\u202c",
+        "x" * 100_000,
+        "tabs\tand\nnewlines\r\n",
+        "\u0007bell and \x1b[31mescape",
+        "Ω≈ç√∫ 中文 日本語 한국어",
+    ],
+)
 def test_hostile_text_round_trips_byte_exact(tmp_path, text):
     pf, j = fresh(tmp_path, max_text_length=200_000)
-    res, new = run(pf, j, (1, A.CREATE_POST, None, text), (2, A.CREATE_COMMENT, 0, text), (3, A.SEARCH_POSTS, None, text))
+    res, new = run(
+        pf, j, (1, A.CREATE_POST, None, text), (2, A.CREATE_COMMENT, 0, text), (3, A.SEARCH_POSTS, None, text)
+    )
     assert res == [R.OK, R.OK, R.OK]
     conn = db(j)
     assert conn.execute("SELECT content FROM post WHERE post_id=?", (int(new[0]),)).fetchone()[0] == text
@@ -226,25 +292,57 @@ def test_hostile_text_round_trips_byte_exact(tmp_path, text):
 
 
 # --------------------------------------------------------------------------- journal = state
-RANDOM_MIX = [A.CREATE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.FOLLOW, A.UNFOLLOW, A.MUTE, A.UNMUTE,
-              A.LIKE_POST, A.UNLIKE_POST, A.DISLIKE_POST, A.UNDO_DISLIKE_POST, A.LIKE_COMMENT, A.UNLIKE_COMMENT,
-              A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT, A.REPORT_POST, A.DO_NOTHING, A.REFRESH, A.SEARCH_POSTS]
+RANDOM_MIX = [
+    A.CREATE_POST,
+    A.REPOST,
+    A.QUOTE_POST,
+    A.CREATE_COMMENT,
+    A.FOLLOW,
+    A.UNFOLLOW,
+    A.MUTE,
+    A.UNMUTE,
+    A.LIKE_POST,
+    A.UNLIKE_POST,
+    A.DISLIKE_POST,
+    A.UNDO_DISLIKE_POST,
+    A.LIKE_COMMENT,
+    A.UNLIKE_COMMENT,
+    A.DISLIKE_COMMENT,
+    A.UNDO_DISLIKE_COMMENT,
+    A.REPORT_POST,
+    A.DO_NOTHING,
+    A.REFRESH,
+    A.SEARCH_POSTS,
+]
 
 
 def random_run(tmp_path, steps=30, n=40, per_step=120, seed=0, pipelined=True, max_values=None):
     rng = np.random.default_rng(seed)
-    pf, j = fresh(tmp_path, pipelined=pipelined, n=n, edges=[(i, (i + 1) % n) for i in range(n)], posts=[(i, f"seed {i}") for i in range(5)])
+    pf, j = fresh(
+        tmp_path,
+        pipelined=pipelined,
+        n=n,
+        edges=[(i, (i + 1) % n) for i in range(n)],
+        posts=[(i, f"seed {i}") for i in range(5)],
+    )
     if max_values is not None:  # bound values per statement, e.g. 999 as in SQLite before 3.32
         j.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, max_values)
     for _ in range(steps):
         act = rng.choice(np.array(RANDOM_MIX, dtype=np.int64), per_step)
         user = rng.integers(0, n, per_step)
-        target = np.where(np.isin(act, [A.FOLLOW, A.UNFOLLOW, A.MUTE, A.UNMUTE]), rng.integers(0, n + 2, per_step),
-                          np.where(np.isin(act, [A.LIKE_COMMENT, A.UNLIKE_COMMENT, A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT]),
-                                   rng.integers(0, max(pf.n_comments, 1) + 1, per_step),
-                                   rng.integers(0, pf.n_posts + 1, per_step)))
-        text = [f"text {k} 'quote' ;" if a in (A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT, A.SEARCH_POSTS) else None
-                for k, a in enumerate(act)]
+        target = np.where(
+            np.isin(act, [A.FOLLOW, A.UNFOLLOW, A.MUTE, A.UNMUTE]),
+            rng.integers(0, n + 2, per_step),
+            np.where(
+                np.isin(act, [A.LIKE_COMMENT, A.UNLIKE_COMMENT, A.DISLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT]),
+                rng.integers(0, max(pf.n_comments, 1) + 1, per_step),
+                rng.integers(0, pf.n_posts + 1, per_step),
+            ),
+        )
+        text = [
+            f"text {k} 'quote' ;" if a in (A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT, A.SEARCH_POSTS) else None
+            for k, a in enumerate(act)
+        ]
         pf.apply(ActionBatch(user, act, target, text))
         j.commit_step(pf, advance_minutes=3)
     return pf, j
@@ -258,24 +356,42 @@ def test_journal_counters_match_relation_tables(tmp_path, pipelined):
     likes = recount('SELECT post_id, COUNT(*) FROM "like" GROUP BY post_id')
     dislikes = recount("SELECT post_id, COUNT(*) FROM dislike GROUP BY post_id")
     reports = recount("SELECT post_id, COUNT(*) FROM report GROUP BY post_id")
-    shares = recount("SELECT original_post_id, COUNT(*) FROM post WHERE original_post_id IS NOT NULL GROUP BY original_post_id")
+    shares = recount(
+        "SELECT original_post_id, COUNT(*) FROM post WHERE original_post_id IS NOT NULL GROUP BY original_post_id"
+    )
     comments = recount("SELECT post_id, COUNT(*) FROM comment GROUP BY post_id")
     for pid, nl, nd, ns, nr, nc in conn.execute(
-            "SELECT post_id, num_likes, num_dislikes, num_shares, num_reports, num_comments FROM post"):
-        assert (nl, nd, ns, nr, nc) == (likes.get(pid, 0), dislikes.get(pid, 0), shares.get(pid, 0),
-                                        reports.get(pid, 0), comments.get(pid, 0)), pid
-        assert (nl, nd, ns, nr, nc) == (pf.p_likes.a[pid], pf.p_dislikes.a[pid], pf.p_shares.a[pid],
-                                        pf.p_reports.a[pid], pf.p_comments.a[pid])
+        "SELECT post_id, num_likes, num_dislikes, num_shares, num_reports, num_comments FROM post"
+    ):
+        assert (nl, nd, ns, nr, nc) == (
+            likes.get(pid, 0),
+            dislikes.get(pid, 0),
+            shares.get(pid, 0),
+            reports.get(pid, 0),
+            comments.get(pid, 0),
+        ), pid
+        assert (nl, nd, ns, nr, nc) == (
+            pf.p_likes.a[pid],
+            pf.p_dislikes.a[pid],
+            pf.p_shares.a[pid],
+            pf.p_reports.a[pid],
+            pf.p_comments.a[pid],
+        )
     followers = recount("SELECT followee_id, COUNT(*) FROM follow GROUP BY followee_id")
     followings = recount("SELECT follower_id, COUNT(*) FROM follow GROUP BY follower_id")
     for uid, nfr, nfg in conn.execute("SELECT user_id, num_followers, num_followings FROM user"):
-        assert (nfr, nfg) == (followers.get(uid, 0), followings.get(uid, 0)) == (pf.u_followers.a[uid], pf.u_followings.a[uid])
+        assert (
+            (nfr, nfg)
+            == (followers.get(uid, 0), followings.get(uid, 0))
+            == (pf.u_followers.a[uid], pf.u_followings.a[uid])
+        )
     clikes = recount("SELECT comment_id, COUNT(*) FROM comment_like GROUP BY comment_id")
     for cid, nl in conn.execute("SELECT comment_id, num_likes FROM comment"):
         assert nl == clikes.get(cid, 0) == pf.c_likes.a[cid]
     for table, _, col_a, col_b in RELATION_TABLES.values():  # no pair journaled twice
-        assert conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} GROUP BY {col_a}, {col_b}"
-                            " HAVING COUNT(*) > 1)").fetchone() == (0,), table
+        assert conn.execute(
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {table} GROUP BY {col_a}, {col_b} HAVING COUNT(*) > 1)"
+        ).fetchone() == (0,), table
     # every action is traced, rejected ones with their reason
     assert conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0] == 30 * 120
     assert conn.execute("SELECT COUNT(*) FROM trace WHERE result != 'ok'").fetchone()[0] > 0
@@ -285,8 +401,19 @@ def test_journal_counters_match_relation_tables(tmp_path, pipelined):
 # OASIS's columns (camel-ai/oasis social_platform/schema); ours may add more
 OASIS_COLUMNS = {
     "user": ["user_id", "agent_id", "user_name", "name", "bio", "created_at", "num_followings", "num_followers"],
-    "post": ["post_id", "user_id", "original_post_id", "content", "image_path", "quote_content", "created_at",
-             "num_likes", "num_dislikes", "num_shares", "num_reports"],
+    "post": [
+        "post_id",
+        "user_id",
+        "original_post_id",
+        "content",
+        "image_path",
+        "quote_content",
+        "created_at",
+        "num_likes",
+        "num_dislikes",
+        "num_shares",
+        "num_reports",
+    ],
     "comment": ["comment_id", "post_id", "user_id", "content", "created_at", "num_likes", "num_dislikes"],
     "follow": ["follow_id", "follower_id", "followee_id", "created_at"],
     "mute": ["mute_id", "muter_id", "mutee_id", "created_at"],
@@ -307,16 +434,22 @@ def test_oasis_sql_runs_on_the_journal(tmp_path):
     conn = db(j)
     for table, columns in OASIS_COLUMNS.items():
         have = [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
-        assert have[:len(columns)] == columns, table
-    top = conn.execute("SELECT user_id, num_followers FROM user ORDER BY num_followers DESC, user_id LIMIT 5").fetchall()
+        assert have[: len(columns)] == columns, table
+    top = conn.execute(
+        "SELECT user_id, num_followers FROM user ORDER BY num_followers DESC, user_id LIMIT 5"
+    ).fetchall()
     order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))[:5]
     assert top == list(zip(order.tolist(), pf.u_followers.a[order].tolist()))
-    rows = conn.execute("SELECT p.post_id, u.user_name, p.num_likes FROM post p JOIN user u ON u.user_id = p.user_id"
-                        " ORDER BY p.post_id").fetchall()
+    rows = conn.execute(
+        "SELECT p.post_id, u.user_name, p.num_likes FROM post p JOIN user u ON u.user_id = p.user_id ORDER BY p.post_id"
+    ).fetchall()
     assert rows == [(p, pf.u_user_name[int(pf.p_author.a[p])], int(pf.p_likes.a[p])) for p in range(pf.n_posts)]
     likes = conn.execute("SELECT COUNT(*) FROM trace WHERE action = 'like_post' AND result = 'ok'").fetchone()[0]
-    assert likes == len(pf.rel["like"]) + conn.execute(
-        "SELECT COUNT(*) FROM trace WHERE action = 'unlike_post' AND result = 'ok'").fetchone()[0]
+    assert (
+        likes
+        == len(pf.rel["like"])
+        + conn.execute("SELECT COUNT(*) FROM trace WHERE action = 'unlike_post' AND result = 'ok'").fetchone()[0]
+    )
 
 
 @pytest.mark.parametrize("pipelined, max_values", [(True, None), (False, None), (True, 999)])
@@ -345,9 +478,17 @@ def test_from_db_restores_the_exact_state(tmp_path, pipelined, max_values):
 
 # --------------------------------------------------------------------------- property-based
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.tuples(
-    st.integers(-3, 8), st.integers(-2, 25), st.integers(-3, 12),
-    st.one_of(st.none(), st.text(max_size=60), st.binary(max_size=8).map(lambda b: b.decode("latin-1")))), max_size=40))
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(-3, 8),
+            st.integers(-2, 25),
+            st.integers(-3, 12),
+            st.one_of(st.none(), st.text(max_size=60), st.binary(max_size=8).map(lambda b: b.decode("latin-1"))),
+        ),
+        max_size=40,
+    )
+)
 def test_any_batch_keeps_state_consistent(tmp_path_factory, rows):
     tmp = tmp_path_factory.mktemp("prop")
     pf, j = fresh(tmp, n=6, edges=[(1, 0)], posts=((0, "a"), (1, "b"), (2, "c")))
@@ -392,7 +533,8 @@ def test_pair_set_matches_a_python_dict(compact_every, with_values):
         q = rng.integers(0, 40, 6)
         owner, second = ps.partners(q)
         assert sorted(zip(q[owner].tolist(), second.tolist())) == sorted(
-            (int(u), k & 0xFFFFFFFF) for u in q.tolist() for k in ref if k >> 32 == u)
+            (int(u), k & 0xFFFFFFFF) for u in q.tolist() for k in ref if k >> 32 == u
+        )
         probe = pair_keys(rng.integers(0, 40, 50), rng.integers(0, 40, 50))
         assert ps.contains_keys(probe).tolist() == [k in ref for k in probe.tolist()]
         assert len(ps) == len(ref)
@@ -411,11 +553,11 @@ def test_a_failed_commit_keeps_memory_and_journal_in_agreement(tmp_path):
 
     with pytest.raises(RuntimeError):
         j.commit_step(pf, advance_minutes=3, extra=failing_hook)
-    assert (pf.step, pf.minute) == (step, minute)          # the clock did not move
-    j.commit_step(pf, advance_minutes=3)                    # the pending like is written now
+    assert (pf.step, pf.minute) == (step, minute)  # the clock did not move
+    j.commit_step(pf, advance_minutes=3)  # the pending like is written now
     back = restored(j)
     assert back.p_likes.a[0] == 1 and len(back.rel["like"]) == 1 and back.step == step + 1
-    with pytest.raises(TypeError):                          # meta that is not JSON fails before BEGIN
+    with pytest.raises(TypeError):  # meta that is not JSON fails before BEGIN
         j.commit_step(pf, advance_minutes=3, meta={"x": object()})
     assert restored(j).step == step + 1
 
@@ -434,13 +576,13 @@ def test_a_full_disk_loses_nothing_that_was_committed(tmp_path, pipelined):
     if not pipelined:
         with pytest.raises(sqlite3.OperationalError, match="full"):
             run(pf, j, *posts)
-        assert pf.step == 1 and pf.pending.new_posts                  # still pending, clock kept
+        assert pf.step == 1 and pf.pending.new_posts  # still pending, clock kept
         j.conn.execute("PRAGMA max_page_count=1073741823")
         j.commit_step(pf, advance_minutes=3)
         back = restored(j)
         assert back.step == 2 and back.n_posts == 6 and back.p_content[5] == "x" * 100_000
         return
-    run(pf, j, *posts)                        # handed to the writer thread, which fails
+    run(pf, j, *posts)  # handed to the writer thread, which fails
     with pytest.raises(JournalError, match="full"):
         j.flush()
     with pytest.raises(JournalError):
@@ -449,7 +591,7 @@ def test_a_full_disk_loses_nothing_that_was_committed(tmp_path, pipelined):
         j.close()
     back = Platform.from_db(j.path)
     assert (back.step, back.n_posts, back.p_likes.a[0]) == (1, 1, 1)  # the step before the failure
-    assert (pf.step, pf.n_posts) == (2, 6)                            # memory went on
+    assert (pf.step, pf.n_posts) == (2, 6)  # memory went on
 
 
 @pytest.mark.parametrize("pipelined", [True, False])
@@ -468,7 +610,10 @@ def test_platform_changes_made_by_a_step_hook_join_the_step(tmp_path, pipelined)
     run(pf, j, (3, A.LIKE_POST, 1))
     assert seen == [0]
     assert db(j).execute("SELECT user_id, content, num_likes FROM post WHERE post_id = 1").fetchone() == (
-        2, "posted by a hook", 1)
+        2,
+        "posted by a hook",
+        1,
+    )
     assert restored(j).n_posts == pf.n_posts == 2
 
 
@@ -480,7 +625,9 @@ def test_a_resumed_journal_drops_its_indexes_until_close(tmp_path):
     j.close()
     j = Journal(j.path)
     pf = restored(j)
-    assert db(j).execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'").fetchone() == (0,)
+    assert db(j).execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_%'"
+    ).fetchone() == (0,)
     pf.apply(ActionBatch.of([(1, A.UNFOLLOW, 2)]))
     pf.apply(ActionBatch.of([(1, A.FOLLOW, 2)]))  # two applies, one commit
     j.commit_step(pf, advance_minutes=3)
@@ -540,15 +687,30 @@ def reference_info(action: int, target: int, new_id: int, text, result: int) -> 
     info = {}
     if 0 <= action < len(A):
         a = A(action)
-        key = ("post_id" if a in POST_TARGET else "comment_id" if a in COMMENT_TARGET
-               else "user_id" if a in USER_TARGET else None)
+        key = (
+            "post_id"
+            if a in POST_TARGET
+            else "comment_id"
+            if a in COMMENT_TARGET
+            else "user_id"
+            if a in USER_TARGET
+            else None
+        )
         if key:
             info[key] = target
         if new_id >= 0:
             info["comment_id" if a == A.CREATE_COMMENT else "post_id" if a == A.CREATE_POST else "new_post_id"] = new_id
-        text_key = ("query" if a in (A.SEARCH_POSTS, A.SEARCH_USER) else "reason" if a == A.REPORT_POST
-                    else "content" if a in TEXT_ACTIONS else None)
+        text_key = (
+            "query"
+            if a in (A.SEARCH_POSTS, A.SEARCH_USER)
+            else "reason"
+            if a == A.REPORT_POST
+            else "content"
+            if a in TEXT_ACTIONS
+            else None
+        )
         if text_key and text is not None:
+
             def storable(s):  # as UTF-8 TEXT, byte-exact: no NUL, no unpaired surrogate
                 return isinstance(s, str) and "\x00" not in s and s.encode("utf-8", "ignore").decode() == s
 
@@ -564,8 +726,20 @@ def reference_info(action: int, target: int, new_id: int, text, result: int) -> 
 
 def test_every_trace_row_holds_its_action_target_created_id_text_and_error(tmp_path):
     rng = np.random.default_rng(3)
-    pf, j = fresh(tmp_path, n=30, edges=[(i, (i + 1) % 30) for i in range(30)], posts=[(i, f"seed {i}") for i in range(5)])
-    texts_pool = ["plain", "quote ' \" ; DROP TABLE trace; --", "é 🙂 \u202e rtl", "x" * 300, "nul\x00byte", "lone \ud800", "", None, 7]
+    pf, j = fresh(
+        tmp_path, n=30, edges=[(i, (i + 1) % 30) for i in range(30)], posts=[(i, f"seed {i}") for i in range(5)]
+    )
+    texts_pool = [
+        "plain",
+        "quote ' \" ; DROP TABLE trace; --",
+        "é 🙂 \u202e rtl",
+        "x" * 300,
+        "nul\x00byte",
+        "lone \ud800",
+        "",
+        None,
+        7,
+    ]
     rows = []
     for _ in range(6):
         n = 150
@@ -597,12 +771,16 @@ def test_indexes_are_built_at_close(tmp_path):
     pf, j = random_run(tmp_path, steps=3)
 
     def indexes():
-        return {name for (name,) in db(j).execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'idx_%'")}
+        return {
+            name for (name,) in db(j).execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'idx_%'")
+        }
 
     assert indexes() == set()
     j.close()
     assert {"idx_follow_pair", "idx_like_pair", "idx_post_user", "idx_trace_step", "idx_opinion_user"} <= indexes()
-    for query, index in (("SELECT * FROM trace WHERE step = 2", "idx_trace_step"),
-                         ("SELECT * FROM follow WHERE follower_id = 3", "idx_follow_pair"),
-                         ('SELECT * FROM "like" WHERE post_id = 3 AND user_id = 1', "idx_like_pair")):
+    for query, index in (
+        ("SELECT * FROM trace WHERE step = 2", "idx_trace_step"),
+        ("SELECT * FROM follow WHERE follower_id = 3", "idx_follow_pair"),
+        ('SELECT * FROM "like" WHERE post_id = 3 AND user_id = 1', "idx_like_pair"),
+    ):
         assert index in " ".join(r[3] for r in db(j).execute("EXPLAIN QUERY PLAN " + query)), query

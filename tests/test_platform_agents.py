@@ -9,10 +9,10 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
-
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.platform_scenarios import MisinfoScenario, OracleModerator, ReportThresholdModerator
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
+
 from oasis_gym.platform import MISINFO_LABEL
 from oasis_gym.platform_agents import MODERATOR_POST_FEATURES
 
@@ -28,7 +28,7 @@ def test_sb3_make_vec_env_with_defaults():
     """SB3 passes render_mode='rgb_array' to gymnasium.make; the env renders a frame."""
     from stable_baselines3.common.env_util import make_vec_env
 
-    vec = make_vec_env("oasis_gym/Recommender-v0", n_envs=1)   # the documented defaults: 1 000 users
+    vec = make_vec_env("oasis_gym/Recommender-v0", n_envs=1)  # the documented defaults: 1 000 users
     try:
         obs = vec.reset()
         assert obs.shape == (1, 26)
@@ -64,9 +64,10 @@ def test_readme_sampling_loop_runs_with_platform_agents():
 
     text = README.read_text()
     block = re.search(r"```python\n(from oasis_gym.envs import twitter_v0\n.*?)```", text, re.S).group(1)
-    loop = block[block.index("while env.agents:"):block.index("env.feed_text")]
-    env = twitter_v0.parallel_env(users=30, max_cycles=3, activation=0.5, db_path=":memory:",
-                                  recommender_agent=True, moderator_agent=True)
+    loop = block[block.index("while env.agents:") : block.index("env.feed_text")]
+    env = twitter_v0.parallel_env(
+        users=30, max_cycles=3, activation=0.5, db_path=":memory:", recommender_agent=True, moderator_agent=True
+    )
     observations, infos = env.reset(seed=0)
     scope = {"env": env, "observations": observations}
     exec(compile(loop, "README.md", "exec"), scope)
@@ -77,20 +78,27 @@ def test_readme_sampling_loop_runs_with_platform_agents():
 def test_no_stale_moderator_cost():
     """The action cost is charged on the step of the action only."""
     from oasis_gym.envs import twitter_v0
+
     from oasis_gym.platform_agents import exposure_stats
     from oasis_gym.simulation import ActionArrays
 
-    env = twitter_v0.parallel_env(users=60, max_cycles=5, activation=0.5, db_path=":memory:",
-                                  moderator_agent=True, platform_agent_params={"moderator": {"action_cost": 0.5}})
+    env = twitter_v0.parallel_env(
+        users=60,
+        max_cycles=5,
+        activation=0.5,
+        db_path=":memory:",
+        moderator_agent=True,
+        platform_agent_params={"moderator": {"action_cost": 0.5}},
+    )
     env.reset(seed=0)
     sim = env.sim
-    sim.platform.create_posts(np.arange(5), ["hello"] * 5)   # true-by-default posts in the view
+    sim.platform.create_posts(np.arange(5), ["hello"] * 5)  # true-by-default posts in the view
     env.step_batch(ActionArrays.empty())
     agent = sim.platform_agents["moderator_0"]
     assert (agent.slots >= 0).any()
     out = env.step_batch(ActionArrays.empty(), {"moderator_0": np.full(agent.top_m, 2)})  # downrank all
     assert out.platform_rewards["moderator_0"] < -exposure_stats(sim)[0] - 0.4
-    out = env.step_batch(ActionArrays.empty())   # no moderator action this step: no cost
+    out = env.step_batch(ActionArrays.empty())  # no moderator action this step: no cost
     assert out.platform_rewards["moderator_0"] == pytest.approx(-exposure_stats(sim)[0])
     env.close()
 
@@ -107,7 +115,7 @@ def test_per_user_weights_rank_users_differently():
     rec = sim.recsys
     users = np.array([int(np.argmin(pf.u_opinion.a)), int(np.argmax(pf.u_opinion.a))])
     W = np.zeros((3, 8), np.float32)
-    W[0, 7] = 1.0                          # alignment: echo chamber for everyone
+    W[0, 7] = 1.0  # alignment: echo chamber for everyone
     rec.set_weights(W)
     feeds = rec.recommend(pf, users, 5)
     stance = np.nan_to_num(pf.p_stance.a)
@@ -125,14 +133,15 @@ def test_per_user_weights_rank_users_differently():
 def test_reward_components_in_info_and_sum_to_reward():
     env = RecommenderEnv(agent_params={"polarization_penalty": 10.0, "diversity_bonus": 0.3}, **TINY)
     env.reset(seed=2)
-    total_increase, sim = 0.0, None
+    total_increase = 0.0
     p0 = float(env.sim.platform.u_opinion.a.std())
     for _ in range(TINY["max_cycles"]):
         _, r, _, trunc, info = env.step(env.action_space.sample())
         c = info["reward_components"]
         assert set(c) == {"engagement", "misinfo_exposure", "polarization_increase", "diversity"}
-        assert r == pytest.approx(10.0 * c["engagement"] - c["misinfo_exposure"] - 10.0 * c["polarization_increase"]
-                                  + 0.3 * c["diversity"])
+        assert r == pytest.approx(
+            10.0 * c["engagement"] - c["misinfo_exposure"] - 10.0 * c["polarization_increase"] + 0.3 * c["diversity"]
+        )
         assert c["misinfo_exposure"] == info["misinfo_share"]
         total_increase += c["polarization_increase"]
     # the episode's polarization term is the increase since reset, not the level
@@ -162,14 +171,14 @@ def test_fact_checks_are_budgeted_delayed_and_noisy():
     agent = env.sim.platform_agents["moderator_0"]
     fc = agent.fact_check
     i_check = MODERATOR_POST_FEATURES.index("fact_check")
-    assert len(fc.sent_step) == 2 and not (fc.verdicts != 0).any()   # sent at reset, nothing back yet
+    assert len(fc.sent_step) == 2 and not (fc.verdicts != 0).any()  # sent at reset, nothing back yet
     for step in range(1, 9):
         obs, *_ = env.step(np.zeros(env.action_space.shape, np.int64))
         assert len(fc.sent_step) <= 2 * (step + 1)
     got = np.flatnonzero(fc.verdicts)
     assert len(got) and all(fc.sent_step[int(p)] + 2 <= env.sim.platform.step for p in got)
     label = env.sim.platform.p_label.a[got]
-    assert np.array_equal(fc.verdicts[got] > 0, label == MISINFO_LABEL)   # error 0: exact
+    assert np.array_equal(fc.verdicts[got] > 0, label == MISINFO_LABEL)  # error 0: exact
     x = obs.reshape(agent.top_m, -1)
     shown = agent.slots >= 0
     assert np.array_equal(x[shown, i_check], fc.verdicts[agent.slots[shown]])
@@ -201,7 +210,7 @@ def test_oracle_is_an_upper_bound_on_exposure():
         check = oracle_check(runs, oracle)
         assert check["beaten_on"] == [], name
         assert all(o["return"] >= r["return"] for o, r in zip(oracle, runs)), name
-    assert all(r["true_actioned_share"] == 0.0 and r["return"] == 0.0 for r in oracle)   # the maximum
+    assert all(r["true_actioned_share"] == 0.0 and r["return"] == 0.0 for r in oracle)  # the maximum
 
 
 def test_oracle_acts_beyond_the_view():
@@ -210,7 +219,7 @@ def test_oracle_acts_beyond_the_view():
     pf = env.sim.platform
     view = set(env.sim.platform_agents["moderator_0"].slots.tolist())
     action = OracleModerator(4)(env.sim)
-    assert set(action.posts.tolist()) - view           # more than the 2 posts of the view
+    assert set(action.posts.tolist()) - view  # more than the 2 posts of the view
     env.step(action)
     assert (pf.p_status.a[action.posts] == 3).all() and pf.u_suspended.a[pf.p_author.a[action.posts]].all()
     # the report rule still acts on the view only
@@ -229,22 +238,45 @@ def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsy
     import json
 
     import torch
+    from oasis_gym.train import common
 
     from oasis_gym import cli
-    from oasis_gym.train import common
 
     torch.set_num_threads(1)
     # the scenario's 1 000 users are too slow for a test: the tiny scenario through EnvConfig
     orig = common.EnvConfig.kwargs
-    monkeypatch.setattr(common.EnvConfig, "kwargs", lambda self: {**orig(self), "scenario": SCENARIO,
-                                                                   "activation": 0.3})
+    monkeypatch.setattr(
+        common.EnvConfig, "kwargs", lambda self: {**orig(self), "scenario": SCENARIO, "activation": 0.3}
+    )
     out = tmp_path / target
-    rc = cli.main(["train", target, "--users", "60", "--max-cycles", "4", "--timesteps", "16", "--n-envs", "1",
-                   "--n-steps", "8", "--eval-seeds", "1000", "1001", "--out", str(out)])
+    rc = cli.main(
+        [
+            "train",
+            target,
+            "--users",
+            "60",
+            "--max-cycles",
+            "4",
+            "--timesteps",
+            "16",
+            "--n-envs",
+            "1",
+            "--n-steps",
+            "8",
+            "--eval-seeds",
+            "1000",
+            "1001",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
-    baselines = (("reddit", "random", "chronological", "twitter", "default_weights") if target == "recommender"
-                 else ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend"))
+    baselines = (
+        ("reddit", "random", "chronological", "twitter", "default_weights")
+        if target == "recommender"
+        else ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend")
+    )
     for name in ("held_out_seeds (population 0", "held_out_population (population 1", "PPO wins", "±", *baselines):
         assert name in text, name
     result = json.loads((out / "eval.json").read_text())
@@ -269,7 +301,7 @@ def test_eval_sets_disjoint_from_training():
         check_disjoint([EvalSet("a", 1, (2**21,))], train_seed=0, n_envs=2)
     env = ModeratorEnv(**TINY)
     env.reset(seed=0)
-    assert all(env.reset()[1]["seed"] >= 2**20 for _ in range(3))   # unseeded resets: training draws
+    assert all(env.reset()[1]["seed"] >= 2**20 for _ in range(3))  # unseeded resets: training draws
     env.close()
 
 
@@ -277,15 +309,15 @@ def test_reward_components_reach_tensorboard(tmp_path):
     """Each reward component is its own TensorBoard curve (reward/<name>), read back from
     the event file SB3 wrote."""
     import torch
+    from oasis_gym.train.callbacks import EnvMetricsCallback
     from stable_baselines3 import PPO
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from oasis_gym.train.callbacks import EnvMetricsCallback
-
     torch.set_num_threads(1)
     env = RecommenderEnv(**{**TINY, "users": 50, "max_cycles": 4})
-    model = PPO("MlpPolicy", env, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu",
-                tensorboard_log=str(tmp_path))
+    model = PPO(
+        "MlpPolicy", env, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu", tensorboard_log=str(tmp_path)
+    )
     model.learn(16, callback=EnvMetricsCallback(), tb_log_name="rec")
     env.close()
     run_dir = next(tmp_path.glob("rec_*"))
@@ -294,20 +326,24 @@ def test_reward_components_reach_tensorboard(tmp_path):
     tags = set(ea.Tags()["scalars"])
     for name in ("engagement", "misinfo_exposure", "polarization_increase", "diversity"):
         assert f"reward/{name}" in tags, tags
-        assert len(ea.Scalars(f"reward/{name}")) == 2     # one value per rollout
+        assert len(ea.Scalars(f"reward/{name}")) == 2  # one value per rollout
 
 
 def test_train_cli_agent_params(capsys):
     """--agent-param sets the reward weights; a bad one is one line and exit code 2."""
     import argparse
 
-    from oasis_gym import cli
     from oasis_gym.train.recommender import Args, add_arguments, args_from_namespace
+
+    from oasis_gym import cli
 
     p = argparse.ArgumentParser()
     add_arguments(p)
-    args = args_from_namespace(p.parse_args(["--agent-param", "misinfo_penalty=0", "--agent-param",
-                                             "polarization_penalty=5"]), "recommender", Args())
+    args = args_from_namespace(
+        p.parse_args(["--agent-param", "misinfo_penalty=0", "--agent-param", "polarization_penalty=5"]),
+        "recommender",
+        Args(),
+    )
     env = args.env.make()
     assert env.agent_params["misinfo_penalty"] == 0.0 and env.agent_params["polarization_penalty"] == 5.0
     assert cli.main(["train", "recommender", "--agent-param", "nonsense=1"]) == 2

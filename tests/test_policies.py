@@ -7,12 +7,12 @@ import sqlite3
 
 import numpy as np
 import pytest
-
-from oasis_gym.actions import ActionType as A
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMConfig, ABMPolicy
 from oasis_gym.policies.base import DictPolicy, FunctionPolicy, RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
+
+from oasis_gym.actions import ActionType as A
 from oasis_gym.run import simulate
 
 
@@ -47,6 +47,7 @@ def test_a_user_is_routed_once():
 
 def test_a_plain_function_plugs_in(tmp_path):
     """Anyone's per-agent function drives users: here everyone likes the first post slot."""
+
     def like_first(agent, observation, env):
         if observation["action_mask"]["type"][A.LIKE_POST]:
             return {"type": A.LIKE_POST, "post": int(np.argmax(observation["action_mask"]["post"]))}
@@ -73,21 +74,30 @@ def test_dict_policy_sees_pettingzoo_observations():
     assert len(seen) == 2 and sum(seen) > 0
 
 
-@pytest.mark.parametrize("config", [ABMConfig(), ABMConfig(opinion_model="hegselmann_krause"),
-                                    ABMConfig(diffusion="independent_cascade", cascade_p=0.3),
-                                    ABMConfig(diffusion="threshold")])
+@pytest.mark.parametrize(
+    "config",
+    [
+        ABMConfig(),
+        ABMConfig(opinion_model="hegselmann_krause"),
+        ABMConfig(diffusion="independent_cascade", cascade_p=0.3),
+        ABMConfig(diffusion="threshold"),
+    ],
+)
 def test_abm_runs_are_seeded_and_valid(tmp_path, config):
     def run(seed, name):
         env = twitter_v0.parallel_env(users=400, activation=0.4, max_cycles=6, db_path=str(tmp_path / name))
         env.reset(seed=seed)
-        env.sim.platform.create_posts(np.arange(20), [f"seed post {i}" for i in range(20)],
-                                      stance=np.linspace(-1, 1, 20).astype(np.float32))
+        env.sim.platform.create_posts(
+            np.arange(20), [f"seed post {i}" for i in range(20)], stance=np.linspace(-1, 1, 20).astype(np.float32)
+        )
         policy = ABMPolicy(config)
         policy.reset(env, np.arange(400), seed)
         simulate(env, policy, reset=False)
         conn = sqlite3.connect(tmp_path / name)
-        return (conn.execute("SELECT user_id, action, info, result FROM trace").fetchall(),
-                env.sim.platform.u_opinion.a.copy())
+        return (
+            conn.execute("SELECT user_id, action, info, result FROM trace").fetchall(),
+            env.sim.platform.u_opinion.a.copy(),
+        )
 
     a, b, c = run(3, "a.db"), run(3, "b.db"), run(4, "c.db")
     assert a[0] == b[0] and np.array_equal(a[1], b[1])

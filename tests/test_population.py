@@ -31,8 +31,7 @@ from oasis_gym.population import (
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "oasis"
-TWITTER_FILES = ["False_Business_0.csv", "user_all_id_time.csv", "197_baoshou.csv",
-                 "197_progressive.csv"]
+TWITTER_FILES = ["False_Business_0.csv", "user_all_id_time.csv", "197_baoshou.csv", "197_progressive.csv"]
 
 
 def shared_or_packaged(name: str, where: str) -> Path:
@@ -70,10 +69,15 @@ def raw_edge_count(path: Path) -> int:
 # --------------------------------------------------------------------------- Twitter CSV
 
 
-@pytest.mark.parametrize("name,n_users", [("False_Business_0.csv", 111),
-                                          ("user_all_id_time.csv", 111),
-                                          ("197_baoshou.csv", 196),
-                                          ("197_progressive.csv", 196)])
+@pytest.mark.parametrize(
+    "name,n_users",
+    [
+        ("False_Business_0.csv", 111),
+        ("user_all_id_time.csv", 111),
+        ("197_baoshou.csv", 196),
+        ("197_progressive.csv", 196),
+    ],
+)
 def test_twitter_counts_and_edges(name: str, n_users: int, where: str) -> None:
     path = shared_or_packaged(name, where)
     pop = load_twitter_csv(path)
@@ -103,8 +107,7 @@ def test_false_business_counts(where: str) -> None:
 def test_previous_tweets_match_independent_parse(where: str) -> None:
     for name in TWITTER_FILES:
         path = shared_or_packaged(name, where)
-        expected = [(i, t) for i, r in enumerate(rows_of(path))
-                    for t in ast.literal_eval(r["previous_tweets"])]
+        expected = [(i, t) for i, r in enumerate(rows_of(path)) for t in ast.literal_eval(r["previous_tweets"])]
         assert load_twitter_csv(path).previous_posts == expected
     pop = load_twitter_csv(shared_or_packaged("False_Business_0.csv", where))
     author, text = pop.previous_posts[0]
@@ -114,8 +117,7 @@ def test_previous_tweets_match_independent_parse(where: str) -> None:
 def test_self_follows_dropped_or_kept(where: str) -> None:
     path = shared_or_packaged("197_baoshou.csv", where)
     rows = rows_of(path)
-    self_follows = sum(i in ast.literal_eval(r["following_agentid_list"])
-                       for i, r in enumerate(rows))
+    self_follows = sum(i in ast.literal_eval(r["following_agentid_list"]) for i, r in enumerate(rows))
     assert self_follows > 0  # the file really has them
     dropped = load_twitter_csv(path)
     kept = load_twitter_csv(path, drop_self_follows=False)
@@ -129,8 +131,7 @@ def test_197_core_users_and_counts(where: str) -> None:
     rows = rows_of(path)
     pop = load_twitter_csv(path)
     assert pop.is_core.sum() == sum(int(r["is_super_user"]) for r in rows) > 0
-    assert np.array_equal(np.flatnonzero(pop.is_core),
-                          [i for i, r in enumerate(rows) if r["is_super_user"] == "1"])
+    assert np.array_equal(np.flatnonzero(pop.is_core), [i for i, r in enumerate(rows) if r["is_super_user"] == "1"])
     assert pop.extra[3]["followers_count"] == int(rows[3]["follower_count"])
     assert pop.extra[3]["following_count"] == int(rows[3]["following_count"])
 
@@ -171,9 +172,14 @@ def test_197_activity_all_ones(where: str) -> None:
 
 def test_packaged_copies_identical() -> None:
     expected = sorted(p.name for p in SHARED.iterdir()) if SHARED.exists() else []
-    assert not expected or sorted(p.name for p in data_path("LICENSE").parent.iterdir()
-                                  if p.suffix != ".py" and p.name != "__pycache__") == expected
-    for src in (SHARED.iterdir() if SHARED.exists() else []):
+    assert (
+        not expected
+        or sorted(
+            p.name for p in data_path("LICENSE").parent.iterdir() if p.suffix != ".py" and p.name != "__pycache__"
+        )
+        == expected
+    )
+    for src in SHARED.iterdir() if SHARED.exists() else []:
         assert data_path(src.name).read_bytes() == src.read_bytes(), src.name
     assert "Apache License" in data_path("LICENSE").read_text(encoding="utf-8")
     with pytest.raises(FileNotFoundError):
@@ -207,8 +213,12 @@ def test_reddit_fields(where: str) -> None:
 
 def test_reddit_unknown_topic_sets_other(tmp_path: Path) -> None:
     f = tmp_path / "u.json"
-    f.write_text(json.dumps([{"username": "a", "interested_topics": ["Politics", "Knitting"]},
-                             {"username": "b", "opinion": -0.5}]), encoding="utf-8")
+    f.write_text(
+        json.dumps(
+            [{"username": "a", "interested_topics": ["Politics", "Knitting"]}, {"username": "b", "opinion": -0.5}]
+        ),
+        encoding="utf-8",
+    )
     pop = load_reddit_json(f)
     assert set(topic_names(int(pop.interests[0]))) == {"Politics", OTHER_TOPIC}
     assert pop.extra[0]["interested_topics"] == ["Politics", "Knitting"]
@@ -222,7 +232,8 @@ def test_topics_table() -> None:
         assert topic_mask([cat]) != 0
     assert topic_mask(["Others"]) == 1 << TOPIC_INDEX[OTHER_TOPIC]
     assert topic_mask(["economics", "IT (Information Technology)"]) == (
-        1 << TOPIC_INDEX["Economics"] | 1 << TOPIC_INDEX["Information Technology"])
+        1 << TOPIC_INDEX["Economics"] | 1 << TOPIC_INDEX["Information Technology"]
+    )
 
 
 # --------------------------------------------------------------------------- malformed files
@@ -237,7 +248,7 @@ def write_csv(tmp_path: Path, lines: list[str], name: str = "p.csv") -> Path:
 
 
 def good_rows() -> list[str]:
-    return [HEADER, '10,A,a,[1],[],x,x', '11,B,b,"[0, 2]",[],y,y', '12,C,c,[],[],z,z']
+    return [HEADER, "10,A,a,[1],[],x,x", '11,B,b,"[0, 2]",[],y,y', "12,C,c,[],[],z,z"]
 
 
 def expect_error(path: Path, row: object, field: object, **kw: object) -> ProfileError:
@@ -253,8 +264,7 @@ def expect_error(path: Path, row: object, field: object, **kw: object) -> Profil
 
 def test_good_tmp_csv_loads(tmp_path: Path) -> None:
     pop = load_profiles(write_csv(tmp_path, good_rows()))
-    assert pop.n == 3 and sorted(zip(pop.follow_src.tolist(), pop.follow_dst.tolist())) == [
-        (0, 1), (1, 0), (1, 2)]
+    assert pop.n == 3 and sorted(zip(pop.follow_src.tolist(), pop.follow_dst.tolist())) == [(0, 1), (1, 0), (1, 2)]
 
 
 def test_missing_required_column(tmp_path: Path) -> None:
@@ -266,7 +276,7 @@ def test_missing_required_column(tmp_path: Path) -> None:
 def test_non_utf8_bytes(tmp_path: Path) -> None:
     f = tmp_path / "bad.csv"
     lines = good_rows()
-    data = ("\n".join(lines[:2]) + "\n").encode() + b'11,B,b,[0],[],caf\xe9,y\n'
+    data = ("\n".join(lines[:2]) + "\n").encode() + b"11,B,b,[0],[],caf\xe9,y\n"
     f.write_bytes(data)
     err = expect_error(f, 2, "user_char")
     assert "UTF-8" in str(err)
@@ -297,32 +307,29 @@ def test_duplicate_user_id(tmp_path: Path) -> None:
 
 def test_missing_username_and_field_count(tmp_path: Path) -> None:
     lines = good_rows()
-    lines[2] = '11,B,,[0],[],y,y'
+    lines[2] = "11,B,,[0],[],y,y"
     expect_error(write_csv(tmp_path, lines), 2, "username")
-    lines[2] = '11,B,b,[0],[],y'
+    lines[2] = "11,B,b,[0],[],y"
     expect_error(write_csv(tmp_path, lines), 2, None)
 
 
 def activity_rows(values: list[str]) -> list[str]:
     return ["username,following_agentid_list,activity_level_frequency"] + [
-        f'u{i},[],"{v}"' for i, v in enumerate(values)]
+        f'u{i},[],"{v}"' for i, v in enumerate(values)
+    ]
 
 
 def test_activity_wrong_length_or_negative(tmp_path: Path) -> None:
     ok = str([1] * 24)
-    err = expect_error(write_csv(tmp_path, activity_rows([ok, str([1] * 23)])), 2,
-                       "activity_level_frequency")
+    err = expect_error(write_csv(tmp_path, activity_rows([ok, str([1] * 23)])), 2, "activity_level_frequency")
     assert "23 values" in str(err)
-    expect_error(write_csv(tmp_path, activity_rows([str([1] * 23 + [-2]), ok])), 1,
-                 "activity_level_frequency")
-    expect_error(write_csv(tmp_path, activity_rows([ok, "[1, 2, x]"])), 2,
-                 "activity_level_frequency")
+    expect_error(write_csv(tmp_path, activity_rows([str([1] * 23 + [-2]), ok])), 1, "activity_level_frequency")
+    expect_error(write_csv(tmp_path, activity_rows([ok, "[1, 2, x]"])), 2, "activity_level_frequency")
 
 
 def test_activity_file_missing_user(tmp_path: Path) -> None:
     base = write_csv(tmp_path, good_rows())
-    act = write_csv(tmp_path, ["user_id,activity_level_frequency",
-                               f'10,"{[1] * 24}"', f'11,"{[2] * 24}"'], "act.csv")
+    act = write_csv(tmp_path, ["user_id,activity_level_frequency", f'10,"{[1] * 24}"', f'11,"{[2] * 24}"'], "act.csv")
     expect_error(base, 3, "user_id", activity_path=act)
     act2 = write_csv(tmp_path, ["activity_level_frequency", f'"{[1] * 24}"'], "act2.csv")
     with pytest.raises(ProfileError, match="has 1 rows"):
@@ -338,11 +345,9 @@ def write_rows(path: Path, rows: list[list[str]]) -> Path:
 def test_previous_tweets_nested_repr(tmp_path: Path) -> None:
     nested = repr([repr(["first tweet", "second, with comma"])])
     head = HEADER.split(",")
-    rows = [head, ["1", "A", "a", "[]", nested, "x", "x"],
-            ["2", "B", "b", "[]", repr(["plain one"]), "y", "y"]]
+    rows = [head, ["1", "A", "a", "[]", nested, "x", "x"], ["2", "B", "b", "[]", repr(["plain one"]), "y", "y"]]
     pop = load_profiles(write_rows(tmp_path / "t.csv", rows))
-    assert pop.previous_posts == [(0, "first tweet"), (0, "second, with comma"),
-                                  (1, "plain one")]
+    assert pop.previous_posts == [(0, "first tweet"), (0, "second, with comma"), (1, "plain one")]
     rows[2][4] = "[1, 2]"
     expect_error(write_rows(tmp_path / "t.csv", rows), 2, "previous_tweets")
     rows[2][4] = "not a list"
@@ -370,14 +375,11 @@ def test_json_not_list_of_objects(tmp_path: Path) -> None:
 
 
 def test_json_missing_username_and_bad_fields(tmp_path: Path) -> None:
-    expect_error(write_json(tmp_path, [{"username": "a"}, {"realname": "B"}]),
-                 "index 1", "username")
+    expect_error(write_json(tmp_path, [{"username": "a"}, {"realname": "B"}]), "index 1", "username")
     expect_error(write_json(tmp_path, [{"username": ""}]), "index 0", "username")
-    expect_error(write_json(tmp_path, [{"username": "a", "interested_topics": [1]}]),
-                 "index 0", "interested_topics")
+    expect_error(write_json(tmp_path, [{"username": "a", "interested_topics": [1]}]), "index 0", "interested_topics")
     expect_error(write_json(tmp_path, [{"username": "a", "bio": 5}]), "index 0", "bio")
-    expect_error(write_json(tmp_path, [{"username": "a", "opinion": 3}]), "index 0",
-                 "opinion")
+    expect_error(write_json(tmp_path, [{"username": "a", "opinion": 3}]), "index 0", "opinion")
 
 
 def test_json_syntax_and_encoding(tmp_path: Path) -> None:
@@ -418,9 +420,9 @@ def test_subset_remaps_edges() -> None:
     sub = pop.subset(ids)
     sub.validate()
     pos = {int(u): k for k, u in enumerate(ids)}
-    expected = {(pos[s], pos[d]) for s, d in zip(pop.follow_src.tolist(),
-                                                pop.follow_dst.tolist())
-                if s in pos and d in pos}
+    expected = {
+        (pos[s], pos[d]) for s, d in zip(pop.follow_src.tolist(), pop.follow_dst.tolist()) if s in pos and d in pos
+    }
     assert set(zip(sub.follow_src.tolist(), sub.follow_dst.tolist())) == expected
     assert list(sub.user_name) == [pop.user_name[i] for i in ids]
 
@@ -526,16 +528,16 @@ def test_synthetic_small_and_args() -> None:
 
 
 def test_csv_optional_topic_opinion_columns(tmp_path: Path) -> None:
-    rows = [["username", "following_agentid_list", "interested_topics", "opinion",
-             "is_super_user", "country"],
-            ["a", "[1]", repr(["Politics", "Sports"]), "0.75", "1", "UK"],
-            ["b", "", "", "", "0", "FR"]]
+    rows = [
+        ["username", "following_agentid_list", "interested_topics", "opinion", "is_super_user", "country"],
+        ["a", "[1]", repr(["Politics", "Sports"]), "0.75", "1", "UK"],
+        ["b", "", "", "", "0", "FR"],
+    ]
     pop = load_profiles(write_rows(tmp_path / "t.csv", rows))
     assert topic_names(int(pop.interests[0])) == ["Politics", "Sports"]
     assert pop.interests[1] == 0 and pop.opinion.tolist() == [0.75, 0.0]
     assert pop.is_core.tolist() == [True, False]
-    assert pop.extra[1]["country"] == "FR" and pop.extra[0]["interested_topics"] == [
-        "Politics", "Sports"]
+    assert pop.extra[1]["country"] == "FR" and pop.extra[0]["interested_topics"] == ["Politics", "Sports"]
     assert list(pop.name) == ["a", "b"] and pop.num_edges == 1
     rows[2][3] = "1.5"
     expect_error(write_rows(tmp_path / "t.csv", rows), 2, "opinion")

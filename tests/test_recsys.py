@@ -39,11 +39,19 @@ def population(bios: list[str], follows=(), interests=None) -> SimpleNamespace:
     src = np.array([a for a, _ in follows], dtype=np.int64)
     dst = np.array([b for _, b in follows], dtype=np.int64)
     return SimpleNamespace(
-        n=n, user_name=[f"user{i}" for i in range(n)], name=[f"User {i}" for i in range(n)],
-        bio=list(bios), persona=[""] * n, activity=np.zeros((n, 24), np.float32),
-        follow_src=src, follow_dst=dst, previous_posts=[], opinion=np.zeros(n, np.float32),
+        n=n,
+        user_name=[f"user{i}" for i in range(n)],
+        name=[f"User {i}" for i in range(n)],
+        bio=list(bios),
+        persona=[""] * n,
+        activity=np.zeros((n, 24), np.float32),
+        follow_src=src,
+        follow_dst=dst,
+        previous_posts=[],
+        opinion=np.zeros(n, np.float32),
         interests=np.zeros(n, np.uint64) if interests is None else np.asarray(interests, np.uint64),
-        is_core=np.zeros(n, bool))
+        is_core=np.zeros(n, bool),
+    )
 
 
 def platform_with(bios, follows=()) -> Platform:
@@ -87,7 +95,7 @@ def check_visible(pf: Platform, users: np.ndarray, feed: np.ndarray) -> None:
     for u, row in zip(users.tolist(), feed):
         ids = row[row >= 0]
         assert len(set(ids.tolist())) == len(ids), "a post appears twice"
-        assert (row[len(ids):] == -1).all(), "padding must come last"
+        assert (row[len(ids) :] == -1).all(), "padding must come last"
         assert not (pf.p_kind.a[ids] == REPOST).any(), "reposts surface their root"
         assert not (pf.p_author.a[ids] == u).any(), "own post recommended"
         assert not (pf.p_status.a[ids] == REMOVED).any(), "removed post recommended"
@@ -188,8 +196,10 @@ def test_feeds_deterministic_per_seed(name, busy):
 def test_random_depends_on_seed(busy):
     users = np.arange(busy.n_users)
     rec = fresh("random", busy)
-    assert not np.array_equal(rec.recommend(busy, users, 10, np.random.default_rng(1)),
-                              rec.recommend(busy, users, 10, np.random.default_rng(2)))
+    assert not np.array_equal(
+        rec.recommend(busy, users, 10, np.random.default_rng(1)),
+        rec.recommend(busy, users, 10, np.random.default_rng(2)),
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -399,12 +409,22 @@ def test_hash_embedder_unit_rows_and_deterministic():
 
 
 def test_hash_embedder_same_across_processes():
-    code = ("import numpy as np; from oasis_gym.recsys import HashEmbedder;"
-            "print(HashEmbedder().embed_texts(['astronomy and telescopes'])[0][:64].round(6).tolist())")
+    code = (
+        "import numpy as np; from oasis_gym.recsys import HashEmbedder;"
+        "print(HashEmbedder().embed_texts(['astronomy and telescopes'])[0][:64].round(6).tolist())"
+    )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root)
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**env, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**env, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(outs) == 1
 
 
@@ -458,8 +478,9 @@ def test_dense_topk_matches_full_sort_with_ties():
 
 
 def test_segmented_topk_and_merge():
-    out = segmented_topk(np.array([0, 0, 0, 2, 2]), np.array([5, 6, 5, 7, 8]),
-                         np.array([1.0, 1.0, 3.0, 0.0, 2.0]), 3, 2)
+    out = segmented_topk(
+        np.array([0, 0, 0, 2, 2]), np.array([5, 6, 5, 7, 8]), np.array([1.0, 1.0, 3.0, 0.0, 2.0]), 3, 2
+    )
     assert out.tolist() == [[5, 6], [-1, -1], [8, 7]]
     # maybe_dup: only flagged entries may repeat others; the best entry of a repeated post wins
     rows, posts = np.array([0, 0, 0, 1, 1]), np.array([5, 5, 6, 5, 7])
@@ -545,6 +566,7 @@ def test_agent_pool_stats_match_brute_force(busy):
     followed = busy.rel["follow"].contains(np.repeat(users, len(pool)), np.tile(busy.p_author.a[pool], len(users)))
     inn = followed.reshape(len(users), len(pool))
     from oasis_gym.recsys.base import followee_items
+
     r, shown, _ = followee_items(busy, users, rec.in_network_per_followee)
     at = np.searchsorted(pool, shown)
     ok = (at < len(pool)) & (pool[np.minimum(at, len(pool) - 1)] == shown)
@@ -553,7 +575,8 @@ def test_agent_pool_stats_match_brute_force(busy):
     assert stats[j] == pytest.approx(inn.mean(), abs=1e-6)
     x = rec.candidate_pool_stats(busy)[:nf]
     assert x[CANDIDATE_FEATURES.index("popularity")] == pytest.approx(
-        np.mean(np.log1p(busy.p_likes.a[pool] + busy.p_shares.a[pool]) / np.log(1000)), abs=1e-6)
+        np.mean(np.log1p(busy.p_likes.a[pool] + busy.p_shares.a[pool]) / np.log(1000)), abs=1e-6
+    )
 
 
 def test_recent_pool_window():
@@ -582,5 +605,5 @@ def test_sentence_transformer_embedder_is_lazy():
         with pytest.raises(ImportError, match="sentence-transformers"):
             emb.embed_texts(["hello"])
     else:  # installed: a missing local path must fail instead of downloading
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 (whatever the library raises, no download)
             emb.embed_texts(["hello"])

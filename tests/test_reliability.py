@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from oasis_gym.envs import twitter_v0
-from oasis_gym.platform import JournalError, Platform
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
+
+from oasis_gym.platform import JournalError, Platform
 from oasis_gym.run import resume, simulate
 
 ALL = tuple(range(23))
@@ -28,10 +28,12 @@ ALL = tuple(range(23))
 def journal_rows(path):
     conn = sqlite3.connect(path)
     try:
-        return (conn.execute("SELECT user_id, action, info, step, result FROM trace ORDER BY rowid").fetchall(),
-                conn.execute("SELECT * FROM post ORDER BY post_id").fetchall(),
-                conn.execute("SELECT * FROM opinion ORDER BY rowid").fetchall(),
-                conn.execute('SELECT user_id, post_id FROM "like" ORDER BY like_id').fetchall())
+        return (
+            conn.execute("SELECT user_id, action, info, step, result FROM trace ORDER BY rowid").fetchall(),
+            conn.execute("SELECT * FROM post ORDER BY post_id").fetchall(),
+            conn.execute("SELECT * FROM opinion ORDER BY rowid").fetchall(),
+            conn.execute('SELECT user_id, post_id FROM "like" ORDER BY like_id').fetchall(),
+        )
     finally:
         conn.close()
 
@@ -103,19 +105,20 @@ def test_sigkill_mid_run_leaves_a_consistent_resumable_journal(tmp_path):
 def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path):
     """Disk full (SQLite's max_page_count) under a pipelined run: the next step raises
     JournalError, the journal keeps the steps before, and the env still resets and closes."""
-    env = twitter_v0.parallel_env(users=300, activation=1.0, max_cycles=5, db_path=str(tmp_path / "full.db"),
-                                  available_actions=ALL)
+    env = twitter_v0.parallel_env(
+        users=300, activation=1.0, max_cycles=5, db_path=str(tmp_path / "full.db"), available_actions=ALL
+    )
     policy = make_policy()
     obs, _ = env.reset(seed=1)
     policy.reset(env, np.arange(300), 1)
     env.step_batch(policy.act(env, env.sim.obs))
     conn = env.sim.journal.conn
     conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
-    env.step_batch(policy.act(env, env.sim.obs))        # handed to the writer thread, which fails
+    env.step_batch(policy.act(env, env.sim.obs))  # handed to the writer thread, which fails
     with pytest.raises(JournalError, match="full"):
         env.step_batch(policy.act(env, env.sim.obs))
     assert Platform.from_db(tmp_path / "full.db").step == 1
-    env.reset(seed=2)                                    # a new episode, a new journal
+    env.reset(seed=2)  # a new episode, a new journal
     summary = simulate(env, policy, seed=2, reset=False)
     assert summary.steps == 5
     env.close()
@@ -123,18 +126,29 @@ def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path
 
 
 action_values = st.one_of(
-    st.integers(-(2**40), 2**40), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20), st.none(),
-    st.lists(st.integers(-5, 30), max_size=6), st.binary(max_size=10),
-    st.fixed_dictionaries({}, optional={
-        "type": st.one_of(st.integers(-3, 30), st.floats(), st.text(max_size=3)),
-        "post": st.one_of(st.integers(-3, 30), st.floats(), st.none()),
-        "comment": st.integers(-3, 30), "user": st.one_of(st.integers(-(2**63), 2**63 - 1), st.floats()),
-        "text": st.one_of(st.text(max_size=300), st.none(), st.integers(), st.binary(max_size=20)),
-        "stance": st.one_of(st.floats(), st.text(max_size=3), st.none())}))
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.none(),
+    st.lists(st.integers(-5, 30), max_size=6),
+    st.binary(max_size=10),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.one_of(st.integers(-3, 30), st.floats(), st.text(max_size=3)),
+            "post": st.one_of(st.integers(-3, 30), st.floats(), st.none()),
+            "comment": st.integers(-3, 30),
+            "user": st.one_of(st.integers(-(2**63), 2**63 - 1), st.floats()),
+            "text": st.one_of(st.text(max_size=300), st.none(), st.integers(), st.binary(max_size=20)),
+            "stance": st.one_of(st.floats(), st.text(max_size=3), st.none()),
+        },
+    ),
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(values=st.lists(action_values, min_size=1, max_size=12))
 def test_any_action_value_is_applied_or_recorded_never_crashes(tmp_path_factory, values):
     db = tmp_path_factory.mktemp("hyp") / "h.db"

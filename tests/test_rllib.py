@@ -19,15 +19,20 @@ if os.environ.get("OASIS_GYM_REQUIRE_RLLIB") != "1":
 
 from oasis_gym.envs.platform_scenarios import MisinfoScenario  # noqa: E402
 
-SCENARIO = MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3,
-                           agent_params={"moderator": {"top_m": 5}})
+SCENARIO = MisinfoScenario(
+    initial_true=8,
+    initial_misinfo=4,
+    stream_rate=1.5,
+    n_outlets=5,
+    n_misinfo_accounts=3,
+    agent_params={"moderator": {"top_m": 5}},
+)
 ENV = {"users": 60, "max_cycles": 6, "scenario": SCENARIO, "learn_moderator": True, "activation": 0.3}
 
 
 def test_parallel_env_api():
-    from pettingzoo.test import parallel_api_test
-
     from oasis_gym.train.rllib_recommender import PlatformAgentsParallelEnv
+    from pettingzoo.test import parallel_api_test
 
     env = PlatformAgentsParallelEnv(**ENV)
     parallel_api_test(env, num_cycles=8)
@@ -40,7 +45,6 @@ def test_parallel_env_api():
 def test_rllib_trains_both_platform_agents(tmp_path):
     import gymnasium
     import ray
-
     from oasis_gym.train.rllib_recommender import train
 
     try:
@@ -49,8 +53,8 @@ def test_rllib_trains_both_platform_agents(tmp_path):
         ray.shutdown()
     assert [r["iteration"] for r in rows] == [1, 2, 3]
     steps = [r["num_env_steps_sampled_lifetime"] for r in rows]
-    assert all(b > a for a, b in zip(steps, steps[1:]))   # each iteration sampled new steps
-    for r in rows:                                           # a learning curve for each learner
+    assert all(b > a for a, b in zip(steps, steps[1:]))  # each iteration sampled new steps
+    for r in rows:  # a learning curve for each learner
         returns = r["agent_episode_returns_mean"]
         assert set(returns) == {"recommender_0", "moderator_0"}
         assert all(math.isfinite(v) for v in returns.values())

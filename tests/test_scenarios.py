@@ -11,8 +11,8 @@ import sqlite3
 
 import numpy as np
 import pytest
-
 from conftest import make_population
+
 from oasis_gym.actions import ActionType as A
 from oasis_gym.platform import ActionBatch, Platform
 from oasis_gym.platform.journal import read_meta
@@ -46,6 +46,7 @@ def _monotone(x) -> bool:
 
 # --------------------------------------------------------------------------- config
 
+
 def test_shipped_scenarios_load():
     assert SHIPPED <= set(list_scenarios())
     for name in SHIPPED:
@@ -55,8 +56,16 @@ def test_shipped_scenarios_load():
 
 
 def test_overrides_bare_dotted_and_errors():
-    sc = load_scenario("reddit_herd_effect", ["users=3600", "steps=7", "policy.abm.post_rate=0.5",
-                                              'policy.comment_votes.herd_weight=0', "env.log_recs=true"])
+    sc = load_scenario(
+        "reddit_herd_effect",
+        [
+            "users=3600",
+            "steps=7",
+            "policy.abm.post_rate=0.5",
+            "policy.comment_votes.herd_weight=0",
+            "env.log_recs=true",
+        ],
+    )
     assert sc.config["population"]["users"] == 3600 and sc.steps == 7
     assert sc.config["policy"]["abm"]["post_rate"] == 0.5
     assert sc.config["policy"]["comment_votes"]["herd_weight"] == 0
@@ -70,8 +79,13 @@ def test_overrides_bare_dotted_and_errors():
         load_scenario("reddit_herd_effect", {"policy.kind": "telepathy"})
     with pytest.raises(FileNotFoundError):
         load_scenario("no_such_scenario")
-    assert parse_sets(["a=1", "b=0.5", "c=text", 'd=["x", "y"]', "e=true"]) == \
-        {"a": 1, "b": 0.5, "c": "text", "d": ["x", "y"], "e": True}
+    assert parse_sets(["a=1", "b=0.5", "c=text", 'd=["x", "y"]', "e=true"]) == {
+        "a": 1,
+        "b": 0.5,
+        "c": "text",
+        "d": ["x", "y"],
+        "e": True,
+    }
     with pytest.raises(ValueError):
         parse_sets(["novalue"])
 
@@ -86,7 +100,7 @@ def test_nrmse_formula_and_padding():
 def test_interview_opinion_parsing():
     assert interview_opinion("7 - she should go for it") == pytest.approx(0.7)
     assert interview_opinion("I'd say -10, too risky") == pytest.approx(-1.0)
-    assert interview_opinion("In 2024 I think -3") == pytest.approx(-0.3)   # 2024 is off the scale
+    assert interview_opinion("In 2024 I think -3") == pytest.approx(-0.3)  # 2024 is off the scale
     assert interview_opinion("I strongly support it, a great idea") > 0
     assert math.isnan(interview_opinion("hmm"))
 
@@ -101,7 +115,7 @@ def test_root_cascade_curves_end_of_step_stamps():
     pf.apply(ActionBatch.of([(2, A.REPOST, root), (3, A.REPOST, root)]))
     c = root_cascade_curves(pf, root, horizon=8, minutes_per_step=3)
     assert c.scale[0].tolist() == [1, 1, 1, 2, 2, 2, 4, 4, 4]
-    assert c.depth[0].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]     # 2 hangs under 1's repost
+    assert c.depth[0].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # 2 hangs under 1's repost
     assert c.max_breadth[0].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
 
 
@@ -126,12 +140,13 @@ def test_sampled_feed_draws_from_the_top():
         for row, t in zip(out, top):
             assert set(row.tolist()) <= set(t.tolist()) and len(set(row.tolist())) == 3
             seen |= set(row.tolist())
-    assert seen == set(top.ravel().tolist())          # every one of the top 6 gets shown
-    few = SampledFeed(inner, 50).recommend(pf, np.array([0]), 20, rng)   # user 0 authored all
+    assert seen == set(top.ravel().tolist())  # every one of the top 6 gets shown
+    few = SampledFeed(inner, 50).recommend(pf, np.array([0]), 20, rng)  # user 0 authored all
     assert (few == -1).all()
 
 
 # --------------------------------------------------------------------------- information spread
+
 
 def test_information_spread_full_run(tmp_path):
     db = str(tmp_path / "spread.db")
@@ -154,17 +169,19 @@ def test_information_spread_full_run(tmp_path):
     assert sim["scale"][0] == 1 and sim["depth"][0] == 0 and sim["max_breadth"][0] == 0
     assert all(b <= s - 1 for b, s in zip(sim["max_breadth"], sim["scale"]))
     assert all(d <= s - 1 for d, s in zip(sim["depth"], sim["scale"]))
-    assert sim["scale"][-1] > 1                   # it spread
+    assert sim["scale"][-1] > 1  # it spread
     # scale = root author + distinct reposters of the root in the journal
-    reposters = _query(db, "SELECT COUNT(DISTINCT user_id) FROM post WHERE original_post_id = ? AND kind = 1",
-                       (f["root_post"],))[0][0]
+    reposters = _query(
+        db, "SELECT COUNT(DISTINCT user_id) FROM post WHERE original_post_id = ? AND kind = 1", (f["root_post"],)
+    )[0][0]
     assert sim["scale"][-1] == 1 + reposters
     # per-step metrics: one row per step and tag, the real curve read at the end of each step
     rows = _query(db, "SELECT step, value FROM metrics WHERE tag = 'spread/real_scale' ORDER BY step")
     assert [s for s, _ in rows] == list(range(50))
     assert [v for _, v in rows] == [real["scale"][3 * (s + 1)] for s in range(50)]
-    assert _query(db, "SELECT value FROM metrics WHERE tag = 'spread/nrmse_scale'")[0][0] == \
-        pytest.approx(f["nrmse"]["scale"])
+    assert _query(db, "SELECT value FROM metrics WHERE tag = 'spread/nrmse_scale'")[0][0] == pytest.approx(
+        f["nrmse"]["scale"]
+    )
     meta = read_meta(db)
     assert meta["state"]["scenario"]["config"]["scenario"]["name"] == "twitter_information_spread"
     assert meta["scenario_figures"]["nrmse"]["depth"] == pytest.approx(f["nrmse"]["depth"])
@@ -172,16 +189,19 @@ def test_information_spread_full_run(tmp_path):
 
 def test_information_spread_attention_decay_acts():
     """A vanishing half-life leaves only the reposts of step 0 (age 0); none is plain IC."""
-    f = load_scenario("twitter_information_spread", {"policy.abm.cascade_half_life": 1e-6, "steps": 6,
-                                                     "metrics.enabled": False}).run(db_path=":memory:")
+    f = load_scenario(
+        "twitter_information_spread", {"policy.abm.cascade_half_life": 1e-6, "steps": 6, "metrics.enabled": False}
+    ).run(db_path=":memory:")
     scale = f["sim_curves"]["scale"]
     assert scale[3] == scale[-1] > 1
-    g = load_scenario("twitter_information_spread", {"policy.abm.cascade_half_life": "none", "steps": 6,
-                                                     "metrics.enabled": False}).run(db_path=":memory:")
+    g = load_scenario(
+        "twitter_information_spread", {"policy.abm.cascade_half_life": "none", "steps": 6, "metrics.enabled": False}
+    ).run(db_path=":memory:")
     assert g["sim_curves"]["scale"][-1] > g["sim_curves"]["scale"][3]
 
 
 # --------------------------------------------------------------------------- group polarization
+
 
 def test_group_polarization_reduced(tmp_path):
     db = str(tmp_path / "pol.db")
@@ -208,12 +228,14 @@ def test_group_polarization_reduced(tmp_path):
 
 
 def test_group_polarization_one_group():
-    f = load_scenario("group_polarization", {"steps": 2, "population.groups": ["197_baoshou.csv"],
-                                             "metrics.enabled": False}).run(db_path=":memory:")
+    f = load_scenario(
+        "group_polarization", {"steps": 2, "population.groups": ["197_baoshou.csv"], "metrics.enabled": False}
+    ).run(db_path=":memory:")
     assert list(f["groups"]) == ["conservative"] and f["groups"]["conservative"]["users"] == 196
 
 
 # --------------------------------------------------------------------------- herd effect
+
 
 def test_herd_effect_reduced_matches_journal(tmp_path):
     db = str(tmp_path / "herd.db")
@@ -228,8 +250,10 @@ def test_herd_effect_reduced_matches_journal(tmp_path):
         likes = _query(db, f"SELECT COUNT(*) FROM comment_like WHERE comment_id IN ({marks})", ids)[0][0]
         dislikes = _query(db, f"SELECT COUNT(*) FROM comment_dislike WHERE comment_id IN ({marks})", ids)[0][0]
         assert f["final_mean_score"][g] == pytest.approx((likes - dislikes) / len(ids))
-        by_users = sum(_query(db, f"SELECT COUNT(*) FROM {t} WHERE comment_id IN ({marks}) AND user_id < ?",
-                              [*ids, n_users])[0][0] for t in ("comment_like", "comment_dislike"))
+        by_users = sum(
+            _query(db, f"SELECT COUNT(*) FROM {t} WHERE comment_id IN ({marks}) AND user_id < ?", [*ids, n_users])[0][0]
+            for t in ("comment_like", "comment_dislike")
+        )
         assert f["user_votes"][g] == by_users
     assert sum(f["user_votes"].values()) > 0
     assert len(f["series"]["up"]) == 10
@@ -237,11 +261,18 @@ def test_herd_effect_reduced_matches_journal(tmp_path):
 
 def test_herd_rule_follows_the_shown_score():
     """With a huge herd weight every vote follows the sign of the shown score."""
-    sc = load_scenario("reddit_herd_effect", {"steps": 10, "users": 60, "metrics.enabled": False,
-                                              "policy.comment_votes.vote_rate": 1.0,
-                                              "policy.comment_votes.herd_weight": 50.0})
+    sc = load_scenario(
+        "reddit_herd_effect",
+        {
+            "steps": 10,
+            "users": 60,
+            "metrics.enabled": False,
+            "policy.comment_votes.vote_rate": 1.0,
+            "policy.comment_votes.herd_weight": 50.0,
+        },
+    )
     f = sc.run(db_path=":memory:")
-    assert f["run"]["users"] == 62                     # 36 profiles + 24 synthetic + 2 seed accounts
+    assert f["run"]["users"] == 62  # 36 profiles + 24 synthetic + 2 seed accounts
     assert f["user_votes"]["up"] > 0 and f["user_votes"]["down"] > 0
     assert f["final_mean_score"]["up"] == pytest.approx(1 + f["user_votes"]["up"] / f["groups"]["up"])
     assert f["final_mean_score"]["down"] == pytest.approx(-1 - f["user_votes"]["down"] / f["groups"]["down"])
@@ -250,11 +281,13 @@ def test_herd_rule_follows_the_shown_score():
 
 # --------------------------------------------------------------------------- misinformation
 
+
 def test_misinformation_reduced_matches_journal(tmp_path):
     db = str(tmp_path / "mis.db")
-    f = load_scenario("misinformation_1m", {"users": 3000, "steps": 6,
-                                            "policy.abm.behaviour.repost_rate": 0.2,
-                                            "policy.abm.behaviour.comment_rate": 0.1}).run(db_path=db)
+    f = load_scenario(
+        "misinformation_1m",
+        {"users": 3000, "steps": 6, "policy.abm.behaviour.repost_rate": 0.2, "policy.abm.behaviour.comment_rate": 0.1},
+    ).run(db_path=db)
     roots = [r["post_id"] for r in f["per_root"]]
     labels = dict(_query(db, f"SELECT post_id, label FROM post WHERE post_id IN ({','.join('?' * 8)})", roots))
     for r in f["per_root"]:
@@ -265,8 +298,12 @@ def test_misinformation_reduced_matches_journal(tmp_path):
                UNION ALL SELECT p.post_id, fam.root FROM post p JOIN fam ON p.original_post_id = fam.post_id
                WHERE p.kind != 0)"""
     for r in f["per_root"]:
-        reposts, quotes = (_query(db, fam + " SELECT COUNT(*) FROM fam JOIN post USING (post_id) WHERE kind = ?",
-                                  (r["post_id"], k))[0][0] for k in (1, 2))
+        reposts, quotes = (
+            _query(db, fam + " SELECT COUNT(*) FROM fam JOIN post USING (post_id) WHERE kind = ?", (r["post_id"], k))[
+                0
+            ][0]
+            for k in (1, 2)
+        )
         comments = _query(db, fam + " SELECT COUNT(*) FROM comment JOIN fam USING (post_id)", (r["post_id"],))[0][0]
         assert (r["reposts"], r["quotes"], r["comments"]) == (reposts, quotes, comments)
         assert 0 <= r["reach"] <= min(r["impressions"], f["users"])
@@ -275,23 +312,44 @@ def test_misinformation_reduced_matches_journal(tmp_path):
     s = f["series"]
     assert _monotone(s["misinfo/news_posts"]) and _monotone(s["misinfo/rumour_reach"])
     assert s["misinfo/news_posts"][-1] + s["misinfo/rumour_posts"][-1] == total
-    assert sum(s["misinfo/news_impressions"]) + sum(s["misinfo/rumour_impressions"]) == \
-        sum(r["impressions"] for r in f["per_root"])
+    assert sum(s["misinfo/news_impressions"]) + sum(s["misinfo/rumour_impressions"]) == sum(
+        r["impressions"] for r in f["per_root"]
+    )
 
 
 # --------------------------------------------------------------------------- CLI + TensorBoard
 
+
 def test_cli_runs_a_scenario_with_sets(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    for flag, kw in (("--steps", {"type": int}), ("--seed", {"type": int, "default": 0}), ("--db", {}),
-                     ("--logdir", {})):
+    for flag, kw in (
+        ("--steps", {"type": int}),
+        ("--seed", {"type": int, "default": 0}),
+        ("--db", {}),
+        ("--logdir", {}),
+    ):
         parser.add_argument(flag, default=kw.pop("default", None), **kw)
     parser.add_argument("--no-tensorboard", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     add_scenario_args(parser)
     db, figs, logdir = tmp_path / "cli.db", tmp_path / "figs.json", tmp_path / "tb"
-    args = parser.parse_args(["--scenario", "reddit_herd_effect", "--set", "users=40", "--set", "steps=3",
-                              "--db", str(db), "--logdir", str(logdir), "--quiet", "--figures", str(figs)])
+    args = parser.parse_args(
+        [
+            "--scenario",
+            "reddit_herd_effect",
+            "--set",
+            "users=40",
+            "--set",
+            "steps=3",
+            "--db",
+            str(db),
+            "--logdir",
+            str(logdir),
+            "--quiet",
+            "--figures",
+            str(figs),
+        ]
+    )
     assert run_scenario_cli(args) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["scenario"] == "reddit_herd_effect" and line["users"] == 42 and line["steps"] == 3

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from oasis_gym.scenarios.effects import effects
 from oasis_gym.scenarios import load_scenario
+from oasis_gym.scenarios.effects import effects
 
 pytest_plugins = ["llm_fixtures"]
 
@@ -37,11 +37,19 @@ def one_torch_thread():
 
 @pytest.mark.parametrize("name", sorted(REDUCED))
 def test_scenario_runs_with_llm_core_users(name, tiny_model_dir, tmp_path):
-    sc = load_scenario(name, {**REDUCED[name], "metrics.enabled": False, "policy.kind": "hybrid",
-                              "policy.core_users": 2, "policy.llm.backend": "transformers",
-                              "policy.llm.model": str(tiny_model_dir),
-                              "policy.llm.backend_options": {"device": "cpu"},
-                              "policy.llm.options": {"max_tokens": 32, "interview_max_tokens": 16}})
+    sc = load_scenario(
+        name,
+        {
+            **REDUCED[name],
+            "metrics.enabled": False,
+            "policy.kind": "hybrid",
+            "policy.core_users": 2,
+            "policy.llm.backend": "transformers",
+            "policy.llm.model": str(tiny_model_dir),
+            "policy.llm.backend_options": {"device": "cpu"},
+            "policy.llm.options": {"max_tokens": 32, "interview_max_tokens": 16},
+        },
+    )
     env = sc.make_env()
     policy = sc.make_policy(env)
     from oasis_gym.policies.hybrid import HybridPolicy
@@ -53,11 +61,11 @@ def test_scenario_runs_with_llm_core_users(name, tiny_model_dir, tmp_path):
     llm.act = lambda e, obs: (served.append(len(obs)), act(e, obs))[1]
     f = sc.run(db_path=str(tmp_path / f"{name}.db"), policy=policy)
     assert f["run"]["steps"] == 2 and f["run"]["policy"] == "hybrid"
-    assert sum(served) > 0                           # the LLM users did act
+    assert sum(served) > 0  # the LLM users did act
     assert "LLM users" in f["summary"]["evidence"]["users"]
     eff = effects(sc.kind, f)
     assert eff and all(isinstance(v, float) for v in eff.values())
-    if name == "group_polarization":                 # LLM users were interviewed each step
+    if name == "group_polarization":  # LLM users were interviewed each step
         assert f["interviews"] == 2
         assert all(math.isfinite(v) for v in (eff["d_esteban_ray"], eff["d_mean_abs_opinion"]))
     if name == "misinformation_1m":

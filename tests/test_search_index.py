@@ -18,9 +18,37 @@ from oasis_gym.platform import REMOVED, ActionBatch, Platform, PlatformConfig
 from oasis_gym.platform.platform import DOWNRANKED, LABELLED, REPOST
 from oasis_gym.platform.search_index import SubstringIndex
 
-VOCAB = ["climate", "Climate", "CLIMATE-change", "economy", "econ", "vote", "votes", "élection", "Straße",
-         "İstanbul", "ΟΔΟΣ", "οδός", "naïve", "café", "😀", "ab", "a", "b", "x-y", "100%", "'; DROP TABLE",
-         "co-op", "coop", "the", "then", "theme", "\u00a0nbsp", "tab\there", "new\nline"]
+VOCAB = [
+    "climate",
+    "Climate",
+    "CLIMATE-change",
+    "economy",
+    "econ",
+    "vote",
+    "votes",
+    "élection",
+    "Straße",
+    "İstanbul",
+    "ΟΔΟΣ",
+    "οδός",
+    "naïve",
+    "café",
+    "😀",
+    "ab",
+    "a",
+    "b",
+    "x-y",
+    "100%",
+    "'; DROP TABLE",
+    "co-op",
+    "coop",
+    "the",
+    "then",
+    "theme",
+    "\u00a0nbsp",
+    "tab\there",
+    "new\nline",
+]
 
 
 def brute_search_posts(pf: Platform, viewer: int, query: str, k: int) -> list[int]:
@@ -29,8 +57,11 @@ def brute_search_posts(pf: Platform, viewer: int, query: str, k: int) -> list[in
     if not words:
         return []
     lo = max(0, pf.n_posts - pf.config.search_scan_limit)
-    hits = [p for p in range(lo, pf.n_posts)
-            if pf.p_kind.a[p] != REPOST and all(w in pf._post_text(p).lower() for w in words)]
+    hits = [
+        p
+        for p in range(lo, pf.n_posts)
+        if pf.p_kind.a[p] != REPOST and all(w in pf._post_text(p).lower() for w in words)
+    ]
     cand = np.asarray(hits, dtype=np.int64)
     cand = cand[pf.visible_posts_mask(viewer, cand)]
     score = pf.p_likes.a[cand] + pf.p_shares.a[cand] + pf.p_comments.a[cand] - pf.p_dislikes.a[cand]
@@ -41,8 +72,11 @@ def brute_search_users(pf: Platform, viewer: int, query: str, k: int) -> list[in
     words = [w for w in str(query).lower().split() if w]
     if not words:
         return []
-    hits = [u for u in range(pf.n_users)
-            if u != viewer and all(w in f"{pf.u_user_name[u]} {pf.u_name[u]} {pf.u_bio[u]}".lower() for w in words)]
+    hits = [
+        u
+        for u in range(pf.n_users)
+        if u != viewer and all(w in f"{pf.u_user_name[u]} {pf.u_name[u]} {pf.u_bio[u]}".lower() for w in words)
+    ]
     cand = np.asarray(hits, dtype=np.int64)
     cand = cand[~pf.muted_mask(viewer, cand)]
     return cand[np.lexsort((cand, -pf.u_followers.a[cand]))[:k]].tolist()
@@ -51,8 +85,9 @@ def brute_search_users(pf: Platform, viewer: int, query: str, k: int) -> list[in
 def _text(rng: np.random.Generator) -> str:
     n = int(rng.integers(1, 8))
     seps = [" ", "  ", "\t", "\n", " \u3000 ", ""]
-    return "".join(VOCAB[int(i)] + seps[int(j)] for i, j in zip(rng.integers(0, len(VOCAB), n),
-                                                               rng.integers(0, len(seps), n)))
+    return "".join(
+        VOCAB[int(i)] + seps[int(j)] for i, j in zip(rng.integers(0, len(VOCAB), n), rng.integers(0, len(seps), n))
+    )
 
 
 def _query(rng: np.random.Generator, pf: Platform) -> str:
@@ -60,7 +95,7 @@ def _query(rng: np.random.Generator, pf: Platform) -> str:
     if kind == 0 and pf.n_posts:  # a substring of a post
         t = pf._post_text(int(rng.integers(0, pf.n_posts)))
         i = int(rng.integers(0, len(t)))
-        return t[i: i + int(rng.integers(1, 12))]
+        return t[i : i + int(rng.integers(1, 12))]
     if kind == 1:
         return " ".join(VOCAB[int(i)] for i in rng.integers(0, len(VOCAB), int(rng.integers(1, 4))))
     if kind == 2:
@@ -101,8 +136,14 @@ def test_index_equals_brute_force(seed, head, monkeypatch):
         pf.apply(ActionBatch.of(rows))
         if pf.n_posts:
             pf.moderate(rng.integers(0, pf.n_posts, 3), int(rng.choice([LABELLED, DOWNRANKED, REMOVED])))
-        pf.apply(ActionBatch.of([(int(rng.integers(0, n_users)), A.MUTE, int(rng.integers(0, n_users))),
-                                 (int(rng.integers(0, n_users)), A.FOLLOW, int(rng.integers(0, n_users)))]))
+        pf.apply(
+            ActionBatch.of(
+                [
+                    (int(rng.integers(0, n_users)), A.MUTE, int(rng.integers(0, n_users))),
+                    (int(rng.integers(0, n_users)), A.FOLLOW, int(rng.integers(0, n_users))),
+                ]
+            )
+        )
         if step == 6:
             pf.suspend(np.array([3, 7]))
         pf.advance(3)
@@ -123,9 +164,23 @@ def test_index_survives_a_rollback_and_a_restore(tmp_path):
     journal.commit_step(pf, advance_minutes=3)
     assert pf.search_posts(4, "beta").tolist() == [1, 0]
     # roll the post columns back by one post and write a different one in its place
-    for col in (pf.p_author, pf.p_root, pf.p_kind, pf.p_minute, pf.p_step, pf.p_likes, pf.p_dislikes,
-                pf.p_shares, pf.p_reports, pf.p_comments, pf.p_stance, pf.p_label, pf.p_status,
-                pf.p_prev_by_author, pf.p_last_comment):
+    for col in (
+        pf.p_author,
+        pf.p_root,
+        pf.p_kind,
+        pf.p_minute,
+        pf.p_step,
+        pf.p_likes,
+        pf.p_dislikes,
+        pf.p_shares,
+        pf.p_reports,
+        pf.p_comments,
+        pf.p_stance,
+        pf.p_label,
+        pf.p_status,
+        pf.p_prev_by_author,
+        pf.p_last_comment,
+    ):
         col.n -= 1
     del pf.p_content[-1], pf.p_quote[-1]
     pf.create_posts(np.array([2]), ["delta beta"])
@@ -142,7 +197,9 @@ def test_index_merges_and_caches_stay_exact():
     idx, texts = SubstringIndex(), []
     words = ["ab", "b", "abc", "zz", "q", "clim", "é"]
     for _ in range(60):
-        batch = ["".join(rng.choice(list("abcqzé "), int(rng.integers(0, 12)))) for _ in range(int(rng.integers(0, 20)))]
+        batch = [
+            "".join(rng.choice(list("abcqzé "), int(rng.integers(0, 12)))) for _ in range(int(rng.integers(0, 20)))
+        ]
         idx.add(batch)
         texts += batch
         for w in words:
@@ -167,6 +224,6 @@ def test_trigram_and_scan_paths_agree_with_brute_force():
         for _ in range(60):
             t = vocab[int(rng.integers(0, len(vocab)))]
             i = int(rng.integers(0, len(t)))
-            w = t[i:i + int(rng.integers(1, 7))]
+            w = t[i : i + int(rng.integers(1, 7))]
             assert idx.match([w]).tolist() == [d for d, x in enumerate(lowered) if w in x], w
     assert idx._grams and idx._words  # both structures were used

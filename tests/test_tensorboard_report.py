@@ -15,8 +15,14 @@ from oasis_gym.actions import ActionType
 from oasis_gym.metrics import formulas as F
 from oasis_gym.metrics.report import main as report_main
 from oasis_gym.metrics.report import make_report
-from oasis_gym.metrics.tensorboard import (MetricsTable, TensorBoardLogger, create_schema,
-                                           flatten_config, insert, read_metrics)
+from oasis_gym.metrics.tensorboard import (
+    MetricsTable,
+    TensorBoardLogger,
+    create_schema,
+    flatten_config,
+    insert,
+    read_metrics,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -27,8 +33,7 @@ def load_events(logdir: Path) -> EventAccumulator:
     return ea
 
 
-def step_values(rng: np.random.Generator, step: int,
-                n_users: int = 50) -> tuple[dict[str, float], np.ndarray]:
+def step_values(rng: np.random.Generator, step: int, n_users: int = 50) -> tuple[dict[str, float], np.ndarray]:
     """One step's metric dict computed by the real formulas from random state."""
     opinion = np.tanh(rng.normal(0.0, 0.5 + 0.1 * step, n_users))
     actions = rng.integers(0, 8, 40)
@@ -38,12 +43,14 @@ def step_values(rng: np.random.Generator, step: int,
     values |= F.cascade_summary(F.cascade_stats(parent))
     values |= F.opinion_summary(opinion)
     values["network/follower_gini"] = F.gini(followers)
-    values["exposure/misinfo_share"] = float("nan") if step == 1 else F.misinformation_share(
-        rng.integers(0, 20, 100), rng.random(20) < 0.2)
+    values["exposure/misinfo_share"] = (
+        float("nan") if step == 1 else F.misinformation_share(rng.integers(0, 20, 100), rng.random(20) < 0.2)
+    )
     return values, opinion
 
 
 # --------------------------------------------------------------------------- TensorBoard + SQLite
+
 
 def test_tensorboard_and_metrics_table_agree(tmp_path):
     rng = np.random.default_rng(0)
@@ -58,7 +65,7 @@ def test_tensorboard_and_metrics_table_agree(tmp_path):
             tb.log_scalars(step, values)
             tb.log_histogram("opinion/values", opinion, step)
             opinions[step] = opinion
-            with conn:                                    # the caller's per-step transaction
+            with conn:  # the caller's per-step transaction
                 insert(conn, step, values)
     conn.close()
 
@@ -70,7 +77,7 @@ def test_tensorboard_and_metrics_table_agree(tmp_path):
     assert "actions/like_post" in stored and "cascade/max_depth" in stored
     for tag, (steps, vals) in stored.items():
         events = ea.Scalars(tag)
-        finite = np.isfinite(vals)                      # NaN: NULL in SQL, a gap in TensorBoard
+        finite = np.isfinite(vals)  # NaN: NULL in SQL, a gap in TensorBoard
         assert [e.step for e in events] == steps[finite].tolist()
         np.testing.assert_allclose([e.value for e in events], vals[finite], rtol=1e-6)
     steps, vals = stored["exposure/misinfo_share"]
@@ -97,8 +104,13 @@ def test_histogram_ignores_non_finite_and_empty(tmp_path):
 
 
 def test_log_config_text_and_hparams(tmp_path):
-    cfg = {"env": {"num_users": 1000, "platform": "twitter", "lst": [1, 2]}, "seed": 7,
-           "deterministic": True, "lr": 3e-4, "unset": None}
+    cfg = {
+        "env": {"num_users": 1000, "platform": "twitter", "lst": [1, 2]},
+        "seed": 7,
+        "deterministic": True,
+        "lr": 3e-4,
+        "unset": None,
+    }
     assert flatten_config(cfg)["env.num_users"] == 1000
     with TensorBoardLogger(tmp_path) as tb:
         tb.log_config(cfg, metric_tags=("opinion/std",))
@@ -128,7 +140,7 @@ def test_metrics_table_leaves_transactions_to_caller(tmp_path):
     assert idx is not None and "(tag, step)" in idx[0]
     reader = sqlite3.connect(db)
     MetricsTable.insert(writer, 3, {"a/x": 1.5, "a/y": float("nan")})
-    assert reader.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 0   # not committed
+    assert reader.execute("SELECT COUNT(*) FROM metrics").fetchone()[0] == 0  # not committed
     writer.rollback()
     assert MetricsTable.read(writer) == {}
     MetricsTable.insert(writer, 4, {"a/x": 2.5, "a/y": -1.0})
@@ -164,15 +176,14 @@ def build_run_db(path: Path, *, n_users: int = 30, n_steps: int = 5) -> dict:
     conn.executemany(
         "INSERT INTO user (agent_id, user_name, name, bio, created_at, num_followings, num_followers)"
         " VALUES (?, ?, ?, '', 0, 0, ?)",
-        [(i, f"u{i}", f"User {i}", int(f)) for i, f in enumerate(followers)])
+        [(i, f"u{i}", f"User {i}", int(f)) for i, f in enumerate(followers)],
+    )
     posts = [(1, None), (2, None), (3, 1), (4, 1), (5, 3), (6, 2)] + [(7, None)] * 4 + [(8, 1), (9, 1)]
-    conn.executemany("INSERT INTO post (user_id, original_post_id, content, created_at)"
-                     " VALUES (?, ?, 'x', 0)", posts)
+    conn.executemany("INSERT INTO post (user_id, original_post_id, content, created_at) VALUES (?, ?, 'x', 0)", posts)
     last = {}
     for step in range(n_steps):
         values, opinion = step_values(rng, step, n_users)
-        conn.executemany("INSERT INTO opinion VALUES (?, ?, ?)",
-                         [(step, u, float(o)) for u, o in enumerate(opinion)])
+        conn.executemany("INSERT INTO opinion VALUES (?, ?, ?)", [(step, u, float(o)) for u, o in enumerate(opinion)])
         insert(conn, step, values)
         last = values
     conn.commit()
@@ -184,7 +195,7 @@ def assert_valid_png(path: Path) -> None:
     assert path.read_bytes()[:8] == PNG_MAGIC
     img = mpimg.imread(path)
     assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
-    assert np.ptp(img[..., :3]) > 0                     # something was drawn
+    assert np.ptp(img[..., :3]) > 0  # something was drawn
 
 
 def test_make_report_full_run(tmp_path):
@@ -193,9 +204,16 @@ def test_make_report_full_run(tmp_path):
     out = tmp_path / "report"
     written = make_report(db, out)
     names = {p.name for p in written}
-    assert {"actions.png", "cascade.png", "opinion_heatmap.png", "follower_ccdf.png",
-            "metrics_opinion.png", "metrics_network.png", "metrics_exposure.png",
-            "summary.txt"} == names
+    assert {
+        "actions.png",
+        "cascade.png",
+        "opinion_heatmap.png",
+        "follower_ccdf.png",
+        "metrics_opinion.png",
+        "metrics_network.png",
+        "metrics_exposure.png",
+        "summary.txt",
+    } == names
     for p in written:
         assert p.parent == out and p.is_file()
         if p.suffix == ".png":
@@ -236,10 +254,10 @@ def test_make_report_tolerates_missing_and_empty_tables(tmp_path):
 
     odd = tmp_path / "odd.db"
     conn = sqlite3.connect(odd)
-    conn.execute("CREATE TABLE user (user_id INTEGER, name TEXT)")          # no num_followers
+    conn.execute("CREATE TABLE user (user_id INTEGER, name TEXT)")  # no num_followers
     conn.execute("INSERT INTO user VALUES (1, 'a')")
     create_schema(conn)
-    insert(conn, 0, {"actions/like_post": 0.0, "opinion/std": 0.2})          # actions all zero
+    insert(conn, 0, {"actions/like_post": 0.0, "opinion/std": 0.2})  # actions all zero
     conn.execute("CREATE TABLE opinion (step INTEGER, user_id INTEGER, opinion REAL)")
     conn.executemany("INSERT INTO opinion VALUES (?, ?, ?)", [(0, 1, 0.5), (0, 2, 0.5)])
     conn.commit()
@@ -282,7 +300,7 @@ def test_action_tags_from_real_codes_reach_the_report(tmp_path):
     make_report(db, tmp_path / "r")
     text = (tmp_path / "r" / "summary.txt").read_text()
     assert "  like_post: 6" in text and "  repost: 3" in text
-    assert "  follow:" not in text                         # zero totals are left out
+    assert "  follow:" not in text  # zero totals are left out
     assert_valid_png(tmp_path / "r" / "actions.png")
 
 
@@ -298,6 +316,6 @@ def test_opinion_grid_carries_unchanged_users_forward(tmp_path):
     conn.executemany("INSERT INTO opinion VALUES (?, ?, ?)", [(1, 0, 0.99), (3, 1, 0.99), (3, 2, -0.99)])
     steps, edges, grid = opinion_grid(conn)
     assert steps.tolist() == [1, 3]
-    assert grid[0, 0] == 0.25 and grid[0, -1] == 0.75   # step 1: one user moved up, three unchanged
-    assert grid[1, 0] == 0.25 and grid[1, -1] == 0.75   # step 3: one moved up, one moved down
+    assert grid[0, 0] == 0.25 and grid[0, -1] == 0.75  # step 1: one user moved up, three unchanged
+    assert grid[1, 0] == 0.25 and grid[1, -1] == 0.75  # step 3: one moved up, one moved down
     assert np.allclose(grid.sum(axis=1), 1.0)

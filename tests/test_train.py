@@ -7,20 +7,21 @@ import pickle
 import gymnasium
 import numpy as np
 import pytest
-
-
 from gymnasium import spaces  # noqa: E402
-from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.env_checker import check_env  # noqa: E402
-
 from oasis_gym.envs.gym_registry import register_gym_envs  # noqa: E402
 from oasis_gym.envs.moderator_v0 import ModeratorEnv  # noqa: E402
 from oasis_gym.envs.platform_scenarios import MisinfoScenario, OracleModerator, ReportThresholdModerator  # noqa: E402
 from oasis_gym.envs.recommender_v0 import RecommenderEnv  # noqa: E402
 from oasis_gym.policies.sb3 import SB3Policy, flatten_user_obs, user_model_spaces  # noqa: E402
+from stable_baselines3 import PPO  # noqa: E402
+from stable_baselines3.common.env_checker import check_env  # noqa: E402
 
-TINY = dict(users=80, max_cycles=6, activation=0.3,
-            scenario=MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3))
+TINY = dict(
+    users=80,
+    max_cycles=6,
+    activation=0.3,
+    scenario=MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +62,7 @@ def test_gymnasium_make_and_spaces():
     register_gym_envs()  # idempotent
     rec = gymnasium.make("oasis_gym/Recommender-v0", **TINY)
     assert rec.observation_space == spaces.Box(-np.inf, np.inf, (26,), np.float32)
-    assert rec.action_space == spaces.Box(-1.0, 1.0, (3 * 8,), np.float32)   # per-user W: (user feats, cand feats)
+    assert rec.action_space == spaces.Box(-1.0, 1.0, (3 * 8,), np.float32)  # per-user W: (user feats, cand feats)
     glob = gymnasium.make("oasis_gym/Recommender-v0", ranking="global", **TINY)
     assert glob.action_space == spaces.Box(-1.0, 1.0, (8,), np.float32)
     glob.close()
@@ -119,7 +120,7 @@ def test_moderation_rules_act_on_misinformation():
             counted[k] += v
     out = env.sim.platform
     hit = out.p_status.a > 0
-    assert hit.any() and (out.p_label.a[hit] == 1).all()   # the oracle only touches misinformation
+    assert hit.any() and (out.p_label.a[hit] == 1).all()  # the oracle only touches misinformation
     assert out.u_suspended.a.any()
     assert counted == {"label": 0, "downrank": 0, "remove": int(hit.sum()), "suspend": int(out.u_suspended.a.sum())}
     thr = ReportThresholdModerator(threshold=1)
@@ -140,7 +141,7 @@ def test_feed_baseline_ignores_action_and_uses_recommender_reward():
     learned = tiny(RecommenderEnv)
     r1 = rollout(learned, lo, 5)[2::2]
     r2 = rollout(learned, hi, 5)[2::2]
-    assert r1[0] == r2[0] and r1 != r2   # the first feeds precede any action; later ones follow it
+    assert r1[0] == r2[0] and r1 != r2  # the first feeds precede any action; later ones follow it
 
 
 def _hybrid_users(env):
@@ -158,7 +159,7 @@ def test_user_policy_factory_drives_users():
     assert type(users).__name__ == "HybridPolicy" and len(users.routes[0][1]) == 5
     traced = env.sim.journal.conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0]
     assert traced > 0
-    clone = pickle.loads(pickle.dumps(env))   # a module-level factory pickles with the env
+    clone = pickle.loads(pickle.dumps(env))  # a module-level factory pickles with the env
     assert rollout(clone, [np.zeros(24, np.float32)] * 2, 2)[0].shape == (26,)
 
 
@@ -172,12 +173,12 @@ def test_pickle_rebuilds_lazily():
 
 
 def test_subproc_vec_env_two_workers():
+    from oasis_gym.train.common import EnvConfig, EnvFactory
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
-    from oasis_gym.train.common import EnvConfig, EnvFactory
-
-    cfg = EnvConfig(kind="moderator", users=TINY["users"], max_cycles=4, scenario=TINY["scenario"],
-                    env_kwargs={"activation": 0.3})
+    cfg = EnvConfig(
+        kind="moderator", users=TINY["users"], max_cycles=4, scenario=TINY["scenario"], env_kwargs={"activation": 0.3}
+    )
     vec = SubprocVecEnv([EnvFactory(cfg), EnvFactory(cfg)])
     try:
         vec.seed(0)
@@ -212,17 +213,23 @@ def _mean_return(model, env, seeds, deterministic):
 
 
 def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
-    from stable_baselines3.common.logger import configure
-
     from oasis_gym.train.callbacks import EnvMetricsCallback
+    from stable_baselines3.common.logger import configure
 
     # a clear signal for a short run: acting on a post that is not misinformation costs 0.2,
     # so the untrained policy (acting on ~4 of 5 posts a step) has a lot to gain
-    scenario = MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3,
-                               agent_params={"moderator": {"top_m": 5, "action_cost": 0.2}})
+    scenario = MisinfoScenario(
+        initial_true=8,
+        initial_misinfo=4,
+        stream_rate=1.5,
+        n_outlets=5,
+        n_misinfo_accounts=3,
+        agent_params={"moderator": {"top_m": 5, "action_cost": 0.2}},
+    )
     env = ModeratorEnv(users=80, max_cycles=8, activation=0.3, scenario=scenario)
-    model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=10, learning_rate=3e-3, gamma=0.9, seed=0,
-                device="cpu")
+    model = PPO(
+        "MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=10, learning_rate=3e-3, gamma=0.9, seed=0, device="cpu"
+    )
     model.set_logger(configure(str(tmp_path / "log"), ["csv"]))
     seeds = (100, 101, 102)
     before = _mean_return(model, env, seeds, deterministic=False)
@@ -231,8 +238,13 @@ def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
     assert after > before
     # the emergent metrics were logged next to SB3's own curves
     header = (tmp_path / "log" / "progress.csv").read_text().splitlines()[0].split(",")
-    assert {"env/misinfo_share", "env/engagement_rate", "env/opinion_std", "env/moderation_remove",
-            "train/value_loss"} <= set(header)
+    assert {
+        "env/misinfo_share",
+        "env/engagement_rate",
+        "env/opinion_std",
+        "env/moderation_remove",
+        "train/value_loss",
+    } <= set(header)
     path = tmp_path / "moderator.zip"
     model.save(str(path))
     policy = SB3Policy.load(path, agent="moderator_0")
@@ -246,10 +258,9 @@ def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
 
 
 def test_obs_normalizer_round_trip(tmp_path):
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
-
     from oasis_gym.policies.sb3 import normalizer_path
     from oasis_gym.train.common import save_obs_normalizer
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     env = tiny(RecommenderEnv)
     vec = VecNormalize(DummyVecEnv([lambda: env]), norm_reward=False)
@@ -288,7 +299,7 @@ def test_sb3_policy_drives_users():
     acts = policy.act(env, obs)
     assert np.array_equal(acts.users, obs.users)
     allowed = obs.mask_type[np.arange(len(obs)), acts.type] > 0
-    assert allowed.all()   # masked action types were turned into do_nothing
+    assert allowed.all()  # masked action types were turned into do_nothing
     out = env.step_batch(acts)
     assert len(out.users) == len(obs)
 
@@ -297,12 +308,16 @@ def test_evaluate_baselines_share_scenario():
     from oasis_gym.train.common import EnvConfig
     from oasis_gym.train.evaluate import evaluate_moderator, evaluate_recommender, summarize
 
-    rec_cfg = EnvConfig(kind="recommender", users=80, max_cycles=5, scenario=TINY["scenario"], env_kwargs={"activation": 0.3})
+    rec_cfg = EnvConfig(
+        kind="recommender", users=80, max_cycles=5, scenario=TINY["scenario"], env_kwargs={"activation": 0.3}
+    )
     hot = evaluate_recommender("reddit", (1, 2), rec_cfg)
     rnd = evaluate_recommender("random", (1, 2), rec_cfg)
     assert len(hot) == 2 and summarize(hot)["std"] >= 0
     assert [r["impressions"] for r in hot] != [r["impressions"] for r in rnd] or hot != rnd
-    mod_cfg = EnvConfig(kind="moderator", users=80, max_cycles=5, scenario=TINY["scenario"], env_kwargs={"activation": 0.3})
+    mod_cfg = EnvConfig(
+        kind="moderator", users=80, max_cycles=5, scenario=TINY["scenario"], env_kwargs={"activation": 0.3}
+    )
     none = evaluate_moderator("none", (1,), mod_cfg)[0]
     oracle = evaluate_moderator("oracle_suspend", (1,), mod_cfg)[0]
     assert none["posts_actioned"] == 0 and none["misinfo_actioned_share"] == 0.0

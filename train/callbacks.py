@@ -43,7 +43,7 @@ class EnvMetricsCallback(BaseCallback):
             self._step["reports_per_step"].append(float(info["reports"]))
             for k, v in info["moderation"].items():
                 self._step[f"moderation_{k}"].append(float(v))
-            for k, v in info.get("reward_components", {}).items():   # the recommender's trade-off
+            for k, v in info.get("reward_components", {}).items():  # the recommender's trade-off
                 self._reward[k].append(float(v))
             for k, v in info.get("episode_metrics", {}).items():
                 if isinstance(v, (int, float)):
@@ -109,8 +109,14 @@ class BaselineEvalCallback(BaseCallback):
     `evaluate(act) -> float` runs the evaluation episodes with `act(obs) -> action`;
     `baselines` maps a name to its mean return (computed once, before training)."""
 
-    def __init__(self, evaluate: Callable[[Callable], float], baselines: dict[str, float], every: int,
-                 normalize: Callable[[np.ndarray], np.ndarray] | None = None, verbose: int = 0):
+    def __init__(
+        self,
+        evaluate: Callable[[Callable], float],
+        baselines: dict[str, float],
+        every: int,
+        normalize: Callable[[np.ndarray], np.ndarray] | None = None,
+        verbose: int = 0,
+    ):
         super().__init__(verbose)
         self.evaluate, self.baselines, self.every = evaluate, baselines, every
         self.normalize = normalize

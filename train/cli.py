@@ -17,13 +17,18 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     """Add `train` with the `recommender` and `moderator` targets (same options as the scripts)."""
     from .recommender import add_arguments
 
-    train = subparsers.add_parser("train", help="train a platform agent with PPO (stable-baselines3)",
-                                  description="Train recommender_0 or moderator_0 on the misinfo_stream scenario and "
-                                              "compare it with fixed baselines; writes model.zip, checkpoints, "
-                                              "TensorBoard logs and eval.json under --out.")
+    train = subparsers.add_parser(
+        "train",
+        help="train a platform agent with PPO (stable-baselines3)",
+        description="Train recommender_0 or moderator_0 on the misinfo_stream scenario and "
+        "compare it with fixed baselines; writes model.zip, checkpoints, "
+        "TensorBoard logs and eval.json under --out.",
+    )
     targets = train.add_subparsers(dest="target", required=True)
-    for name, text in (("recommender", "learn the feed ranking weights (Recommender-v0)"),
-                       ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)")):
+    for name, text in (
+        ("recommender", "learn the feed ranking weights (Recommender-v0)"),
+        ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)"),
+    ):
         add_arguments(targets.add_parser(name, help=text))
     return train
 
@@ -52,12 +57,22 @@ def cmd_train(args: argparse.Namespace) -> int:
     module = recommender if args.target == "recommender" else moderator
     run_args = args_from_namespace(args, args.target, module.Args())
     result = module.train(run_args)
-    print("\n\n".join(result["tables"]))   # baselines vs PPO on the held-out sets, both agents
+    print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
     if args.target == "recommender":
         summary = {"ppo_return": result["ppo"]["mean"], "baselines": result["baseline_means"]}
     else:
-        summary = {"exposure_cut": result["ppo"]["exposure_cut"]["mean"],
-                   "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"]}
-    print(json.dumps({**summary, "out": run_args.ppo.out_dir, "eval_json": f"{run_args.ppo.out_dir}/eval.json",
-                      "learning_curve_png": result["learning_curve_png"]}))
+        summary = {
+            "exposure_cut": result["ppo"]["exposure_cut"]["mean"],
+            "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"],
+        }
+    print(
+        json.dumps(
+            {
+                **summary,
+                "out": run_args.ppo.out_dir,
+                "eval_json": f"{run_args.ppo.out_dir}/eval.json",
+                "learning_curve_png": result["learning_curve_png"],
+            }
+        )
+    )
     return 0

@@ -49,20 +49,25 @@ class EnvConfig:
     """Which env to train on: the kind and the env's keyword arguments."""
 
     kind: str = "recommender"
-    users: Any = None                  # None: the scenario's (1 000)
-    max_cycles: int | None = None      # None: the scenario's (50)
+    users: Any = None  # None: the scenario's (1 000)
+    max_cycles: int | None = None  # None: the scenario's (50)
     scenario: Any = "misinfo_stream"
     scenario_params: dict = field(default_factory=dict)
     agent_params: dict = field(default_factory=dict)
     env_kwargs: dict = field(default_factory=dict)
-    population_seed: int = 0           # the synthetic population (evaluation also uses another)
+    population_seed: int = 0  # the synthetic population (evaluation also uses another)
 
     def kwargs(self) -> dict:
         from oasis_gym.envs.platform_scenarios import make_scenario
 
-        return {"users": self.users, "max_cycles": self.max_cycles, "population_seed": self.population_seed,
-                "scenario": make_scenario(self.scenario, **self.scenario_params),
-                "agent_params": dict(self.agent_params), **self.env_kwargs}
+        return {
+            "users": self.users,
+            "max_cycles": self.max_cycles,
+            "population_seed": self.population_seed,
+            "scenario": make_scenario(self.scenario, **self.scenario_params),
+            "agent_params": dict(self.agent_params),
+            **self.env_kwargs,
+        }
 
     def make(self, **overrides):
         return env_class(self.kind)(**{**self.kwargs(), **overrides})
@@ -98,8 +103,13 @@ def save_obs_normalizer(vec_normalize, path: str | Path) -> Path:
     `oasis_gym.policies.sb3.SB3Policy` so a saved model acts on raw env observations."""
     rms = vec_normalize.obs_rms
     path = Path(path)
-    np.savez(path, mean=rms.mean, var=rms.var, clip_obs=np.float64(vec_normalize.clip_obs),
-             epsilon=np.float64(vec_normalize.epsilon))
+    np.savez(
+        path,
+        mean=rms.mean,
+        var=rms.var,
+        clip_obs=np.float64(vec_normalize.clip_obs),
+        epsilon=np.float64(vec_normalize.epsilon),
+    )
     return path
 
 
@@ -143,11 +153,11 @@ class PPOConfig:
     """Training run settings (defaults sized for a 2-core machine; see the scripts)."""
 
     total_timesteps: int = 50_000
-    time_limit_s: float | None = None   # stop earlier once this much wall-clock time has passed
+    time_limit_s: float | None = None  # stop earlier once this much wall-clock time has passed
     n_envs: int = 2
     subproc: bool = True
     seed: int = 0
-    n_steps: int = 250                  # per env and rollout (5 episodes of 50 steps)
+    n_steps: int = 250  # per env and rollout (5 episodes of 50 steps)
     batch_size: int = 250
     n_epochs: int = 10
     learning_rate: float = 3e-4
@@ -155,20 +165,21 @@ class PPOConfig:
     gae_lambda: float = 0.95
     ent_coef: float = 0.0
     clip_range: float = 0.2
-    log_std_init: float = -1.0          # continuous actions only: initial std exp(-1) = 0.37
+    log_std_init: float = -1.0  # continuous actions only: initial std exp(-1) = 0.37
     net_arch: tuple[int, ...] = (64, 64)
-    policy: str = "mlp"                 # "mlp" or "slot" (slot-shared net for MultiDiscrete, see slot_policy)
-    first_bias: float = 0.0             # slot policy: initial logit bonus of action 0 ("none")
+    policy: str = "mlp"  # "mlp" or "slot" (slot-shared net for MultiDiscrete, see slot_policy)
+    first_bias: float = 0.0  # slot policy: initial logit bonus of action 0 ("none")
     norm_reward: bool = True
-    checkpoint_every: int = 10_000      # timesteps (summed over envs); 0: no checkpoints
-    eval_every: int = 0                 # timesteps between BaselineEvalCallback runs; 0: off
+    checkpoint_every: int = 10_000  # timesteps (summed over envs); 0: no checkpoints
+    eval_every: int = 0  # timesteps between BaselineEvalCallback runs; 0: off
     eval_seeds: tuple[int, ...] = (10_000, 10_001)
     out_dir: str = "runs/train"
     verbose: int = 0
 
 
-def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float] | None = None,
-              evaluate: Callable | None = None):
+def train_ppo(
+    env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float] | None = None, evaluate: Callable | None = None
+):
     """Train PPO on `env_config`; save model, observation statistics, checkpoints and
     TensorBoard logs under `cfg.out_dir`. Returns (model, VecNormalize, run info)."""
     import time
@@ -183,8 +194,13 @@ def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float]
     limit_threads(1)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    vec = VecNormalize(make_vec_env(env_config, cfg.n_envs, cfg.seed, cfg.subproc), norm_obs=True,
-                       norm_reward=cfg.norm_reward, gamma=cfg.gamma, clip_obs=10.0)
+    vec = VecNormalize(
+        make_vec_env(env_config, cfg.n_envs, cfg.seed, cfg.subproc),
+        norm_obs=True,
+        norm_reward=cfg.norm_reward,
+        gamma=cfg.gamma,
+        clip_obs=10.0,
+    )
     policy: Any = "MlpPolicy"
     policy_kwargs: dict[str, Any] = {"net_arch": list(cfg.net_arch)}
     if cfg.policy == "slot":
@@ -195,15 +211,34 @@ def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float]
         raise ValueError(f"policy must be 'mlp' or 'slot', got {cfg.policy!r}")
     if isinstance(vec.action_space, spaces.Box):
         policy_kwargs["log_std_init"] = cfg.log_std_init
-    model = PPO(policy, vec, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
-                learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
-                clip_range=cfg.clip_range, policy_kwargs=policy_kwargs, seed=cfg.seed, device="cpu",
-                tensorboard_log=str(out / "tb"), verbose=cfg.verbose)
+    model = PPO(
+        policy,
+        vec,
+        n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs,
+        learning_rate=cfg.learning_rate,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        ent_coef=cfg.ent_coef,
+        clip_range=cfg.clip_range,
+        policy_kwargs=policy_kwargs,
+        seed=cfg.seed,
+        device="cpu",
+        tensorboard_log=str(out / "tb"),
+        verbose=cfg.verbose,
+    )
     curve = LearningCurve()
     callbacks: list = [EnvMetricsCallback(), curve]
     if cfg.checkpoint_every:
-        callbacks.append(CheckpointCallback(max(cfg.checkpoint_every // cfg.n_envs, 1), str(out / "checkpoints"),
-                                            name_prefix=env_config.kind, save_vecnormalize=True))
+        callbacks.append(
+            CheckpointCallback(
+                max(cfg.checkpoint_every // cfg.n_envs, 1),
+                str(out / "checkpoints"),
+                name_prefix=env_config.kind,
+                save_vecnormalize=True,
+            )
+        )
     stopper = StopAfterSeconds(cfg.time_limit_s) if cfg.time_limit_s else None
     if stopper is not None:
         callbacks.append(stopper)
@@ -220,8 +255,12 @@ def train_ppo(env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float]
 
     save_obs_normalizer(vec, normalizer_path(model_path))
     vec.close()
-    info = {"timesteps": int(model.num_timesteps), "train_seconds": seconds, "model": str(model_path),
-            "stopped_by_time_limit": bool(stopper is not None and stopper.stopped_early),
-            "eval_history": evaluator.history if evaluator is not None else [],
-            "learning_curve": curve.points}
+    info = {
+        "timesteps": int(model.num_timesteps),
+        "train_seconds": seconds,
+        "model": str(model_path),
+        "stopped_by_time_limit": bool(stopper is not None and stopper.stopped_early),
+        "eval_history": evaluator.history if evaluator is not None else [],
+        "learning_curve": curve.points,
+    }
     return model, vec, info

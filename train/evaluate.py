@@ -69,7 +69,9 @@ def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None 
         env = config.make()
         act = _rule_act(env, FixedWeights())
     elif isinstance(policy, str):
-        raise ValueError(f"unknown recommender baseline {policy!r}; choose from {RECOMMENDER_FEEDS + ('default_weights',)}")
+        raise ValueError(
+            f"unknown recommender baseline {policy!r}; choose from {RECOMMENDER_FEEDS + ('default_weights',)}"
+        )
     else:
         env = config.make()
         act = as_act(policy)
@@ -82,9 +84,13 @@ def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None 
 def moderator_rule(name: str):
     from oasis_gym.envs.platform_scenarios import NoModeration, OracleModerator, ReportThresholdModerator
 
-    rules = {"none": NoModeration(), "report_threshold": ReportThresholdModerator(3, 3),
-             "report_threshold_suspend": ReportThresholdModerator(3, 4), "oracle": OracleModerator(3),
-             "oracle_suspend": OracleModerator(4)}
+    rules = {
+        "none": NoModeration(),
+        "report_threshold": ReportThresholdModerator(3, 3),
+        "report_threshold_suspend": ReportThresholdModerator(3, 4),
+        "oracle": OracleModerator(3),
+        "oracle_suspend": OracleModerator(4),
+    }
     if name not in rules:
         raise ValueError(f"unknown moderator baseline {name!r}; choose from {MODERATOR_RULES}")
     return rules[name]
@@ -106,8 +112,14 @@ def summarize(runs: Sequence[dict], key: str = "return") -> dict:
     """Mean, std, standard error, min, max and the per-seed values of one metric."""
     x = np.array([r[key] for r in runs], dtype=np.float64)
     std = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-    return {"mean": float(x.mean()), "std": std, "sem": std / np.sqrt(len(x)) if len(x) else 0.0,
-            "min": float(x.min()), "max": float(x.max()), "values": x.tolist()}
+    return {
+        "mean": float(x.mean()),
+        "std": std,
+        "sem": std / np.sqrt(len(x)) if len(x) else 0.0,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "values": x.tolist(),
+    }
 
 
 def relative_gain(value: float, baseline: float) -> float:
@@ -135,5 +147,9 @@ def oracle_check(runs: Sequence[dict], oracle_runs: Sequence[dict], tol: float =
         beaten.append("misinfo_impressions")
     if true.mean() < o_true.mean() - tol:
         beaten.append("true_actioned_share")
-    return {"beaten_on": beaten, "seeds_below_oracle_exposure": int((mis < o_mis).sum()),
-            "oracle_misinfo_impressions": float(o_mis.mean()), "misinfo_impressions": float(mis.mean())}
+    return {
+        "beaten_on": beaten,
+        "seeds_below_oracle_exposure": int((mis < o_mis).sum()),
+        "oracle_misinfo_impressions": float(o_mis.mean()),
+        "misinfo_impressions": float(mis.mean()),
+    }

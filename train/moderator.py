@@ -36,16 +36,28 @@ BASELINES = ("none", "report_threshold", "report_threshold_suspend", "oracle_sus
 @dataclass
 class Args:
     env: EnvConfig = field(default_factory=lambda: EnvConfig(kind="moderator"))
-    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(
-        gamma=0.9, policy="slot", first_bias=3.0, learning_rate=1e-3, n_steps=100, batch_size=100,
-        out_dir="runs/moderator"))
+    ppo: PPOConfig = field(
+        default_factory=lambda: PPOConfig(
+            gamma=0.9,
+            policy="slot",
+            first_bias=3.0,
+            learning_rate=1e-3,
+            n_steps=100,
+            batch_size=100,
+            out_dir="runs/moderator",
+        )
+    )
     eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004)
     other_population: int = 1
     baselines: tuple[str, ...] = BASELINES
 
 
-COLUMNS = (("return", "return", True), ("exposure_cut", "exposure cut", True),
-           ("true_actioned_share", "true posts actioned", False), ("misinfo_actioned_share", "misinfo actioned", True))
+COLUMNS = (
+    ("return", "return", True),
+    ("exposure_cut", "exposure cut", True),
+    ("true_actioned_share", "true posts actioned", False),
+    ("misinfo_actioned_share", "misinfo actioned", True),
+)
 
 
 def exposure_report(runs: list[dict], none_runs: list[dict]) -> dict:
@@ -53,18 +65,28 @@ def exposure_report(runs: list[dict], none_runs: list[dict]) -> dict:
     from .evaluate import summarize
 
     cut = np.array([1.0 - r["misinfo_impressions"] / max(b["misinfo_impressions"], 1) for r, b in zip(runs, none_runs)])
-    return {"exposure_cut": {"mean": float(cut.mean()), "std": float(cut.std(ddof=1)) if len(cut) > 1 else 0.0,
-                             "min": float(cut.min()), "max": float(cut.max()), "values": cut.tolist()},
-            "return": summarize(runs), "misinfo_impressions": summarize(runs, "misinfo_impressions"),
-            "true_actioned_share": summarize(runs, "true_actioned_share"),
-            "non_misinfo_actioned_share": summarize(runs, "non_misinfo_actioned_share"),
-            "misinfo_actioned_share": summarize(runs, "misinfo_actioned_share"),
-            "engagement_rate": summarize(runs, "engagement_rate")}
+    return {
+        "exposure_cut": {
+            "mean": float(cut.mean()),
+            "std": float(cut.std(ddof=1)) if len(cut) > 1 else 0.0,
+            "min": float(cut.min()),
+            "max": float(cut.max()),
+            "values": cut.tolist(),
+        },
+        "return": summarize(runs),
+        "misinfo_impressions": summarize(runs, "misinfo_impressions"),
+        "true_actioned_share": summarize(runs, "true_actioned_share"),
+        "non_misinfo_actioned_share": summarize(runs, "non_misinfo_actioned_share"),
+        "misinfo_actioned_share": summarize(runs, "misinfo_actioned_share"),
+        "engagement_rate": summarize(runs, "engagement_rate"),
+    }
 
 
 def _with_cut(runs: list[dict], none_runs: list[dict]) -> list[dict]:
-    return [{**r, "exposure_cut": 1.0 - r["misinfo_impressions"] / max(b["misinfo_impressions"], 1)}
-            for r, b in zip(runs, none_runs)]
+    return [
+        {**r, "exposure_cut": 1.0 - r["misinfo_impressions"] / max(b["misinfo_impressions"], 1)}
+        for r, b in zip(runs, none_runs)
+    ]
 
 
 def train(args: Args) -> dict:
@@ -87,8 +109,14 @@ def train(args: Args) -> dict:
     def probe(act) -> float:
         return summarize(evaluate_moderator(act, probe_seeds, args.env))["mean"]
 
-    probe_base = ({name: summarize(evaluate_moderator(name, probe_seeds, args.env))["mean"]
-                   for name in ("none", "report_threshold")} if args.ppo.eval_every else {})
+    probe_base = (
+        {
+            name: summarize(evaluate_moderator(name, probe_seeds, args.env))["mean"]
+            for name in ("none", "report_threshold")
+        }
+        if args.ppo.eval_every
+        else {}
+    )
     _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     policy = SB3Policy.load(info["model"], agent="moderator_0")
     result: dict = {"train": info, "eval_sets": {}, "tables": [], "upper_bound": "oracle_suspend"}
@@ -98,24 +126,39 @@ def train(args: Args) -> dict:
         cands = {n: _with_cut(r, none) for n, r in {"ppo": runs, **base_runs[s.name]}.items()}
         checks = {n: oracle_check(r, cands["oracle_suspend"]) for n, r in cands.items() if n != "oracle_suspend"}
         result["eval_sets"][s.name] = {
-            "population_seed": s.population_seed, "seeds": list(s.seeds),
+            "population_seed": s.population_seed,
+            "seeds": list(s.seeds),
             "candidates": {n: exposure_report(r, none) for n, r in cands.items()},
-            "ppo_vs": {n: {k: paired(cands["ppo"], r, k, hib) for k, _, hib in COLUMNS}
-                       for n, r in cands.items() if n != "ppo"},
+            "ppo_vs": {
+                n: {k: paired(cands["ppo"], r, k, hib) for k, _, hib in COLUMNS} for n, r in cands.items() if n != "ppo"
+            },
             "oracle_check": checks,
-            "oracle_beaten": sorted(n for n, c in checks.items() if c["beaten_on"])}
-        result["tables"].append(table(f"moderator, {s.name} (population {s.population_seed}, seeds {list(s.seeds)}): "
-                                      f"mean ± std over seeds; oracle_suspend is the upper bound", cands, "ppo",
-                                      COLUMNS))
+            "oracle_beaten": sorted(n for n, c in checks.items() if c["beaten_on"]),
+        }
+        result["tables"].append(
+            table(
+                f"moderator, {s.name} (population {s.population_seed}, seeds {list(s.seeds)}): "
+                f"mean ± std over seeds; oracle_suspend is the upper bound",
+                cands,
+                "ppo",
+                COLUMNS,
+            )
+        )
         if result["eval_sets"][s.name]["oracle_beaten"]:
-            result["tables"].append(f"WARNING: the oracle was beaten by {result['eval_sets'][s.name]['oracle_beaten']}"
-                                    " -- it is not an upper bound here")
+            result["tables"].append(
+                f"WARNING: the oracle was beaten by {result['eval_sets'][s.name]['oracle_beaten']}"
+                " -- it is not an upper bound here"
+            )
     first = result["eval_sets"][sets[0].name]
     result["ppo"] = first["candidates"]["ppo"]
     result["baselines"] = {n: c for n, c in first["candidates"].items() if n != "ppo"}
     result["eval_seeds"] = list(args.eval_seeds)
-    png = plot_learning_curve(info["learning_curve"], {n: c["return"]["mean"] for n, c in result["baselines"].items()},
-                              f"{args.ppo.out_dir}/learning_curve.png", "Moderator-v0: PPO training")
+    png = plot_learning_curve(
+        info["learning_curve"],
+        {n: c["return"]["mean"] for n, c in result["baselines"].items()},
+        f"{args.ppo.out_dir}/learning_curve.png",
+        "Moderator-v0: PPO training",
+    )
     result["learning_curve_png"] = str(png)
     write_json(f"{args.ppo.out_dir}/eval.json", result)
     return result
@@ -127,8 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     args = args_from_namespace(p.parse_args(argv), "moderator", Args())
     result = train(args)
     print("\n\n".join(result["tables"]))
-    print(json.dumps({"exposure_cut": result["ppo"]["exposure_cut"]["mean"],
-                      "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"], "out": args.ppo.out_dir}))
+    print(
+        json.dumps(
+            {
+                "exposure_cut": result["ppo"]["exposure_cut"]["mean"],
+                "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"],
+                "out": args.ppo.out_dir,
+            }
+        )
+    )
     return 0
 
 

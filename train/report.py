@@ -31,20 +31,21 @@ class EvalSet:
 def default_eval_sets(seeds: Sequence[int], population_seed: int = 0, other_population: int = 1) -> list[EvalSet]:
     """Held-out seeds on the training population, and the same seeds on another population."""
     seeds = tuple(int(s) for s in seeds)
-    return [EvalSet("held_out_seeds", population_seed, seeds),
-            EvalSet("held_out_population", other_population, seeds)]
+    return [EvalSet("held_out_seeds", population_seed, seeds), EvalSet("held_out_population", other_population, seeds)]
 
 
 def check_disjoint(eval_sets: Sequence[EvalSet], train_seed: int, n_envs: int, train_population: int = 0) -> None:
     """Raise ValueError if an evaluation episode could replay a training episode."""
     from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
 
-    first = set(range(train_seed, train_seed + n_envs))   # the vector envs' first, explicit seeds
+    first = set(range(train_seed, train_seed + n_envs))  # the vector envs' first, explicit seeds
     for s in eval_sets:
         bad = [x for x in s.seeds if x >= TRAIN_SEED_MIN or (s.population_seed == train_population and x in first)]
         if bad:
-            raise ValueError(f"evaluation set {s.name!r} seeds {bad} may be training episodes: use seeds below "
-                             f"{TRAIN_SEED_MIN} outside {sorted(first)}")
+            raise ValueError(
+                f"evaluation set {s.name!r} seeds {bad} may be training episodes: use seeds below "
+                f"{TRAIN_SEED_MIN} outside {sorted(first)}"
+            )
 
 
 def paired(runs: Sequence[dict], base_runs: Sequence[dict], key: str = "return", higher_is_better: bool = True) -> dict:
@@ -53,8 +54,12 @@ def paired(runs: Sequence[dict], base_runs: Sequence[dict], key: str = "return",
     b = np.array([r[key] for r in base_runs], dtype=np.float64)
     d = a - b
     better = d > 0 if higher_is_better else d < 0
-    return {"diff_mean": float(d.mean()), "diff_std": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
-            "wins": int(better.sum()), "n": len(d)}
+    return {
+        "diff_mean": float(d.mean()),
+        "diff_std": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
+        "wins": int(better.sum()),
+        "n": len(d),
+    }
 
 
 def mean_std(runs: Sequence[dict], key: str) -> str:
@@ -67,8 +72,11 @@ def table(title: str, candidates: dict[str, list[dict]], ppo: str, columns: Sequ
     higher_is_better), then PPO's paired difference (mean ± std over seeds) and wins
     against each row on the first column."""
     key0, label0, hib0 = columns[0]
-    head = (f"{'':28s}" + "".join(f"{label:>22s}" for _, label, _ in columns)
-            + f"{'PPO - row (' + label0 + ')':>24s}{'PPO wins':>10s}")
+    head = (
+        f"{'':28s}"
+        + "".join(f"{label:>22s}" for _, label, _ in columns)
+        + f"{'PPO - row (' + label0 + ')':>24s}{'PPO wins':>10s}"
+    )
     lines = [title, head]
     for name, runs in candidates.items():
         row = f"{name:28s}" + "".join(f"{mean_std(runs, key):>22s}" for key, _, _ in columns)
@@ -79,8 +87,9 @@ def table(title: str, candidates: dict[str, list[dict]], ppo: str, columns: Sequ
     return "\n".join(lines)
 
 
-def plot_learning_curve(curve: Sequence[Sequence[float]], baselines: dict[str, float], path: str | Path,
-                        title: str) -> Path | None:
+def plot_learning_curve(
+    curve: Sequence[Sequence[float]], baselines: dict[str, float], path: str | Path, title: str
+) -> Path | None:
     """Training episode returns against timesteps, with the baselines' mean evaluation
     returns as flat lines (a reference: those are measured on the evaluation sets)."""
     import matplotlib

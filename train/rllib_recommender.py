@@ -44,8 +44,16 @@ class PlatformAgentsParallelEnv(ParallelEnv):
 
     metadata = {"name": "oasis_platform_agents_v0", "render_modes": [], "is_parallelizable": True}
 
-    def __init__(self, users=None, max_cycles: int | None = None, scenario: str = "misinfo_stream",
-                 learn_moderator: bool = False, moderator_rule: str | None = None, seed: int = 0, **env_kwargs):
+    def __init__(
+        self,
+        users=None,
+        max_cycles: int | None = None,
+        scenario: str = "misinfo_stream",
+        learn_moderator: bool = False,
+        moderator_rule: str | None = None,
+        seed: int = 0,
+        **env_kwargs,
+    ):
         from oasis_gym.envs.moderator_v0 import ModeratorEnv
         from oasis_gym.envs.recommender_v0 import RecommenderEnv
 
@@ -110,7 +118,11 @@ class _LearnedSlot:
     def __call__(self, sim) -> np.ndarray:
         from oasis_gym.recsys import DEFAULT_WEIGHTS
 
-        return self.action if self.action is not None else sim.platform_agents["recommender_0"].weights_action(DEFAULT_WEIGHTS)
+        return (
+            self.action
+            if self.action is not None
+            else sim.platform_agents["recommender_0"].weights_action(DEFAULT_WEIGHTS)
+        )
 
 
 def _agent_spaces(kind: str, gym_env) -> tuple:
@@ -127,8 +139,15 @@ def make_rllib_env(env_config: dict):
     return ParallelPettingZooEnv(PlatformAgentsParallelEnv(**env_config))
 
 
-def build_config(env_config: dict, train_batch_size: int = 200, minibatch_size: int = 100, num_epochs: int = 5,
-                 num_env_runners: int = 0, lr: float = 3e-4, gamma: float = 0.9):
+def build_config(
+    env_config: dict,
+    train_batch_size: int = 200,
+    minibatch_size: int = 100,
+    num_epochs: int = 5,
+    num_env_runners: int = 0,
+    lr: float = 3e-4,
+    gamma: float = 0.9,
+):
     """PPO on the new API stack: one RLModule per platform agent, only the learned ones trained."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
@@ -137,15 +156,18 @@ def build_config(env_config: dict, train_batch_size: int = 200, minibatch_size: 
 
     register_env("oasis_platform_agents", make_rllib_env)
     learned = ["recommender"] + (["moderator"] if env_config.get("learn_moderator") else [])
-    return (PPOConfig()
-            .environment("oasis_platform_agents", env_config=env_config)
-            .framework("torch")
-            .env_runners(num_env_runners=num_env_runners, rollout_fragment_length="auto")
-            .multi_agent(policies=set(learned), policy_mapping_fn=policy_mapping_fn, policies_to_train=learned)
-            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={p: RLModuleSpec() for p in learned}))
-            .training(train_batch_size=train_batch_size, minibatch_size=minibatch_size, num_epochs=num_epochs,
-                      lr=lr, gamma=gamma)
-            .debugging(seed=env_config.get("seed", 0)))
+    return (
+        PPOConfig()
+        .environment("oasis_platform_agents", env_config=env_config)
+        .framework("torch")
+        .env_runners(num_env_runners=num_env_runners, rollout_fragment_length="auto")
+        .multi_agent(policies=set(learned), policy_mapping_fn=policy_mapping_fn, policies_to_train=learned)
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={p: RLModuleSpec() for p in learned}))
+        .training(
+            train_batch_size=train_batch_size, minibatch_size=minibatch_size, num_epochs=num_epochs, lr=lr, gamma=gamma
+        )
+        .debugging(seed=env_config.get("seed", 0))
+    )
 
 
 def train(iterations: int, env_config: dict, out_dir: str | None = None, **config_kwargs) -> list[dict]:
@@ -154,18 +176,26 @@ def train(iterations: int, env_config: dict, out_dir: str | None = None, **confi
     `out_dir`, also writes it as `rllib_curve.json` and `rllib_curve.png`."""
     import ray
 
-    ray.init(num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1, include_dashboard=False,
-             ignore_reinit_error=True, log_to_driver=False)
+    ray.init(
+        num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1,
+        include_dashboard=False,
+        ignore_reinit_error=True,
+        log_to_driver=False,
+    )
     algo = build_config(env_config, **config_kwargs).build_algo()
     out = []
     try:
         for i in range(iterations):
             result = algo.train()
             runners = result.get("env_runners", {})
-            out.append({"iteration": i + 1,
-                        "episode_return_mean": runners.get("episode_return_mean"),
-                        "agent_episode_returns_mean": runners.get("agent_episode_returns_mean"),
-                        "num_env_steps_sampled_lifetime": runners.get("num_env_steps_sampled_lifetime")})
+            out.append(
+                {
+                    "iteration": i + 1,
+                    "episode_return_mean": runners.get("episode_return_mean"),
+                    "agent_episode_returns_mean": runners.get("agent_episode_returns_mean"),
+                    "num_env_steps_sampled_lifetime": runners.get("num_env_steps_sampled_lifetime"),
+                }
+            )
     finally:
         algo.stop()
     if out_dir is not None:
@@ -187,8 +217,7 @@ def write_curve(rows: list[dict], out_dir: str) -> tuple[str, str]:
     (out / "rllib_curve.json").write_text(json.dumps(rows, default=float, indent=1))
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for agent in POLICY_OF_AGENT:
-        pts = [(r["num_env_steps_sampled_lifetime"], (r["agent_episode_returns_mean"] or {}).get(agent))
-               for r in rows]
+        pts = [(r["num_env_steps_sampled_lifetime"], (r["agent_episode_returns_mean"] or {}).get(agent)) for r in rows]
         pts = [(x, y) for x, y in pts if y is not None]
         if pts:
             ax.plot(*zip(*pts), "o-", ms=3, label=agent)
@@ -212,10 +241,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-batch-size", type=int, default=200)
     p.add_argument("--env-runners", type=int, default=0)
     args = p.parse_args(argv)
-    env_config = {"users": args.users, "max_cycles": args.max_cycles, "learn_moderator": args.with_moderator,
-                  "moderator_rule": args.moderator_rule}
-    for row in train(args.iterations, env_config, train_batch_size=args.train_batch_size,
-                     minibatch_size=min(100, args.train_batch_size), num_env_runners=args.env_runners):
+    env_config = {
+        "users": args.users,
+        "max_cycles": args.max_cycles,
+        "learn_moderator": args.with_moderator,
+        "moderator_rule": args.moderator_rule,
+    }
+    for row in train(
+        args.iterations,
+        env_config,
+        train_batch_size=args.train_batch_size,
+        minibatch_size=min(100, args.train_batch_size),
+        num_env_runners=args.env_runners,
+    ):
         print(json.dumps(row, default=str))
     return 0
 

@@ -70,8 +70,17 @@ class SlotHead(nn.Module):
 class SlotActorCriticPolicy(ActorCriticPolicy):
     """ActorCriticPolicy with `SlotExtractor` + `SlotHead` (MultiDiscrete with equal sizes)."""
 
-    def __init__(self, observation_space, action_space, lr_schedule, *args, n_slots: int | None = None,
-                 hidden: int = 64, first_bias: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        observation_space,
+        action_space,
+        lr_schedule,
+        *args,
+        n_slots: int | None = None,
+        hidden: int = 64,
+        first_bias: float = 0.0,
+        **kwargs,
+    ):
         if not isinstance(action_space, spaces.MultiDiscrete) or len(set(action_space.nvec.tolist())) != 1:
             raise ValueError("SlotActorCriticPolicy needs a MultiDiscrete action space with equal sizes")
         self.n_slots = int(n_slots or len(action_space.nvec))

@@ -7,6 +7,15 @@ from .report import make_report
 from .tensorboard import MetricsTable, TensorBoardLogger, create_schema, insert, read_metrics
 
 __all__ = [
-    "formulas", "MetricsRecorder", "CascadeForest", "CASCADE_CURVE_SCHEMA", "read_cascade_curves",
-    "make_report", "MetricsTable", "TensorBoardLogger", "create_schema", "insert", "read_metrics",
+    "formulas",
+    "MetricsRecorder",
+    "CascadeForest",
+    "CASCADE_CURVE_SCHEMA",
+    "read_cascade_curves",
+    "make_report",
+    "MetricsTable",
+    "TensorBoardLogger",
+    "create_schema",
+    "insert",
+    "read_metrics",
 ]

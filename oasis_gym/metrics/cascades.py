@@ -42,6 +42,7 @@ _HIGH = np.int64(32)
 
 # --------------------------------------------------------------------------- small structures
 
+
 def _expand_ranges(lo: IntArray, hi: IntArray) -> tuple[IntArray, IntArray]:
     """(row, position) for every position in [lo[row], hi[row]), vectorized."""
     counts = np.maximum(hi - lo, 0)
@@ -81,8 +82,9 @@ class _IntMap:
         keys = np.asarray(keys, dtype=np.int64).reshape(-1)
         if not keys.size:
             return
-        self._dk, self._dv = _merge_last(np.r_[self._dk, keys],
-                                         np.r_[self._dv, np.asarray(values, dtype=np.int64).reshape(-1)])
+        self._dk, self._dv = _merge_last(
+            np.r_[self._dk, keys], np.r_[self._dv, np.asarray(values, dtype=np.int64).reshape(-1)]
+        )
         if self._dk.size > max(4096, self._bk.size >> 4):
             self._bk, self._bv = _merge_last(np.r_[self._bk, self._dk], np.r_[self._bv, self._dv])
             self._dk, self._dv = self._dk[:0], self._dv[:0]
@@ -90,8 +92,10 @@ class _IntMap:
     def prefix_count(self, first: IntArray) -> IntArray:
         """Number of stored entries whose key's first id is ``first`` (upper bound)."""
         lo, hi = first << _HIGH, (first + 1) << _HIGH
-        return sum((np.searchsorted(k, hi) - np.searchsorted(k, lo) for k in (self._bk, self._dk)),
-                   np.zeros(first.size, dtype=np.int64))
+        return sum(
+            (np.searchsorted(k, hi) - np.searchsorted(k, lo) for k in (self._bk, self._dk)),
+            np.zeros(first.size, dtype=np.int64),
+        )
 
     def prefix_items(self, first: IntArray) -> tuple[IntArray, IntArray, IntArray]:
         """(row into ``first``, second id, value) of every entry under each first id."""
@@ -118,6 +122,7 @@ def _grow(col: GrowArray, n: int) -> None:
 
 # --------------------------------------------------------------------------- cascades
 
+
 class CascadeForest:
     """Incremental repost forest over every post of a platform, with per-cascade statistics.
 
@@ -136,28 +141,28 @@ class CascadeForest:
         self.sharer_scan = int(sharer_scan)  # earlier sharers a share may check against the follow set
         self.n_seen = 0
         self.parent = GrowArray(np.int64, fill=-1)
-        self.top = GrowArray(np.int64, fill=-1)        # cascade root of each post
+        self.top = GrowArray(np.int64, fill=-1)  # cascade root of each post
         self.depth = GrowArray(np.int64)
-        self.sub = GrowArray(np.int64)                 # subtree size
+        self.sub = GrowArray(np.int64)  # subtree size
         # per cascade, indexed by the root post id (meaningful for roots only)
         self.size = GrowArray(np.int64)
         self.scale = GrowArray(np.int64)
         self.max_depth = GrowArray(np.int64)
         self.max_breadth = GrowArray(np.int64)
-        self.depth_sum = GrowArray(np.int64)           # sum_v s_v = sum of node depths
-        self.sq_sum = GrowArray(np.int64)              # sum_v s_v^2
-        self._latest = _IntMap()                       # (shared post, sharer) -> latest share id
-        self._levels = _IntMap()                       # (cascade, depth) -> nodes at that depth
-        self._users = PairSet()                        # (cascade, sharer) pairs, root authors aside
+        self.depth_sum = GrowArray(np.int64)  # sum_v s_v = sum of node depths
+        self.sq_sum = GrowArray(np.int64)  # sum_v s_v^2
+        self._latest = _IntMap()  # (shared post, sharer) -> latest share id
+        self._levels = _IntMap()  # (cascade, depth) -> nodes at that depth
+        self._users = PairSet()  # (cascade, sharer) pairs, root authors aside
         # running aggregates over cascades with at least one share
         self.spread_count = 0
         self.scale_sum = 0.0
         self.sv_sum = 0.0
         self.best = {"scale": 0, "depth": 0, "max_breadth": 0}
-        self.top_ids = np.empty(0, dtype=np.int64)     # largest cascades, best first
+        self.top_ids = np.empty(0, dtype=np.int64)  # largest cascades, best first
 
     # ---------------------------------------------------------------- update
-    def update(self, pf: "Platform", n_top: int = 0, parents: IntArray | None = None) -> tuple[IntArray, int]:
+    def update(self, pf: Platform, n_top: int = 0, parents: IntArray | None = None) -> tuple[IntArray, int]:
         """Fold the posts created since the last call in; returns (touched cascades, new shares).
 
         Posts of different minutes (a forest built over a resumed or pre-filled platform) are
@@ -167,8 +172,18 @@ class CascadeForest:
         n0, n1 = self.n_seen, pf.n_posts
         if n1 <= n0:
             return np.empty(0, dtype=np.int64), 0
-        for col in (self.parent, self.top, self.depth, self.sub, self.size, self.scale, self.max_depth,
-                    self.max_breadth, self.depth_sum, self.sq_sum):
+        for col in (
+            self.parent,
+            self.top,
+            self.depth,
+            self.sub,
+            self.size,
+            self.scale,
+            self.max_depth,
+            self.max_breadth,
+            self.depth_sum,
+            self.sq_sum,
+        ):
             _grow(col, n1)
         minute = pf.p_minute.a[n0:n1]
         cuts = (n0 + np.flatnonzero(minute[1:] != minute[:-1]) + 1).tolist()
@@ -183,7 +198,7 @@ class CascadeForest:
             self._update_top(touched, n_top)
         return touched, new_shares
 
-    def _update_batch(self, pf: "Platform", ids: IntArray, parents: IntArray | None = None) -> tuple[IntArray, int]:
+    def _update_batch(self, pf: Platform, ids: IntArray, parents: IntArray | None = None) -> tuple[IntArray, int]:
         """Fold in the posts `ids` (one minute)."""
         root = pf.p_root.a[ids]
         is_share = (pf.p_kind.a[ids] != ORIGINAL) & (root >= 0)
@@ -211,7 +226,7 @@ class CascadeForest:
         if orig.size:
             self.best["scale"] = max(self.best["scale"], 1)
 
-    def _attribute(self, pf: "Platform", shares: IntArray) -> IntArray:
+    def _attribute(self, pf: Platform, shares: IntArray) -> IntArray:
         """Tree parent of each share: the latest earlier share of the same post by a user the
         sharer follows, else the shared post. Per share, one side is enumerated: the post's
         earlier sharers (checked against the follow set), or, for a post with more than
@@ -255,7 +270,7 @@ class CascadeForest:
             top[done] = top[p[ready]]
             todo = todo[~ready]
 
-    def _add_shares(self, pf: "Platform", shares: IntArray) -> None:
+    def _add_shares(self, pf: Platform, shares: IntArray) -> None:
         if not shares.size:
             return
         top, depth, parent, sub = self.top.a[shares], self.depth.a[shares], self.parent.a, self.sub.a
@@ -263,7 +278,7 @@ class CascadeForest:
         np.add.at(self.depth_sum.a, top, depth)
         np.maximum.at(self.max_depth.a, top, depth)
         author = pf.p_author.a[shares]
-        other = author != pf.p_author.a[top]           # the root's author is already in its scale
+        other = author != pf.p_author.a[top]  # the root's author is already in its scale
         keys = np.unique(pair_keys(top[other], author[other]))
         new = keys[~self._users.contains_keys(keys)]
         self._users.add_keys(new)
@@ -280,11 +295,12 @@ class CascadeForest:
             a = a[parent[a] >= 0]
         v, c = np.unique(np.concatenate(path), return_counts=True)
         old = sub[v]
-        np.add.at(self.sq_sum.a, self.top.a[v], (old + c) ** 2 - old ** 2)
+        np.add.at(self.sq_sum.a, self.top.a[v], (old + c) ** 2 - old**2)
         sub[v] = old + c
 
-    def _update_aggregates(self, touched: IntArray, old_sv: np.ndarray, old_scale: IntArray,
-                           was_spread: np.ndarray) -> None:
+    def _update_aggregates(
+        self, touched: IntArray, old_sv: np.ndarray, old_scale: IntArray, was_spread: np.ndarray
+    ) -> None:
         """Running sums over spread cascades (size >= 2): touched ones replace their old terms."""
         if not touched.size:
             return
@@ -312,15 +328,24 @@ class CascadeForest:
     def stats(self, tops: IntArray) -> dict[str, np.ndarray]:
         """scale, depth, max_breadth, structural_virality, size of the given cascades."""
         tops = np.asarray(tops, dtype=np.int64)
-        return {"scale": self.scale.a[tops], "depth": self.max_depth.a[tops],
-                "max_breadth": self.max_breadth.a[tops], "structural_virality": self.virality(tops),
-                "size": self.size.a[tops]}
+        return {
+            "scale": self.scale.a[tops],
+            "depth": self.max_depth.a[tops],
+            "max_breadth": self.max_breadth.a[tops],
+            "structural_virality": self.virality(tops),
+            "size": self.size.a[tops],
+        }
 
     def aggregates(self) -> dict[str, Any]:
         """The running aggregates (JSON), saved with every step: a resumed run restores them
         bit for bit (`set_aggregates`) rather than re-summing the floats in another order."""
-        return {"spread_count": self.spread_count, "scale_sum": self.scale_sum, "sv_sum": self.sv_sum,
-                "best": dict(self.best), "top_ids": self.top_ids.tolist()}
+        return {
+            "spread_count": self.spread_count,
+            "scale_sum": self.scale_sum,
+            "sv_sum": self.sv_sum,
+            "best": dict(self.best),
+            "top_ids": self.top_ids.tolist(),
+        }
 
     def set_aggregates(self, saved: Mapping[str, Any]) -> None:
         self.spread_count, self.scale_sum, self.sv_sum = saved["spread_count"], saved["scale_sum"], saved["sv_sum"]
@@ -330,18 +355,20 @@ class CascadeForest:
     def summary(self) -> dict[str, float]:
         nan = float("nan")
         k = self.spread_count
-        return {"cascade/scale": float(self.best["scale"]) if self.n_seen else nan,
-                "cascade/depth": float(self.best["depth"]) if self.n_seen else nan,
-                "cascade/max_breadth": float(self.best["max_breadth"]) if self.n_seen else nan,
-                "cascade/structural_virality": self.sv_sum / k if k else nan,
-                "cascade/spread_count": float(k),
-                "cascade/mean_scale": self.scale_sum / k if k else nan}
+        return {
+            "cascade/scale": float(self.best["scale"]) if self.n_seen else nan,
+            "cascade/depth": float(self.best["depth"]) if self.n_seen else nan,
+            "cascade/max_breadth": float(self.best["max_breadth"]) if self.n_seen else nan,
+            "cascade/structural_virality": self.sv_sum / k if k else nan,
+            "cascade/spread_count": float(k),
+            "cascade/mean_scale": self.scale_sum / k if k else nan,
+        }
 
     def members(self, root: int) -> IntArray:
         """Post ids of one cascade, in id (= time) order. O(posts after the root)."""
-        return np.flatnonzero(self.top.a[root:self.n_seen] == root) + root
+        return np.flatnonzero(self.top.a[root : self.n_seen] == root) + root
 
-    def curve(self, pf: "Platform", root: int, horizon: int) -> F.CascadeCurves:
+    def curve(self, pf: Platform, root: int, horizon: int) -> F.CascadeCurves:
         """Per-minute cumulative curves of one cascade from its stored tree (formulas)."""
         nodes = self.members(root)
         parent = np.searchsorted(nodes, self.parent.a[nodes])
@@ -351,8 +378,9 @@ class CascadeForest:
 
 def read_cascade_curves(conn: sqlite3.Connection) -> dict[int, dict[str, np.ndarray]]:
     """post_id -> {"minute", "scale", "depth", "max_breadth"} arrays from a run's journal."""
-    rows = conn.execute("SELECT post_id, minute, scale, depth, max_breadth FROM cascade_curve"
-                        " ORDER BY post_id, minute").fetchall()
+    rows = conn.execute(
+        "SELECT post_id, minute, scale, depth, max_breadth FROM cascade_curve ORDER BY post_id, minute"
+    ).fetchall()
     out: dict[int, dict[str, np.ndarray]] = {}
     if not rows:
         return out

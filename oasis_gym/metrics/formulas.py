@@ -41,20 +41,40 @@ FloatArray = NDArray[np.float64]
 ESTEBAN_RAY_ALPHA = 1.6
 
 # (root, author) pairs are packed into one int64 sort key below this product of sizes
-_PAIR_KEY_LIMIT = 2 ** 62
+_PAIR_KEY_LIMIT = 2**62
 
 __all__ = [
-    "CascadeStats", "CascadeCurves", "tree_depths", "subtree_sizes", "cascade_parents",
-    "infer_repost_parents", "cascade_stats", "cascade_stats_from_posts", "cascade_curves",
-    "cascade_summary", "opinion_mean", "opinion_std", "bimodality_coefficient",
-    "esteban_ray_polarization", "opinion_shift_shares", "opinion_summary", "gini",
-    "received_per_user", "opinion_assortativity", "neighbourhood_correlation",
-    "misinformation_share", "cross_cutting_share", "feed_diversity", "herd_effect",
-    "action_count_scalars", "ESTEBAN_RAY_ALPHA",
+    "CascadeStats",
+    "CascadeCurves",
+    "tree_depths",
+    "subtree_sizes",
+    "cascade_parents",
+    "infer_repost_parents",
+    "cascade_stats",
+    "cascade_stats_from_posts",
+    "cascade_curves",
+    "cascade_summary",
+    "opinion_mean",
+    "opinion_std",
+    "bimodality_coefficient",
+    "esteban_ray_polarization",
+    "opinion_shift_shares",
+    "opinion_summary",
+    "gini",
+    "received_per_user",
+    "opinion_assortativity",
+    "neighbourhood_correlation",
+    "misinformation_share",
+    "cross_cutting_share",
+    "feed_diversity",
+    "herd_effect",
+    "action_count_scalars",
+    "ESTEBAN_RAY_ALPHA",
 ]
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _ints(a: ArrayLike) -> IntArray:
     return np.asarray(a, dtype=np.int64).reshape(-1)
@@ -105,6 +125,7 @@ def _positions(ids: IntArray, post_id: IntArray | None) -> IntArray:
 
 
 # --------------------------------------------------------------------------- cascade trees
+
 
 @dataclass(frozen=True)
 class CascadeStats:
@@ -174,8 +195,9 @@ def subtree_sizes(parent: ArrayLike, depth: ArrayLike | None = None) -> IntArray
     return size
 
 
-def cascade_parents(post_root: ArrayLike, post_parent: ArrayLike | None = None, *,
-                    post_id: ArrayLike | None = None) -> IntArray:
+def cascade_parents(
+    post_root: ArrayLike, post_parent: ArrayLike | None = None, *, post_id: ArrayLike | None = None
+) -> IntArray:
     """Tree parent (row position, -1 for roots) of every post when the parent is explicit.
 
     ``post_root[i]`` is the id of the original post that post i spreads (-1, or i's own id,
@@ -215,9 +237,16 @@ def _expand_neighbours(users: IntArray, offsets: IntArray, nbrs: IntArray) -> tu
     return rows, nbrs[first + np.arange(total, dtype=np.int64)]
 
 
-def infer_repost_parents(post_root: ArrayLike, post_author: ArrayLike, post_minute: ArrayLike,
-                         follow_src: ArrayLike, follow_dst: ArrayLike, *,
-                         post_id: ArrayLike | None = None, max_pairs: int = 4_000_000) -> IntArray:
+def infer_repost_parents(
+    post_root: ArrayLike,
+    post_author: ArrayLike,
+    post_minute: ArrayLike,
+    follow_src: ArrayLike,
+    follow_dst: ArrayLike,
+    *,
+    post_id: ArrayLike | None = None,
+    max_pairs: int = 4_000_000,
+) -> IntArray:
     """Tree parent of every post when only root, author, time and the follow graph are known.
 
     A repost of root r by user u at minute t is attributed to the most recent earlier
@@ -261,8 +290,16 @@ def infer_repost_parents(post_root: ArrayLike, post_author: ArrayLike, post_minu
     return parent
 
 
-def _attribute_chunk(chunk: IntArray, root_pos: IntArray, author: IntArray, minute: FloatArray,
-                     offsets: IntArray, nbrs: IntArray, parent: IntArray, n_users: int) -> None:
+def _attribute_chunk(
+    chunk: IntArray,
+    root_pos: IntArray,
+    author: IntArray,
+    minute: FloatArray,
+    offsets: IntArray,
+    nbrs: IntArray,
+    parent: IntArray,
+    n_users: int,
+) -> None:
     """Fill ``parent`` for the reposts in ``chunk`` (see infer_repost_parents)."""
     q_row, q_followee = _expand_neighbours(author[chunk], offsets, nbrs)
     if q_row.size == 0:
@@ -277,7 +314,7 @@ def _attribute_chunk(chunk: IntArray, root_pos: IntArray, author: IntArray, minu
     # tie key: queries (-1) sort before events at an equal minute -> strict "earlier";
     # events sort by row so the later row of one minute is the more recent share
     k_tie = np.concatenate([np.full(q_post.size, -1, np.int64), events])
-    if root_pos.size * n_users < _PAIR_KEY_LIMIT:       # one int64 key for (root, author)
+    if root_pos.size * n_users < _PAIR_KEY_LIMIT:  # one int64 key for (root, author)
         k_pair = k_root * n_users + k_auth
         order = np.lexsort((k_tie, k_min, k_pair))
     else:
@@ -293,7 +330,7 @@ def _attribute_chunk(chunk: IntArray, root_pos: IntArray, author: IntArray, minu
         same = ok & (k_pair[a] == k_pair[b])
     else:
         same = ok & (k_root[a] == k_root[b]) & (k_auth[a] == k_auth[b])
-    rep = q_post[b[same]]                          # b < q_post.size: the query block
+    rep = q_post[b[same]]  # b < q_post.size: the query block
     ev_post = events[a[same] - q_post.size]
     # per repost keep the most recent matching sharer (latest minute, then latest row)
     best = np.lexsort((ev_post, minute[ev_post], rep))
@@ -342,9 +379,13 @@ def cascade_stats(parent: ArrayLike, user: ArrayLike | None = None) -> CascadeSt
     return CascadeStats(roots, size, scale, max_depth, breadth, sv)
 
 
-def cascade_stats_from_posts(post_root: ArrayLike, post_author: ArrayLike,
-                             post_parent: ArrayLike | None = None, *,
-                             post_id: ArrayLike | None = None) -> CascadeStats:
+def cascade_stats_from_posts(
+    post_root: ArrayLike,
+    post_author: ArrayLike,
+    post_parent: ArrayLike | None = None,
+    *,
+    post_id: ArrayLike | None = None,
+) -> CascadeStats:
     """cascade_stats over a post table: roots are originals, reposts hang on ``post_parent``.
 
     ``root`` in the result holds row positions of the original posts.
@@ -353,8 +394,7 @@ def cascade_stats_from_posts(post_root: ArrayLike, post_author: ArrayLike,
     return cascade_stats(parent, post_author)
 
 
-def cascade_curves(parent: ArrayLike, minute: ArrayLike, horizon: int,
-                   user: ArrayLike | None = None) -> CascadeCurves:
+def cascade_curves(parent: ArrayLike, minute: ArrayLike, horizon: int, user: ArrayLike | None = None) -> CascadeCurves:
     """Cumulative scale / depth / max-breadth curves per cascade over minutes since the root.
 
     Column t counts every node whose time is at most t minutes after its root (fractional
@@ -374,7 +414,7 @@ def cascade_curves(parent: ArrayLike, minute: ArrayLike, horizon: int,
     idx = np.flatnonzero(keep)
     c, r, d, u = cid[idx], rel[idx], depth[idx], users[idx]
 
-    o = np.lexsort((r, u, c))                       # first appearance of each (cascade, user)
+    o = np.lexsort((r, u, c))  # first appearance of each (cascade, user)
     first = _run_starts(c[o], u[o])
     new_users = np.bincount(c[o][first] * width + r[o][first], minlength=n_casc * width)
     scale = np.cumsum(new_users.reshape(n_casc, width), axis=1)
@@ -389,7 +429,7 @@ def cascade_curves(parent: ArrayLike, minute: ArrayLike, horizon: int,
     o = np.lexsort((r2, d2, c2))
     starts = _run_starts(c2[o], d2[o])
     start_pos = np.maximum.accumulate(np.where(starts, np.arange(o.size), 0))
-    running = np.arange(o.size) - start_pos + 1     # level size reached at this node's time
+    running = np.arange(o.size) - start_pos + 1  # level size reached at this node's time
     np.maximum.at(breadth, c2[o] * width + r2[o], running)
     breadth = np.maximum.accumulate(breadth.reshape(n_casc, width), axis=1)
     return CascadeCurves(roots, scale.astype(np.int64), depth_c, breadth)
@@ -418,6 +458,7 @@ def cascade_summary(stats: CascadeStats, prefix: str = "cascade/", min_size: int
 
 
 # --------------------------------------------------------------------------- opinions
+
 
 def opinion_mean(opinion: ArrayLike) -> float:
     """Bias: mean opinion over users with a known (finite) opinion."""
@@ -448,18 +489,22 @@ def bimodality_coefficient(opinion: ArrayLike) -> float:
     if n < 4:
         return float("nan")
     d = x - x.mean()
-    m2, m3, m4 = (d ** 2).mean(), (d ** 3).mean(), (d ** 4).mean()
+    m2, m3, m4 = (d**2).mean(), (d**3).mean(), (d**4).mean()
     if m2 <= 0:
         return float("nan")
-    g1, g2 = m3 / m2 ** 1.5, m4 / m2 ** 2 - 3.0
+    g1, g2 = m3 / m2**1.5, m4 / m2**2 - 3.0
     skew = np.sqrt(n * (n - 1.0)) / (n - 2.0) * g1
     kurt = (n - 1.0) / ((n - 2.0) * (n - 3.0)) * ((n + 1.0) * g2 + 6.0)
-    return float((skew ** 2 + 1.0) / (kurt + 3.0 * (n - 1.0) ** 2 / ((n - 2.0) * (n - 3.0))))
+    return float((skew**2 + 1.0) / (kurt + 3.0 * (n - 1.0) ** 2 / ((n - 2.0) * (n - 3.0))))
 
 
-def esteban_ray_polarization(opinion: ArrayLike, *, bins: int | ArrayLike = 10,
-                             value_range: tuple[float, float] = (-1.0, 1.0),
-                             alpha: float = ESTEBAN_RAY_ALPHA) -> float:
+def esteban_ray_polarization(
+    opinion: ArrayLike,
+    *,
+    bins: int | ArrayLike = 10,
+    value_range: tuple[float, float] = (-1.0, 1.0),
+    alpha: float = ESTEBAN_RAY_ALPHA,
+) -> float:
     """Esteban-Ray polarization P = K * sum_i sum_j pi_i^(1+alpha) pi_j |y_i - y_j|.
 
     Opinions are binned (``bins`` equal bins over ``value_range``, or explicit edges;
@@ -509,6 +554,7 @@ def opinion_summary(opinion: ArrayLike, prefix: str = "opinion/", **er_kwargs: A
 
 
 # --------------------------------------------------------------------------- network
+
 
 def gini(values: ArrayLike) -> float:
     """Gini coefficient of non-negative amounts (followers, likes received, impressions).
@@ -571,6 +617,7 @@ def neighbourhood_correlation(src: ArrayLike, dst: ArrayLike, opinion: ArrayLike
 
 # --------------------------------------------------------------------------- exposure
 
+
 def misinformation_share(impression_post: ArrayLike, post_is_misinfo: ArrayLike) -> float:
     """Share of impressions that showed misinformation.
 
@@ -582,8 +629,9 @@ def misinformation_share(impression_post: ArrayLike, post_is_misinfo: ArrayLike)
     return float((lab != 0).mean()) if lab.size else float("nan")
 
 
-def cross_cutting_share(impression_viewer: ArrayLike, impression_post: ArrayLike,
-                        viewer_opinion: ArrayLike, post_stance: ArrayLike) -> float:
+def cross_cutting_share(
+    impression_viewer: ArrayLike, impression_post: ArrayLike, viewer_opinion: ArrayLike, post_stance: ArrayLike
+) -> float:
     """Share of impressions whose post stance has the opposite sign to the viewer's opinion.
 
     Impressions where either side is 0 (neutral) or NaN (unknown) are left out (Bakshy et
@@ -595,8 +643,7 @@ def cross_cutting_share(impression_viewer: ArrayLike, impression_post: ArrayLike
     return float((a[ok] != b[ok]).mean()) if ok.any() else float("nan")
 
 
-def feed_diversity(impression_viewer: ArrayLike, impression_post: ArrayLike,
-                   post_stance: ArrayLike) -> float:
+def feed_diversity(impression_viewer: ArrayLike, impression_post: ArrayLike, post_stance: ArrayLike) -> float:
     """Mean over viewers of the standard deviation (ddof=0) of the stances they were shown.
 
     Stance spread, rather than author entropy, is chosen because it measures exposure to
@@ -619,6 +666,7 @@ def feed_diversity(impression_viewer: ArrayLike, impression_post: ArrayLike,
 
 # --------------------------------------------------------------------------- herd effect
 
+
 def herd_effect(group: ArrayLike, score: ArrayLike) -> dict[str, float]:
     """Mean score per treatment group (Muchnik et al. 2013, Science, "Social influence bias").
 
@@ -636,6 +684,7 @@ def herd_effect(group: ArrayLike, score: ArrayLike) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- actions
+
 
 def action_count_scalars(action_type: ArrayLike, prefix: str = "actions/") -> dict[str, float]:
     """Count of each action code in one step, one tag per action (zeros included).

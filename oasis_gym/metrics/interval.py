@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES, ActionType as A, Result as R
+from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from ..actions import ActionType as A
+from ..actions import Result as R
 from ..platform.platform import MISINFO_LABEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,21 +29,40 @@ class Interval:
     """Counters summed over the steps since the previous logged step."""
 
     def __init__(self) -> None:
-        self.actions = np.zeros(NUM_ACTIONS + 1, dtype=np.int64)   # last: codes outside the action set
+        self.actions = np.zeros(NUM_ACTIONS + 1, dtype=np.int64)  # last: codes outside the action set
         self.results = np.zeros(len(RESULT_NAMES), dtype=np.int64)
         self.n: dict[str, float] = dict.fromkeys(
-            ("applied", "ignored", "active", "acting", "posts", "shares", "comments", "follows", "unfollows",
-             "eng_post", "eng_all", "impressions", "misinfo", "cc_num", "cc_den", "div_sum", "div_cnt",
-             "new_shares"), 0.0)
+            (
+                "applied",
+                "ignored",
+                "active",
+                "acting",
+                "posts",
+                "shares",
+                "comments",
+                "follows",
+                "unfollows",
+                "eng_post",
+                "eng_all",
+                "impressions",
+                "misinfo",
+                "cc_num",
+                "cc_den",
+                "div_sum",
+                "div_cnt",
+                "new_shares",
+            ),
+            0.0,
+        )
 
 
-def count_actions(acc: Interval, out: "StepOutcome", n_active: int) -> None:
+def count_actions(acc: Interval, out: StepOutcome, n_active: int) -> None:
     codes = np.asarray(out.actions, dtype=np.int64)
-    bad = (codes < 0) | (codes >= NUM_ACTIONS)     # traced as action "invalid"
+    bad = (codes < 0) | (codes >= NUM_ACTIONS)  # traced as action "invalid"
     codes = np.where(bad, NUM_ACTIONS, codes)
     res = np.asarray(out.results, dtype=np.int64)
     acc.actions += np.bincount(codes, minlength=NUM_ACTIONS + 1)
-    acc.results += np.bincount(res, minlength=len(RESULT_NAMES))[:len(RESULT_NAMES)]
+    acc.results += np.bincount(res, minlength=len(RESULT_NAMES))[: len(RESULT_NAMES)]
     ok = np.bincount(codes[res == R.OK], minlength=NUM_ACTIONS + 1)
     n = acc.n
     n["applied"] += codes.size
@@ -57,7 +78,7 @@ def count_actions(acc: Interval, out: "StepOutcome", n_active: int) -> None:
     n["eng_all"] += ok[list(POST_ENGAGEMENT + OTHER_ENGAGEMENT)].sum()
 
 
-def count_exposure(acc: Interval, pf: "Platform", obs) -> None:
+def count_exposure(acc: Interval, pf: Platform, obs) -> None:
     """Impressions = the feeds served this step (sim.obs during the step's commit)."""
     rows, slots = np.nonzero(obs.post_ids >= 0)
     if not rows.size:
@@ -86,7 +107,7 @@ def count_exposure(acc: Interval, pf: "Platform", obs) -> None:
     n["div_cnt"] += int(has.sum())
 
 
-def interval_values(acc: Interval, pf: "Platform") -> dict[str, float]:
+def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
     n, nan = acc.n, float("nan")
     values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
     rejected = acc.results.sum() - acc.results[R.OK]

@@ -65,9 +65,11 @@ def offline_metrics(db_path: str | Path) -> tuple[dict[str, tuple[np.ndarray, np
         pf, trace = Platform.from_db(db_path), _journal_trace(db_path)
         if trace.pop("imported"):
             notes.append("the steps imported from OASIS hold accepted actions only (OASIS traces no rejections)")
-    notes.append("not computable from the tables: engagement/rate and exposure/* (no history of served feeds), "
-                 "network/follow_edges over time (unfollowed edges are deleted); cascade parents use the "
-                 "final follow graph; active users = users with a trace row in the step")
+    notes.append(
+        "not computable from the tables: engagement/rate and exposure/* (no history of served feeds), "
+        "network/follow_edges over time (unfollowed edges are deleted); cascade parents use the "
+        "final follow graph; active users = users with a trace row in the step"
+    )
     skipped = sorted({name for name in trace["name"] if name not in ACTION_BY_NAME and name != "invalid"})
     if skipped:
         notes.append(f"trace actions outside the oasis-gym action set, not counted: {', '.join(skipped)}")
@@ -107,8 +109,12 @@ def _oasis_trace(path: Path, steps: np.ndarray) -> dict:
         rows = conn.execute("SELECT user_id, action FROM trace ORDER BY rowid").fetchall() if has else []
     finally:
         conn.close()
-    return {"user": np.array([r[0] for r in rows], dtype=np.int64), "name": [r[1] for r in rows],
-            "result": ["ok"] * len(rows), "step": np.asarray(steps, dtype=np.int64)}
+    return {
+        "user": np.array([r[0] for r in rows], dtype=np.int64),
+        "name": [r[1] for r in rows],
+        "result": ["ok"] * len(rows),
+        "step": np.asarray(steps, dtype=np.int64),
+    }
 
 
 def _journal_trace(path: Path) -> dict:
@@ -118,6 +124,10 @@ def _journal_trace(path: Path) -> dict:
         imported = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'oasis_id_map'").fetchone() is not None
     finally:
         conn.close()
-    return {"user": np.array([r[0] for r in rows], dtype=np.int64), "name": [r[1] for r in rows],
-            "result": [r[2] or "ok" for r in rows], "step": np.array([r[3] for r in rows], dtype=np.int64),
-            "imported": imported}
+    return {
+        "user": np.array([r[0] for r in rows], dtype=np.int64),
+        "name": [r[1] for r in rows],
+        "result": [r[2] or "ok" for r in rows],
+        "step": np.array([r[3] for r in rows], dtype=np.int64),
+        "imported": imported,
+    }

@@ -88,7 +88,8 @@ from numpy.typing import ArrayLike, NDArray
 from ..platform.store import unpack_keys
 from . import formulas as F
 from .cascades import CASCADE_CURVE_SCHEMA, CASCADE_TREE_SCHEMA, CascadeForest, read_cascade_curves
-from .interval import Interval as _Interval, count_actions, count_exposure, interval_values
+from .interval import Interval as _Interval
+from .interval import count_actions, count_exposure, interval_values
 from .recorder_state import RecorderState
 from .tensorboard import MetricsTable, TensorBoardLogger
 
@@ -108,6 +109,7 @@ FULL_AUTO_EVERY = 10
 
 
 # --------------------------------------------------------------------------- recorder
+
 
 class _ClassOrInstanceMethod:
     """A method that runs one function when called on the class, another on an instance:
@@ -154,10 +156,20 @@ class MetricsRecorder(RecorderState):
         flush_secs: TensorBoard flush interval.
     """
 
-    def __init__(self, logdir: str | Path | None, *, every: int = 1, every_full: int | None = None,
-                 tracked_posts: ArrayLike | None = None, n_top: int = 3, histograms_every: int = 10,
-                 herd_groups: Mapping[str, ArrayLike] | None = None, herd_kind: str = "post",
-                 strict: bool = False, flush_secs: int = 30) -> None:
+    def __init__(
+        self,
+        logdir: str | Path | None,
+        *,
+        every: int = 1,
+        every_full: int | None = None,
+        tracked_posts: ArrayLike | None = None,
+        n_top: int = 3,
+        histograms_every: int = 10,
+        herd_groups: Mapping[str, ArrayLike] | None = None,
+        herd_kind: str = "post",
+        strict: bool = False,
+        flush_secs: int = 30,
+    ) -> None:
         if every < 1 or (every_full is not None and every_full < 1) or histograms_every < 1:
             raise ValueError("every, every_full and histograms_every must be >= 1")
         if (every_full or every) % every:
@@ -176,7 +188,7 @@ class MetricsRecorder(RecorderState):
         self.episode = -1
         self.errors = 0
         self.hook_seconds: deque[float] = deque(maxlen=100_000)  # wall time of each hook call
-        self.sim: "Simulation | None" = None
+        self.sim: Simulation | None = None
         self.tb: TensorBoardLogger | None = None
         self._conn: sqlite3.Connection | None = None
         self._started_at: int | None = None
@@ -184,15 +196,22 @@ class MetricsRecorder(RecorderState):
         self._episode_started_in_step = False
 
     # ---------------------------------------------------------------- lifecycle
-    def _attach_new(cls, sim: "Simulation", logdir: str | Path | None, *, every: int = 1,
-                    tracked_posts: ArrayLike | None = None, histograms_every: int = 10,
-                    **options: Any) -> "MetricsRecorder":
+    def _attach_new(
+        cls,
+        sim: Simulation,
+        logdir: str | Path | None,
+        *,
+        every: int = 1,
+        tracked_posts: ArrayLike | None = None,
+        histograms_every: int = 10,
+        **options: Any,
+    ) -> MetricsRecorder:
         """``MetricsRecorder.attach(sim, logdir, ...)``: create a recorder and attach it to `sim`.
         Options: every_full, n_top, herd_groups, herd_kind, strict, flush_secs (see the class)."""
         rec = cls(logdir, every=every, tracked_posts=tracked_posts, histograms_every=histograms_every, **options)
         return rec._attach(sim)
 
-    def _attach(self, sim: "Simulation") -> "MetricsRecorder":
+    def _attach(self, sim: Simulation) -> MetricsRecorder:
         """``recorder.attach(sim)``: register the hook on ``sim.step_hooks``; a running episode
         (a journal already open) starts being recorded now."""
         self.sim = sim
@@ -213,14 +232,14 @@ class MetricsRecorder(RecorderState):
     def episode_logdir(self) -> str:
         return str(Path(self.logdir) / f"episode_{self.episode}")
 
-    def on_reset(self, sim: "Simulation") -> None:
+    def on_reset(self, sim: Simulation) -> None:
         """Start an episode on the journal `sim.reset()` (or `sim.resume()`) just opened: schema,
         opinion baseline, the cascade forest over the posts that exist now, the run config."""
         if sim.journal.conn is self._conn and self._started_at == sim.platform.step:
             return  # this episode already started here (e.g. attach followed by on_reset)
         self._start_episode(sim, sim.journal.conn, from_journal=sim.platform.step > 0)
 
-    def _start_episode(self, sim: "Simulation", conn: sqlite3.Connection, from_journal: bool = True) -> None:
+    def _start_episode(self, sim: Simulation, conn: sqlite3.Connection, from_journal: bool = True) -> None:
         self._close_writer()
         self.sim, self._conn, self._started_at = sim, conn, sim.platform.step
         self.episode += 1
@@ -229,8 +248,13 @@ class MetricsRecorder(RecorderState):
         conn.execute(CASCADE_CURVE_SCHEMA)
         conn.execute(CASCADE_TREE_SCHEMA)
         self._load_state(sim, conn, from_journal)
-        config = {"config": dict(vars(sim.config)), "seed": sim.seed, "episode": self.episode,
-                  "n_users": pf.n_users, "metrics": self.settings()}
+        config = {
+            "config": dict(vars(sim.config)),
+            "seed": sim.seed,
+            "episode": self.episode,
+            "n_users": pf.n_users,
+            "metrics": self.settings(),
+        }
         sim.journal.set_meta(conn, {"metrics_config": self.settings()})
         if self.logdir is not None:
             self.tb = TensorBoardLogger(self.episode_logdir(), flush_secs=self.flush_secs)
@@ -242,7 +266,7 @@ class MetricsRecorder(RecorderState):
             self.tb = TensorBoardLogger(self.episode_logdir(), flush_secs=self.flush_secs)
         return self.tb
 
-    def _auto_every_full(self, pf: "Platform") -> int:
+    def _auto_every_full(self, pf: Platform) -> int:
         """Every logged step for small platforms; every FULL_AUTO_EVERY steps (rounded up to a
         multiple of `every`) once users + follow edges exceed FULL_AUTO_SIZE."""
         if pf.n_users + len(pf.rel["follow"]) <= FULL_AUTO_SIZE:
@@ -250,9 +274,15 @@ class MetricsRecorder(RecorderState):
         return self.every * -(-FULL_AUTO_EVERY // self.every)
 
     def settings(self) -> dict[str, Any]:
-        return {"every": self.every, "every_full": self.every_full, "histograms_every": self.histograms_every,
-                "tracked_posts": None if self.tracked is None else self.tracked.tolist(), "n_top": self.n_top,
-                "herd_groups": sorted(self.herd_groups), "herd_kind": self.herd_kind}
+        return {
+            "every": self.every,
+            "every_full": self.every_full,
+            "histograms_every": self.histograms_every,
+            "tracked_posts": None if self.tracked is None else self.tracked.tolist(),
+            "n_top": self.n_top,
+            "herd_groups": sorted(self.herd_groups),
+            "herd_kind": self.herd_kind,
+        }
 
     def finalize(self) -> None:
         """End of episode: write what the last step has not logged yet (the open interval of
@@ -260,8 +290,13 @@ class MetricsRecorder(RecorderState):
         tracked cascade's curve to the last step, flush and close TensorBoard (steps taken
         after it reopen the writer). Call it before the next reset; safe to call twice."""
         sim, conn = self.sim, self._conn
-        if sim is not None and conn is not None and sim.journal is not None and sim.journal.conn is conn \
-                and self._last_step is not None:
+        if (
+            sim is not None
+            and conn is not None
+            and sim.journal is not None
+            and sim.journal.conn is conn
+            and self._last_step is not None
+        ):
             pf, step = sim.platform, self._last_step
             conn.execute("BEGIN")
             try:
@@ -302,7 +337,7 @@ class MetricsRecorder(RecorderState):
         self.herd_groups = {str(g): np.asarray(ids, dtype=np.int64).reshape(-1) for g, ids in groups.items()}
 
     # ---------------------------------------------------------------- the hook
-    def __call__(self, sim: "Simulation", out: "StepOutcome", conn: sqlite3.Connection) -> None:
+    def __call__(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
         t0 = time.perf_counter()
         self._episode_started_in_step = conn is not self._conn
         try:
@@ -313,11 +348,14 @@ class MetricsRecorder(RecorderState):
             if self.strict:
                 raise
             self.errors += 1
-            warnings.warn(f"metrics hook failed (step kept, metrics skipped):\n{traceback.format_exc()}",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"metrics hook failed (step kept, metrics skipped):\n{traceback.format_exc()}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         self.hook_seconds.append(time.perf_counter() - t0)
 
-    def _step(self, sim: "Simulation", out: "StepOutcome", conn: sqlite3.Connection) -> None:
+    def _step(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
         pf, step = sim.platform, int(sim.platform.step)
         acc = self._acc
         self._count_actions(acc, out, len(sim.obs.users))
@@ -330,8 +368,9 @@ class MetricsRecorder(RecorderState):
             self._log(conn, pf, step, tracked, interval=True, full=step % self.every_full == 0)
         self._save_state(conn)
 
-    def _log(self, conn: sqlite3.Connection, pf: "Platform", step: int, tracked: IntArray, *,
-             interval: bool, full: bool) -> None:
+    def _log(
+        self, conn: sqlite3.Connection, pf: Platform, step: int, tracked: IntArray, *, interval: bool, full: bool
+    ) -> None:
         """Write one metrics row set (inside the caller's transaction) and the same to TensorBoard."""
         values: dict[str, float] = {}
         if interval:
@@ -371,7 +410,7 @@ class MetricsRecorder(RecorderState):
     _count_exposure = staticmethod(count_exposure)
     _interval_values = staticmethod(interval_values)
 
-    def _full_metrics(self, pf: "Platform") -> dict[str, float]:
+    def _full_metrics(self, pf: Platform) -> dict[str, float]:
         """The O(users + edges + posts) metrics of a full step."""
         op = pf.u_opinion.a
         base = self.baseline
@@ -387,7 +426,7 @@ class MetricsRecorder(RecorderState):
         values["network/neighbourhood_correlation"] = F.neighbourhood_correlation(src, dst, op)
         return values
 
-    def _tracked_roots(self, pf: "Platform") -> IntArray:
+    def _tracked_roots(self, pf: Platform) -> IntArray:
         if self.tracked is None:
             return self.forest.top_ids
         ids = self.tracked[self.tracked < self.forest.n_seen]
@@ -409,10 +448,12 @@ class MetricsRecorder(RecorderState):
                 values[f"cascade/post_{p}/{name}"] = float(st[name][k]) if exists[k] else math.nan
         return values
 
-    def _herd_values(self, pf: "Platform") -> dict[str, float]:
+    def _herd_values(self, pf: Platform) -> dict[str, float]:
         if not self.herd_groups:
             return {}
-        likes, dislikes = (pf.p_likes.a, pf.p_dislikes.a) if self.herd_kind == "post" else (pf.c_likes.a, pf.c_dislikes.a)
+        likes, dislikes = (
+            (pf.p_likes.a, pf.p_dislikes.a) if self.herd_kind == "post" else (pf.c_likes.a, pf.c_dislikes.a)
+        )
         labels, scores = [], []
         for g, ids in self.herd_groups.items():
             ids = ids[(ids >= 0) & (ids < likes.size)]
@@ -421,8 +462,9 @@ class MetricsRecorder(RecorderState):
         means = F.herd_effect(np.concatenate(labels), np.concatenate(scores)) if labels else {}
         return {f"herd/{g}_mean_score": means.get(g, math.nan) for g in self.herd_groups}
 
-    def _write_curves(self, conn: sqlite3.Connection, pf: "Platform", roots: Sequence[int] | IntArray,
-                      now: int, final: bool = False) -> None:
+    def _write_curves(
+        self, conn: sqlite3.Connection, pf: Platform, roots: Sequence[int] | IntArray, now: int, final: bool = False
+    ) -> None:
         """Extend the dense per-minute curves of the tracked cascades to the current minute.
 
         A cascade tracked at the previous step gets the minutes since then appended; one that
@@ -434,7 +476,7 @@ class MetricsRecorder(RecorderState):
             rel = now - int(pf.p_minute.a[c])
             cur = (int(f.scale.a[c]), int(f.max_depth.a[c]), int(f.max_breadth.a[c]))
             last = self._curves.get(c)
-            if last is not None and last[0] >= rel:        # already written up to this minute
+            if last is not None and last[0] >= rel:  # already written up to this minute
                 if last[1] != cur:
                     rows.append((c, rel, *cur))
             elif last is not None and c in self._curve_live:
@@ -442,12 +484,19 @@ class MetricsRecorder(RecorderState):
                 rows.append((c, rel, *cur))
             else:
                 curve = f.curve(pf, c, rel)
-                rows += zip([c] * (rel + 1), range(rel + 1), curve.scale[0].tolist(), curve.depth[0].tolist(),
-                            curve.max_breadth[0].tolist())
+                rows += zip(
+                    [c] * (rel + 1),
+                    range(rel + 1),
+                    curve.scale[0].tolist(),
+                    curve.depth[0].tolist(),
+                    curve.max_breadth[0].tolist(),
+                )
             self._curves[c] = (rel, cur)
             self._ever_tracked.add(c)
         if not final:
             self._curve_live = set(np.asarray(roots, dtype=np.int64).tolist())
         if rows:
-            conn.executemany("INSERT OR REPLACE INTO cascade_curve (post_id, minute, scale, depth, max_breadth)"
-                             " VALUES (?,?,?,?,?)", rows)
+            conn.executemany(
+                "INSERT OR REPLACE INTO cascade_curve (post_id, minute, scale, depth, max_breadth) VALUES (?,?,?,?,?)",
+                rows,
+            )

@@ -31,7 +31,7 @@ STATE_KEY = "metrics_state"
 class RecorderState:
     """Load, save and roll back the recorder's running state (see ``MetricsRecorder``)."""
 
-    def _baseline(self, pf: "Platform", conn: sqlite3.Connection, from_journal: bool) -> np.ndarray:
+    def _baseline(self, pf: Platform, conn: sqlite3.Connection, from_journal: bool) -> np.ndarray:
         """Opinions at episode start: the platform's now, or (first noticed mid-step, or after a
         resume) the journal's user_profile rows, written once by the reset commit."""
         now = pf.u_opinion.a.astype(np.float64)
@@ -45,7 +45,7 @@ class RecorderState:
             return now
         return np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=np.float64)
 
-    def _load_state(self, sim: "Simulation", conn: sqlite3.Connection, from_journal: bool) -> None:
+    def _load_state(self, sim: Simulation, conn: sqlite3.Connection, from_journal: bool) -> None:
         """The recorder's state as of the journal's last step: fresh at an episode's start; on
         a resumed run (or after a failed step) the state that step saved (`_save_state`), the
         cascade forest rebuilt with the parents of cascade_tree, and the curves written so
@@ -82,18 +82,19 @@ class RecorderState:
         self._acc.results[:] = saved["acc"]["results"]
         self._acc.n.update(saved["acc"]["n"])
         self._llm = dict(saved["llm"])
-        (self._last_step, self._last_minute, self._last_logged_step, self._last_full_step,
-         self._last_hist_step) = (saved[k] for k in ("last_step", "last_minute", "last_logged_step",
-                                                    "last_full_step", "last_hist_step"))
+        (self._last_step, self._last_minute, self._last_logged_step, self._last_full_step, self._last_hist_step) = (
+            saved[k] for k in ("last_step", "last_minute", "last_logged_step", "last_full_step", "last_hist_step")
+        )
         self._last_tracked = np.asarray(saved["last_tracked"], dtype=np.int64)
         self._curve_live = set(saved["curve_live"])
         for c, minute, *values in conn.execute(
-                "SELECT post_id, minute, scale, depth, max_breadth FROM cascade_curve c WHERE minute ="
-                " (SELECT MAX(minute) FROM cascade_curve d WHERE d.post_id = c.post_id)"):
+            "SELECT post_id, minute, scale, depth, max_breadth FROM cascade_curve c WHERE minute ="
+            " (SELECT MAX(minute) FROM cascade_curve d WHERE d.post_id = c.post_id)"
+        ):
             self._curves[c] = (minute, tuple(values))
             self._ever_tracked.add(c)
 
-    def _fold(self, pf: "Platform", conn: sqlite3.Connection, parents: IntArray | None = None) -> int:
+    def _fold(self, pf: Platform, conn: sqlite3.Connection, parents: IntArray | None = None) -> int:
         """Fold the new posts into the forest, journal the parents of new shares (those not
         in `parents` already); returns the new shares."""
         n0 = self.forest.n_seen
@@ -102,8 +103,10 @@ class RecorderState:
         par = self.forest.parent.a[ids]
         new = (par >= 0) if parents is None else (par >= 0) & (parents[ids] < 0)
         if new.any():
-            conn.executemany("INSERT OR REPLACE INTO cascade_tree (post_id, parent_id) VALUES (?, ?)",
-                             zip(ids[new].tolist(), par[new].tolist()))
+            conn.executemany(
+                "INSERT OR REPLACE INTO cascade_tree (post_id, parent_id) VALUES (?, ?)",
+                zip(ids[new].tolist(), par[new].tolist()),
+            )
         return new_shares
 
     @staticmethod
@@ -114,16 +117,30 @@ class RecorderState:
     def _save_state(self, conn: sqlite3.Connection) -> None:
         """What a resume needs beyond the tables (see `_load_state`), in the step's transaction."""
         acc = self._acc
-        self.sim.journal.set_meta(conn, {STATE_KEY: {
-            "every_full": self.every_full, "forest": self.forest.aggregates(),
-            "acc": {"actions": acc.actions.tolist(), "results": acc.results.tolist(),
-                    "n": {k: float(v) for k, v in acc.n.items()}},
-            "llm": self._llm, "last_step": self._last_step, "last_minute": self._last_minute,
-            "last_logged_step": self._last_logged_step, "last_full_step": self._last_full_step,
-            "last_hist_step": self._last_hist_step, "last_tracked": np.asarray(self._last_tracked).tolist(),
-            "curve_live": sorted(self._curve_live)}})
+        self.sim.journal.set_meta(
+            conn,
+            {
+                STATE_KEY: {
+                    "every_full": self.every_full,
+                    "forest": self.forest.aggregates(),
+                    "acc": {
+                        "actions": acc.actions.tolist(),
+                        "results": acc.results.tolist(),
+                        "n": {k: float(v) for k, v in acc.n.items()},
+                    },
+                    "llm": self._llm,
+                    "last_step": self._last_step,
+                    "last_minute": self._last_minute,
+                    "last_logged_step": self._last_logged_step,
+                    "last_full_step": self._last_full_step,
+                    "last_hist_step": self._last_hist_step,
+                    "last_tracked": np.asarray(self._last_tracked).tolist(),
+                    "curve_live": sorted(self._curve_live),
+                }
+            },
+        )
 
-    def rollback_step(self, sim: "Simulation") -> None:
+    def rollback_step(self, sim: Simulation) -> None:
         """A step this hook ran in failed and was rolled back: return to the state of the
         journal's last step (an episode first noticed in that step starts again)."""
         if self._episode_started_in_step:

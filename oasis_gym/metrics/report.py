@@ -40,8 +40,7 @@ def _figure(n_panels: int = 1, width: float = 8.0, height: float = 4.5):
 
     cols = 1 if n_panels == 1 else 2
     rows = -(-n_panels // cols)
-    fig = Figure(figsize=(width if cols == 1 else 1.25 * width,
-                          height if rows == 1 else 0.7 * height * rows))
+    fig = Figure(figsize=(width if cols == 1 else 1.25 * width, height if rows == 1 else 0.7 * height * rows))
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(rows, cols, i + 1) for i in range(n_panels)]
     return fig, axes
@@ -54,8 +53,7 @@ def _save(fig, path: Path) -> Path:
 
 
 def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?",
-                       (name,)).fetchone()
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?", (name,)).fetchone()
     return row is not None
 
 
@@ -77,8 +75,8 @@ def _group(tag: str) -> str:
 
 # --------------------------------------------------------------------------- plots
 
-def _plot_series(metrics: Metrics, tags: Sequence[str], title: str, path: Path,
-                 one_axes: bool) -> Path:
+
+def _plot_series(metrics: Metrics, tags: Sequence[str], title: str, path: Path, one_axes: bool) -> Path:
     """Lines over steps: all tags on one axes (counts) or one panel per tag (mixed scales)."""
     if one_axes:
         fig, (ax,) = _figure(1)
@@ -106,15 +104,19 @@ def opinion_grid(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, np.n
     `opinion` table holds only the users whose opinion changed at a step, so the current
     opinions (starting from `user_profile.opinion`) are carried forward and binned after
     each recorded step. None when there is no opinion history."""
-    steps = np.array([r[0] for r in conn.execute(
-        "SELECT DISTINCT step FROM opinion WHERE opinion IS NOT NULL ORDER BY step")], dtype=np.int64)
+    steps = np.array(
+        [r[0] for r in conn.execute("SELECT DISTINCT step FROM opinion WHERE opinion IS NOT NULL ORDER BY step")],
+        dtype=np.int64,
+    )
     if steps.size == 0:
         return None
     size = int(conn.execute("SELECT MAX(user_id) FROM opinion").fetchone()[0]) + 1
     base = np.zeros((0, 2))
     if _table_exists(conn, "user_profile"):
-        base = np.asarray(conn.execute("SELECT user_id, opinion FROM user_profile WHERE opinion IS NOT NULL")
-                          .fetchall(), dtype=np.float64).reshape(-1, 2)
+        base = np.asarray(
+            conn.execute("SELECT user_id, opinion FROM user_profile WHERE opinion IS NOT NULL").fetchall(),
+            dtype=np.float64,
+        ).reshape(-1, 2)
         size = max(size, int(base[:, 0].max()) + 1 if len(base) else 0)
     current = np.full(size, np.nan)
     current[base[:, 0].astype(np.int64)] = base[:, 1]
@@ -166,15 +168,24 @@ def _cascade_curves(conn: sqlite3.Connection, path: Path, notes: list[str], top:
     if not _table_exists(conn, "cascade_curve"):  # optional: only runs with a metrics recorder have it
         return None
     try:
-        posts = [r[0] for r in conn.execute(
-            "SELECT post_id FROM cascade_curve GROUP BY post_id ORDER BY MAX(scale) DESC, post_id LIMIT ?", (top,))]
+        posts = [
+            r[0]
+            for r in conn.execute(
+                "SELECT post_id FROM cascade_curve GROUP BY post_id ORDER BY MAX(scale) DESC, post_id LIMIT ?", (top,)
+            )
+        ]
         if not posts:
             notes.append("'cascade_curve' table is empty: per-minute cascade curves skipped")
             return None
         fig, axes = _figure(3)
         for post in posts:
-            rows = np.asarray(conn.execute("SELECT minute, scale, depth, max_breadth FROM cascade_curve"
-                                           " WHERE post_id = ? ORDER BY minute", (post,)).fetchall(), dtype=np.float64)
+            rows = np.asarray(
+                conn.execute(
+                    "SELECT minute, scale, depth, max_breadth FROM cascade_curve WHERE post_id = ? ORDER BY minute",
+                    (post,),
+                ).fetchall(),
+                dtype=np.float64,
+            )
             for ax, col, name in zip(axes, (1, 2, 3), ("scale", "depth", "max breadth")):
                 ax.plot(rows[:, 0], rows[:, col], linewidth=1.2, label=f"post {post}")
                 ax.set_title(f"cascade {name}", fontsize=9)
@@ -197,8 +208,10 @@ def _followers(conn: sqlite3.Connection, notes: list[str]) -> NDArray[np.float64
         notes.append("no 'user' table: follower distribution skipped")
         return None
     try:
-        vals = np.array([r[0] for r in conn.execute(
-            "SELECT num_followers FROM user WHERE num_followers IS NOT NULL")], dtype=np.float64)
+        vals = np.array(
+            [r[0] for r in conn.execute("SELECT num_followers FROM user WHERE num_followers IS NOT NULL")],
+            dtype=np.float64,
+        )
     except (sqlite3.DatabaseError, TypeError, ValueError) as exc:
         notes.append(f"'user.num_followers' unreadable ({exc}): follower distribution skipped")
         return None
@@ -215,25 +228,32 @@ def _follower_ccdf(followers: NDArray[np.float64], path: Path, notes: list[str])
         notes.append("no user has a follower: follower CCDF skipped")
         return None
     k, first = np.unique(pos, return_index=True)
-    ccdf = (pos.size - first) / followers.size          # share of all users with >= k
+    ccdf = (pos.size - first) / followers.size  # share of all users with >= k
     fig, (ax,) = _figure(1)
     ax.loglog(k, ccdf, marker="o", markersize=3, linestyle="-", linewidth=1)
     ax.set_xlabel("followers k")
     ax.set_ylabel("P(followers >= k)")
-    ax.set_title(f"Follower degree CCDF ({followers.size} users, "
-                 f"{followers.size - pos.size} with none)")
+    ax.set_title(f"Follower degree CCDF ({followers.size} users, {followers.size - pos.size} with none)")
     return _save(fig, path)
 
 
 # --------------------------------------------------------------------------- summary
 
+
 def _fmt(v: float) -> str:
     return "nan" if not np.isfinite(v) else (f"{v:.0f}" if float(v).is_integer() else f"{v:.4g}")
 
 
-def _summary_lines(db_path: Path, metrics: Metrics, users: int | None, posts: int | None,
-                   reposts: int | None, followers: NDArray[np.float64] | None,
-                   written: list[Path], notes: list[str]) -> list[str]:
+def _summary_lines(
+    db_path: Path,
+    metrics: Metrics,
+    users: int | None,
+    posts: int | None,
+    reposts: int | None,
+    followers: NDArray[np.float64] | None,
+    written: list[Path],
+    notes: list[str],
+) -> list[str]:
     lines = [f"oasis-gym run report for {db_path}", ""]
     if metrics:
         all_steps = np.unique(np.concatenate([s for s, _ in metrics.values()]))
@@ -272,13 +292,13 @@ def _summary_lines(db_path: Path, metrics: Metrics, users: int | None, posts: in
 
 def _reposts(conn: sqlite3.Connection) -> int | None:
     try:
-        return int(conn.execute(
-            "SELECT COUNT(*) FROM post WHERE original_post_id IS NOT NULL").fetchone()[0])
+        return int(conn.execute("SELECT COUNT(*) FROM post WHERE original_post_id IS NOT NULL").fetchone()[0])
     except sqlite3.DatabaseError:
         return None
 
 
 # --------------------------------------------------------------------------- entry points
+
 
 def _read_metric_table(conn: sqlite3.Connection, notes: list[str]) -> Metrics:
     if not _table_exists(conn, "metrics"):
@@ -381,8 +401,7 @@ def make_report(db_path: str | Path, out_dir: str | Path) -> list[Path]:
             written = _metric_plots(metrics, out, notes)
             heat = _opinion_heatmap(conn, out / "opinion_heatmap.png", notes)
             followers = _followers(conn, notes)
-            ccdf = (None if followers is None
-                    else _follower_ccdf(followers, out / "follower_ccdf.png", notes))
+            ccdf = None if followers is None else _follower_ccdf(followers, out / "follower_ccdf.png", notes)
             curves = _cascade_curves(conn, out / "cascade_curves.png", notes)
             written += [p for p in (heat, ccdf, curves) if p is not None]
             users = _count(conn, "user", notes, note_missing=False)  # noted above

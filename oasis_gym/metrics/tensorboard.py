@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["TensorBoardLogger", "MetricsTable", "create_schema", "insert", "read_metrics",
-           "flatten_config"]
+__all__ = ["TensorBoardLogger", "MetricsTable", "create_schema", "insert", "read_metrics", "flatten_config"]
 
 _HPARAM_TYPES = (bool, int, float, str)
 
@@ -60,8 +59,7 @@ class TensorBoardLogger:
         from tensorboardX import SummaryWriter  # imported here: only loggers need it
 
         self.logdir = Path(logdir)
-        self._writer = SummaryWriter(logdir=str(self.logdir), flush_secs=flush_secs,
-                                     max_queue=max_queue)
+        self._writer = SummaryWriter(logdir=str(self.logdir), flush_secs=flush_secs, max_queue=max_queue)
 
     def log_scalars(self, step: int, values: Mapping[str, float]) -> None:
         """One scalar per tag at ``step``.
@@ -110,8 +108,9 @@ class TensorBoardLogger:
     def __enter__(self) -> TensorBoardLogger:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 

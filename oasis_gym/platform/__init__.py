@@ -18,7 +18,20 @@ from .platform import (
 )
 
 __all__ = [
-    "ActionBatch", "Journal", "JournalError", "Platform", "PlatformConfig", "load_platform",
-    "ORIGINAL", "REPOST", "QUOTE", "VISIBLE", "LABELLED", "DOWNRANKED", "REMOVED",
-    "UNKNOWN_LABEL", "TRUE_LABEL", "MISINFO_LABEL",
+    "ActionBatch",
+    "Journal",
+    "JournalError",
+    "Platform",
+    "PlatformConfig",
+    "load_platform",
+    "ORIGINAL",
+    "REPOST",
+    "QUOTE",
+    "VISIBLE",
+    "LABELLED",
+    "DOWNRANKED",
+    "REMOVED",
+    "UNKNOWN_LABEL",
+    "TRUE_LABEL",
+    "MISINFO_LABEL",
 ]

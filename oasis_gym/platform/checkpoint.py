@@ -26,14 +26,14 @@ if TYPE_CHECKING:  # pragma: no cover
 class Checkpoint:
     step: int
     minute: int
-    lengths: dict          # attribute name -> rows (GrowArray, list)
-    texts: dict            # attribute name -> (base, nbase, extra rows) of a TextColumn
-    rel: dict              # relation name -> (PairSet, its arrays)
+    lengths: dict  # attribute name -> rows (GrowArray, list)
+    texts: dict  # attribute name -> (base, nbase, extra rows) of a TextColumn
+    rel: dict  # relation name -> (PairSet, its arrays)
     next_row_id: dict
-    pending: "StepLog"
+    pending: StepLog
 
 
-def _copy_log(log: "StepLog") -> "StepLog":
+def _copy_log(log: StepLog) -> StepLog:
     """A copy of the log's containers (the arrays in them are never written in place)."""
     out = {}
     for f in dataclasses.fields(log):
@@ -42,7 +42,7 @@ def _copy_log(log: "StepLog") -> "StepLog":
     return type(log)(**out)
 
 
-def capture(pf: "Platform") -> Checkpoint:
+def capture(pf: Platform) -> Checkpoint:
     lengths, texts = {}, {}
     for name, value in vars(pf).items():
         if isinstance(value, GrowArray):
@@ -51,11 +51,18 @@ def capture(pf: "Platform") -> Checkpoint:
             texts[name] = (value._base, value._nbase, len(value._extra))
         elif isinstance(value, list) and name.startswith(("p_", "c_", "u_")):
             lengths[name] = len(value)
-    return Checkpoint(pf.step, pf.minute, lengths, texts, {k: (s, s.state()) for k, s in pf.rel.items()},
-                      dict(pf.next_row_id), _copy_log(pf.pending))
+    return Checkpoint(
+        pf.step,
+        pf.minute,
+        lengths,
+        texts,
+        {k: (s, s.state()) for k, s in pf.rel.items()},
+        dict(pf.next_row_id),
+        _copy_log(pf.pending),
+    )
 
 
-def restore(pf: "Platform", cp: Checkpoint, undo: list) -> None:
+def restore(pf: Platform, cp: Checkpoint, undo: list) -> None:
     # in-place writes first, newest first (rows created in the step still exist here)
     for col, rows, old in reversed(undo):
         col.a[rows] = old

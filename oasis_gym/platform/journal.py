@@ -38,10 +38,29 @@ from typing import NamedTuple
 import numpy as np
 
 from ..actions import NUM_ACTIONS, RESULT_NAMES
-from .platform import (REPOST, TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, Platform, PlatformConfig,
-                       StepLog, TraceRows, action_name)
-from .journal_file import (APPLICATION_ID, JOURNAL, MISSING, JournalError, JournalLock, connect_readonly,
-                           create_empty, prepare_new, require_journal, what_is)
+from .journal_file import (
+    APPLICATION_ID,
+    JOURNAL,
+    MISSING,
+    JournalError,
+    JournalLock,
+    connect_readonly,
+    create_empty,
+    prepare_new,
+    require_journal,
+    what_is,
+)
+from .platform import (
+    REPOST,
+    TRACE_CREATED_KEY,
+    TRACE_TARGET_KEY,
+    TRACE_TEXT_KEY,
+    Platform,
+    PlatformConfig,
+    StepLog,
+    TraceRows,
+    action_name,
+)
 from .store import PairSet, pair_keys, unpack_keys
 
 __all__ = ["Journal", "JournalError", "RowWriter", "Same", "connect", "load_platform", "read_meta"]
@@ -81,11 +100,16 @@ CREATE TABLE IF NOT EXISTS follow (follow_id INTEGER PRIMARY KEY, follower_id IN
     created_at DATETIME);
 CREATE TABLE IF NOT EXISTS mute (mute_id INTEGER PRIMARY KEY, muter_id INTEGER, mutee_id INTEGER, created_at DATETIME);
 CREATE TABLE IF NOT EXISTS "like" (like_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
-CREATE TABLE IF NOT EXISTS dislike (dislike_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, created_at DATETIME);
-CREATE TABLE IF NOT EXISTS comment_like (comment_like_id INTEGER PRIMARY KEY, user_id INTEGER, comment_id INTEGER, created_at DATETIME);
-CREATE TABLE IF NOT EXISTS comment_dislike (comment_dislike_id INTEGER PRIMARY KEY, user_id INTEGER, comment_id INTEGER, created_at DATETIME);
-CREATE TABLE IF NOT EXISTS report (report_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER, report_reason TEXT, created_at DATETIME);
-CREATE TABLE IF NOT EXISTS trace (user_id INTEGER, created_at DATETIME, action TEXT, info TEXT, step INTEGER, result TEXT);
+CREATE TABLE IF NOT EXISTS dislike (dislike_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER,
+    created_at DATETIME);
+CREATE TABLE IF NOT EXISTS comment_like (comment_like_id INTEGER PRIMARY KEY, user_id INTEGER, comment_id INTEGER,
+    created_at DATETIME);
+CREATE TABLE IF NOT EXISTS comment_dislike (comment_dislike_id INTEGER PRIMARY KEY, user_id INTEGER,
+    comment_id INTEGER, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS report (report_id INTEGER PRIMARY KEY, user_id INTEGER, post_id INTEGER,
+    report_reason TEXT, created_at DATETIME);
+CREATE TABLE IF NOT EXISTS trace (user_id INTEGER, created_at DATETIME, action TEXT, info TEXT, step INTEGER,
+    result TEXT);
 CREATE TABLE IF NOT EXISTS rec (user_id INTEGER, post_id INTEGER, step INTEGER);
 CREATE TABLE IF NOT EXISTS opinion (step INTEGER, user_id INTEGER, opinion REAL);
 CREATE TABLE IF NOT EXISTS moderation (step INTEGER, target TEXT, target_id INTEGER, action TEXT, created_at DATETIME);
@@ -152,8 +176,16 @@ class Journal:
     it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning.
     """
 
-    def __init__(self, path: str | Path = ":memory:", pipelined: bool = True, *, new: bool = False,
-                 overwrite: bool = False, own_journal_id: str | None = None, lock: JournalLock | None = None):
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        pipelined: bool = True,
+        *,
+        new: bool = False,
+        overwrite: bool = False,
+        own_journal_id: str | None = None,
+        lock: JournalLock | None = None,
+    ):
         """Open the journal at `path` to continue it, or create it if nothing is there.
 
         `new=True` starts a new journal: an existing journal at `path` is an error unless
@@ -202,12 +234,16 @@ class Journal:
         transaction) or check and complete it (a continued one)."""
         conn = self._conn
         if conn.execute("SELECT type FROM sqlite_master WHERE name = 'user'").fetchone() == ("table",):
-            raise JournalError(f"{self.path}: written by an older oasis-gym or another program (its `user` is a "
-                               "table), which this version cannot continue")
+            raise JournalError(
+                f"{self.path}: written by an older oasis-gym or another program (its `user` is a "
+                "table), which this version cannot continue"
+            )
         fresh = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
         if fresh:
-            conn.executescript(f"BEGIN; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} "
-                               f"INSERT INTO meta(key, value) VALUES ('journal_id', '\"{uuid.uuid4().hex}\"'); COMMIT;")
+            conn.executescript(
+                f"BEGIN; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} "
+                f"INSERT INTO meta(key, value) VALUES ('journal_id', '\"{uuid.uuid4().hex}\"'); COMMIT;"
+            )
             if self.path not in (":memory:", ""):  # into the main file: its header says what it is
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         else:
@@ -230,8 +266,10 @@ class Journal:
             error = self._in_flight.exception()  # waits (an interrupt here leaves the step in flight)
             self._in_flight = None
             if error is not None:
-                self._failed = JournalError(f"{self.path}: a step failed to commit ({error!r}); the journal holds"
-                                            " the steps before it, memory is ahead of it")
+                self._failed = JournalError(
+                    f"{self.path}: a step failed to commit ({error!r}); the journal holds"
+                    " the steps before it, memory is ahead of it"
+                )
                 raise self._failed from error
         if self._failed is not None:
             raise self._failed
@@ -265,14 +303,16 @@ class Journal:
         self.conn.executescript(QUERY_INDEXES)
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
-        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                         [(k, json.dumps(v)) for k, v in values.items()])
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", [(k, json.dumps(v)) for k, v in values.items()]
+        )
 
     def get_meta(self) -> dict:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
-    def commit_step(self, platform: Platform, advance_minutes: int | None = None, extra=None,
-                    meta: dict | None = None) -> None:
+    def commit_step(
+        self, platform: Platform, advance_minutes: int | None = None, extra=None, meta: dict | None = None
+    ) -> None:
         """Write everything pending on `platform` (plus `extra(conn)` and `meta`) atomically.
 
         `extra(conn)` runs first, in the calling thread: it sees the journal as of the steps
@@ -289,8 +329,9 @@ class Journal:
         if advance_minutes is not None:
             platform.advance(advance_minutes)
 
-    def begin_step(self, platform: Platform, advance_minutes: int | None = None, extra=None,
-                   meta: dict | None = None) -> list:
+    def begin_step(
+        self, platform: Platform, advance_minutes: int | None = None, extra=None, meta: dict | None = None
+    ) -> list:
         """The first half of `commit_step`: open the step's transaction, run `extra(conn)` and
         build the step's statements (returned for `finish_step`). Nothing is committed and the
         platform is not touched (its pending log and clock are the caller's to move on): the
@@ -299,9 +340,16 @@ class Journal:
         self.flush()
         step = platform.step + (1 if advance_minutes is not None else 0)
         minute = platform.minute + (advance_minutes or 0)
-        meta_rows = [(k, json.dumps(v)) for k, v in {"step": step, "minute": minute,
-                     "next_row_id": platform.next_row_id,
-                     "platform_config": dataclasses.asdict(platform.config), **(meta or {})}.items()]
+        meta_rows = [
+            (k, json.dumps(v))
+            for k, v in {
+                "step": step,
+                "minute": minute,
+                "next_row_id": platform.next_row_id,
+                "platform_config": dataclasses.asdict(platform.config),
+                **(meta or {}),
+            }.items()
+        ]
         conn = self._conn
         handoff = self._writer is not None and self._started
         statements: list[tuple[str, list]] = []
@@ -309,10 +357,18 @@ class Journal:
         try:
             if extra is not None:  # first: what it changes on the platform (a scenario's posts) joins the step
                 extra(conn)
-            self._write(conn, platform, platform.pending,
-                        (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute)
-            statements.append((_rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
-                               [x for row in meta_rows for x in row]))
+            self._write(
+                conn,
+                platform,
+                platform.pending,
+                (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute,
+            )
+            statements.append(
+                (
+                    _rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
+                    [x for row in meta_rows for x in row],
+                )
+            )
         except BaseException:
             self.abort_step()
             raise
@@ -355,26 +411,49 @@ class Journal:
         if log.new_posts:
             ids = np.concatenate(log.new_posts)
             minutes = pf.p_minute.a[ids]
-            sql.rows("INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind,"
-                     " step, minute, stance, label, status) VALUES ",
-                     [ids, pf.p_author.a[ids], [None if r < 0 else r for r in pf.p_root.a[ids].tolist()],
-                      [pf.p_content[p] for p in ids.tolist()], [pf.p_quote[p] for p in ids.tolist()],
-                      [pf.created_at(m) for m in minutes.tolist()], pf.p_kind.a[ids], pf.p_step.a[ids], minutes,
-                      _nan_to_null(pf.p_stance.a[ids]), pf.p_label.a[ids], pf.p_status.a[ids]])
+            sql.rows(
+                "INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind,"
+                " step, minute, stance, label, status) VALUES ",
+                [
+                    ids,
+                    pf.p_author.a[ids],
+                    [None if r < 0 else r for r in pf.p_root.a[ids].tolist()],
+                    [pf.p_content[p] for p in ids.tolist()],
+                    [pf.p_quote[p] for p in ids.tolist()],
+                    [pf.created_at(m) for m in minutes.tolist()],
+                    pf.p_kind.a[ids],
+                    pf.p_step.a[ids],
+                    minutes,
+                    _nan_to_null(pf.p_stance.a[ids]),
+                    pf.p_label.a[ids],
+                    pf.p_status.a[ids],
+                ],
+            )
         if log.new_comments:
             ids = np.concatenate(log.new_comments)
             minutes = pf.c_minute.a[ids]
-            sql.rows("INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance) VALUES ",
-                     [ids, pf.c_post.a[ids], pf.c_author.a[ids], [pf.c_content[c] for c in ids.tolist()],
-                      [pf.created_at(m) for m in minutes.tolist()], pf.c_step.a[ids], minutes,
-                      _nan_to_null(pf.c_stance.a[ids])])
+            sql.rows(
+                "INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance) VALUES ",
+                [
+                    ids,
+                    pf.c_post.a[ids],
+                    pf.c_author.a[ids],
+                    [pf.c_content[c] for c in ids.tolist()],
+                    [pf.created_at(m) for m in minutes.tolist()],
+                    pf.c_step.a[ids],
+                    minutes,
+                    _nan_to_null(pf.c_stance.a[ids]),
+                ],
+            )
         for name, chunks in log.inserts.items():
             table, id_col, col_a, col_b = RELATION_TABLES[name]
             a, b = unpack_keys(np.concatenate([keys for keys, _ in chunks]))
             ids = np.concatenate([ids for _, ids in chunks])
             if name == "report":
-                sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, report_reason, created_at) VALUES ",
-                         [ids, a, b, log.report_reasons, Same(now)])
+                sql.rows(
+                    f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, report_reason, created_at) VALUES ",
+                    [ids, a, b, log.report_reasons, Same(now)],
+                )
             else:
                 sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, created_at) VALUES ", [ids, a, b, Same(now)])
         for name, chunks in log.deletes.items():
@@ -385,33 +464,57 @@ class Journal:
         # materializes and joins the values first.
         if log.touched_posts:
             ids = np.unique(np.concatenate(log.touched_posts))
-            sql.rows("INSERT INTO post(post_id, num_likes, num_dislikes, num_shares, num_reports, num_comments, status)"
-                     " VALUES ", [ids, pf.p_likes.a[ids], pf.p_dislikes.a[ids], pf.p_shares.a[ids], pf.p_reports.a[ids],
-                                  pf.p_comments.a[ids], pf.p_status.a[ids]],
-                     " ON CONFLICT(post_id) DO UPDATE SET num_likes=excluded.num_likes, num_dislikes=excluded.num_dislikes,"
-                     " num_shares=excluded.num_shares, num_reports=excluded.num_reports,"
-                     " num_comments=excluded.num_comments, status=excluded.status")
+            sql.rows(
+                "INSERT INTO post(post_id, num_likes, num_dislikes, num_shares, num_reports, num_comments, status)"
+                " VALUES ",
+                [
+                    ids,
+                    pf.p_likes.a[ids],
+                    pf.p_dislikes.a[ids],
+                    pf.p_shares.a[ids],
+                    pf.p_reports.a[ids],
+                    pf.p_comments.a[ids],
+                    pf.p_status.a[ids],
+                ],
+                " ON CONFLICT(post_id) DO UPDATE SET num_likes=excluded.num_likes, num_dislikes=excluded.num_dislikes,"
+                " num_shares=excluded.num_shares, num_reports=excluded.num_reports,"
+                " num_comments=excluded.num_comments, status=excluded.status",
+            )
         if log.touched_comments:
             ids = np.unique(np.concatenate(log.touched_comments))
-            sql.rows("INSERT INTO comment(comment_id, num_likes, num_dislikes) VALUES ",
-                     [ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids]],
-                     " ON CONFLICT(comment_id) DO UPDATE SET num_likes=excluded.num_likes,"
-                     " num_dislikes=excluded.num_dislikes")
+            sql.rows(
+                "INSERT INTO comment(comment_id, num_likes, num_dislikes) VALUES ",
+                [ids, pf.c_likes.a[ids], pf.c_dislikes.a[ids]],
+                " ON CONFLICT(comment_id) DO UPDATE SET num_likes=excluded.num_likes,"
+                " num_dislikes=excluded.num_dislikes",
+            )
         if log.touched_users:
             ids = np.unique(np.concatenate(log.touched_users))
-            sql.rows("INSERT INTO user_state(user_id, num_followers, num_followings, suspended) VALUES ",
-                     [ids, pf.u_followers.a[ids], pf.u_followings.a[ids], pf.u_suspended.a[ids].astype(int)],
-                     " ON CONFLICT(user_id) DO UPDATE SET num_followers=excluded.num_followers,"
-                     " num_followings=excluded.num_followings, suspended=excluded.suspended")
+            sql.rows(
+                "INSERT INTO user_state(user_id, num_followers, num_followings, suspended) VALUES ",
+                [ids, pf.u_followers.a[ids], pf.u_followings.a[ids], pf.u_suspended.a[ids].astype(int)],
+                " ON CONFLICT(user_id) DO UPDATE SET num_followers=excluded.num_followers,"
+                " num_followings=excluded.num_followings, suspended=excluded.suspended",
+            )
         for tr in log.traces:
-            sql.rows("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES ",
-                     [tr.user, Same(now), [action_name(a) for a in tr.action.tolist()], trace_infos(tr), Same(step),
-                      [RESULT_NAMES[r] for r in tr.result.tolist()]])
+            sql.rows(
+                "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES ",
+                [
+                    tr.user,
+                    Same(now),
+                    [action_name(a) for a in tr.action.tolist()],
+                    trace_infos(tr),
+                    Same(step),
+                    [RESULT_NAMES[r] for r in tr.result.tolist()],
+                ],
+            )
         for users, values in log.opinions:
             sql.rows("INSERT INTO opinion(user_id, step, opinion) VALUES ", [users, Same(step), values])
         for kind, ids, action in log.moderation:
-            sql.rows("INSERT INTO moderation(target_id, step, target, action, created_at) VALUES ",
-                     [ids, Same(step), Same(kind), Same(action), Same(now)])
+            sql.rows(
+                "INSERT INTO moderation(target_id, step, target, action, created_at) VALUES ",
+                [ids, Same(step), Same(kind), Same(action), Same(now)],
+            )
 
 
 def _index_names(script: str) -> list[str]:
@@ -473,15 +576,15 @@ class RowWriter:
 
 def _take(col, start: int, size: int) -> list:
     if isinstance(col, np.ndarray):
-        return col[start:start + size].tolist()
+        return col[start : start + size].tolist()
     if isinstance(col, list):
-        return col[start:start + size]
+        return col[start : start + size]
     if isinstance(col, Same):
         return [col.value] * size
     return list(islice(col, size))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _info_format(action: int, created: bool, text: bool, error: bool) -> str:
     """The %-format of an info JSON with the given parts, in a fixed order: target, created
     id, text, error."""
@@ -534,16 +637,39 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
     if not len(new):
         return
     idx = new.tolist()
-    sql.rows("INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
-             [new, new, pf.u_user_name.take(idx), pf.u_name.take(idx), pf.u_bio.take(idx),
-              (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist())])
-    sql.rows("INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
-             [new, pf.u_followings.a[new], pf.u_followers.a[new], pf.u_signed_up.a[new].astype(int),
-              pf.u_suspended.a[new].astype(int)])
+    sql.rows(
+        "INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
+        [
+            new,
+            new,
+            pf.u_user_name.take(idx),
+            pf.u_name.take(idx),
+            pf.u_bio.take(idx),
+            (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist()),
+        ],
+    )
+    sql.rows(
+        "INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
+        [
+            new,
+            pf.u_followings.a[new],
+            pf.u_followers.a[new],
+            pf.u_signed_up.a[new].astype(int),
+            pf.u_suspended.a[new].astype(int),
+        ],
+    )
     act = pf.u_activity.a
-    sql.rows("INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES ",
-             [new, pf.u_persona.take(idx), pf.u_is_core.a[new].astype(int), pf.u_interests.a[new].astype(np.int64),
-              (act[i].tobytes() for i in idx), pf.u_opinion.a[new]])
+    sql.rows(
+        "INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES ",
+        [
+            new,
+            pf.u_persona.take(idx),
+            pf.u_is_core.a[new].astype(int),
+            pf.u_interests.a[new].astype(np.int64),
+            (act[i].tobytes() for i in idx),
+            pf.u_opinion.a[new],
+        ],
+    )
 
 
 def read_meta(path: str | Path) -> dict:
@@ -575,8 +701,9 @@ def _load_platform(path: str | Path) -> Platform:
     try:
         conn.execute("BEGIN")  # one snapshot of every table, even while another process commits steps
         meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-        config = PlatformConfig(**{k: (tuple(v) if isinstance(v, list) else v)
-                                   for k, v in meta.get("platform_config", {}).items()})
+        config = PlatformConfig(
+            **{k: (tuple(v) if isinstance(v, list) else v) for k, v in meta.get("platform_config", {}).items()}
+        )
         pf = Platform(config, start_minute=int(meta.get("minute", 0)))
         pf.step = int(meta.get("step", 0))
         _load_users(conn, pf)
@@ -585,8 +712,11 @@ def _load_platform(path: str | Path) -> Platform:
         for name, (table, id_col, col_a, col_b) in RELATION_TABLES.items():
             n = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
             # streamed into one array: no list of row tuples (27M follow rows at 1M users)
-            rows = np.fromiter(chain.from_iterable(conn.execute(f"SELECT {col_a}, {col_b}, {id_col} FROM {table}")),
-                               dtype=np.int64, count=3 * n).reshape(n, 3)
+            rows = np.fromiter(
+                chain.from_iterable(conn.execute(f"SELECT {col_a}, {col_b}, {id_col} FROM {table}")),
+                dtype=np.int64,
+                count=3 * n,
+            ).reshape(n, 3)
             pf.rel[name] = PairSet(pair_keys(rows[:, 0], rows[:, 1]), rows[:, 2])
             pf.next_row_id[name] = int(meta.get("next_row_id", {}).get(name, rows[:, 2].max(initial=-1) + 1))
         reposts = pf.p_kind.a == REPOST
@@ -606,14 +736,22 @@ def _columns(conn, sql: str, n: int, table: str) -> list:
 
 
 def _load_users(conn, pf: Platform) -> None:
-    cols = _columns(conn, "SELECT u.user_id, user_name, name, bio, persona, signed_up, suspended, is_core,"
-                          " IFNULL((SELECT o.opinion FROM opinion o WHERE o.user_id = u.user_id"
-                          "  ORDER BY o.step DESC, o.rowid DESC LIMIT 1), p.opinion),"
-                          " interests, activity, num_followers, num_followings,"
-                          " CAST(ROUND((julianday(created_at) - julianday('2026-01-01')) * 1440) AS INTEGER)"
-                          " FROM user u JOIN user_profile p ON p.user_id = u.user_id ORDER BY u.user_id", 14, "user")
+    cols = _columns(
+        conn,
+        "SELECT u.user_id, user_name, name, bio, persona, signed_up, suspended, is_core,"
+        " IFNULL((SELECT o.opinion FROM opinion o WHERE o.user_id = u.user_id"
+        "  ORDER BY o.step DESC, o.rowid DESC LIMIT 1), p.opinion),"
+        " interests, activity, num_followers, num_followings,"
+        " CAST(ROUND((julianday(created_at) - julianday('2026-01-01')) * 1440) AS INTEGER)"
+        " FROM user u JOIN user_profile p ON p.user_id = u.user_id ORDER BY u.user_id",
+        14,
+        "user",
+    )
     n = len(cols[0])
-    pf.u_user_name.extend(cols[1]); pf.u_name.extend(cols[2]); pf.u_bio.extend(cols[3]); pf.u_persona.extend(cols[4])  # noqa: E702
+    pf.u_user_name.extend(cols[1])
+    pf.u_name.extend(cols[2])
+    pf.u_bio.extend(cols[3])
+    pf.u_persona.extend(cols[4])  # noqa: E702
     pf.u_signed_up.extend(np.array(cols[5], dtype=bool))
     pf.u_suspended.extend(np.array(cols[6], dtype=bool))
     pf.u_is_core.extend(np.array(cols[7], dtype=bool))
@@ -628,18 +766,33 @@ def _load_users(conn, pf: Platform) -> None:
 
 
 def _load_posts(conn, pf: Platform) -> None:
-    cols = _columns(conn, "SELECT post_id, user_id, IFNULL(original_post_id, -1), content, quote_content, kind, step,"
-                          " minute, num_likes, num_dislikes, num_shares, num_reports, num_comments, IFNULL(stance, 'nan'),"
-                          " label, status FROM post ORDER BY post_id", 16, "post")
+    cols = _columns(
+        conn,
+        "SELECT post_id, user_id, IFNULL(original_post_id, -1), content, quote_content, kind, step,"
+        " minute, num_likes, num_dislikes, num_shares, num_reports, num_comments, IFNULL(stance, 'nan'),"
+        " label, status FROM post ORDER BY post_id",
+        16,
+        "post",
+    )
     n = len(cols[0])
     authors = np.array(cols[1], dtype=np.int64)
     pf.p_author.extend(authors)
     pf.p_root.extend(np.array(cols[2], dtype=np.int64))
-    pf.p_content.extend(cols[3]); pf.p_quote.extend(cols[4])  # noqa: E702
-    for col, k, dtype in ((pf.p_kind, 5, np.int8), (pf.p_step, 6, np.int32), (pf.p_minute, 7, np.int64),
-                          (pf.p_likes, 8, np.int32), (pf.p_dislikes, 9, np.int32), (pf.p_shares, 10, np.int32),
-                          (pf.p_reports, 11, np.int32), (pf.p_comments, 12, np.int32),
-                          (pf.p_stance, 13, np.float32), (pf.p_label, 14, np.int8), (pf.p_status, 15, np.int8)):
+    pf.p_content.extend(cols[3])
+    pf.p_quote.extend(cols[4])  # noqa: E702
+    for col, k, dtype in (
+        (pf.p_kind, 5, np.int8),
+        (pf.p_step, 6, np.int32),
+        (pf.p_minute, 7, np.int64),
+        (pf.p_likes, 8, np.int32),
+        (pf.p_dislikes, 9, np.int32),
+        (pf.p_shares, 10, np.int32),
+        (pf.p_reports, 11, np.int32),
+        (pf.p_comments, 12, np.int32),
+        (pf.p_stance, 13, np.float32),
+        (pf.p_label, 14, np.int8),
+        (pf.p_status, 15, np.int8),
+    ):
         col.extend(np.array(cols[k], dtype=np.float64 if dtype == np.float32 else None).astype(dtype))
     prev, last = _chain(authors, pf.n_users)
     pf.u_posts.a[:] = np.bincount(authors, minlength=pf.n_users)
@@ -649,9 +802,13 @@ def _load_posts(conn, pf: Platform) -> None:
 
 
 def _load_comments(conn, pf: Platform) -> None:
-    cols = _columns(conn, "SELECT comment_id, post_id, user_id, content, step, minute, num_likes, num_dislikes,"
-                          " IFNULL(stance, 'nan') FROM comment ORDER BY comment_id", 9, "comment")
-    n = len(cols[0])
+    cols = _columns(
+        conn,
+        "SELECT comment_id, post_id, user_id, content, step, minute, num_likes, num_dislikes,"
+        " IFNULL(stance, 'nan') FROM comment ORDER BY comment_id",
+        9,
+        "comment",
+    )
     posts = np.array(cols[1], dtype=np.int64)
     pf.c_post.extend(posts)
     pf.c_author.extend(np.array(cols[2], dtype=np.int64))

@@ -151,11 +151,14 @@ def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -
     if what == "an empty file" and overwrite:
         pass  # nothing to lose
     elif what != JOURNAL:
-        raise JournalError(f"{path} exists and is {what}, not an oasis-gym journal: it is never replaced; "
-                           "choose another journal path")
+        raise JournalError(
+            f"{path} exists and is {what}, not an oasis-gym journal: it is never replaced; choose another journal path"
+        )
     elif not overwrite and (own_journal_id is None or _journal_id(path) != own_journal_id):
-        raise JournalError(f"{path} exists and is an oasis-gym journal: pass {OVERWRITE_HINT} to replace it, "
-                           "or resume it (oasis-gym run --resume)")
+        raise JournalError(
+            f"{path} exists and is an oasis-gym journal: pass {OVERWRITE_HINT} to replace it, "
+            "or resume it (oasis-gym run --resume)"
+        )
     for suffix in SIBLINGS:
         sibling = path + suffix
         if os.path.lexists(sibling):
@@ -172,8 +175,10 @@ def create_empty(path: str) -> None:
     earlier database is there (SQLite would replay, reset or delete it)."""
     for sibling in (path + suffix for suffix in SIBLINGS):
         if os.path.lexists(sibling):
-            raise JournalError(f"{sibling} exists without {path} (left over from a deleted database?): "
-                               "it is never deleted; remove it yourself")
+            raise JournalError(
+                f"{sibling} exists without {path} (left over from a deleted database?): "
+                "it is never deleted; remove it yourself"
+            )
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except FileExistsError:
@@ -238,7 +243,7 @@ class JournalLock:
         if os.path.realpath(self.db_path) in _HELD:
             who = "another env or Journal of this process (close it first: env.close())"
         else:
-            pid = holder[len(_LOCK_MARK):].decode(errors="replace").strip() if holder.startswith(_LOCK_MARK) else ""
+            pid = holder[len(_LOCK_MARK) :].decode(errors="replace").strip() if holder.startswith(_LOCK_MARK) else ""
             who = f"another process ({pid})" if pid else "another process"
         return f"{self.db_path} is being written by {who}: a journal has one writer"
 

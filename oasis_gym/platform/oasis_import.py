@@ -73,21 +73,29 @@ class OasisImport:
 
     platform: Platform
     ids: IdMaps
-    time_kind: str                                   # "steps", "datetime" or "none"
-    mismatches: dict = field(default_factory=dict)   # counter -> number of rows whose counter was wrong
-    examples: list = field(default_factory=list)     # a few (table, id, column, stored, counted)
-    dropped: dict = field(default_factory=dict)      # table -> rows naming a missing user/post/comment
-    counts: dict = field(default_factory=dict)       # table -> rows loaded
-    trace_step: np.ndarray | None = None             # step / minute offset of each trace row (rowid order)
+    time_kind: str  # "steps", "datetime" or "none"
+    mismatches: dict = field(default_factory=dict)  # counter -> number of rows whose counter was wrong
+    examples: list = field(default_factory=list)  # a few (table, id, column, stored, counted)
+    dropped: dict = field(default_factory=dict)  # table -> rows naming a missing user/post/comment
+    counts: dict = field(default_factory=dict)  # table -> rows loaded
+    trace_step: np.ndarray | None = None  # step / minute offset of each trace row (rowid order)
     trace_minute: np.ndarray | None = None
 
     def summary(self) -> dict:
-        return {"counts": self.counts, "counter_mismatches": self.mismatches, "examples": self.examples[:10],
-                "dropped_rows": self.dropped, "time": self.time_kind, "step": self.platform.step}
+        return {
+            "counts": self.counts,
+            "counter_mismatches": self.mismatches,
+            "examples": self.examples[:10],
+            "dropped_rows": self.dropped,
+            "time": self.time_kind,
+            "step": self.platform.step,
+        }
 
 
 def _tables(conn: sqlite3.Connection) -> dict[str, str]:
-    return {name: kind for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table','view')")}
+    return {
+        name: kind for name, kind in conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table','view')")
+    }
 
 
 def is_oasis_db(path: str | Path) -> bool:
@@ -156,8 +164,14 @@ def _ints(rows, k: int, fill: int = -1) -> np.ndarray:
     return np.array([fill if r[k] is None else int(r[k]) for r in rows], dtype=np.int64)
 
 
-def load_oasis(path: str | Path, *, minutes_per_step: int = 3, start_minute: int = 8 * 60,
-               platform: str | None = None, strict: bool = False) -> OasisImport:
+def load_oasis(
+    path: str | Path,
+    *,
+    minutes_per_step: int = 3,
+    start_minute: int = 8 * 60,
+    platform: str | None = None,
+    strict: bool = False,
+) -> OasisImport:
     """Load every user, post, comment and relation of an OASIS database into a Platform whose
     clock stands after the last recorded step. The file is opened read-only."""
     path = Path(path)
@@ -178,14 +192,24 @@ def load_oasis(path: str | Path, *, minutes_per_step: int = 3, start_minute: int
 
 
 def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> OasisImport:
-    users = conn.execute("SELECT user_id, user_name, name, bio, created_at, num_followers, num_followings"
-                         " FROM user ORDER BY user_id").fetchall()
-    posts = conn.execute("SELECT post_id, user_id, original_post_id, content, quote_content, created_at, num_likes,"
-                         " num_dislikes, num_shares, num_reports FROM post ORDER BY post_id").fetchall()
-    comments = (conn.execute("SELECT comment_id, post_id, user_id, content, created_at, num_likes, num_dislikes"
-                             " FROM comment ORDER BY comment_id").fetchall() if "comment" in tables else [])
-    trace_times = ([r[0] for r in conn.execute("SELECT created_at FROM trace ORDER BY rowid")]
-                   if "trace" in tables else [])
+    users = conn.execute(
+        "SELECT user_id, user_name, name, bio, created_at, num_followers, num_followings FROM user ORDER BY user_id"
+    ).fetchall()
+    posts = conn.execute(
+        "SELECT post_id, user_id, original_post_id, content, quote_content, created_at, num_likes,"
+        " num_dislikes, num_shares, num_reports FROM post ORDER BY post_id"
+    ).fetchall()
+    comments = (
+        conn.execute(
+            "SELECT comment_id, post_id, user_id, content, created_at, num_likes, num_dislikes"
+            " FROM comment ORDER BY comment_id"
+        ).fetchall()
+        if "comment" in tables
+        else []
+    )
+    trace_times = (
+        [r[0] for r in conn.execute("SELECT created_at FROM trace ORDER BY rowid")] if "trace" in tables else []
+    )
     # one clock for every table: steps, or minutes since the earliest datetime anywhere
     all_times = [r[4] for r in users] + [r[5] for r in posts] + [r[4] for r in comments] + trace_times
     step_all, minute_all, time_kind = time_steps(all_times, minutes_per_step)
@@ -349,14 +373,16 @@ def import_oasis(src: str | Path, out: str | Path, *, meta: dict | None = None, 
     def extra(conn: sqlite3.Connection) -> None:
         conn.execute("CREATE TABLE oasis_id_map (kind TEXT, id INTEGER, oasis_id INTEGER, PRIMARY KEY (kind, id))")
         for kind, arr in (("user", result.ids.user), ("post", result.ids.post), ("comment", result.ids.comment)):
-            conn.executemany("INSERT INTO oasis_id_map VALUES (?, ?, ?)",
-                             [(kind, i, int(o)) for i, o in enumerate(arr.tolist())])
+            conn.executemany(
+                "INSERT INTO oasis_id_map VALUES (?, ?, ?)", [(kind, i, int(o)) for i, o in enumerate(arr.tolist())]
+            )
         _copy_trace(src, conn, result, load_kwargs.get("start_minute", 8 * 60))
 
     journal = Journal(out, pipelined=False)
     try:
-        journal.commit_step(pf, extra=extra, meta={"oasis_import": {"source": str(src), **result.summary()},
-                                                   **(meta or {})})
+        journal.commit_step(
+            pf, extra=extra, meta={"oasis_import": {"source": str(src), **result.summary()}, **(meta or {})}
+        )
     finally:
         journal.close()
     return result
@@ -373,10 +399,13 @@ def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_
     finally:
         s.close()
     user = _map(result.ids.user, _ints(rows, 0))
-    conn.executemany("INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?, ?, ?, ?, ?, 'ok')",
-                     [(int(u) if u >= 0 else r[0], _datetime_text(start_minute + int(m)), r[1], r[2], int(st))
-                      for r, u, m, st in zip(rows, user.tolist(), result.trace_minute.tolist(),
-                                             result.trace_step.tolist())])
+    conn.executemany(
+        "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?, ?, ?, ?, ?, 'ok')",
+        [
+            (int(u) if u >= 0 else r[0], _datetime_text(start_minute + int(m)), r[1], r[2], int(st))
+            for r, u, m, st in zip(rows, user.tolist(), result.trace_minute.tolist(), result.trace_step.tolist())
+        ],
+    )
 
 
 def oasis_info(path: str | Path) -> dict:

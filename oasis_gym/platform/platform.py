@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -37,12 +37,19 @@ from ..actions import (
     POST_TARGET,
     TEXT_ACTIONS,
     USER_TARGET,
+)
+from ..actions import (
     ActionType as A,
+)
+from ..actions import (
     Result as R,
 )
-from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
 from .search_index import post_index, top_visible_posts, user_index
+from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
 from .text import TextColumn, check_text, is_storable
+
+if TYPE_CHECKING:
+    from .checkpoint import Checkpoint
 
 # Post kinds and moderation states.
 ORIGINAL, REPOST, QUOTE = 0, 1, 2
@@ -57,10 +64,18 @@ PHASES = ((A.SIGN_UP,), CREATE_PHASE, ADD_PHASE, REMOVE_PHASE)
 
 # relation name (= OASIS table) for each relation action, and the inverse of each removal
 RELATION_OF = {
-    A.FOLLOW: "follow", A.UNFOLLOW: "follow", A.MUTE: "mute", A.UNMUTE: "mute",
-    A.LIKE_POST: "like", A.UNLIKE_POST: "like", A.DISLIKE_POST: "dislike", A.UNDO_DISLIKE_POST: "dislike",
-    A.LIKE_COMMENT: "comment_like", A.UNLIKE_COMMENT: "comment_like",
-    A.DISLIKE_COMMENT: "comment_dislike", A.UNDO_DISLIKE_COMMENT: "comment_dislike",
+    A.FOLLOW: "follow",
+    A.UNFOLLOW: "follow",
+    A.MUTE: "mute",
+    A.UNMUTE: "mute",
+    A.LIKE_POST: "like",
+    A.UNLIKE_POST: "like",
+    A.DISLIKE_POST: "dislike",
+    A.UNDO_DISLIKE_POST: "dislike",
+    A.LIKE_COMMENT: "comment_like",
+    A.UNLIKE_COMMENT: "comment_like",
+    A.DISLIKE_COMMENT: "comment_dislike",
+    A.UNDO_DISLIKE_COMMENT: "comment_dislike",
     A.REPORT_POST: "report",
 }
 RELATIONS = ("follow", "mute", "like", "dislike", "comment_like", "comment_dislike", "report", "repost")
@@ -95,7 +110,7 @@ class ActionBatch:
     stance: np.ndarray | None = None
 
     @classmethod
-    def of(cls, rows: list[tuple]) -> "ActionBatch":
+    def of(cls, rows: list[tuple]) -> ActionBatch:
         """Build from (user, action, target[, text[, stance]]) tuples (tests, small runs)."""
         user = np.array([r[0] for r in rows], dtype=np.int64)
         action = np.array([int(r[1]) for r in rows], dtype=np.int64)
@@ -115,13 +130,13 @@ class StepLog:
     new_users: list = field(default_factory=list)
     new_posts: list = field(default_factory=list)
     new_comments: list = field(default_factory=list)
-    inserts: dict = field(default_factory=dict)   # relation -> list of (pair keys, row ids)
-    deletes: dict = field(default_factory=dict)   # relation -> list of row ids
+    inserts: dict = field(default_factory=dict)  # relation -> list of (pair keys, row ids)
+    deletes: dict = field(default_factory=dict)  # relation -> list of row ids
     report_reasons: list = field(default_factory=list)
     touched_posts: list = field(default_factory=list)
     touched_comments: list = field(default_factory=list)
     touched_users: list = field(default_factory=list)
-    traces: list = field(default_factory=list)    # TraceRows, one per apply
+    traces: list = field(default_factory=list)  # TraceRows, one per apply
     opinions: list = field(default_factory=list)  # (user ids, values)
     moderation: list = field(default_factory=list)  # (kind, ids, action)
 
@@ -139,12 +154,34 @@ class TraceRows(NamedTuple):
 
 
 # JSON keys of a trace row's info, by action code (the journal renders info from these)
-TRACE_TARGET_KEY = [("post_id" if a in POST_TARGET else "comment_id" if a in COMMENT_TARGET
-                     else "user_id" if a in USER_TARGET else None) for a in range(NUM_ACTIONS)]
-TRACE_CREATED_KEY = ["comment_id" if a == A.CREATE_COMMENT else "post_id" if a == A.CREATE_POST else "new_post_id"
-                     for a in range(NUM_ACTIONS)]
-TRACE_TEXT_KEY = [("query" if a in (A.SEARCH_POSTS, A.SEARCH_USER) else "reason" if a == A.REPORT_POST
-                   else "content" if a in TEXT_ACTIONS else None) for a in range(NUM_ACTIONS)]
+TRACE_TARGET_KEY = [
+    (
+        "post_id"
+        if a in POST_TARGET
+        else "comment_id"
+        if a in COMMENT_TARGET
+        else "user_id"
+        if a in USER_TARGET
+        else None
+    )
+    for a in range(NUM_ACTIONS)
+]
+TRACE_CREATED_KEY = [
+    "comment_id" if a == A.CREATE_COMMENT else "post_id" if a == A.CREATE_POST else "new_post_id"
+    for a in range(NUM_ACTIONS)
+]
+TRACE_TEXT_KEY = [
+    (
+        "query"
+        if a in (A.SEARCH_POSTS, A.SEARCH_USER)
+        else "reason"
+        if a == A.REPORT_POST
+        else "content"
+        if a in TEXT_ACTIONS
+        else None
+    )
+    for a in range(NUM_ACTIONS)
+]
 _HAS_TEXT_KEY = np.array([k is not None for k in TRACE_TEXT_KEY])
 _REPORT_POST = int(A.REPORT_POST)  # a plain int: enum attribute lookups are slow in per-row loops
 
@@ -228,7 +265,7 @@ class Platform:
         self._undo: list | None = None
 
     # ------------------------------------------------------------------ step atomicity
-    def checkpoint(self) -> "Checkpoint":
+    def checkpoint(self) -> Checkpoint:
         """Start recording: `rollback(cp)` then restores exactly the state of now (a step that
         fails midway leaves no trace). Costs O(columns) now and O(rows written) per write:
         appended rows are undone by length, rows written in place keep their old values."""
@@ -237,7 +274,7 @@ class Platform:
         self._undo = []
         return capture(self)
 
-    def rollback(self, cp: "Checkpoint") -> None:
+    def rollback(self, cp: Checkpoint) -> None:
         """Restore the state of `checkpoint()` and stop recording."""
         from .checkpoint import restore
 
@@ -272,9 +309,14 @@ class Platform:
         """Add every user of a Population (see oasis_gym.population); returns their ids."""
         n = population.n
         first = self.n_users
-        for col, fill in ((self.u_signed_up, signed_up), (self.u_suspended, False),
-                          (self.u_followers, 0), (self.u_followings, 0), (self.u_posts, 0),
-                          (self.u_last_post, -1)):
+        for col, fill in (
+            (self.u_signed_up, signed_up),
+            (self.u_suspended, False),
+            (self.u_followers, 0),
+            (self.u_followings, 0),
+            (self.u_posts, 0),
+            (self.u_last_post, -1),
+        ):
             col.append_fill(n)
             if fill:
                 col.a[first:] = fill
@@ -283,8 +325,12 @@ class Platform:
         self.u_interests.extend(population.interests)
         self.u_activity.extend(population.activity)
         self.u_created_minute.extend(np.full(n, self.minute, dtype=np.int64))
-        for column, values in ((self.u_user_name, population.user_name), (self.u_name, population.name),
-                               (self.u_bio, population.bio), (self.u_persona, population.persona)):
+        for column, values in (
+            (self.u_user_name, population.user_name),
+            (self.u_name, population.name),
+            (self.u_bio, population.bio),
+            (self.u_persona, population.persona),
+        ):
             if len(column) == 0:
                 column.__init__(values)  # keep a lazy base sequence as it is
             else:
@@ -325,8 +371,7 @@ class Platform:
     def create_posts(self, authors: np.ndarray, texts: list[str], stance=None, label=None) -> np.ndarray:
         """Seed original posts outside of agent actions (scenario roots, previous tweets)."""
         authors = np.asarray(authors, dtype=np.int64)
-        ids = self._new_posts(authors, ORIGINAL, np.full(len(authors), -1), list(texts),
-                              [None] * len(authors), stance)
+        ids = self._new_posts(authors, ORIGINAL, np.full(len(authors), -1), list(texts), [None] * len(authors), stance)
         if label is not None:
             self.p_label.a[ids] = label
         return ids
@@ -343,8 +388,11 @@ class Platform:
         texts = batch.text if batch.text is not None else [None] * n
         if len(texts) != n:
             raise ValueError(f"ActionBatch.text has {len(texts)} entries for {n} actions")
-        stance = (np.asarray(batch.stance, dtype=np.float32) if batch.stance is not None
-                  else np.full(n, np.nan, dtype=np.float32))
+        stance = (
+            np.asarray(batch.stance, dtype=np.float32)
+            if batch.stance is not None
+            else np.full(n, np.nan, dtype=np.float32)
+        )
         res = np.zeros(n, dtype=np.int8)
         new_id = np.full(n, -1, dtype=np.int64)
         n_users, n_posts, n_comments = self.n_users, self.n_posts, self.n_comments
@@ -388,16 +436,20 @@ class Platform:
         m &= res == 0
         res[m & (t == user) & np.isin(act, [A.FOLLOW, A.MUTE, A.UNFOLLOW, A.UNMUTE])] = R.SELF_TARGET
         if not self.config.allow_self_rating:
-            for codes, author in (([A.LIKE_POST, A.DISLIKE_POST], self.p_author.a),
-                                  ([A.LIKE_COMMENT, A.DISLIKE_COMMENT], self.c_author.a)):
+            for codes, author in (
+                ([A.LIKE_POST, A.DISLIKE_POST], self.p_author.a),
+                ([A.LIKE_COMMENT, A.DISLIKE_COMMENT], self.c_author.a),
+            ):
                 i = np.flatnonzero((res == 0) & np.isin(act, codes))
                 res[i[author[t[i]] == user[i]]] = R.SELF_TARGET
 
         # text checks (only the few text-carrying actions pay a Python loop)
         max_len = self.config.max_text_length
         rows = np.flatnonzero((res == 0) & np.isin(act, list(TEXT_ACTIONS)))
-        res[rows] = [check_text(texts[i], max_len, allow_empty=a == _REPORT_POST)
-                     for i, a in zip(rows.tolist(), act[rows].tolist())]
+        res[rows] = [
+            check_text(texts[i], max_len, allow_empty=a == _REPORT_POST)
+            for i, a in zip(rows.tolist(), act[rows].tolist())
+        ]
 
         # phases
         sel = lambda code: np.flatnonzero((res == 0) & (act == code))  # noqa: E731
@@ -409,7 +461,9 @@ class Platform:
             self.u_signed_up.a[user[i]] = True
             self.pending.new_users.append(user[i])
         i = sel(A.CREATE_POST)
-        new_id[i] = self._new_posts(user[i], ORIGINAL, np.full(len(i), -1), [texts[k] for k in i], [None] * len(i), stance[i])
+        new_id[i] = self._new_posts(
+            user[i], ORIGINAL, np.full(len(i), -1), [texts[k] for k in i], [None] * len(i), stance[i]
+        )
         i = sel(A.REPOST)
         if len(i):
             keys = pair_keys(user[i], t[i])
@@ -417,12 +471,20 @@ class Platform:
             res[i[dup]] = R.ALREADY_DONE
             i, keys = i[~dup], keys[~dup]
             self.rel["repost"].add_keys(np.sort(keys))
-            new_id[i] = self._new_posts(user[i], REPOST, t[i], [self.p_content[p] for p in t[i]],
-                                        [self.p_quote[p] for p in t[i]], self.p_stance.a[t[i]])
+            new_id[i] = self._new_posts(
+                user[i],
+                REPOST,
+                t[i],
+                [self.p_content[p] for p in t[i]],
+                [self.p_quote[p] for p in t[i]],
+                self.p_stance.a[t[i]],
+            )
             self._bump(self.p_shares, t[i], 1, self.pending.touched_posts)
         i = sel(A.QUOTE_POST)
         if len(i):
-            new_id[i] = self._new_posts(user[i], QUOTE, t[i], [self.p_content[p] for p in t[i]], [texts[k] for k in i], stance[i])
+            new_id[i] = self._new_posts(
+                user[i], QUOTE, t[i], [self.p_content[p] for p in t[i]], [texts[k] for k in i], stance[i]
+            )
             self._bump(self.p_shares, t[i], 1, self.pending.touched_posts)
         i = sel(A.CREATE_COMMENT)
         if len(i):
@@ -610,7 +672,7 @@ class Platform:
             return np.empty(0, dtype=np.int64)
         lo = max(0, self.n_posts - self.config.search_scan_limit)
         cand = post_index(self).match(words)  # non-repost posts holding every word (sorted ids)
-        return top_visible_posts(self, viewer, cand[np.searchsorted(cand, lo):], k)
+        return top_visible_posts(self, viewer, cand[np.searchsorted(cand, lo) :], k)
 
     def search_users(self, viewer: int, query: str, k: int | None = None) -> np.ndarray:
         """Users whose user name, name or bio contains every query word, most followed first."""
@@ -645,7 +707,7 @@ class Platform:
         return _datetime_text(self.minute if minute is None else int(minute))
 
     @classmethod
-    def from_db(cls, path) -> "Platform":
+    def from_db(cls, path) -> Platform:
         """Restore the exact in-memory state from a journal written by `Journal`, or load a
         database written by OASIS (read-only; see `oasis_import.load_oasis`: its rows stay
         pending, so a new `Journal` commit writes them all)."""

@@ -32,10 +32,10 @@ from collections.abc import Iterable
 import numpy as np
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-_WORD_CACHE = 4096        # words whose matching token ids are remembered
+_WORD_CACHE = 4096  # words whose matching token ids are remembered
 _DOC_CACHE_BUDGET = 8_000_000  # document ids kept in the per-word cache, in all (64 MB)
-_RANK_HEAD = 64           # extra posts ranked beyond k before visibility is checked
-_CHUNK_MERGE = 16         # vocabulary chunks kept before they are joined into one
+_RANK_HEAD = 64  # extra posts ranked beyond k before visibility is checked
+_CHUNK_MERGE = 16  # vocabulary chunks kept before they are joined into one
 
 
 def _gather(indptr: np.ndarray, docs: np.ndarray, toks: np.ndarray) -> np.ndarray:
@@ -49,7 +49,7 @@ def _gather(indptr: np.ndarray, docs: np.ndarray, toks: np.ndarray) -> np.ndarra
     if total == 0:
         return _EMPTY
     if len(toks) == 1:
-        return docs[starts[0]:ends[0]]
+        return docs[starts[0] : ends[0]]
     offs = np.repeat(starts - np.cumsum(lens) + lens, lens)
     return docs[offs + np.arange(total, dtype=np.int64)]
 
@@ -81,17 +81,17 @@ class SubstringIndex:
         self.n_docs = 0
         self._tok_id: dict[str, int] = {}
         self._tokens: list[str] = []
-        self._new_tok: list[int] = []      # (token, doc) pairs since the last merge
+        self._new_tok: list[int] = []  # (token, doc) pairs since the last merge
         self._new_doc: list[int] = []
-        self._base = (np.zeros(1, dtype=np.int64), _EMPTY)   # indptr, docs
-        self._base_tok = _EMPTY            # token of each base posting (kept for merges)
+        self._base = (np.zeros(1, dtype=np.int64), _EMPTY)  # indptr, docs
+        self._base_tok = _EMPTY  # token of each base posting (kept for merges)
         self._delta: tuple[np.ndarray, np.ndarray] | None = None
         # vocabulary chunks: (first token id, "\n".join(tokens) + "\n", start offsets)
         self._chunks: list[tuple[int, str, np.ndarray]] = []
         self._n_chunked = 0
         self._grams: dict[str, list[int]] = {}  # trigram -> ascending ids of the tokens holding it
         self._words: OrderedDict[str, tuple[int, np.ndarray]] = OrderedDict()
-        self.tail: object = None           # the newest document's source object (rollback check)
+        self.tail: object = None  # the newest document's source object (rollback check)
         # word -> (n_docs when computed, sorted ids of the documents containing it)
         self._docs: OrderedDict[str, tuple[int, np.ndarray]] = OrderedDict()
         self._docs_size = 0
@@ -138,10 +138,10 @@ class SubstringIndex:
         n = len(self._tokens)
         if n == self._n_chunked:
             return
-        new = self._tokens[self._n_chunked:]
+        new = self._tokens[self._n_chunked :]
         grams = self._grams
         for k, t in enumerate(new, start=self._n_chunked):
-            for g in {t[i:i + 3] for i in range(len(t) - 2)}:
+            for g in {t[i : i + 3] for i in range(len(t) - 2)}:
                 ids = grams.get(g)
                 if ids is None:
                     grams[g] = [k]
@@ -167,12 +167,11 @@ class SubstringIndex:
         done, found = cached if cached is not None else (0, _EMPTY)
         if done < self._n_chunked and len(word) >= 3:
             # a token holding the word holds each of its trigrams: check the rarest one's tokens
-            lists = [self._grams.get(word[i:i + 3]) for i in range(len(word) - 2)]
+            lists = [self._grams.get(word[i : i + 3]) for i in range(len(word) - 2)]
             rarest = None if None in lists else min(lists, key=len)
             if rarest is None or len(rarest) - bisect_left(rarest, done) <= (self._n_chunked - done) // 8:
                 tokens = self._tokens
-                hits = [] if rarest is None else \
-                    [k for k in rarest[bisect_left(rarest, done):] if word in tokens[k]]
+                hits = [] if rarest is None else [k for k in rarest[bisect_left(rarest, done) :] if word in tokens[k]]
                 found = np.concatenate([found, np.asarray(hits, dtype=np.int64)]) if hits else found
                 done = self._n_chunked
         if done < self._n_chunked:  # short or unselective words: scan the vocabulary text
@@ -271,8 +270,9 @@ def top_visible_posts(pf, viewer: int, cand: np.ndarray, k: int) -> np.ndarray:
     only, widening the head until k are visible."""
     t = k + _RANK_HEAD
     if len(cand) > 4 * t:
-        score = (pf.p_likes.a[cand].astype(np.int64) + pf.p_shares.a[cand] + pf.p_comments.a[cand]
-                 - pf.p_dislikes.a[cand])
+        score = (
+            pf.p_likes.a[cand].astype(np.int64) + pf.p_shares.a[cand] + pf.p_comments.a[cand] - pf.p_dislikes.a[cand]
+        )
         key = score * (pf.n_posts + 1) + cand  # larger = better: score, then id
         while t < len(cand):
             head = np.argpartition(-key, t - 1)[:t]
@@ -295,6 +295,5 @@ def user_index(pf) -> SubstringIndex:
         idx = pf.__dict__["_user_search_index"] = SubstringIndex()
     if n > idx.n_docs:
         ids = list(range(idx.n_docs, n))
-        idx.add(f"{a} {b} {c}" for a, b, c in zip(pf.u_user_name.take(ids), pf.u_name.take(ids),
-                                                   pf.u_bio.take(ids)))
+        idx.add(f"{a} {b} {c}" for a, b, c in zip(pf.u_user_name.take(ids), pf.u_name.take(ids), pf.u_bio.take(ids)))
     return idx

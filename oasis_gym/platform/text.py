@@ -40,7 +40,7 @@ class TextColumn(Sequence):
         """Iterate the values at `ids`; a run of consecutive base ids streams from the base
         sequence's own iterator (cheap for lazy synthetic columns)."""
         if ids and ids[-1] - ids[0] == len(ids) - 1 and ids[-1] < self._nbase and hasattr(self._base, "_with_ids"):
-            return iter(self._base[ids[0]: ids[-1] + 1])
+            return iter(self._base[ids[0] : ids[-1] + 1])
         return (self[i] for i in ids)
 
     def append(self, value: str) -> None:

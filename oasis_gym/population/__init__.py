@@ -16,22 +16,22 @@ Modules: ``topics`` (topic bitmasks, OASIS activity formula), ``model`` (Populat
 
 from __future__ import annotations
 
+from .files import data_path, load_profiles, oasis_daily_rhythm
+from .model import IdStrings, Population, ProfileError, ProfileStrings
+from .reddit_json import load_reddit_json
+from .synthetic import synthetic
 from .topics import (
-    TOPICS,
-    TOPIC_INDEX,
-    OTHER_TOPIC,
-    HOURS,
-    DEFAULT_TWITTER_ACTIVITY,
     DEFAULT_REDDIT_ACTIVITY,
+    DEFAULT_TWITTER_ACTIVITY,
+    HOURS,
+    OTHER_TOPIC,
+    TOPIC_INDEX,
+    TOPICS,
+    oasis_activity_probability,
     topic_mask,
     topic_names,
-    oasis_activity_probability,
 )
-from .model import ProfileError, Population, IdStrings, ProfileStrings
 from .twitter_csv import load_twitter_csv
-from .reddit_json import load_reddit_json
-from .files import oasis_daily_rhythm, load_profiles, data_path
-from .synthetic import synthetic
 
 __all__ = [
     "TOPICS",

@@ -22,8 +22,9 @@ def load_profiles(path: str | Path, **kwargs: Any) -> Population:
         return load_twitter_csv(path, **kwargs)
     if suffix == ".json":
         return load_reddit_json(path, **kwargs)
-    raise ProfileError(path, None, None, f"unknown profile format {suffix!r}: "
-                       "expected .csv (Twitter) or .json (Reddit)")
+    raise ProfileError(
+        path, None, None, f"unknown profile format {suffix!r}: expected .csv (Twitter) or .json (Reddit)"
+    )
 
 
 # --------------------------------------------------------------------------- data files

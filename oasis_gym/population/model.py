@@ -16,8 +16,7 @@ from .topics import HOURS, _topics_text
 class ProfileError(ValueError):
     """A malformed profile file: names the file, the row (or JSON index) and the field."""
 
-    def __init__(self, path: str | Path, row: int | str | None, field: str | None,
-                 message: str) -> None:
+    def __init__(self, path: str | Path, row: int | str | None, field: str | None, message: str) -> None:
         self.path = str(path)
         self.row = row
         self.field = field
@@ -68,8 +67,11 @@ class _LazySeq(Sequence[str]):
 
     def take(self, idx: np.ndarray) -> _LazySeq:
         """Lazy sub-sequence at the given positions (used by Population.subset)."""
-        base = self._ids if isinstance(self._ids, np.ndarray) else np.arange(
-            self._ids.start, self._ids.stop, self._ids.step, dtype=np.int64)
+        base = (
+            self._ids
+            if isinstance(self._ids, np.ndarray)
+            else np.arange(self._ids.start, self._ids.stop, self._ids.step, dtype=np.int64)
+        )
         ids = base[np.asarray(idx, dtype=np.int64)]
         return self._with_ids(ids)
 
@@ -108,8 +110,14 @@ class ProfileStrings(_LazySeq):
     ``kind`` is "bio" (short) or "persona" (the system-prompt description).
     """
 
-    def __init__(self, kind: str, interests: np.ndarray, opinion: np.ndarray,
-                 is_core: np.ndarray, ids: range | np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        interests: np.ndarray,
+        opinion: np.ndarray,
+        is_core: np.ndarray,
+        ids: range | np.ndarray | None = None,
+    ) -> None:
         if kind not in ("bio", "persona"):
             raise ValueError(f"kind must be 'bio' or 'persona', got {kind!r}")
         super().__init__(range(len(interests)) if ids is None else ids)
@@ -122,14 +130,23 @@ class ProfileStrings(_LazySeq):
         topics = _topics_text(int(self.interests[i]))
         if self.kind == "bio":
             return f"Into {topics}."
-        role = ("an influential account with many followers" if self.is_core[i]
-                else "an ordinary user")
+        role = "an influential account with many followers" if self.is_core[i] else "an ordinary user"
         op = float(self.opinion[i])
-        lean = ("strongly agree" if op > 0.6 else "lean towards agreeing" if op > 0.2
-                else "strongly disagree" if op < -0.6 else "lean towards disagreeing"
-                if op < -0.2 else "are undecided")
-        return (f"You are user {i}, {role}. You are interested in {topics}. "
-                f"On contested claims you {lean} (opinion score {op:+.2f} on a -1..1 scale).")
+        lean = (
+            "strongly agree"
+            if op > 0.6
+            else "lean towards agreeing"
+            if op > 0.2
+            else "strongly disagree"
+            if op < -0.6
+            else "lean towards disagreeing"
+            if op < -0.2
+            else "are undecided"
+        )
+        return (
+            f"You are user {i}, {role}. You are interested in {topics}. "
+            f"On contested claims you {lean} (opinion score {op:+.2f} on a -1..1 scale)."
+        )
 
 
 # --------------------------------------------------------------------------- population
@@ -145,19 +162,19 @@ class Population:
     """
 
     n: int
-    user_name: Sequence[str]      # OASIS "username" (Twitter and Reddit)
-    name: Sequence[str]           # OASIS "name" (Twitter) / "realname" (Reddit)
-    bio: Sequence[str]            # Twitter "description" / Reddit "bio"
-    persona: Sequence[str]        # Twitter "user_char" / Reddit "persona"
-    activity: np.ndarray          # (n, 24) float32 activation probability per step, by hour
-    follow_src: np.ndarray        # (E,) int64 follower ids
-    follow_dst: np.ndarray        # (E,) int64 followee ids
+    user_name: Sequence[str]  # OASIS "username" (Twitter and Reddit)
+    name: Sequence[str]  # OASIS "name" (Twitter) / "realname" (Reddit)
+    bio: Sequence[str]  # Twitter "description" / Reddit "bio"
+    persona: Sequence[str]  # Twitter "user_char" / Reddit "persona"
+    activity: np.ndarray  # (n, 24) float32 activation probability per step, by hour
+    follow_src: np.ndarray  # (E,) int64 follower ids
+    follow_dst: np.ndarray  # (E,) int64 followee ids
     previous_posts: list[tuple[int, str]]  # (author id, text) present before step 0
-    opinion: np.ndarray           # (n,) float32 in [-1, 1]; 0 where unknown
-    interests: np.ndarray         # (n,) uint64 bitmask over TOPICS
-    is_core: np.ndarray           # (n,) bool
+    opinion: np.ndarray  # (n,) float32 in [-1, 1]; 0 where unknown
+    interests: np.ndarray  # (n,) uint64 bitmask over TOPICS
+    is_core: np.ndarray  # (n,) bool
     extra: list[dict[str, Any]] | None  # other profile fields per user; None for synthetic
-    source: str                   # file path or "synthetic(...)"
+    source: str  # file path or "synthetic(...)"
 
     def __len__(self) -> int:
         return self.n
@@ -189,19 +206,21 @@ class Population:
         if self.extra is not None and len(self.extra) != n:
             raise err("extra", f"has {len(self.extra)} entries, expected {n}")
         _check_array(self.source, "activity", self.activity, np.float32, (n, HOURS))
-        if not np.all(np.isfinite(self.activity)) or (
-                n and (self.activity.min() < 0 or self.activity.max() > 1)):
+        if not np.all(np.isfinite(self.activity)) or (n and (self.activity.min() < 0 or self.activity.max() > 1)):
             raise err("activity", "values must be finite and in [0, 1]")
         _check_array(self.source, "opinion", self.opinion, np.float32, (n,))
-        if not np.all(np.isfinite(self.opinion)) or (
-                n and (self.opinion.min() < -1 or self.opinion.max() > 1)):
+        if not np.all(np.isfinite(self.opinion)) or (n and (self.opinion.min() < -1 or self.opinion.max() > 1)):
             raise err("opinion", "values must be finite and in [-1, 1]")
         _check_array(self.source, "interests", self.interests, np.uint64, (n,))
         _check_array(self.source, "is_core", self.is_core, np.bool_, (n,))
         self._validate_edges(allow_self_follows)
         for k, post in enumerate(self.previous_posts):
-            if (not isinstance(post, tuple) or len(post) != 2 or not isinstance(post[1], str)
-                    or not 0 <= int(post[0]) < n):
+            if (
+                not isinstance(post, tuple)
+                or len(post) != 2
+                or not isinstance(post[1], str)
+                or not 0 <= int(post[0]) < n
+            ):
                 raise err("previous_posts", f"entry {k} must be (author id in [0, n), text)")
 
     def _validate_edges(self, allow_self_follows: bool) -> None:
@@ -243,18 +262,24 @@ class Population:
             return seq.take(ids) if isinstance(seq, _LazySeq) else [seq[i] for i in ids]
 
         return Population(
-            n=int(ids.size), user_name=pick(self.user_name), name=pick(self.name),
-            bio=pick(self.bio), persona=pick(self.persona),
-            activity=self.activity[ids], follow_src=s[keep], follow_dst=d[keep],
+            n=int(ids.size),
+            user_name=pick(self.user_name),
+            name=pick(self.name),
+            bio=pick(self.bio),
+            persona=pick(self.persona),
+            activity=self.activity[ids],
+            follow_src=s[keep],
+            follow_dst=d[keep],
             previous_posts=[(int(new[a]), t) for a, t in self.previous_posts if new[a] >= 0],
-            opinion=self.opinion[ids], interests=self.interests[ids],
+            opinion=self.opinion[ids],
+            interests=self.interests[ids],
             is_core=self.is_core[ids],
             extra=None if self.extra is None else [self.extra[i] for i in ids],
-            source=f"subset({self.source}, n={ids.size})")
+            source=f"subset({self.source}, n={ids.size})",
+        )
 
 
 def _check_array(source: str, field: str, a: Any, dtype: type, shape: tuple[int, ...]) -> None:
     if not isinstance(a, np.ndarray) or a.dtype != dtype or a.shape != shape:
-        got = (f"{a.dtype} {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__)
-        raise ProfileError(source, None, field,
-                           f"must be a {np.dtype(dtype).name} array of shape {shape}, got {got}")
+        got = f"{a.dtype} {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+        raise ProfileError(source, None, field, f"must be a {np.dtype(dtype).name} array of shape {shape}, got {got}")

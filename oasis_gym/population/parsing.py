@@ -20,7 +20,6 @@ from .. import bounded_json
 from .model import ProfileError
 from .topics import HOURS, topic_mask
 
-
 _INT = r"[+-]?\d{1,18}"
 _NUM = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _INT_LIST = re.compile(rf"\s*\[\s*(?:{_INT}\s*(?:,\s*{_INT}\s*)*,?\s*)?\]\s*")
@@ -28,12 +27,28 @@ _NUM_LIST = re.compile(rf"\s*\[\s*(?:{_NUM}\s*(?:,\s*{_NUM}\s*)*,?\s*)?\]\s*")
 _INDEX_COLUMN = re.compile(r"^(Unnamed: \d+(\.\d+)?)?$")
 
 # Columns that become Population fields (or are redundant with them) rather than extra.
-_TWITTER_HANDLED = frozenset({
-    "username", "name", "description", "user_char", "following_agentid_list",
-    "previous_tweets", "activity_level_frequency", "activity_level", "is_super_user",
-    "interested_topics", "opinion", "following_list", "follower_agentid_list", "tweets_id",
-    "followers_count", "follower_count", "following_count", "user_id",
-})
+_TWITTER_HANDLED = frozenset(
+    {
+        "username",
+        "name",
+        "description",
+        "user_char",
+        "following_agentid_list",
+        "previous_tweets",
+        "activity_level_frequency",
+        "activity_level",
+        "is_super_user",
+        "interested_topics",
+        "opinion",
+        "following_list",
+        "follower_agentid_list",
+        "tweets_id",
+        "followers_count",
+        "follower_count",
+        "following_count",
+        "user_id",
+    }
+)
 
 
 def _read_text(path: Path) -> str:
@@ -75,16 +90,13 @@ def _read_csv(path: Path, required: Sequence[str]) -> tuple[list[str], list[list
     bad_encoding = _has_surrogate(text)
     for c, col in enumerate(header):
         if bad_encoding and _has_surrogate(col):
-            raise ProfileError(path, "header", f"column {c + 1}",
-                               f"not valid UTF-8: {_bad_bytes(col)}")
+            raise ProfileError(path, "header", f"column {c + 1}", f"not valid UTF-8: {_bad_bytes(col)}")
     missing = [c for c in required if c not in header]
     if missing:
-        raise ProfileError(path, "header", missing[0],
-                           f"missing required column(s) {missing}; found {header}")
+        raise ProfileError(path, "header", missing[0], f"missing required column(s) {missing}; found {header}")
     for r, row in enumerate(body, start=1):
         if len(row) != len(header):
-            raise ProfileError(path, r, None,
-                               f"has {len(row)} fields, header has {len(header)}")
+            raise ProfileError(path, r, None, f"has {len(row)} fields, header has {len(header)}")
         if bad_encoding:
             for col, cell in zip(header, row):
                 if _has_surrogate(cell):
@@ -96,16 +108,16 @@ def _literal(path: Path, row: int, field: str, cell: str) -> Any:
     try:
         value = ast.literal_eval(cell.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        raise ProfileError(path, row, field,
-                           f"cannot parse {cell[:80]!r} as a Python literal ({e})") from e
+        raise ProfileError(path, row, field, f"cannot parse {cell[:80]!r} as a Python literal ({e})") from e
     fault = bounded_json.first_fault(value)  # e.g. a '\ud800' escape: loads, then breaks SQLite
     if fault:
         raise ProfileError(path, row, field, fault)
     return value
 
 
-def _parse_number_lists(path: Path, field: str, cells: Sequence[str], *,
-                        integer: bool) -> tuple[np.ndarray, np.ndarray]:
+def _parse_number_lists(
+    path: Path, field: str, cells: Sequence[str], *, integer: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Parse a column of "[1, 2, 3]" cells in one batch; returns (counts, flat values).
 
     Cells are validated with a regex and their interiors joined and converted by one
@@ -120,15 +132,14 @@ def _parse_number_lists(path: Path, field: str, cells: Sequence[str], *,
         if not cell.strip():
             interiors.append("")
         elif pattern.fullmatch(cell):
-            inner = cell[cell.index("[") + 1:cell.rindex("]")].strip()
+            inner = cell[cell.index("[") + 1 : cell.rindex("]")].strip()
             interiors.append(inner[:-1] if inner.endswith(",") else inner)
         else:
             interiors.append(_fallback_numbers(path, r, field, cell, integer))
     counts = np.array([s.count(",") + 1 if s else 0 for s in interiors], dtype=np.int64)
     joined = ",".join(s for s in interiors if s)
     dtype = np.int64 if integer else np.float64
-    values = (np.fromstring(joined, dtype=dtype, sep=",") if joined
-              else np.zeros(0, dtype=dtype))
+    values = np.fromstring(joined, dtype=dtype, sep=",") if joined else np.zeros(0, dtype=dtype)
     if values.size != counts.sum():  # cannot happen after validation; guard anyway
         raise ProfileError(path, None, field, "internal parse mismatch")
     return counts, values
@@ -139,8 +150,7 @@ def _fallback_numbers(path: Path, row: int, field: str, cell: str, integer: bool
     items = list(value) if isinstance(value, (list, tuple)) else [value]
     kinds = (int,) if integer else (int, float)
     for x in items:
-        if isinstance(x, bool) or not isinstance(x, kinds) or (
-                isinstance(x, float) and not math.isfinite(x)):
+        if isinstance(x, bool) or not isinstance(x, kinds) or (isinstance(x, float) and not math.isfinite(x)):
             what = "integers" if integer else "finite numbers"
             raise ProfileError(path, row, field, f"must be a list of {what}, got {cell[:80]!r}")
         if integer and abs(x) >= 10**18:
@@ -148,15 +158,15 @@ def _fallback_numbers(path: Path, row: int, field: str, cell: str, integer: bool
     return ",".join(repr(x) for x in items)
 
 
-def _parse_follow_edges(path: Path, cells: Sequence[str], n: int,
-                        drop_self: bool) -> tuple[np.ndarray, np.ndarray]:
+def _parse_follow_edges(path: Path, cells: Sequence[str], n: int, drop_self: bool) -> tuple[np.ndarray, np.ndarray]:
     counts, dst = _parse_number_lists(path, "following_agentid_list", cells, integer=True)
     src = np.repeat(np.arange(n, dtype=np.int64), counts)
     bad = np.flatnonzero((dst < 0) | (dst >= n))
     if bad.size:
         k = int(bad[0])
-        raise ProfileError(path, int(src[k]) + 1, "following_agentid_list",
-                           f"agent id {int(dst[k])} is out of range [0, {n})")
+        raise ProfileError(
+            path, int(src[k]) + 1, "following_agentid_list", f"agent id {int(dst[k])} is out of range [0, {n})"
+        )
     keep = np.ones(src.size, dtype=bool)
     if drop_self:
         keep &= src != dst
@@ -179,21 +189,18 @@ def _parse_previous_tweets(path: Path, cells: Sequence[str]) -> list[tuple[int, 
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, (list, tuple)):
-            raise ProfileError(path, i + 1, "previous_tweets",
-                               f"must be a list of strings, got {type(value).__name__}")
+            raise ProfileError(path, i + 1, "previous_tweets", f"must be a list of strings, got {type(value).__name__}")
         for item in value:
             for text in _flatten_tweet(path, i + 1, item):
                 if _has_surrogate(text):
-                    raise ProfileError(path, i + 1, "previous_tweets",
-                                       "not valid UTF-8 (a lone surrogate escape)")
+                    raise ProfileError(path, i + 1, "previous_tweets", "not valid UTF-8 (a lone surrogate escape)")
                 posts.append((i, text))
     return posts
 
 
 def _flatten_tweet(path: Path, row: int, item: Any) -> list[str]:
     if not isinstance(item, str):
-        raise ProfileError(path, row, "previous_tweets",
-                           f"tweets must be strings, got {type(item).__name__}")
+        raise ProfileError(path, row, "previous_tweets", f"tweets must be strings, got {type(item).__name__}")
     s = item.strip()
     if s.startswith("[") and s.endswith("]"):
         try:
@@ -207,24 +214,20 @@ def _flatten_tweet(path: Path, row: int, item: Any) -> list[str]:
 
 def _parse_activity(path: Path, cells: Sequence[str]) -> np.ndarray:
     """(n, 24) raw activity_level_frequency counts, validated."""
-    counts, values = _parse_number_lists(path, "activity_level_frequency", cells,
-                                         integer=False)
+    counts, values = _parse_number_lists(path, "activity_level_frequency", cells, integer=False)
     wrong = np.flatnonzero(counts != HOURS)
     if wrong.size:
         r = int(wrong[0])
-        raise ProfileError(path, r + 1, "activity_level_frequency",
-                           f"has {int(counts[r])} values, expected {HOURS}")
+        raise ProfileError(path, r + 1, "activity_level_frequency", f"has {int(counts[r])} values, expected {HOURS}")
     freq = values.reshape(len(cells), HOURS)
     bad = np.flatnonzero(~np.isfinite(freq).all(axis=1))
     if bad.size:
         r = int(bad[0])
-        raise ProfileError(path, r + 1, "activity_level_frequency",
-                           "values must be finite numbers")
+        raise ProfileError(path, r + 1, "activity_level_frequency", "values must be finite numbers")
     neg = np.flatnonzero((freq < 0).any(axis=1))
     if neg.size:
         r = int(neg[0])
-        raise ProfileError(path, r + 1, "activity_level_frequency",
-                           f"has a negative value {float(freq[r].min())}")
+        raise ProfileError(path, r + 1, "activity_level_frequency", f"has a negative value {float(freq[r].min())}")
     return freq
 
 
@@ -233,8 +236,7 @@ def _check_unique_ids(path: Path, ids: Sequence[str]) -> None:
     for r, uid in enumerate(ids, start=1):
         key = uid.strip()
         if key in seen:
-            raise ProfileError(path, r, "user_id",
-                               f"duplicate user_id {key!r} (first at row {seen[key]})")
+            raise ProfileError(path, r, "user_id", f"duplicate user_id {key!r} (first at row {seen[key]})")
         seen[key] = r
 
 

@@ -13,12 +13,10 @@ from .model import Population, ProfileError
 from .parsing import _opinions, _read_text, _topic_list
 from .topics import DEFAULT_REDDIT_ACTIVITY, HOURS, topic_mask
 
-
 _REDDIT_TEXT = {"realname": "name", "bio": "bio", "persona": "persona"}
 
 
-def load_reddit_json(path: str | Path, *,
-                     default_activity: float = DEFAULT_REDDIT_ACTIVITY) -> Population:
+def load_reddit_json(path: str | Path, *, default_activity: float = DEFAULT_REDDIT_ACTIVITY) -> Population:
     """Load an OASIS Reddit profile JSON: a list of user objects (agent id = list index).
 
     Required key: ``username``. Text keys ``realname``/``bio``/``persona`` (default "";
@@ -35,15 +33,12 @@ def load_reddit_json(path: str | Path, *,
     try:
         data = bounded_json.loads(text)  # over-long ints become markers, found per user below
     except json.JSONDecodeError as e:
-        raise ProfileError(path, f"line {e.lineno} column {e.colno}", None,
-                           f"invalid JSON: {e.msg}") from e
+        raise ProfileError(path, f"line {e.lineno} column {e.colno}", None, f"invalid JSON: {e.msg}") from e
     except RecursionError:
         i, key = bounded_json.locate_failure(text)
-        raise ProfileError(path, None if i is None else f"index {i}", key,
-                           "nested too deeply to read") from None
+        raise ProfileError(path, None if i is None else f"index {i}", key, "nested too deeply to read") from None
     if not isinstance(data, list):
-        raise ProfileError(path, None, None,
-                           f"top level must be a list of user objects, got {type(data).__name__}")
+        raise ProfileError(path, None, None, f"top level must be a list of user objects, got {type(data).__name__}")
     if not data:
         raise ProfileError(path, "index 0", None, "the list holds no users")
     fields: dict[str, list[str]] = {"user_name": [], "name": [], "bio": [], "persona": []}
@@ -59,23 +54,29 @@ def load_reddit_json(path: str | Path, *,
         extra.append(rest)
     n = len(data)
     pop = Population(
-        n=n, user_name=fields["user_name"], name=fields["name"], bio=fields["bio"],
+        n=n,
+        user_name=fields["user_name"],
+        name=fields["name"],
+        bio=fields["bio"],
         persona=fields["persona"],
         activity=np.full((n, HOURS), default_activity, dtype=np.float32),
-        follow_src=np.zeros(0, dtype=np.int64), follow_dst=np.zeros(0, dtype=np.int64),
-        previous_posts=[], opinion=_opinions(path, opinions, "index"),
-        interests=np.array(masks, dtype=np.uint64), is_core=np.zeros(n, dtype=bool),
-        extra=extra, source=str(path))
+        follow_src=np.zeros(0, dtype=np.int64),
+        follow_dst=np.zeros(0, dtype=np.int64),
+        previous_posts=[],
+        opinion=_opinions(path, opinions, "index"),
+        interests=np.array(masks, dtype=np.uint64),
+        is_core=np.zeros(n, dtype=bool),
+        extra=extra,
+        source=str(path),
+    )
     pop.validate()
     return pop
 
 
-def _reddit_user(path: Path, i: int,
-                 obj: Any) -> tuple[dict[str, str], int, Any, dict[str, Any]]:
+def _reddit_user(path: Path, i: int, obj: Any) -> tuple[dict[str, str], int, Any, dict[str, Any]]:
     where = f"index {i}"
     if not isinstance(obj, dict):
-        raise ProfileError(path, where, None,
-                           f"must be a JSON object, got {type(obj).__name__}")
+        raise ProfileError(path, where, None, f"must be a JSON object, got {type(obj).__name__}")
     _check_json_strings(path, where, obj)
     username = obj.get("username")
     if not isinstance(username, str) or not username.strip():
@@ -88,8 +89,7 @@ def _reddit_user(path: Path, i: int,
         user[field] = v or ""
     user["name"] = user["name"] or username
     topics = _topic_list(path, where, obj.get("interested_topics"))
-    rest = {k: v for k, v in obj.items()
-            if k not in _REDDIT_TEXT and k not in ("username", "opinion")}
+    rest = {k: v for k, v in obj.items() if k not in _REDDIT_TEXT and k not in ("username", "opinion")}
     rest["interested_topics"] = topics
     return user, topic_mask(topics), obj.get("opinion"), rest
 

@@ -72,18 +72,26 @@ def synthetic(
     Activity = clip(rhythm(hour - shift) * level, 0, 1), where rhythm is
     :func:`oasis_daily_rhythm` (real OASIS users' hourly counts, max 1).
     """
-    _check_synthetic_args(n, core_fraction, n_core, topics_per_user, max_topics_per_user,
-                          core_follow_prob, mean_followees, in_degree_exponent, homophily,
-                          activity_median, polarized_fraction)
+    _check_synthetic_args(
+        n,
+        core_fraction,
+        n_core,
+        topics_per_user,
+        max_topics_per_user,
+        core_follow_prob,
+        mean_followees,
+        in_degree_exponent,
+        homophily,
+        activity_median,
+        polarized_fraction,
+    )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if n_core is None:
         n_core = max(1, int(round(core_fraction * n))) if n > 0 else 0
     n_core = min(int(n_core), n)
-    interests, primary = _synthetic_interests(rng, n, topics_per_user, max_topics_per_user,
-                                              topic_zipf)
+    interests, primary = _synthetic_interests(rng, n, topics_per_user, max_topics_per_user, topic_zipf)
     core_chunks = _core_follows(rng, interests, n_core, core_follow_prob)
-    sf_key = _scale_free_follows(rng, n, n_core, primary, mean_followees, followee_sigma,
-                                 in_degree_exponent, homophily)
+    sf_key = _scale_free_follows(rng, n, n_core, primary, mean_followees, followee_sigma, in_degree_exponent, homophily)
     src, dst = _assemble_edges(n, sf_key, core_chunks)
     del core_chunks, sf_key
     activity = _synthetic_activity(rng, n, activity_median, activity_sigma, max_hour_shift)
@@ -92,18 +100,36 @@ def synthetic(
     is_core[:n_core] = True
     seed_repr = seed if isinstance(seed, int) else "Generator"
     return Population(
-        n=n, user_name=IdStrings("user{i}", n), name=IdStrings("User {i}", n),
+        n=n,
+        user_name=IdStrings("user{i}", n),
+        name=IdStrings("User {i}", n),
         bio=ProfileStrings("bio", interests, opinion, is_core),
         persona=ProfileStrings("persona", interests, opinion, is_core),
-        activity=activity, follow_src=src, follow_dst=dst, previous_posts=[],
-        opinion=opinion, interests=interests, is_core=is_core, extra=None,
-        source=f"synthetic(n={n}, seed={seed_repr}, n_core={n_core})")
+        activity=activity,
+        follow_src=src,
+        follow_dst=dst,
+        previous_posts=[],
+        opinion=opinion,
+        interests=interests,
+        is_core=is_core,
+        extra=None,
+        source=f"synthetic(n={n}, seed={seed_repr}, n_core={n_core})",
+    )
 
 
-def _check_synthetic_args(n: int, core_fraction: float, n_core: int | None,
-                          topics_per_user: float, max_topics: int, p_core: float,
-                          mean_followees: float, gamma: float, homophily: float,
-                          activity_median: float, polarized: float) -> None:
+def _check_synthetic_args(
+    n: int,
+    core_fraction: float,
+    n_core: int | None,
+    topics_per_user: float,
+    max_topics: int,
+    p_core: float,
+    mean_followees: float,
+    gamma: float,
+    homophily: float,
+    activity_median: float,
+    polarized: float,
+) -> None:
     checks = [
         (isinstance(n, (int, np.integer)) and n >= 0, f"n must be an int >= 0, got {n!r}"),
         (0 <= core_fraction <= 1, "core_fraction must be in [0, 1]"),
@@ -122,8 +148,9 @@ def _check_synthetic_args(n: int, core_fraction: float, n_core: int | None,
             raise ValueError(msg)
 
 
-def _synthetic_interests(rng: np.random.Generator, n: int, mean_topics: float,
-                         max_topics: int, zipf: float) -> tuple[np.ndarray, np.ndarray]:
+def _synthetic_interests(
+    rng: np.random.Generator, n: int, mean_topics: float, max_topics: int, zipf: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(interests bitmask, first-drawn topic) per user; topic popularity is Zipf-like."""
     if n == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
@@ -136,8 +163,9 @@ def _synthetic_interests(rng: np.random.Generator, n: int, mean_topics: float,
     return np.bitwise_or.reduceat(bits, starts), draws[starts].astype(np.int64)
 
 
-def _core_follows(rng: np.random.Generator, interests: np.ndarray, n_core: int,
-                  p: float) -> list[tuple[int, np.ndarray]]:
+def _core_follows(
+    rng: np.random.Generator, interests: np.ndarray, n_core: int, p: float
+) -> list[tuple[int, np.ndarray]]:
     """Ordinary users follow each interest-sharing core user with probability p.
 
     Returns (core id, follower ids) chunks. Cost is proportional to the edges made, not
@@ -156,8 +184,7 @@ def _core_follows(rng: np.random.Generator, interests: np.ndarray, n_core: int,
         mc = int(interests[c])
         for t in (i for i in range(64) if mc >> i & 1):
             if t not in by_topic:
-                by_topic[t] = (np.flatnonzero(ordinary & np.uint64(1 << t))
-                               + n_core).astype(np.int32)
+                by_topic[t] = (np.flatnonzero(ordinary & np.uint64(1 << t)) + n_core).astype(np.int32)
             cand = by_topic[t][_bernoulli_positions(rng, by_topic[t].size, p)]
             lower = np.uint64(mc & ((1 << t) - 1))
             if lower:
@@ -182,9 +209,16 @@ def _bernoulli_positions(rng: np.random.Generator, size: int, p: float) -> np.nd
         last = int(pos[-1])
 
 
-def _scale_free_follows(rng: np.random.Generator, n: int, n_core: int, primary: np.ndarray,
-                        mean_out: float, sigma: float, gamma: float,
-                        homophily: float) -> np.ndarray:
+def _scale_free_follows(
+    rng: np.random.Generator,
+    n: int,
+    n_core: int,
+    primary: np.ndarray,
+    mean_out: float,
+    sigma: float,
+    gamma: float,
+    homophily: float,
+) -> np.ndarray:
     """Packed keys src*n + dst of the scale-free follows, unique, sorted, no self-loops.
 
     Out-degrees are Poisson(lognormal rate) (heavy-tailed); followees are ordinary users
@@ -230,8 +264,9 @@ def _scale_free_follows(rng: np.random.Generator, n: int, n_core: int, primary: 
     return key
 
 
-def _assemble_edges(n: int, sf_key: np.ndarray,
-                    core_chunks: list[tuple[int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def _assemble_edges(
+    n: int, sf_key: np.ndarray, core_chunks: list[tuple[int, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
     """int64 (src, dst): scale-free edges sorted by (src, dst), then core follows by core."""
     total = sf_key.size + sum(ch.size for _, ch in core_chunks)
     src = np.empty(total, dtype=np.int64)
@@ -242,14 +277,13 @@ def _assemble_edges(n: int, sf_key: np.ndarray,
     np.subtract(sf_key, src[:m] * np.int64(n), out=dst[:m])
     at = m
     for c, chunk in core_chunks:
-        src[at:at + chunk.size] = chunk
-        dst[at:at + chunk.size] = c
+        src[at : at + chunk.size] = chunk
+        dst[at : at + chunk.size] = c
         at += chunk.size
     return src, dst
 
 
-def _synthetic_activity(rng: np.random.Generator, n: int, median: float, sigma: float,
-                        max_shift: int) -> np.ndarray:
+def _synthetic_activity(rng: np.random.Generator, n: int, median: float, sigma: float, max_shift: int) -> np.ndarray:
     """(n, 24) float32: shifted real daily rhythm times a lognormal per-user level."""
     rhythm = oasis_daily_rhythm()
     shifts = np.arange(-max_shift, max_shift + 1)
@@ -261,8 +295,7 @@ def _synthetic_activity(rng: np.random.Generator, n: int, median: float, sigma: 
     return act
 
 
-def _synthetic_opinions(rng: np.random.Generator, n: int, polarized: float,
-                        noise: float) -> np.ndarray:
+def _synthetic_opinions(rng: np.random.Generator, n: int, polarized: float, noise: float) -> np.ndarray:
     """Bimodal mixture: polarized users at sign*Beta(5,2), centrists at Normal(0, noise)."""
     is_pol = rng.random(n) < polarized
     sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)

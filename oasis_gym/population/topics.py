@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
 HOURS = 24
 
 # Interest topics. The first ten are the topic_category values of OASIS' all_topics.csv
@@ -15,29 +14,70 @@ HOURS = 24
 # generator, then common platform topics. "Other" is the catch-all bit for any name not in
 # this list (the raw names stay in Population.extra). Fixed order: bit i is TOPICS[i].
 TOPICS: tuple[str, ...] = (
-    "Politics", "Entertainment", "Terrorism & War", "Science & Technology", "Business",
-    "Urban Legends", "Health", "Natural Disasters", "Education",
-    "Economics", "Information Technology", "Culture & Society", "General News", "Fun",
-    "Technology", "Science", "Sports", "Finance", "Environment", "Climate", "Religion",
-    "Crime", "Law", "Music", "Movies", "Gaming", "Art", "Books", "Food", "Travel",
-    "Fashion", "Lifestyle", "Parenting", "Pets", "Celebrities", "Memes", "History",
-    "Philosophy", "Psychology", "Relationships", "Cryptocurrency", "Space", "Fitness",
-    "Career", "Marketing", "Media", "Other",
+    "Politics",
+    "Entertainment",
+    "Terrorism & War",
+    "Science & Technology",
+    "Business",
+    "Urban Legends",
+    "Health",
+    "Natural Disasters",
+    "Education",
+    "Economics",
+    "Information Technology",
+    "Culture & Society",
+    "General News",
+    "Fun",
+    "Technology",
+    "Science",
+    "Sports",
+    "Finance",
+    "Environment",
+    "Climate",
+    "Religion",
+    "Crime",
+    "Law",
+    "Music",
+    "Movies",
+    "Gaming",
+    "Art",
+    "Books",
+    "Food",
+    "Travel",
+    "Fashion",
+    "Lifestyle",
+    "Parenting",
+    "Pets",
+    "Celebrities",
+    "Memes",
+    "History",
+    "Philosophy",
+    "Psychology",
+    "Relationships",
+    "Cryptocurrency",
+    "Space",
+    "Fitness",
+    "Career",
+    "Marketing",
+    "Media",
+    "Other",
 )
 assert len(TOPICS) <= 64 and len(set(TOPICS)) == len(TOPICS)
 OTHER_TOPIC = "Other"
 TOPIC_INDEX: dict[str, int] = {t: i for i, t in enumerate(TOPICS)}
 _TOPIC_LOOKUP: dict[str, int] = {t.lower(): i for i, t in enumerate(TOPICS)}
-_TOPIC_LOOKUP.update({
-    "others": TOPIC_INDEX["Other"],
-    "it": TOPIC_INDEX["Information Technology"],
-    "it (information technology)": TOPIC_INDEX["Information Technology"],
-    "science and technology": TOPIC_INDEX["Science & Technology"],
-    "culture and society": TOPIC_INDEX["Culture & Society"],
-    "terrorism and war": TOPIC_INDEX["Terrorism & War"],
-    "news": TOPIC_INDEX["General News"],
-    "tech": TOPIC_INDEX["Technology"],
-})
+_TOPIC_LOOKUP.update(
+    {
+        "others": TOPIC_INDEX["Other"],
+        "it": TOPIC_INDEX["Information Technology"],
+        "it (information technology)": TOPIC_INDEX["Information Technology"],
+        "science and technology": TOPIC_INDEX["Science & Technology"],
+        "culture and society": TOPIC_INDEX["Culture & Society"],
+        "terrorism and war": TOPIC_INDEX["Terrorism & War"],
+        "news": TOPIC_INDEX["General News"],
+        "tech": TOPIC_INDEX["Technology"],
+    }
+)
 
 # Activation probability per 3-minute step when a file carries no activity information.
 # Twitter: current OASIS activates every agent it is handed at each env.step (its examples

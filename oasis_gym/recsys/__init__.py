@@ -10,7 +10,13 @@ See base.py for the rules every feed follows (visibility, reposts, downranking, 
 
 from __future__ import annotations
 
-from .agent_controlled import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, USER_FEATURES, AgentControlledRecommender, post_features
+from .agent_controlled import (
+    CANDIDATE_FEATURES,
+    DEFAULT_WEIGHTS,
+    USER_FEATURES,
+    AgentControlledRecommender,
+    post_features,
+)
 from .base import BaseRecommender, Recommender
 from .chronological import ChronologicalRecommender
 from .embed import Embedder, EmbeddingIndex, HashEmbedder, SentenceTransformerEmbedder, make_embedder
@@ -25,8 +31,13 @@ RECOMMENDERS: dict[str, type[BaseRecommender]] = {
     "chronological": ChronologicalRecommender,
     "agent": AgentControlledRecommender,
 }
-_ALIASES = {"agent_controlled": "agent", "agent-controlled": "agent", "hot": "reddit", "twhin-bert": "twitter",
-            "timeline": "chronological"}
+_ALIASES = {
+    "agent_controlled": "agent",
+    "agent-controlled": "agent",
+    "hot": "reddit",
+    "twhin-bert": "twitter",
+    "timeline": "chronological",
+}
 
 
 def make_recommender(name: str, **params) -> BaseRecommender:
@@ -42,9 +53,26 @@ def make_recommender(name: str, **params) -> BaseRecommender:
 
 
 __all__ = [
-    "Recommender", "BaseRecommender", "make_recommender", "RECOMMENDERS", "CANDIDATE_FEATURES",
-    "DEFAULT_WEIGHTS", "USER_FEATURES", "RandomRecommender", "RedditRecommender", "TwitterRecommender",
-    "ChronologicalRecommender", "AgentControlledRecommender", "Embedder", "HashEmbedder",
-    "SentenceTransformerEmbedder", "EmbeddingIndex", "make_embedder", "hot_score", "post_seconds",
-    "recency_score", "fan_score", "post_features",
+    "Recommender",
+    "BaseRecommender",
+    "make_recommender",
+    "RECOMMENDERS",
+    "CANDIDATE_FEATURES",
+    "DEFAULT_WEIGHTS",
+    "USER_FEATURES",
+    "RandomRecommender",
+    "RedditRecommender",
+    "TwitterRecommender",
+    "ChronologicalRecommender",
+    "AgentControlledRecommender",
+    "Embedder",
+    "HashEmbedder",
+    "SentenceTransformerEmbedder",
+    "EmbeddingIndex",
+    "make_embedder",
+    "hot_score",
+    "post_seconds",
+    "recency_score",
+    "fan_score",
+    "post_features",
 ]

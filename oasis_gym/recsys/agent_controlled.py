@@ -56,7 +56,14 @@ from .base import (
 )
 
 CANDIDATE_FEATURES: tuple[str, ...] = (
-    "recency", "popularity", "author_fans", "similarity", "in_network", "controversy", "reports", "alignment",
+    "recency",
+    "popularity",
+    "author_fans",
+    "similarity",
+    "in_network",
+    "controversy",
+    "reports",
+    "alignment",
 )
 USER_FEATURES: tuple[str, ...] = ("bias", "opinion", "abs_opinion")
 N_FEATURES = len(CANDIDATE_FEATURES)
@@ -94,9 +101,16 @@ def user_features(platform, users: np.ndarray, n: int) -> np.ndarray:
 class AgentControlledRecommender(BaseRecommender):
     name = "agent"
 
-    def __init__(self, weights: np.ndarray | None = None, pool_size: int | None = 4000,
-                 pool_minutes: int | None = None, in_network_per_followee: int = 3,
-                 recency_tau: float = 180.0, chunk: int = 256, **base):
+    def __init__(
+        self,
+        weights: np.ndarray | None = None,
+        pool_size: int | None = 4000,
+        pool_minutes: int | None = None,
+        in_network_per_followee: int = 3,
+        recency_tau: float = 180.0,
+        chunk: int = 256,
+        **base,
+    ):
         super().__init__(**base)
         self.pool_size = pool_size
         self.pool_minutes = pool_minutes
@@ -114,8 +128,10 @@ class AgentControlledRecommender(BaseRecommender):
         (global), or a (len(USER_FEATURES), N_FEATURES) matrix (per user, see the module doc)."""
         w = np.asarray(w, dtype=np.float32)
         if w.shape not in ((N_FEATURES,), (len(USER_FEATURES), N_FEATURES)):
-            raise ValueError(f"expected {N_FEATURES} weights {CANDIDATE_FEATURES} or a "
-                             f"({len(USER_FEATURES)}, {N_FEATURES}) matrix, got shape {w.shape}")
+            raise ValueError(
+                f"expected {N_FEATURES} weights {CANDIDATE_FEATURES} or a "
+                f"({len(USER_FEATURES)}, {N_FEATURES}) matrix, got shape {w.shape}"
+            )
         if not np.all(np.isfinite(w)):
             raise ValueError("weights must be finite")
         self.weights = w.copy()
@@ -157,14 +173,21 @@ class AgentControlledRecommender(BaseRecommender):
         irow, ishown, ishare = followee_items(platform, users, self.in_network_per_followee, pairs=follows)
         ids, vals = self._pool_topk(platform, users, uvec, pool, follows, (irow, ishown, ishare), k)
         extra = ~np.isin(ishown, pool)
-        r, p, sc, repost = self._extra_scores(platform, uvec, irow[extra], ishown[extra], ishare[extra], vals[:, -1],
-                                              self.user_weights(platform, users))
+        r, p, sc, repost = self._extra_scores(
+            platform, uvec, irow[extra], ishown[extra], ishare[extra], vals[:, -1], self.user_weights(platform, users)
+        )
         ok = ids >= 0
         rows = np.concatenate([np.nonzero(ok)[0], r])
         # pool posts are distinct per row and never extras; only reposted extras can repeat
         maybe_dup = np.concatenate([np.zeros(int(ok.sum()), bool), repost])
-        return segmented_topk(rows, np.concatenate([ids[ok], p]), np.concatenate([vals[ok].astype(np.float64), sc]),
-                              len(users), k, maybe_dup=maybe_dup)
+        return segmented_topk(
+            rows,
+            np.concatenate([ids[ok], p]),
+            np.concatenate([vals[ok].astype(np.float64), sc]),
+            len(users),
+            k,
+            maybe_dup=maybe_dup,
+        )
 
     def _in_network_cells(self, platform, users, pool, follows, items) -> list[tuple[np.ndarray, np.ndarray]]:
         """(row, pool column) cells whose post is by a followee, and those shared by one
@@ -205,11 +228,11 @@ class AgentControlledRecommender(BaseRecommender):
         pmat = np.empty((len(pool), dim + 1 + nz), dtype=np.float32)
         pmat[:, :dim] = pvec
         pmat[:, dim] = stance
-        pmat[:, dim + 1:] = x @ W.T
+        pmat[:, dim + 1 :] = x @ W.T
         umat = np.empty((len(users), dim + 1 + nz), dtype=np.float32)
         np.multiply(uvec, wu[:, F["similarity"], None], out=umat[:, :dim])
         umat[:, dim] = wu[:, F["alignment"]]
-        umat[:, dim + 1:] = user_features(platform, users, nz)
+        umat[:, dim + 1 :] = user_features(platform, users, nz)
         w_in = wu[:, F["in_network"]]
         dr = downranked(platform, pool)
         brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))

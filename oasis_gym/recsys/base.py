@@ -28,6 +28,7 @@ from ..platform import DOWNRANKED, REMOVED, REPOST
 from ..platform.store import pair_keys
 from .embed import Embedder, EmbeddingIndex
 
+
 @runtime_checkable
 class Recommender(Protocol):
     """What the environment calls, once per episode (`reset`) and once per step."""
@@ -48,8 +49,13 @@ class BaseRecommender:
 
     name = "base"
 
-    def __init__(self, embedder: Embedder | str | None = None, index: EmbeddingIndex | None = None,
-                 downrank_factor: float = 0.1, **index_params):
+    def __init__(
+        self,
+        embedder: Embedder | str | None = None,
+        index: EmbeddingIndex | None = None,
+        downrank_factor: float = 0.1,
+        **index_params,
+    ):
         if not 0.0 < downrank_factor <= 1.0:
             raise ValueError(f"downrank_factor must be in (0, 1], got {downrank_factor}")
         self.index = index if index is not None else EmbeddingIndex(embedder, **index_params)
@@ -167,9 +173,16 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return owner, np.repeat(lo, counts) + offsets
 
 
-def segmented_topk(rows: np.ndarray, posts: np.ndarray, scores: np.ndarray, n_rows: int, k: int,
-                   dedupe: bool = True, tiebreak: np.ndarray | None = None,
-                   maybe_dup: np.ndarray | None = None) -> np.ndarray:
+def segmented_topk(
+    rows: np.ndarray,
+    posts: np.ndarray,
+    scores: np.ndarray,
+    n_rows: int,
+    k: int,
+    dedupe: bool = True,
+    tiebreak: np.ndarray | None = None,
+    maybe_dup: np.ndarray | None = None,
+) -> np.ndarray:
     """Per row, the k best posts of a ragged (row, post, score) list, best first, -1 padded.
 
     Order: score desc, then `tiebreak` desc (default: the post id, i.e. newer first). A post
@@ -261,8 +274,8 @@ def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray,
     n_groups = p // group
     if n_groups > k and 2 * k * group <= p:
         cut = n_groups * group
-        gmax = scores[:, :cut].reshape(n, group, n_groups).max(axis=1)   # group j: cols j + i*n_groups
-        top = np.argpartition(gmax, n_groups - k, axis=1)[:, n_groups - k:]
+        gmax = scores[:, :cut].reshape(n, group, n_groups).max(axis=1)  # group j: cols j + i*n_groups
+        top = np.argpartition(gmax, n_groups - k, axis=1)[:, n_groups - k :]
         cols = (top[:, None, :] + (np.arange(group, dtype=np.int64) * n_groups)[None, :, None]).reshape(n, -1)
         if cut < p:  # the few leftover columns are candidates for every row
             cols = np.concatenate([cols, np.broadcast_to(np.arange(cut, p, dtype=np.int64), (n, p - cut))], axis=1)
@@ -272,7 +285,7 @@ def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray,
         cand = scores
     m = cand.shape[1]
     if k < m:
-        part = np.argpartition(cand, m - k, axis=1)[:, m - k:]
+        part = np.argpartition(cand, m - k, axis=1)[:, m - k :]
         cols, cand = np.take_along_axis(cols, part, axis=1), np.take_along_axis(cand, part, axis=1)
     order = _row_order(cand, cols)
     cols, vals = np.take_along_axis(cols, order, axis=1), np.take_along_axis(cand, order, axis=1)
@@ -312,9 +325,15 @@ def pool_topk(scores: np.ndarray, pool: np.ndarray, k: int) -> tuple[np.ndarray,
     return ids.astype(np.int64, copy=False), vals
 
 
-def followee_items(platform, users: np.ndarray, per_followee: int, max_depth: int | None = None,
-                   prune_k: int | None = None, prune_score=None,
-                   pairs: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def followee_items(
+    platform,
+    users: np.ndarray,
+    per_followee: int,
+    max_depth: int | None = None,
+    prune_k: int | None = None,
+    prune_score=None,
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The latest visible posts of each user's followees: (row, shown post, share post).
 
     Walks every followee's newest-first post list (`u_last_post`, `p_prev_by_author`) for
@@ -363,8 +382,9 @@ def followee_items(platform, users: np.ndarray, per_followee: int, max_depth: in
         keep = (cur >= 0) & (need > 0)
         if prune_k and depth in (0, 1, 3):  # after steps 1, 2 and 4: most pairs stop early
             shown_all, share_all = np.concatenate(out_p), np.concatenate(out_s)
-            floor = _kth_best(np.concatenate(out_r), shown_all, share_all, score_of(shown_all, share_all),
-                              len(users), prune_k)
+            floor = _kth_best(
+                np.concatenate(out_r), shown_all, share_all, score_of(shown_all, share_all), len(users), prune_k
+            )
             keep &= 2 * cur + 1 >= floor[row]
         row, cur, need = row[keep], cur[keep], need[keep]
         depth += 1
@@ -373,8 +393,9 @@ def followee_items(platform, users: np.ndarray, per_followee: int, max_depth: in
     return np.concatenate(out_r), np.concatenate(out_p), np.concatenate(out_s)
 
 
-def _kth_best(rows: np.ndarray, shown: np.ndarray, share: np.ndarray, score: np.ndarray,
-              n_rows: int, k: int) -> np.ndarray:
+def _kth_best(
+    rows: np.ndarray, shown: np.ndarray, share: np.ndarray, score: np.ndarray, n_rows: int, k: int
+) -> np.ndarray:
     """Per row, a lower bound of the k-th best score over distinct shown posts: the exact
     k-th best over the items that are not reposts (each such post is listed once per
     row, so no dedupe sort is needed); a very low value where a row has fewer than k."""

@@ -28,8 +28,9 @@ class ChronologicalRecommender(BaseRecommender):
         users = as_users(users)
         if not len(users) or k <= 0:
             return empty_feed(len(users), k)
-        row, shown, share = followee_items(platform, users, k, prune_k=k,
-                                           prune_score=lambda p, s: self._score(platform, p, s))
+        row, shown, share = followee_items(
+            platform, users, k, prune_k=k, prune_score=lambda p, s: self._score(platform, p, s)
+        )
         if not len(row):
             return empty_feed(len(users), k)
         score = self._score(platform, shown, share)

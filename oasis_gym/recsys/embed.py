@@ -33,8 +33,7 @@ import numpy as np
 from ..platform import REPOST
 from ..platform.store import GrowArray
 
-__all__ = ["Embedder", "HashEmbedder", "SentenceTransformerEmbedder", "EmbeddingIndex",
-           "make_embedder", "l2_normalize"]
+__all__ = ["Embedder", "HashEmbedder", "SentenceTransformerEmbedder", "EmbeddingIndex", "make_embedder", "l2_normalize"]
 
 
 @runtime_checkable
@@ -56,7 +55,7 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- hashing
 
 _MASK64 = (1 << 64) - 1
-_POLY = 0x100000001B3          # FNV-64 prime: the per-byte polynomial base (odd, so invertible)
+_POLY = 0x100000001B3  # FNV-64 prime: the per-byte polynomial base (odd, so invertible)
 _POLY_INV = pow(_POLY, -1, 1 << 64)
 
 
@@ -79,8 +78,8 @@ _POWERS = _PowerTable()
 
 # a byte is part of a word if it is an ASCII letter/digit or any byte of a non-ASCII char
 _WORD_BYTE = np.zeros(256, dtype=bool)
-_WORD_BYTE[ord("a"):ord("z") + 1] = True
-_WORD_BYTE[ord("0"):ord("9") + 1] = True
+_WORD_BYTE[ord("a") : ord("z") + 1] = True
+_WORD_BYTE[ord("0") : ord("9") + 1] = True
 _WORD_BYTE[0x80:] = True
 
 STOP_WORDS = (
@@ -117,7 +116,7 @@ def word_hashes(texts: Sequence[str], seed: int = 0) -> tuple[np.ndarray, np.nda
     edges = np.flatnonzero(np.diff(is_word.view(np.int8), prepend=0, append=0))
     if not len(edges):
         return np.empty(0, np.int64), np.empty(0, np.uint64)
-    start, end = edges[0::2], edges[1::2]            # word = b[start:end]
+    start, end = edges[0::2], edges[1::2]  # word = b[start:end]
     pw, inv = _POWERS.get(len(b))
     terms = b.astype(np.uint64)
     terms += np.uint64(1)
@@ -139,22 +138,22 @@ class HashEmbedder:
     embed in 1.4-1.7 s.
     """
 
-    def __init__(self, dim: int = 256, seed: int = 0, stop_words: Sequence[str] | None = STOP_WORDS,
-                 chunk: int = 16384):
+    def __init__(
+        self, dim: int = 256, seed: int = 0, stop_words: Sequence[str] | None = STOP_WORDS, chunk: int = 16384
+    ):
         if dim <= 0 or dim & (dim - 1):
             raise ValueError(f"dim must be a power of two, got {dim}")
         self.dim = dim
         self.seed = seed
         self.chunk = chunk
-        self._stop = (np.unique(word_hashes(list(stop_words), seed)[1]) if stop_words
-                      else np.empty(0, np.uint64))
+        self._stop = np.unique(word_hashes(list(stop_words), seed)[1]) if stop_words else np.empty(0, np.uint64)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for lo in range(0, len(texts), self.chunk):
-            part = texts[lo:lo + self.chunk]
-            out[lo:lo + len(part)] = self._embed_chunk(part)
+            part = texts[lo : lo + self.chunk]
+            out[lo : lo + len(part)] = self._embed_chunk(part)
         return l2_normalize(out)
 
     def _embed_chunk(self, texts: list[str]) -> np.ndarray:
@@ -191,8 +190,10 @@ class SentenceTransformerEmbedder:
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as e:  # pragma: no cover - depends on the user's environment
-                raise ImportError("SentenceTransformerEmbedder needs the optional package "
-                                  "'sentence-transformers' (pip install sentence-transformers)") from e
+                raise ImportError(
+                    "SentenceTransformerEmbedder needs the optional package "
+                    "'sentence-transformers' (pip install sentence-transformers)"
+                ) from e
             self._model = SentenceTransformer(self.model_path, device=self.device, local_files_only=True)
             self._dim = int(self._model.get_sentence_embedding_dimension())
         return self._model
@@ -206,8 +207,13 @@ class SentenceTransformerEmbedder:
         model = self._load()
         if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)
-        vec = model.encode([t or "" for t in texts], batch_size=self.batch_size,
-                           convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        vec = model.encode(
+            [t or "" for t in texts],
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         return l2_normalize(np.asarray(vec, dtype=np.float32))
 
 
@@ -249,9 +255,16 @@ class EmbeddingIndex:
     bounding memory at 1M users.
     """
 
-    def __init__(self, embedder: Embedder | str | None = None, n_recent: int = 3,
-                 profile_weight: float = 1.0, topic_weight: float = 1.0, recent_weight: float = 1.0,
-                 user_cache_size: int = 262_144, profile_fields: tuple[str, ...] = ("bio",)):
+    def __init__(
+        self,
+        embedder: Embedder | str | None = None,
+        n_recent: int = 3,
+        profile_weight: float = 1.0,
+        topic_weight: float = 1.0,
+        recent_weight: float = 1.0,
+        user_cache_size: int = 262_144,
+        profile_fields: tuple[str, ...] = ("bio",),
+    ):
         self.embedder = make_embedder(embedder)
         self.n_recent = n_recent
         self.profile_weight = profile_weight
@@ -372,8 +385,12 @@ class EmbeddingIndex:
             return np.zeros((0, self.dim), np.float32)
         self.sync(platform)
         memo = self._memo  # recommend() then similarity() ask for the same users in one step
-        if (memo is not None and memo[0] == id(platform) and memo[1] == platform.n_posts
-                and np.array_equal(memo[2], users)):
+        if (
+            memo is not None
+            and memo[0] == id(platform)
+            and memo[1] == platform.n_posts
+            and np.array_equal(memo[2], users)
+        ):
             return memo[3]
         vec = self._profile_vectors(platform, users)  # a gathered copy
         if self.recent_weight and self.n_recent:

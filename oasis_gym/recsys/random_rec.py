@@ -32,8 +32,14 @@ from .base import (
 class RandomRecommender(BaseRecommender):
     name = "random"
 
-    def __init__(self, pool_size: int | None = None, pool_minutes: int | None = None,
-                 dense_limit: int = 4_000_000, rounds: int = 6, **base):
+    def __init__(
+        self,
+        pool_size: int | None = None,
+        pool_minutes: int | None = None,
+        dense_limit: int = 4_000_000,
+        rounds: int = 6,
+        **base,
+    ):
         super().__init__(**base)
         self.pool_size = pool_size
         self.pool_minutes = pool_minutes

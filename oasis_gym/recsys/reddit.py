@@ -58,21 +58,28 @@ def hot_score(likes: np.ndarray, dislikes: np.ndarray, seconds: np.ndarray, form
 class RedditRecommender(BaseRecommender):
     name = "reddit"
 
-    def __init__(self, formula: str = "code", pool_size: int | None = None, pool_minutes: int | None = None,
-                 downrank_penalty: float = 1.0, **base):
+    def __init__(
+        self,
+        formula: str = "code",
+        pool_size: int | None = None,
+        pool_minutes: int | None = None,
+        downrank_penalty: float = 1.0,
+        **base,
+    ):
         if formula not in FORMULAS:
             raise ValueError(f"formula must be one of {FORMULAS}, got {formula!r}")
         super().__init__(**base)
         self.formula = formula
-        self.pool_size = pool_size        # None: every post, as OASIS
+        self.pool_size = pool_size  # None: every post, as OASIS
         self.pool_minutes = pool_minutes
         self.downrank_penalty = downrank_penalty
 
     def hot_list(self, platform) -> np.ndarray:
         """Eligible post ids sorted by hot score, best first (ties: newer first)."""
         pool = recent_pool(platform, self.pool_size, self.pool_minutes)
-        h = hot_score(platform.p_likes.a[pool], platform.p_dislikes.a[pool],
-                      post_seconds(platform.p_minute.a[pool]), self.formula)
+        h = hot_score(
+            platform.p_likes.a[pool], platform.p_dislikes.a[pool], post_seconds(platform.p_minute.a[pool]), self.formula
+        )
         h = h - self.downrank_penalty * downranked(platform, pool)
         return pool[np.lexsort((-pool, -h))]
 

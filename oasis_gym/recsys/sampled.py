@@ -28,6 +28,6 @@ class SampledFeed:
         if top.shape[1] <= k:
             return top[:, :k]
         keys = (rng if rng is not None else np.random.default_rng()).random(top.shape)
-        keys[top < 0] = 2.0                                # empty slots last
+        keys[top < 0] = 2.0  # empty slots last
         pick = np.argsort(keys, axis=1, kind="stable")[:, :k]
         return np.take_along_axis(top, pick, axis=1)

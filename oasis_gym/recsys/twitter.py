@@ -75,10 +75,18 @@ def fan_score(followers: np.ndarray) -> np.ndarray:
 class TwitterRecommender(BaseRecommender):
     name = "twitter"
 
-    def __init__(self, following_post_count: int = 3, in_network_per_followee: int = 3,
-                 pool_size: int | None = 4000, pool_minutes: int | None = None,
-                 age_unit_minutes: float = 1.0, recency_floor: float = 0.01, tie_epsilon: float = 1e-6,
-                 chunk: int = 256, **base):
+    def __init__(
+        self,
+        following_post_count: int = 3,
+        in_network_per_followee: int = 3,
+        pool_size: int | None = 4000,
+        pool_minutes: int | None = None,
+        age_unit_minutes: float = 1.0,
+        recency_floor: float = 0.01,
+        tie_epsilon: float = 1e-6,
+        chunk: int = 256,
+        **base,
+    ):
         super().__init__(**base)
         self.following_post_count = following_post_count
         self.in_network_per_followee = in_network_per_followee

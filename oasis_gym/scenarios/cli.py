@@ -11,14 +11,27 @@ from .scenario import _jsonable, load_scenario
 
 def add_scenario_args(run_parser) -> None:
     """Add --scenario / --set / --figures to the `oasis-gym run` parser."""
-    run_parser.add_argument("--scenario", default=None, metavar="NAME",
-                            help=f"run a paper scenario ({', '.join(list_scenarios())}) or a scenario .toml file; "
-                                 "then only --steps, --seed, --db, --logdir, --no-tensorboard and --quiet apply")
-    run_parser.add_argument("--set", dest="scenario_set", action="append", default=[], metavar="KEY=VALUE",
-                            help="override a scenario setting (repeatable): users=3600, policy.kind=hybrid, "
-                                 "policy.abm.cascade_p=0.5")
-    run_parser.add_argument("--figures", default=None, metavar="JSON",
-                            help="scenario: write the full figures (curves, series) to this JSON file")
+    run_parser.add_argument(
+        "--scenario",
+        default=None,
+        metavar="NAME",
+        help=f"run a paper scenario ({', '.join(list_scenarios())}) or a scenario .toml file; "
+        "then only --steps, --seed, --db, --logdir, --no-tensorboard and --quiet apply",
+    )
+    run_parser.add_argument(
+        "--set",
+        dest="scenario_set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario setting (repeatable): users=3600, policy.kind=hybrid, policy.abm.cascade_p=0.5",
+    )
+    run_parser.add_argument(
+        "--figures",
+        default=None,
+        metavar="JSON",
+        help="scenario: write the full figures (curves, series) to this JSON file",
+    )
 
 
 def run_scenario_cli(args) -> int:
@@ -36,9 +49,14 @@ def run_scenario_cli(args) -> int:
     logdir = None
     if not getattr(args, "no_tensorboard", False):
         logdir = getattr(args, "logdir", None) or str(Path("runs") / Path(db).stem)
-    figures = scenario.run(steps=getattr(args, "steps", None), db_path=db, logdir=logdir,
-                           progress=not getattr(args, "quiet", False), seed=seed,
-                           overwrite=getattr(args, "overwrite", False))
+    figures = scenario.run(
+        steps=getattr(args, "steps", None),
+        db_path=db,
+        logdir=logdir,
+        progress=not getattr(args, "quiet", False),
+        seed=seed,
+        overwrite=getattr(args, "overwrite", False),
+    )
     if getattr(args, "figures", None):
         Path(args.figures).write_text(json.dumps(_jsonable(figures), indent=1), encoding="utf-8")
     print(json.dumps(_jsonable({"scenario": scenario.name, **figures["summary"], **figures["run"]})))

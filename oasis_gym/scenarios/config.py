@@ -11,13 +11,26 @@ from typing import Any
 
 from ..population import data_path
 
-
-SECTIONS = ("scenario", "population", "env", "feed", "policy", "figures", "metrics", "topic", "interview",
-            "content", "posts", "evidence", "sweep")
+SECTIONS = (
+    "scenario",
+    "population",
+    "env",
+    "feed",
+    "policy",
+    "figures",
+    "metrics",
+    "topic",
+    "interview",
+    "content",
+    "posts",
+    "evidence",
+    "sweep",
+)
 _ALIAS_SECTIONS = ("scenario", "population", "env", "policy")
 
 
 # =========================================================================== config files
+
 
 def scenario_dir() -> Path:
     """The folder of the shipped scenario files (package data of oasis_gym.envs)."""
@@ -36,8 +49,9 @@ def scenario_path(name_or_path: str | Path) -> Path:
     cand = scenario_dir() / f"{p.name}.toml"
     if p.suffix != ".toml" and cand.is_file():
         return cand
-    raise FileNotFoundError(f"no scenario {str(name_or_path)!r}: shipped ones are {list_scenarios()}, "
-                            "or give the path of a .toml file")
+    raise FileNotFoundError(
+        f"no scenario {str(name_or_path)!r}: shipped ones are {list_scenarios()}, or give the path of a .toml file"
+    )
 
 
 def parse_value(text: str) -> Any:
@@ -69,8 +83,10 @@ def _resolve_key(config: Mapping[str, Any], key: str) -> list[str]:
     if len(hits) == 1:
         return [hits[0], key]
     if not hits:
-        raise KeyError(f"unknown setting {key!r}: none of [{'], ['.join(_ALIAS_SECTIONS)}] has it; "
-                       f"write section.key (e.g. env.{key}) to add one")
+        raise KeyError(
+            f"unknown setting {key!r}: none of [{'], ['.join(_ALIAS_SECTIONS)}] has it; "
+            f"write section.key (e.g. env.{key}) to add one"
+        )
     raise KeyError(f"ambiguous setting {key!r} (in {hits}); write e.g. {hits[0]}.{key}")
 
 

@@ -44,15 +44,21 @@ HEADLINE: dict[str, tuple[str, ...]] = {
 
 # what the paper reports for the same quantity (text: the number and what it means)
 PAPER: dict[str, str] = {
-    "herd_effect": ("OASIS (arXiv:2411.11581, Sec. 4.3): LLM users' comment scores ordered up > control > down "
-                    "(qualitative, figure). Humans (Muchnik et al. 2013, Science): an up-treated comment was 32% "
-                    "more likely to get an up-vote from its next voter and ended with 25% higher mean rating; "
-                    "down-treatment was offset by corrections"),
-    "group_polarization": ("OASIS (Sec. 4.2): LLM users' opinions grow more extreme over the discussion "
-                           "(qualitative, figure; stronger with an uncensored model)"),
-    "misinformation": ("OASIS (Sec. 5): rumours reach more users and draw more related posts than true news "
-                       "(qualitative, figure); Vosoughi et al. 2018 (Science): false news reached more people "
-                       "than the truth on Twitter 2006-2017"),
+    "herd_effect": (
+        "OASIS (arXiv:2411.11581, Sec. 4.3): LLM users' comment scores ordered up > control > down "
+        "(qualitative, figure). Humans (Muchnik et al. 2013, Science): an up-treated comment was 32% "
+        "more likely to get an up-vote from its next voter and ended with 25% higher mean rating; "
+        "down-treatment was offset by corrections"
+    ),
+    "group_polarization": (
+        "OASIS (Sec. 4.2): LLM users' opinions grow more extreme over the discussion "
+        "(qualitative, figure; stronger with an uncensored model)"
+    ),
+    "misinformation": (
+        "OASIS (Sec. 5): rumours reach more users and draw more related posts than true news "
+        "(qualitative, figure); Vosoughi et al. 2018 (Science): false news reached more people "
+        "than the truth on Twitter 2006-2017"
+    ),
     "information_spread": "OASIS (Sec. 4.1): NRMSE of scale around 0.3 over its Twitter15/16 cascades (out of sample)",
 }
 
@@ -77,17 +83,20 @@ def herd(fig: Mapping[str, Any]) -> dict[str, float]:
     out["final_up_minus_control"] = _f(final["up"]) - _f(final["control"])
     # Muchnik et al.'s measure: how much likelier an up-vote is on up-treated than on control
     # comments (theirs: the next voter, +32%; ours: all later user votes)
-    out["up_share_lift_up_vs_control"] = out["up_vote_share_up"] / out["up_vote_share_control"] - 1.0 \
-        if out["up_vote_share_control"] else math.nan
+    out["up_share_lift_up_vs_control"] = (
+        out["up_vote_share_up"] / out["up_vote_share_control"] - 1.0 if out["up_vote_share_control"] else math.nan
+    )
     return out
 
 
 def polarization(fig: Mapping[str, Any]) -> dict[str, float]:
     i, f = fig["initial"], fig["final"]
-    out = {"d_esteban_ray": _f(f["esteban_ray"]) - _f(i["esteban_ray"]),
-           "d_mean_abs_opinion": _f(fig.get("final_mean_abs")) - _f(fig.get("initial_mean_abs")),
-           "d_bimodality": _f(f["bimodality"]) - _f(i["bimodality"]),
-           "to_extreme_share": _f(fig["to_extreme_share"])}
+    out = {
+        "d_esteban_ray": _f(f["esteban_ray"]) - _f(i["esteban_ray"]),
+        "d_mean_abs_opinion": _f(fig.get("final_mean_abs")) - _f(fig.get("initial_mean_abs")),
+        "d_bimodality": _f(f["bimodality"]) - _f(i["bimodality"]),
+        "to_extreme_share": _f(fig["to_extreme_share"]),
+    }
     for name, g in fig["groups"].items():
         out[f"shift_{name}"] = _f(g["shift"])
     return out
@@ -112,8 +121,12 @@ def spread(fig: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-_BY_KIND = {"herd_effect": herd, "group_polarization": polarization, "misinformation": misinformation,
-            "information_spread": spread}
+_BY_KIND = {
+    "herd_effect": herd,
+    "group_polarization": polarization,
+    "misinformation": misinformation,
+    "information_spread": spread,
+}
 
 
 def effects(kind: str, figures: Mapping[str, Any]) -> dict[str, float]:

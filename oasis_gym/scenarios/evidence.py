@@ -31,8 +31,10 @@ def _users(config: Mapping[str, Any]) -> str:
         return f"all users are LLM users ({model})"
     if kind == "hybrid":
         pick = "flagged core users" if pol.get("core") == "is_core" else "most-followed users"
-        return (f"hybrid: up to {pol.get('core_users', 10)} {pick} are LLM users ({model}); "
-                "all others are rule-based ABM users")
+        return (
+            f"hybrid: up to {pol.get('core_users', 10)} {pick} are LLM users ({model}); "
+            "all others are rule-based ABM users"
+        )
     return "all users are rule-based ABM users (no LLM)"
 
 
@@ -43,16 +45,25 @@ def evidence(config: Mapping[str, Any]) -> dict[str, Any]:
     level = str(ev.get("level", "not stated"))
     if kind in ("hybrid", "llm"):
         level = f"{level}; LLM users decide for themselves (their model's behaviour is the mechanism under test)"
-    return {"mechanism": str(ev.get("mechanism", "not stated")), "users": _users(config),
-            "data": str(ev.get("data", "not stated")), "fitted": dict(ev.get("fitted", {})),
-            "published": dict(ev.get("published", {})), "hand_set": list(ev.get("hand_set", [])),
-            "level": level}
+    return {
+        "mechanism": str(ev.get("mechanism", "not stated")),
+        "users": _users(config),
+        "data": str(ev.get("data", "not stated")),
+        "fitted": dict(ev.get("fitted", {})),
+        "published": dict(ev.get("published", {})),
+        "hand_set": list(ev.get("hand_set", [])),
+        "level": level,
+    }
 
 
 def evidence_text(ev: Mapping[str, Any]) -> str:
     """Markdown lines of an evidence dict (TensorBoard text, reports)."""
-    lines = [f"**Evidence level:** {ev['level']}", f"**Users:** {ev['users']}", f"**Mechanism:** {ev['mechanism']}",
-             f"**Data:** {ev['data']}"]
+    lines = [
+        f"**Evidence level:** {ev['level']}",
+        f"**Users:** {ev['users']}",
+        f"**Mechanism:** {ev['mechanism']}",
+        f"**Data:** {ev['data']}",
+    ]
     for title, key in (("Fitted", "fitted"), ("From published estimates", "published")):
         if ev.get(key):
             lines.append(f"**{title}:** " + "; ".join(f"`{k}`: {v}" for k, v in ev[key].items()))

@@ -32,7 +32,7 @@ def price_follow_graph(n: int, first: int, mean_following: float, seed: int) -> 
     order = np.r_[first, rng.permutation(others)]
     followers = np.zeros(n, np.float64)
     src, dst = [], []
-    for j in range(1, n):   # sequential by nature: each join sees the degrees so far
+    for j in range(1, n):  # sequential by nature: each join sees the degrees so far
         earlier = order[:j]
         k = min(j, 1 + int(rng.poisson(mean_following - 1)))
         w = followers[earlier] + 1.0

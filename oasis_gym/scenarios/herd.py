@@ -16,12 +16,10 @@ from .config import _data_file
 from .kind import ScenarioKind
 from .populations import accounts, concat_populations
 
-
 GROUPS = ("up", "control", "down")
 
 
 class HerdEffect(ScenarioKind):
-
     def population(self) -> Population:
         p = self.config["population"]
         act = float(p.get("activation", 0.1))
@@ -33,20 +31,28 @@ class HerdEffect(ScenarioKind):
             users = base.subset(np.arange(n))
         else:
             extra = synthetic(n - base.n, seed=self.seed + 1, n_core=0)
-            users = concat_populations([base, dataclasses.replace(extra, activity=np.full((extra.n, HOURS), act,
-                                                                                          np.float32))])
+            users = concat_populations(
+                [base, dataclasses.replace(extra, activity=np.full((extra.n, HOURS), act, np.float32))]
+            )
         users = dataclasses.replace(users, activity=np.full((users.n, HOURS), act, np.float32))
         c = self.config.get("content", {})
         self.author, self.voter = users.n, users.n + 1
-        return concat_populations([users, accounts([c.get("seed_author", "counterfactual_author"),
-                                                    c.get("seed_voter", "counterfactual_voter")])],
-                                  source=f"herd_effect(users={n})")
+        return concat_populations(
+            [
+                users,
+                accounts([c.get("seed_author", "counterfactual_author"), c.get("seed_voter", "counterfactual_voter")]),
+            ],
+            source=f"herd_effect(users={n})",
+        )
 
     def setup(self, sim) -> None:
         super().setup(sim)
         pf = sim.platform
-        pairs = json.loads(_data_file(self.config.get("content", {}).get("pairs", "counterfactual_36.json"))
-                           .read_text(encoding="utf-8"))
+        pairs = json.loads(
+            _data_file(self.config.get("content", {}).get("pairs", "counterfactual_36.json")).read_text(
+                encoding="utf-8"
+            )
+        )
         # posted in a seeded random order: the hot list breaks ties by recency, and the file's
         # last 50 pairs (the first front page) hold twice as many down- as up-treated comments
         order = np.random.default_rng([sim.seed if sim.seed is not None else self.seed, 13]).permutation(len(pairs))
@@ -82,7 +88,7 @@ class HerdEffect(ScenarioKind):
                 continue
             values[f"herd/{g}_mean_score"] = float(np.mean(pf.c_likes.a[c] - pf.c_dislikes.a[c]))
             votes = float(np.mean(pf.c_likes.a[c] + pf.c_dislikes.a[c]))
-            values[f"herd/{g}_votes_per_comment"] = votes - (g != "control")   # the seeded vote out
+            values[f"herd/{g}_votes_per_comment"] = votes - (g != "control")  # the seeded vote out
             values[f"herd/{g}_post_score"] = float(np.mean(pf.p_likes.a[p] - pf.p_dislikes.a[p]))
         return values
 
@@ -94,22 +100,25 @@ class HerdEffect(ScenarioKind):
 
     def figures(self, sim) -> dict:
         pf = sim.platform
-        final = {g: float(np.mean(pf.c_likes.a[self.comments[g]] - pf.c_dislikes.a[self.comments[g]]))
-                 for g in GROUPS}
+        final = {g: float(np.mean(pf.c_likes.a[self.comments[g]] - pf.c_dislikes.a[self.comments[g]])) for g in GROUPS}
         votes = {g: self._user_votes(pf, g) for g in GROUPS}
-        return {"groups": {g: int(len(self.comments[g])) for g in GROUPS}, "seed_mean_score": self.seed_score,
-                "final_mean_score": final, "user_votes": {g: sum(v) for g, v in votes.items()},
-                # exposure-free view of herding (Muchnik et al.'s first measure): share of up votes
-                "up_vote_share": {g: (v[0] / sum(v) if sum(v) else math.nan) for g, v in votes.items()},
-                "votes_per_comment": {g: sum(v) / max(len(self.comments[g]), 1) for g, v in votes.items()},
-                "ordered": bool(final["up"] > final["control"] > final["down"]),
-                # effect beyond the seeded vote itself (0 without herding, in expectation)
-                "up_minus_control_minus_seed": final["up"] - final["control"] - 1.0,
-                "control_minus_down_minus_seed": final["control"] - final["down"] - 1.0,
-                "post_ids": {g: self.posts[g].tolist() for g in GROUPS},
-                "comment_ids": {g: self.comments[g].tolist() for g in GROUPS},
-                "steps": list(self.steps),
-                "series": {g: self.series.get(f"herd/{g}_mean_score", []) for g in GROUPS}}
+        return {
+            "groups": {g: int(len(self.comments[g])) for g in GROUPS},
+            "seed_mean_score": self.seed_score,
+            "final_mean_score": final,
+            "user_votes": {g: sum(v) for g, v in votes.items()},
+            # exposure-free view of herding (Muchnik et al.'s first measure): share of up votes
+            "up_vote_share": {g: (v[0] / sum(v) if sum(v) else math.nan) for g, v in votes.items()},
+            "votes_per_comment": {g: sum(v) / max(len(self.comments[g]), 1) for g, v in votes.items()},
+            "ordered": bool(final["up"] > final["control"] > final["down"]),
+            # effect beyond the seeded vote itself (0 without herding, in expectation)
+            "up_minus_control_minus_seed": final["up"] - final["control"] - 1.0,
+            "control_minus_down_minus_seed": final["control"] - final["down"] - 1.0,
+            "post_ids": {g: self.posts[g].tolist() for g in GROUPS},
+            "comment_ids": {g: self.comments[g].tolist() for g in GROUPS},
+            "steps": list(self.steps),
+            "series": {g: self.series.get(f"herd/{g}_mean_score", []) for g in GROUPS},
+        }
 
     def final_values(self, figures) -> dict[str, float]:
         return {f"herd/final_{g}_mean_score": v for g, v in figures["final_mean_score"].items()}

@@ -12,7 +12,6 @@ class ScenarioKind:
     """What one kind of experiment adds to a run: population, initial content, per-step
     metrics, figures. One instance per env; `setup` re-seeds it at every reset."""
 
-
     def __init__(self, config: Mapping[str, Any]):
         self.config = config
         self.seed = int(config.get("scenario", {}).get("seed", 0))

@@ -10,12 +10,10 @@ from ..platform.platform import MISINFO_LABEL, ORIGINAL, TRUE_LABEL
 from ..population import Population, synthetic
 from .kind import ScenarioKind
 
-
 CLASSES = ("news", "rumour")
 
 
 class Misinformation(ScenarioKind):
-
     def population(self) -> Population:
         p = self.config["population"]
         pop = synthetic(int(p.get("users", 1_000_000)), seed=self.seed, n_core=int(p.get("core_users", 196)))
@@ -32,14 +30,15 @@ class Misinformation(ScenarioKind):
             raise ValueError(f"misinformation: needs {2 * len(pairs)} core users to post the roots, has {len(core)}")
         authors = np.random.default_rng([self.seed, 11]).choice(core, 2 * len(pairs), replace=False)
         texts = [t for q in pairs for t in (q["news"], q["rumour"])]
-        stance = np.array([s for q in pairs for s in (q.get("news_stance", 0.4), q.get("rumour_stance", -0.7))],
-                          dtype=np.float32)
+        stance = np.array(
+            [s for q in pairs for s in (q.get("news_stance", 0.4), q.get("rumour_stance", -0.7))], dtype=np.float32
+        )
         label = np.tile([TRUE_LABEL, MISINFO_LABEL], len(pairs)).astype(np.int8)
         self.roots = pf.create_posts(authors, texts, stance=stance, label=label)
         self.domains = [q.get("domain", f"pair{i}") for i, q in enumerate(pairs)]
         self.is_rumour = label == MISINFO_LABEL
         m = len(self.roots)
-        self.fam = np.full(pf.n_posts, -1, dtype=np.int64)   # family (root index) of every post
+        self.fam = np.full(pf.n_posts, -1, dtype=np.int64)  # family (root index) of every post
         self.fam[self.roots] = np.arange(m)
         self.n_seen, self.c_seen = pf.n_posts, pf.n_comments
         self.counts = {k: np.zeros(m, np.int64) for k in ("reposts", "quotes", "comments", "impressions", "reach")}
@@ -55,7 +54,7 @@ class Misinformation(ScenarioKind):
         kind, root = pf.p_kind.a[new], pf.p_root.a[new]
         share = (kind != ORIGINAL) & (root >= 0)
         fam_new = np.full(len(new), -1, np.int64)
-        fam_new[share] = self.fam[root[share]]   # a share's target existed when the step began
+        fam_new[share] = self.fam[root[share]]  # a share's target existed when the step began
         self.fam = np.concatenate([self.fam, fam_new])
         for name, k in (("reposts", 1), ("quotes", 2)):
             f = fam_new[(kind == k) & (fam_new >= 0)]
@@ -95,18 +94,29 @@ class Misinformation(ScenarioKind):
     def figures(self, sim) -> dict:
         per_root = []
         for i, r in enumerate(self.roots.tolist()):
-            row = {"post_id": r, "domain": self.domains[i // 2], "class": "rumour" if self.is_rumour[i] else "news",
-                   "author": int(sim.platform.p_author.a[r])}
+            row = {
+                "post_id": r,
+                "domain": self.domains[i // 2],
+                "class": "rumour" if self.is_rumour[i] else "news",
+                "author": int(sim.platform.p_author.a[r]),
+            }
             row.update({k: int(v[i]) for k, v in self.counts.items()})
             per_root.append(row)
         totals = {}
         for name, sel in (("news", ~self.is_rumour), ("rumour", self.is_rumour)):
             totals[name] = {k: int(v[sel].sum()) for k, v in self.counts.items()}
             totals[name]["related_posts"] = totals[name]["reposts"] + totals[name]["quotes"] + totals[name]["comments"]
-        return {"per_root": per_root, "totals": totals, "users": int(sim.platform.n_users),
-                "steps": list(self.steps),
-                "series": {k: list(v) for k, v in self.series.items()}}
+        return {
+            "per_root": per_root,
+            "totals": totals,
+            "users": int(sim.platform.n_users),
+            "steps": list(self.steps),
+            "series": {k: list(v) for k, v in self.series.items()},
+        }
 
     def final_values(self, figures) -> dict[str, float]:
-        return {f"misinfo/final_{c}_{k}": float(figures["totals"][c][k]) for c in CLASSES
-                for k in ("related_posts", "impressions", "reach")}
+        return {
+            f"misinfo/final_{c}_{k}": float(figures["totals"][c][k])
+            for c in CLASSES
+            for k in ("related_posts", "impressions", "reach")
+        }

@@ -18,18 +18,18 @@ from .populations import _with_edges, accounts, concat_populations
 
 
 class GroupPolarization(ScenarioKind):
-
     def population(self) -> Population:
         p = self.config["population"]
         files = list(p["groups"])
-        names = list(p.get("group_names", [Path(f).stem for f in files]))[:len(files)]
+        names = list(p.get("group_names", [Path(f).stem for f in files]))[: len(files)]
         leanings = [float(x) for x in p.get("leanings", [(-1.0) ** (i + 1) for i in range(len(files))])]
         rng = np.random.default_rng([self.seed, 7])
         parts = []
         for f, lean in zip(files, leanings):
             pop = load_twitter_csv(_data_file(f))
-            mag = np.clip(rng.normal(float(p.get("opinion_mean", 0.35)), float(p.get("opinion_sd", 0.15)), pop.n),
-                          0.02, 0.98)
+            mag = np.clip(
+                rng.normal(float(p.get("opinion_mean", 0.35)), float(p.get("opinion_sd", 0.15)), pop.n), 0.02, 0.98
+            )
             parts.append(dataclasses.replace(pop, opinion=(np.sign(lean) * mag).astype(np.float32)))
         topic = self.config.get("topic", {})
         parts.append(accounts([topic.get("author", "dilemma_host")], "Hosts the discussion."))
@@ -53,8 +53,9 @@ class GroupPolarization(ScenarioKind):
     def step_values(self, sim, out) -> dict[str, float]:
         x = sim.platform.u_opinion.a[self.agents].astype(np.float64)
         values = F.opinion_summary(x, prefix="polarization/")
-        values["polarization/to_extreme_share"], values["polarization/to_moderation_share"] = \
-            F.opinion_shift_shares(self.baseline, x)
+        values["polarization/to_extreme_share"], values["polarization/to_moderation_share"] = F.opinion_shift_shares(
+            self.baseline, x
+        )
         g = self.group[self.agents]
         for k, name in enumerate(self.group_names):
             sel = g == k
@@ -94,18 +95,29 @@ class GroupPolarization(ScenarioKind):
         groups = {}
         for k, name in enumerate(self.group_names):
             sel = g == k
-            groups[name] = {"users": int(sel.sum()), "leaning": self.leanings[k],
-                            "initial_mean": float(self.baseline[sel].mean()), "final_mean": float(x[sel].mean()),
-                            "shift": self.series.get(f"polarization/{name}_shift", [float("nan")])[-1],
-                            "to_extreme_share": self.series.get(f"polarization/{name}_to_extreme_share",
-                                                                [float("nan")])[-1]}
+            groups[name] = {
+                "users": int(sel.sum()),
+                "leaning": self.leanings[k],
+                "initial_mean": float(self.baseline[sel].mean()),
+                "final_mean": float(x[sel].mean()),
+                "shift": self.series.get(f"polarization/{name}_shift", [float("nan")])[-1],
+                "to_extreme_share": self.series.get(f"polarization/{name}_to_extreme_share", [float("nan")])[-1],
+            }
         start = F.opinion_summary(self.baseline, prefix="")
         end = F.opinion_summary(x, prefix="")
-        return {"topic_post": self.topic_post, "groups": groups, "initial": start, "final": end,
-                "to_extreme_share": float(F.opinion_shift_shares(self.baseline, x)[0]),
-                "initial_mean_abs": float(np.abs(self.baseline).mean()), "final_mean_abs": float(np.abs(x).mean()),
-                "interviews": self.interviews, "interview_answers": self.interview_answers,
-                "steps": list(self.steps), "series": {k: list(v) for k, v in self.series.items()}}
+        return {
+            "topic_post": self.topic_post,
+            "groups": groups,
+            "initial": start,
+            "final": end,
+            "to_extreme_share": float(F.opinion_shift_shares(self.baseline, x)[0]),
+            "initial_mean_abs": float(np.abs(self.baseline).mean()),
+            "final_mean_abs": float(np.abs(x).mean()),
+            "interviews": self.interviews,
+            "interview_answers": self.interview_answers,
+            "steps": list(self.steps),
+            "series": {k: list(v) for k, v in self.series.items()},
+        }
 
     def final_values(self, figures) -> dict[str, float]:
         return {f"polarization/final_{name}_shift": v["shift"] for name, v in figures["groups"].items()}

@@ -34,7 +34,7 @@ def _build_abm(spec: Mapping[str, Any]):
         spec["diffusion_action"] = int(ACTION_BY_NAME[spec["diffusion_action"]])
     content = spec.pop("content", None)
     cfg = ABMConfig(opinion_model=model, opinion_params=params, behaviour=behaviour, diffusion=diffusion, **spec)
-    if diffusion == "content_aware":   # users share by what posts say (policies/content_share.py)
+    if diffusion == "content_aware":  # users share by what posts say (policies/content_share.py)
         return ContentAwareABM(cfg, content=ContentParams(**(content or {})))
     return DecayingCascadeABM(cfg, half_life=half_life)
 
@@ -44,16 +44,21 @@ def _build_llm(spec: Mapping[str, Any]):
     try:
         from oasis_gym.policies.llm_policy import LLMPolicy, make_backend
     except ImportError as err:
-        raise RuntimeError(f"LLM users need the 'llm' extra ({err}); "
-                           "install the 'llm' extra or run with --set policy.kind=abm") from err
-    backend = make_backend(spec.get("backend", "auto"), model=spec.get("model") or None,
-                           endpoints=list(spec.get("endpoints") or []) or None,
-                           **dict(spec.get("backend_options", {})))   # e.g. device, dtype
+        raise RuntimeError(
+            f"LLM users need the 'llm' extra ({err}); install the 'llm' extra or run with --set policy.kind=abm"
+        ) from err
+    backend = make_backend(
+        spec.get("backend", "auto"),
+        model=spec.get("model") or None,
+        endpoints=list(spec.get("endpoints") or []) or None,
+        **dict(spec.get("backend_options", {})),
+    )  # e.g. device, dtype
     return LLMPolicy(backend, **dict(spec.get("options", {})))
 
 
 def _llm_routes(policy, n_users: int) -> list[tuple[Any, np.ndarray]]:
     """(LLM policy, its user ids) pairs inside a policy (hybrid routes or a whole LLM policy)."""
+
     def is_llm(p) -> bool:
         return callable(getattr(p, "interview", None)) or callable(getattr(getattr(p, "core", None), "interview", None))
 

@@ -15,10 +15,21 @@ def accounts(names: Sequence[str], bio: str = "") -> Population:
     """Seed accounts (scenario hosts, vote seeders): activity 0, so they never act."""
     n = len(names)
     return Population(
-        n=n, user_name=list(names), name=list(names), bio=[bio] * n, persona=[bio] * n,
-        activity=np.zeros((n, HOURS), np.float32), follow_src=np.zeros(0, np.int64),
-        follow_dst=np.zeros(0, np.int64), previous_posts=[], opinion=np.zeros(n, np.float32),
-        interests=np.zeros(n, np.uint64), is_core=np.zeros(n, bool), extra=None, source="accounts")
+        n=n,
+        user_name=list(names),
+        name=list(names),
+        bio=[bio] * n,
+        persona=[bio] * n,
+        activity=np.zeros((n, HOURS), np.float32),
+        follow_src=np.zeros(0, np.int64),
+        follow_dst=np.zeros(0, np.int64),
+        previous_posts=[],
+        opinion=np.zeros(n, np.float32),
+        interests=np.zeros(n, np.uint64),
+        is_core=np.zeros(n, bool),
+        extra=None,
+        source="accounts",
+    )
 
 
 def concat_populations(parts: Sequence[Population], source: str | None = None) -> Population:
@@ -32,15 +43,21 @@ def concat_populations(parts: Sequence[Population], source: str | None = None) -
     if any(p.extra is not None for p in parts):
         extra = [e for p in parts for e in (p.extra if p.extra is not None else [{}] * p.n)]
     pop = Population(
-        n=int(offsets[-1]), user_name=strings("user_name"), name=strings("name"), bio=strings("bio"),
-        persona=strings("persona"), activity=np.concatenate([p.activity for p in parts]).astype(np.float32),
+        n=int(offsets[-1]),
+        user_name=strings("user_name"),
+        name=strings("name"),
+        bio=strings("bio"),
+        persona=strings("persona"),
+        activity=np.concatenate([p.activity for p in parts]).astype(np.float32),
         follow_src=np.concatenate([p.follow_src + o for p, o in zip(parts, offsets)]).astype(np.int64),
         follow_dst=np.concatenate([p.follow_dst + o for p, o in zip(parts, offsets)]).astype(np.int64),
         previous_posts=[(int(a) + int(o), t) for p, o in zip(parts, offsets) for a, t in p.previous_posts],
         opinion=np.concatenate([p.opinion for p in parts]).astype(np.float32),
         interests=np.concatenate([p.interests for p in parts]).astype(np.uint64),
-        is_core=np.concatenate([p.is_core for p in parts]).astype(bool), extra=extra,
-        source=source or "+".join(p.source for p in parts))
+        is_core=np.concatenate([p.is_core for p in parts]).astype(bool),
+        extra=extra,
+        source=source or "+".join(p.source for p in parts),
+    )
     pop.validate()
     return pop
 

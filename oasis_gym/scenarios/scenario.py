@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from ..actions import ACTION_BY_NAME
-from .evidence import evidence, evidence_text
 from ..metrics.online import MetricsRecorder
 from ..metrics.tensorboard import MetricsTable, TensorBoardLogger
 from ..policies.hybrid import HybridPolicy
 from ..policies.wrappers import CommentVoter
 from ..recsys.sampled import SampledFeed
 from .config import apply_overrides, parse_sets, scenario_path
+from .evidence import evidence, evidence_text
 from .herd import HerdEffect
 from .kind import ScenarioKind
 from .misinformation import CLASSES, Misinformation
@@ -30,7 +30,7 @@ from .spread import InformationSpread
 from .spread_calibration import split_errors
 
 
-def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = None) -> "Scenario":
+def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = None) -> Scenario:
     """Load a shipped scenario (by name) or a .toml file, with optional overrides."""
     path = scenario_path(name_or_path)
     with open(path, "rb") as f:
@@ -50,11 +50,13 @@ KINDS: dict[str, type[ScenarioKind]] = {
 
 # =========================================================================== the scenario
 
+
 def _env_kwargs(env: Mapping[str, Any]) -> dict:
     kw = {k: v for k, v in env.items() if k != "platform"}
     if kw.get("available_actions") is not None:
-        kw["available_actions"] = tuple(int(ACTION_BY_NAME[a]) if isinstance(a, str) else int(a)
-                                        for a in kw["available_actions"])
+        kw["available_actions"] = tuple(
+            int(ACTION_BY_NAME[a]) if isinstance(a, str) else int(a) for a in kw["available_actions"]
+        )
     act = kw.get("activation", "activity")
     if act != "activity":
         kw["activation"] = float(act)
@@ -95,7 +97,7 @@ class Scenario:
         if kind not in ("abm", "hybrid", "llm"):
             raise ValueError(f"{self.source}: policy.kind must be 'abm', 'hybrid' or 'llm', got {kind!r}")
 
-    def with_overrides(self, overrides: Mapping[str, Any] | Sequence[str]) -> "Scenario":
+    def with_overrides(self, overrides: Mapping[str, Any] | Sequence[str]) -> Scenario:
         sets = dict(overrides) if isinstance(overrides, Mapping) else parse_sets(overrides)
         out = Scenario(apply_overrides(self.config, sets), self.source)
         out.check()
@@ -132,8 +134,16 @@ class Scenario:
             return llm
         return HybridPolicy([(llm, _core_ids(spec, env.sim.population))], default=abm)
 
-    def run(self, steps: int | None = None, db_path: str | None = None, logdir: str | Path | None = None,
-            progress: bool = False, seed: int | None = None, policy=None, overwrite: bool = False) -> dict:
+    def run(
+        self,
+        steps: int | None = None,
+        db_path: str | None = None,
+        logdir: str | Path | None = None,
+        progress: bool = False,
+        seed: int | None = None,
+        policy=None,
+        overwrite: bool = False,
+    ) -> dict:
         """Run the scenario and return its figures (JSON-able dict; `summary` holds the
         headline numbers, `run` the bookkeeping). `overwrite` lets it replace an existing
         journal at `db_path`."""
@@ -159,16 +169,30 @@ class Scenario:
         tracker = _Tracker(handler, tb)
         sim.step_hooks.append(tracker)
         try:
-            summary = simulate(env, policy, steps, seed=seed, reset=False, progress=progress,
-                               callback=lambda e, out: handler.after_step(e, out, policy))
+            summary = simulate(
+                env,
+                policy,
+                steps,
+                seed=seed,
+                reset=False,
+                progress=progress,
+                callback=lambda e, out: handler.after_step(e, out, policy),
+            )
             figures = handler.figures(sim)
             figures["summary"] = _headline(self.kind, figures)
             figures["summary"]["evidence"] = figures["evidence"] = evidence(self.config)
-            figures["run"] = {"scenario": self.name, "steps": summary.steps, "users": int(sim.platform.n_users),
-                              "seed": seed, "policy": self.config.get("policy", {}).get("kind", "abm"),
-                              "setup_s": round(setup_s, 2), "run_s": round(summary.seconds, 2),
-                              "actions": summary.actions, "db_path": sim.db_path,
-                              "logdir": None if logdir is None else str(logdir)}
+            figures["run"] = {
+                "scenario": self.name,
+                "steps": summary.steps,
+                "users": int(sim.platform.n_users),
+                "seed": seed,
+                "policy": self.config.get("policy", {}).get("kind", "abm"),
+                "setup_s": round(setup_s, 2),
+                "run_s": round(summary.seconds, 2),
+                "actions": summary.actions,
+                "db_path": sim.db_path,
+                "logdir": None if logdir is None else str(logdir),
+            }
             _write_final(sim, tb, handler.final_values(figures), figures)
         finally:
             if recorder is not None:
@@ -202,8 +226,13 @@ def _attach_recorder(sim, logdir, handler: ScenarioKind, spec: Mapping[str, Any]
     """The generic MetricsRecorder (action counts, cascades, opinions, exposure ...), unless disabled."""
     if spec.get("enabled", True) is False:
         return None
-    return MetricsRecorder.attach(sim, logdir, every=int(spec.get("every", 1)),
-                                  every_full=int(spec.get("every_full", 1)), **handler.recorder_options())
+    return MetricsRecorder.attach(
+        sim,
+        logdir,
+        every=int(spec.get("every", 1)),
+        every_full=int(spec.get("every_full", 1)),
+        **handler.recorder_options(),
+    )
 
 
 def _write_final(sim, tb, values: Mapping[str, float], figures: Mapping[str, Any]) -> None:
@@ -238,25 +267,39 @@ def _jsonable(x):
 
 def _headline(kind: str, f: Mapping[str, Any]) -> dict:
     """The few numbers a scenario is judged by."""
+
     def r(v):
         return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(float(v), 4)
 
     if kind == "information_spread":
-        return {"nrmse": {k: r(v) for k, v in f["nrmse"].items()},
-                "split_nrmse": {k: r(v) for k, v in split_errors(f).items()}, "fit_minutes": f["fit_minutes"],
-                "final": f["final"], "real_final": f["real_final"],
-                "calibrated_on": f["calibrated_on"], "held_out": f["held_out"]}
+        return {
+            "nrmse": {k: r(v) for k, v in f["nrmse"].items()},
+            "split_nrmse": {k: r(v) for k, v in split_errors(f).items()},
+            "fit_minutes": f["fit_minutes"],
+            "final": f["final"],
+            "real_final": f["real_final"],
+            "calibrated_on": f["calibrated_on"],
+            "held_out": f["held_out"],
+        }
     if kind == "group_polarization":
-        return {"groups": {g: {k: r(v[k]) for k in ("initial_mean", "final_mean", "shift", "to_extreme_share")}
-                           for g, v in f["groups"].items()},
-                "initial": {k: r(v) for k, v in f["initial"].items()},
-                "final": {k: r(v) for k, v in f["final"].items()},
-                "to_extreme_share": r(f["to_extreme_share"])}
+        return {
+            "groups": {
+                g: {k: r(v[k]) for k in ("initial_mean", "final_mean", "shift", "to_extreme_share")}
+                for g, v in f["groups"].items()
+            },
+            "initial": {k: r(v) for k, v in f["initial"].items()},
+            "final": {k: r(v) for k, v in f["final"].items()},
+            "to_extreme_share": r(f["to_extreme_share"]),
+        }
     if kind == "herd_effect":
-        return {"final_mean_score": {g: r(v) for g, v in f["final_mean_score"].items()}, "ordered": f["ordered"],
-                "up_vote_share": {g: r(v) for g, v in f["up_vote_share"].items()},
-                "votes_per_comment": {g: r(v) for g, v in f["votes_per_comment"].items()},
-                "user_votes": f["user_votes"], "groups": f["groups"]}
+        return {
+            "final_mean_score": {g: r(v) for g, v in f["final_mean_score"].items()},
+            "ordered": f["ordered"],
+            "up_vote_share": {g: r(v) for g, v in f["up_vote_share"].items()},
+            "votes_per_comment": {g: r(v) for g, v in f["votes_per_comment"].items()},
+            "user_votes": f["user_votes"],
+            "groups": f["groups"],
+        }
     if kind == "misinformation":
         return {c: {k: f["totals"][c][k] for k in ("related_posts", "impressions", "reach")} for c in CLASSES}
     return {}

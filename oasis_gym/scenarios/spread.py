@@ -16,19 +16,18 @@ from .kind import ScenarioKind
 
 
 class InformationSpread(ScenarioKind):
-
     def population(self) -> Population:
         p = self.config["population"]
         activity = p.get("activity")
         pop = load_twitter_csv(_data_file(p["profiles"]), activity_path=_data_file(activity) if activity else None)
-        if p.get("follow_graph", "file") == "generated":   # the file's edges are a star (graphs.py)
+        if p.get("follow_graph", "file") == "generated":  # the file's edges are a star (graphs.py)
             pop = with_generated_graph(pop, float(p.get("graph_mean_following", 3.0)), int(p.get("graph_seed", 0)))
         return pop
 
     def setup(self, sim) -> None:
         super().setup(sim)
         pf = sim.platform
-        originals = np.flatnonzero(pf.p_kind.a[:pf.n_posts] == ORIGINAL)
+        originals = np.flatnonzero(pf.p_kind.a[: pf.n_posts] == ORIGINAL)
         if not len(originals):
             raise ValueError("information_spread: the population has no previous post to spread")
         fig = self.config.get("figures", {})
@@ -47,7 +46,7 @@ class InformationSpread(ScenarioKind):
 
     def step_values(self, sim, out) -> dict[str, float]:
         pf = sim.platform
-        minute = int(pf.minute) - self.t0 + self.mps   # the end of this step
+        minute = int(pf.minute) - self.t0 + self.mps  # the end of this step
         c = self._curves(pf, minute)
         values = {}
         for k in ("scale", "depth", "max_breadth"):
@@ -63,16 +62,24 @@ class InformationSpread(ScenarioKind):
         sim_c = {k: getattr(c, k)[0].astype(int).tolist() for k in ("scale", "depth", "max_breadth")}
         real_c = {k: _pad(v, H + 1).astype(int).tolist() for k, v in self.real.items()}
         simulated = int(pf.minute) - self.t0  # minutes covered by the completed steps
-        window = min(H, simulated)            # a shorter run is scored on the minutes it covers
+        window = min(H, simulated)  # a shorter run is scored on the minutes it covers
         errors = {k: nrmse(sim_c[k], real_c[k], window) for k in sim_c}
         fig = self.config.get("figures", {})
         return {
-            "root_post": self.root, "root_author": int(pf.p_author.a[self.root]),
-            "root_text": pf.p_content[self.root], "horizon_minutes": H, "simulated_minutes": simulated,
-            "nrmse": errors, "nrmse_minutes": window, "calibrated_on": list(fig.get("calibrated_on", [])),
-            "held_out": list(fig.get("held_out", [])), "fit_minutes": int(fig.get("fit_minutes", 60)),
-            "final": {k: v[-1] for k, v in sim_c.items()}, "real_final": {k: v[-1] for k, v in real_c.items()},
-            "sim_curves": sim_c, "real_curves": real_c,
+            "root_post": self.root,
+            "root_author": int(pf.p_author.a[self.root]),
+            "root_text": pf.p_content[self.root],
+            "horizon_minutes": H,
+            "simulated_minutes": simulated,
+            "nrmse": errors,
+            "nrmse_minutes": window,
+            "calibrated_on": list(fig.get("calibrated_on", [])),
+            "held_out": list(fig.get("held_out", [])),
+            "fit_minutes": int(fig.get("fit_minutes", 60)),
+            "final": {k: v[-1] for k, v in sim_c.items()},
+            "real_final": {k: v[-1] for k, v in real_c.items()},
+            "sim_curves": sim_c,
+            "real_curves": real_c,
         }
 
     def final_values(self, figures) -> dict[str, float]:

@@ -57,14 +57,18 @@ def split_errors(fig: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def calibrate_heldout(grid: Mapping[str, Iterable[Any]], calib_seeds: Iterable[int], eval_seeds: Iterable[int],
-                      overrides: Mapping[str, Any] | None = None, scenario: str = "twitter_information_spread",
-                      log=None) -> dict:
+def calibrate_heldout(
+    grid: Mapping[str, Iterable[Any]],
+    calib_seeds: Iterable[int],
+    eval_seeds: Iterable[int],
+    overrides: Mapping[str, Any] | None = None,
+    scenario: str = "twitter_information_spread",
+    log=None,
+) -> dict:
     """Grid search on the in-sample error (scale, minutes 0..fit) with `calib_seeds`; the best
     point is then run on `eval_seeds` (must be disjoint) and both errors are reported with
     95% CIs. `grid` maps dotted config keys to values; `log(row)` sees every grid point."""
-    from .scenario import load_scenario   # here, not at the top: scenario.py imports this module
-
+    from .scenario import load_scenario  # here, not at the top: scenario.py imports this module
     from .stats import mean_ci
 
     calib, evals = list(calib_seeds), list(eval_seeds)
@@ -85,6 +89,11 @@ def calibrate_heldout(grid: Mapping[str, Iterable[Any]], calib_seeds: Iterable[i
     sc = load_scenario(scenario, {**base, **best["point"]})
     per_seed = [split_errors(sc.run(db_path=":memory:", seed=s)) for s in evals]
     names = ["insample_nrmse_scale"] + [f"heldout_nrmse_{k}" for k in CURVES] + ["final_depth"]
-    return {"best": best["point"], "fitted_on": "scale curve, minutes 0..fit_minutes", "calib_seeds": calib,
-            "eval_seeds": evals, "grid": rows,
-            "eval": {n: mean_ci([e[n] for e in per_seed]) for n in names}}
+    return {
+        "best": best["point"],
+        "fitted_on": "scale curve, minutes 0..fit_minutes",
+        "calib_seeds": calib,
+        "eval_seeds": evals,
+        "grid": rows,
+        "eval": {n: mean_ci([e[n] for e in per_seed]) for n in names},
+    }

@@ -45,7 +45,7 @@ OUTPUTS = ("runs.csv", "summary.csv", "summary.json")
 
 
 def parse_param(text: str) -> tuple[str, list[float | Any]]:
-    """"rho=0.4:1.2:5" -> ("rho", [0.4, 0.6, 0.8, 1.0, 1.2]); "k=1,2,4" -> ("k", [1, 2, 4])."""
+    """ "rho=0.4:1.2:5" -> ("rho", [0.4, 0.6, 0.8, 1.0, 1.2]); "k=1,2,4" -> ("k", [1, 2, 4])."""
     key, sep, spec = str(text).partition("=")
     key, spec = key.strip(), spec.strip()
     if not sep or not key or not spec:
@@ -91,9 +91,16 @@ def _grid(params: Sequence[tuple[str, list]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, vals)) for vals in itertools.product(*(v for _, v in params))]
 
 
-def plan_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | None = None,
-               seed_start: int | None = None, steps: int | None = None, sets: Mapping[str, Any] | None = None,
-               out: str | Path | None = None, overwrite: bool = False) -> dict:
+def plan_sweep(
+    scenario: str,
+    params: Sequence[str] | None = None,
+    seeds: int | None = None,
+    seed_start: int | None = None,
+    steps: int | None = None,
+    sets: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> dict:
     """Check every argument (and that each grid point's config loads) before anything runs;
     raises ValueError / KeyError / FileExistsError / FileNotFoundError on bad input."""
     base = load_scenario(scenario, dict(sets or {}))
@@ -114,22 +121,40 @@ def plan_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | 
     if out_dir is not None:
         existing = [n for n in OUTPUTS if (out_dir / n).exists()]
         if existing and not overwrite:
-            raise FileExistsError(f"{out_dir} already holds a sweep ({', '.join(existing)}); "
-                                  "choose another --out or pass --overwrite")
+            raise FileExistsError(
+                f"{out_dir} already holds a sweep ({', '.join(existing)}); choose another --out or pass --overwrite"
+            )
     if steps is not None and int(steps) < 1:
         raise ValueError("--steps must be >= 1")
     extra = {"metrics.enabled": False, **dict(table.get("set", {})), **dict(sets or {})}
     grid = _grid(parsed)
     for point in grid:
         load_scenario(scenario, {**extra, **point})
-    return {"scenario": scenario, "base": base, "parsed": parsed, "grid": grid, "extra": extra, "steps": steps,
-            "seeds": list(range(seed_start, seed_start + seeds)), "out": out_dir}
+    return {
+        "scenario": scenario,
+        "base": base,
+        "parsed": parsed,
+        "grid": grid,
+        "extra": extra,
+        "steps": steps,
+        "seeds": list(range(seed_start, seed_start + seeds)),
+        "out": out_dir,
+    }
 
 
-def run_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | None = None,
-              seed_start: int | None = None, steps: int | None = None, sets: Mapping[str, Any] | None = None,
-              out: str | Path | None = None, overwrite: bool = False, plot: bool = True, log=None,
-              plan: dict | None = None) -> dict:
+def run_sweep(
+    scenario: str,
+    params: Sequence[str] | None = None,
+    seeds: int | None = None,
+    seed_start: int | None = None,
+    steps: int | None = None,
+    sets: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+    plot: bool = True,
+    log=None,
+    plan: dict | None = None,
+) -> dict:
     """Run the grid x seeds; returns {"scenario", "kind", "params", "seeds", "points": [...]}
     and writes the tables (and the PNG) to `out` when given."""
     plan = plan or plan_sweep(scenario, params, seeds, seed_start, steps, sets, out, overwrite)
@@ -139,22 +164,33 @@ def run_sweep(scenario: str, params: Sequence[str] | None = None, seeds: int | N
     for point in plan["grid"]:
         t0 = time.perf_counter()
         per_seed = []
-        for s in seed_list:   # scenario.seed too: each seed also redraws the population's random parts
+        for s in seed_list:  # scenario.seed too: each seed also redraws the population's random parts
             sc = load_scenario(scenario, {**extra, **point, "scenario.seed": s})
             eff = effects(sc.kind, sc.run(steps=steps, db_path=":memory:", seed=s))
             per_seed.append(eff)
             rows.append({**point, "seed": s, **eff})
         order = ORDERINGS.get(sc.kind, ())
         summary = {k: mean_ci([e[k] for e in per_seed]) for k in per_seed[0]}
-        pt = {"point": point, "effects": summary, "wall_s": round(time.perf_counter() - t0, 2),
-              "ordered_share": ordering_share([[e[k] for k in order] for e in per_seed]) if order else None,
-              "ordering": list(order)}
+        pt = {
+            "point": point,
+            "effects": summary,
+            "wall_s": round(time.perf_counter() - t0, 2),
+            "ordered_share": ordering_share([[e[k] for k in order] for e in per_seed]) if order else None,
+            "ordering": list(order),
+        }
         points.append(pt)
         if log is not None:
             log(pt)
-    result = {"scenario": base.name, "kind": base.kind, "params": {k: v for k, v in parsed}, "seeds": seed_list,
-              "steps": steps if steps is not None else base.steps, "overrides": {k: v for k, v in extra.items()},
-              "headline": list(HEADLINE.get(base.kind, ())), "points": points}
+    result = {
+        "scenario": base.name,
+        "kind": base.kind,
+        "params": {k: v for k, v in parsed},
+        "seeds": seed_list,
+        "steps": steps if steps is not None else base.steps,
+        "overrides": {k: v for k, v in extra.items()},
+        "headline": list(HEADLINE.get(base.kind, ())),
+        "points": points,
+    }
     if out_dir is not None:
         _write(out_dir, rows, result)
         if plot:
@@ -179,8 +215,12 @@ def _write(out_dir: Path, rows: list[dict], result: dict) -> None:
         w.writerow(keys + ["effect", "mean", "ci_lo", "ci_hi", "sd", "n", "ordered_share"])
         for pt in result["points"]:
             for name, s in pt["effects"].items():
-                w.writerow([pt["point"][k] for k in keys] + [name] + [_num(s[c]) for c in ("mean", "lo", "hi", "sd")]
-                           + [s["n"], _num(pt["ordered_share"]) if pt["ordered_share"] is not None else ""])
+                w.writerow(
+                    [pt["point"][k] for k in keys]
+                    + [name]
+                    + [_num(s[c]) for c in ("mean", "lo", "hi", "sd")]
+                    + [s["n"], _num(pt["ordered_share"]) if pt["ordered_share"] is not None else ""]
+                )
     (out_dir / "summary.json").write_text(json.dumps(_clean(result), indent=1), encoding="utf-8")
 
 
@@ -213,7 +253,7 @@ def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: 
             lines.setdefault(rest, []).append(pt)
         xs = [p["point"][x_key] for p in result["points"]]
         numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs)
-        cats = list(dict.fromkeys(str(v) for v in xs))   # a non-numeric parameter: categories in order
+        cats = list(dict.fromkeys(str(v) for v in xs))  # a non-numeric parameter: categories in order
         for rest, pts in lines.items():
             x = np.array([float(p["point"][x_key]) if numeric else cats.index(str(p["point"][x_key])) for p in pts])
             s = [p["effects"].get(name, {"mean": math.nan, "lo": math.nan, "hi": math.nan}) for p in pts]
@@ -240,36 +280,72 @@ def add_sweep_parser(sub) -> None:
     """The `oasis-gym sweep` subcommand's arguments."""
     p = sub.add_parser("sweep", help="run a scenario over a parameter grid and seeds (effects with 95%% CIs)")
     p.add_argument("scenario", help="a shipped scenario name or a scenario .toml file")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=LO:HI:N",
-                   help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=LO:HI:N",
+        help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table",
+    )
     p.add_argument("--seeds", type=int, default=None, help="seeds per grid point (default: [sweep] seeds or 10)")
     p.add_argument("--seed-start", type=int, default=None, help="first seed (default: [sweep] seed_start or 0)")
     p.add_argument("--steps", type=int, default=None, help="steps per run (default: the scenario's)")
-    p.add_argument("--set", dest="sweep_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="fixed override for every run (repeatable), e.g. users=2000")
+    p.add_argument(
+        "--set",
+        dest="sweep_set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fixed override for every run (repeatable), e.g. users=2000",
+    )
     p.add_argument("--out", default=None, help="output folder (default sweeps/<scenario>)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier sweep's tables in --out")
 
 
 def cmd_sweep(args) -> int:
     """Run `oasis-gym sweep`; prints one JSON line per grid point and a final one."""
-    try:   # bad arguments: one line, exit code 2, before anything runs
+    try:  # bad arguments: one line, exit code 2, before anything runs
         sets = parse_sets(args.sweep_set or [])
         out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)
-        plan = plan_sweep(args.scenario, args.param, args.seeds, args.seed_start, args.steps, sets, out,
-                          overwrite=args.overwrite)
+        plan = plan_sweep(
+            args.scenario, args.param, args.seeds, args.seed_start, args.steps, sets, out, overwrite=args.overwrite
+        )
     except (ValueError, KeyError, FileExistsError, FileNotFoundError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"oasis-gym sweep: error: {msg}", file=sys.stderr)
         return 2
 
     def log(pt):
-        print(json.dumps(_clean({"point": pt["point"], "wall_s": pt["wall_s"], "ordered_share": pt["ordered_share"],
-                                 **{k: {c: round(v[c], 4) if isinstance(v[c], float) else v[c]
-                                        for c in ("mean", "lo", "hi", "n")}
-                                    for k, v in pt["effects"].items()}})), flush=True)
+        print(
+            json.dumps(
+                _clean(
+                    {
+                        "point": pt["point"],
+                        "wall_s": pt["wall_s"],
+                        "ordered_share": pt["ordered_share"],
+                        **{
+                            k: {
+                                c: round(v[c], 4) if isinstance(v[c], float) else v[c]
+                                for c in ("mean", "lo", "hi", "n")
+                            }
+                            for k, v in pt["effects"].items()
+                        },
+                    }
+                )
+            ),
+            flush=True,
+        )
 
     res = run_sweep(args.scenario, log=log, plan=plan)
-    print(json.dumps({"sweep": res["scenario"], "out": out, "points": len(res["points"]), "seeds": len(res["seeds"]),
-                      "png": res.get("png")}))
+    print(
+        json.dumps(
+            {
+                "sweep": res["scenario"],
+                "out": out,
+                "points": len(res["points"]),
+                "seeds": len(res["seeds"]),
+                "png": res.get("png"),
+            }
+        )
+    )
     return 0

@@ -19,7 +19,22 @@ from .prompt import PromptBuilder
 from .schema import SchemaConfig, build_schema, feasible_actions, visible_ids, xgrammar_ebnf
 
 __all__ = [
-    "AgentMemory", "GenerationResult", "LLMBackend", "LLMPolicyCore", "ParseResult", "ParseStats",
-    "PromptBuilder", "SchemaConfig", "build_schema", "default_backend", "describe", "empty_action",
-    "ensure_smollm2", "feasible_actions", "parse_reply", "smollm2_gguf", "visible_ids", "xgrammar_ebnf",
+    "AgentMemory",
+    "GenerationResult",
+    "LLMBackend",
+    "LLMPolicyCore",
+    "ParseResult",
+    "ParseStats",
+    "PromptBuilder",
+    "SchemaConfig",
+    "build_schema",
+    "default_backend",
+    "describe",
+    "empty_action",
+    "ensure_smollm2",
+    "feasible_actions",
+    "parse_reply",
+    "smollm2_gguf",
+    "visible_ids",
+    "xgrammar_ebnf",
 ]

@@ -70,8 +70,10 @@ class LLMPolicyCore:
             if not (isinstance(step_deadline_s, (int, float)) and 0 < step_deadline_s < float("inf")):
                 raise ValueError(f"step_deadline_s must be a positive number of seconds, got {step_deadline_s!r}")
             if not getattr(backend, "supports_deadline", False):
-                raise ValueError(f"the {getattr(backend, 'name', type(backend).__name__)} backend cannot stop at a "
-                                 "deadline; a per-step LLM deadline needs the openai or transformers backend")
+                raise ValueError(
+                    f"the {getattr(backend, 'name', type(backend).__name__)} backend cannot stop at a "
+                    "deadline; a per-step LLM deadline needs the openai or transformers backend"
+                )
         self.step_deadline_s = step_deadline_s
         self.backend = backend
         self.schema_config = schema_config or (prompt.schema_config if prompt else SchemaConfig())
@@ -114,11 +116,15 @@ class LLMPolicyCore:
         msgs = self.messages(views)
         schemas = [build_schema(v, self.schema_config) for v in views]
         t_prompt = time.perf_counter() - t0
-        kw = {} if self.step_deadline_s is None else \
-            {"deadline_s": max(0.0, self.step_deadline_s - (time.perf_counter() - t0))}
+        kw = (
+            {}
+            if self.step_deadline_s is None
+            else {"deadline_s": max(0.0, self.step_deadline_s - (time.perf_counter() - t0))}
+        )
         try:
-            gen = self.backend.generate(msgs, schemas, max_tokens=self.max_tokens,
-                                        temperature=self.temperature, seed=self._next_seed(), **kw)
+            gen = self.backend.generate(
+                msgs, schemas, max_tokens=self.max_tokens, temperature=self.temperature, seed=self._next_seed(), **kw
+            )
             backend_error = None
         except Exception as e:  # a broken backend must not stop the simulation
             gen, backend_error = None, f"{type(e).__name__}: {e}"
@@ -156,8 +162,13 @@ class LLMPolicyCore:
         """Free-form in-character answer (unconstrained); "" if the backend fails."""
         msgs = self.prompt.interview_messages(feed_view, question, self._memory_for(feed_view))
         try:
-            gen = self.backend.generate([msgs], [None], max_tokens=self.interview_max_tokens,
-                                        temperature=self.temperature, seed=self._next_seed())
+            gen = self.backend.generate(
+                [msgs],
+                [None],
+                max_tokens=self.interview_max_tokens,
+                temperature=self.temperature,
+                seed=self._next_seed(),
+            )
         except Exception:
             return ""
         return gen.texts[0] if gen.errors[0] is None else ""

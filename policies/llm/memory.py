@@ -53,8 +53,11 @@ class AgentMemory:
         return agent in self._items
 
     def to_dict(self) -> dict:
-        return {"max_items": self.max_items, "max_chars": self.max_chars,
-                "items": {a: list(q) for a, q in self._items.items()}}
+        return {
+            "max_items": self.max_items,
+            "max_chars": self.max_chars,
+            "items": {a: list(q) for a, q in self._items.items()},
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> AgentMemory:

@@ -56,15 +56,22 @@ from .schema import (
 
 def empty_action(reason: str = "") -> dict:
     """The env action dict for do_nothing; unused fields 0 / ""."""
-    return {"type": int(ActionType.DO_NOTHING), "post": 0, "comment": 0, "user": 0,
-            "text": "", "stance": None, "reason": reason}
+    return {
+        "type": int(ActionType.DO_NOTHING),
+        "post": 0,
+        "comment": 0,
+        "user": 0,
+        "text": "",
+        "stance": None,
+        "reason": reason,
+    }
 
 
 @dataclass
 class ParseResult:
     action: dict
     ok: bool
-    error: str = ""          # "" when ok, else the rejection code
+    error: str = ""  # "" when ok, else the rejection code
 
 
 @dataclass
@@ -200,8 +207,9 @@ def _build(obj: dict, view: dict, ids: VisibleIds, cfg: SchemaConfig) -> dict:
     return out
 
 
-def parse_reply(reply: str | None, view: dict, cfg: SchemaConfig | None = None, *,
-                finished: bool = True) -> ParseResult:
+def parse_reply(
+    reply: str | None, view: dict, cfg: SchemaConfig | None = None, *, finished: bool = True
+) -> ParseResult:
     """Validate one reply for one agent; invalid -> do_nothing with the error code.
 
     ``finished`` is False when the backend stopped on its token limit (finish_reason

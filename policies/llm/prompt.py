@@ -64,10 +64,12 @@ _PERSONA_KEYS = ("persona", "user_char")
 _BIO_KEYS = ("bio", "description")
 _DEMO_KEYS = ("age", "gender", "mbti", "country", "profession")
 # Count fields of a post, their letter, and the actions that can make them non-zero.
-_COUNTS = (("likes", "L", (ActionType.LIKE_POST,)),
-           ("dislikes", "D", (ActionType.DISLIKE_POST,)),
-           ("reposts", "R", (ActionType.REPOST, ActionType.QUOTE_POST)),
-           ("comments", "C", (ActionType.CREATE_COMMENT,)))
+_COUNTS = (
+    ("likes", "L", (ActionType.LIKE_POST,)),
+    ("dislikes", "D", (ActionType.DISLIKE_POST,)),
+    ("reposts", "R", (ActionType.REPOST, ActionType.QUOTE_POST)),
+    ("comments", "C", (ActionType.CREATE_COMMENT,)),
+)
 _ISO_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?$")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _WORD_BACKOFF = 12  # a cut moves back to a word boundary at most this many characters
@@ -89,7 +91,7 @@ def _cut(text: str | None, n: int) -> str:
     if len(s) <= n:
         return s
     if n <= 1:
-        return "…"[:max(n, 0)]
+        return "…"[: max(n, 0)]
     head = s[: n - 1]
     space = head.rfind(" ")
     if space >= len(head) - _WORD_BACKOFF and space > 0:
@@ -114,6 +116,7 @@ def _field(view: dict, keys: Iterable[str]):
 def _fill_cap(lengths: Sequence[int], budget: int, lo: int, hi: int) -> int | None:
     """Largest cap c in [lo, hi] with sum(min(L, c)) <= budget ("water filling": items
     shorter than c stay whole, longer ones are all cut to c); None if even lo overruns."""
+
     def total(c: int) -> int:
         return sum(min(x, c) for x in lengths)
 
@@ -174,8 +177,9 @@ class PromptBuilder:
             raise ValueError("chars_per_token must be > 0")
         if min(max_post_chars, max_comment_chars, min_post_chars, min_comment_chars) < 1:
             raise ValueError("text limits must be >= 1")
-        self.action_set = tuple(action_set) if action_set is not None else tuple(
-            a for a in ActionType if a != ActionType.SIGN_UP)
+        self.action_set = (
+            tuple(action_set) if action_set is not None else tuple(a for a in ActionType if a != ActionType.SIGN_UP)
+        )
         self.schema_config = schema_config or SchemaConfig()
         self.user_template: UserTemplate = user_template or DEFAULT_USER_TEMPLATE
         self.feed_tokens = feed_tokens
@@ -203,7 +207,7 @@ class PromptBuilder:
     def _changeable_counts(self) -> tuple[str, ...]:
         return tuple(k for k, _, acts in _COUNTS if any(a in self.action_set for a in acts))
 
-    def for_action_set(self, action_set: Sequence[ActionType]) -> "PromptBuilder":
+    def for_action_set(self, action_set: Sequence[ActionType]) -> PromptBuilder:
         """This builder for another platform's action set: same settings, and the catalogue,
         the default counts and the default system prompt of that set."""
         other = copy.copy(self)
@@ -228,8 +232,11 @@ class PromptBuilder:
 
     def _id_line(self) -> str:
         """How feed ids map to reply fields, only for the target kinds this platform uses."""
-        ex = [f"{tag}{n} {k} {n}" for k, tag, n in (("post", "#", 7), ("comment", "c", 4), ("user", "u", 5))
-              if f"{k}_id" in self._kinds()]
+        ex = [
+            f"{tag}{n} {k} {n}"
+            for k, tag, n in (("post", "#", 7), ("comment", "c", 4), ("user", "u", 5))
+            if f"{k}_id" in self._kinds()
+        ]
         ex[0:1] = [ex[0].replace(" ", " is ", 1)] if ex else []
         return ("Ids: " + ", ".join(ex) + ".") if ex else ""
 
@@ -250,10 +257,21 @@ class PromptBuilder:
 
     def _example(self) -> str:
         """One reply in schema order, for an action of this platform (like_post if it has it)."""
-        values = {"post_id": "7", "comment_id": "4", "user_id": "5", "text": '"so true"', "stance": "0.5",
-                  "reason": '"funny"'}
-        order = (ActionType.LIKE_POST, ActionType.REPOST, ActionType.LIKE_COMMENT, ActionType.FOLLOW,
-                 ActionType.CREATE_POST)
+        values = {
+            "post_id": "7",
+            "comment_id": "4",
+            "user_id": "5",
+            "text": '"so true"',
+            "stance": "0.5",
+            "reason": '"funny"',
+        }
+        order = (
+            ActionType.LIKE_POST,
+            ActionType.REPOST,
+            ActionType.LIKE_COMMENT,
+            ActionType.FOLLOW,
+            ActionType.CREATE_POST,
+        )
         act = next((a for a in order if a in self.action_set), min(self.action_set, default=ActionType.DO_NOTHING))
         body = "".join(f',"{f}":{values[f]}' for f in action_fields(act, self.schema_config))
         return f'{{"action":"{ACTION_NAMES[act]}"{body}}}'
@@ -293,14 +311,16 @@ class PromptBuilder:
         demo = [str(v) for v in (_field(view, (k,)) for k in _DEMO_KEYS) if v is not None]
         topics = _field(view, ("interested_topics",))
         if topics:
-            demo.append("interests: " + (", ".join(map(str, topics)) if isinstance(topics, (list, tuple)) else str(topics)))
+            demo.append(
+                "interests: " + (", ".join(map(str, topics)) if isinstance(topics, (list, tuple)) else str(topics))
+            )
         if demo:
             parts.append("(" + "; ".join(demo) + ")")
         return " ".join(parts)
 
     def memory(self, view: dict, entries: Sequence[str] | None = None) -> str:
         items = list(entries if entries is not None else view.get("memory") or ())
-        items = items[-self.memory_items:] if self.memory_items > 0 else []
+        items = items[-self.memory_items :] if self.memory_items > 0 else []
         return "Your recent actions: " + "; ".join(_cut(e, self.max_memory_chars) for e in items) if items else ""
 
     @staticmethod
@@ -325,8 +345,11 @@ class PromptBuilder:
         """``#id u<author> [counts] (label): text``, then quote and comment lines. Metadata
         goes before the text so that a cut text ends its line (and "]:" is one token)."""
         shown = len(self._comments(p))
-        counts = " ".join(f"{int(p.get(k) or 0)}{c}" for k, c, _ in _COUNTS
-                          if k in self.counts and int(p.get(k) or 0) and not (k == "comments" and int(p[k]) <= shown))
+        counts = " ".join(
+            f"{int(p.get(k) or 0)}{c}"
+            for k, c, _ in _COUNTS
+            if k in self.counts and int(p.get(k) or 0) and not (k == "comments" and int(p[k]) <= shown)
+        )
         head = f"#{p['post_id']} {_author(p.get('author_id'), p.get('author_name'))}"
         if counts:
             head += f" [{counts}]"
@@ -338,8 +361,11 @@ class PromptBuilder:
         for c in self._comments(p):
             likes = int(c.get("likes") or 0)
             who = f" @{c.get('author_name', '?')}" if self.comment_authors else ""
-            out.append(f"  c{c['comment_id']}{who}" + (f" [{likes}L]" if likes else "")
-                       + f": {_cut(c.get('text'), comment_cap)}")
+            out.append(
+                f"  c{c['comment_id']}{who}"
+                + (f" [{likes}L]" if likes else "")
+                + f": {_cut(c.get('text'), comment_cap)}"
+            )
         return out
 
     def feed_caps(self, view: dict) -> tuple[int, int]:
@@ -401,8 +427,10 @@ class PromptBuilder:
 
     def _users_text(self, users: list[dict], bio_cap: int) -> str:
         cap = min(bio_cap, self.max_bio_chars)
-        lines = [_author(u["user_id"], u.get("user_name")) + (f": {_cut(u['bio'], cap)}" if u.get("bio") else "")
-                 for u in users]
+        lines = [
+            _author(u["user_id"], u.get("user_name")) + (f": {_cut(u['bio'], cap)}" if u.get("bio") else "")
+            for u in users
+        ]
         return "Users:\n" + "\n".join(lines) if lines else ""
 
     def users(self, view: dict, comment_cap: int | None = None) -> str:
@@ -425,15 +453,22 @@ class PromptBuilder:
         relative = "Allowed now: all" + (" except " + ", ".join(missing) if missing else "")
         return relative if len(relative) < len(listed) else listed
 
-    def sections(self, view: dict, memory: Sequence[str] | None = None,
-                 allowed: Sequence[str] | None = None) -> dict[str, str]:
+    def sections(
+        self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
+    ) -> dict[str, str]:
         caps = self.feed_caps(view)
-        return {"profile": self.profile(view), "memory": self.memory(view, memory), "time": self.time(view),
-                "feed": self.feed(view, caps), "users": self.users(view, caps[1]),
-                "allowed": self.allowed(view, allowed)}
+        return {
+            "profile": self.profile(view),
+            "memory": self.memory(view, memory),
+            "time": self.time(view),
+            "feed": self.feed(view, caps),
+            "users": self.users(view, caps[1]),
+            "allowed": self.allowed(view, allowed),
+        }
 
-    def user_message(self, view: dict, memory: Sequence[str] | None = None,
-                     allowed: Sequence[str] | None = None) -> str:
+    def user_message(
+        self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
+    ) -> str:
         sec = self.sections(view, memory, allowed)
         if callable(self.user_template):
             return self.user_template(view, sec)
@@ -442,16 +477,24 @@ class PromptBuilder:
         text = self.user_template.format(**fields)
         return "\n".join(line for line in text.split("\n") if line.strip())  # drop empty sections
 
-    def messages(self, view: dict, memory: Sequence[str] | None = None,
-                 allowed: Sequence[str] | None = None) -> list[dict]:
+    def messages(
+        self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
+    ) -> list[dict]:
         """Chat messages for one decision: shared system message, then the agent's part."""
-        return [{"role": "system", "content": self._system},
-                {"role": "user", "content": self.user_message(view, memory, allowed)}]
+        return [
+            {"role": "system", "content": self._system},
+            {"role": "user", "content": self.user_message(view, memory, allowed)},
+        ]
 
     def interview_messages(self, view: dict, question: str, memory: Sequence[str] | None = None) -> list[dict]:
         """Free-form, in-character interview (OASIS's interview action)."""
         sec = self.sections(view, memory)
         body = "\n".join(x for x in (sec["profile"], sec["memory"], sec["time"], sec["feed"]) if x)
-        return [{"role": "system", "content": "You are a user of a social media platform. "
-                 "Answer the interviewer in character, briefly and honestly."},
-                {"role": "user", "content": f"{body}\nInterviewer: {question}"}]
+        return [
+            {
+                "role": "system",
+                "content": "You are a user of a social media platform. "
+                "Answer the interviewer in character, briefly and honestly.",
+            },
+            {"role": "user", "content": f"{body}\nInterviewer: {question}"},
+        ]

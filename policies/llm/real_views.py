@@ -34,8 +34,15 @@ def counterfactual_texts() -> tuple[list[str], list[str]]:
     return posts, comments
 
 
-def simulation_views(n_views: int = 8, seed: int = 0, n_seed_posts: int = 60, actions=ALL_USER_ACTIONS,
-                     comment_rate: float = 0.1, search_rate: float = 0.3, steps: int = 2) -> list[dict]:
+def simulation_views(
+    n_views: int = 8,
+    seed: int = 0,
+    n_seed_posts: int = 60,
+    actions=ALL_USER_ACTIONS,
+    comment_rate: float = 0.1,
+    search_rate: float = 0.3,
+    steps: int = 2,
+) -> list[dict]:
     """Feed views of a real Twitter-like run: 10 posts, comments, counts, visible users.
 
     ``steps`` steps (default two) of random likes, reposts and comments (each user comments with probability
@@ -53,14 +60,20 @@ def simulation_views(n_views: int = 8, seed: int = 0, n_seed_posts: int = 60, ac
         sim.platform.create_posts(rng.integers(0, pop.n, n_seed_posts), [posts[i] for i in picked])
 
     codes = tuple(int(a) for a in actions)
-    sim = Simulation(pop, SimulationConfig(platform="twitter", available_actions=codes, activation=1.0,
-                                           db_path=":memory:"), setup=setup)
+    sim = Simulation(
+        pop,
+        SimulationConfig(platform="twitter", available_actions=codes, activation=1.0, db_path=":memory:"),
+        setup=setup,
+    )
     obs = sim.reset(seed=seed)
     searched: set[int] = set()
     for step in range(steps):
         n = len(obs.users)
-        kind = rng.choice([ActionType.CREATE_COMMENT, ActionType.LIKE_POST, ActionType.REPOST, ActionType.DO_NOTHING],
-                          n, p=[comment_rate, 0.35, 0.1, 0.55 - comment_rate]).astype(np.int64)
+        kind = rng.choice(
+            [ActionType.CREATE_COMMENT, ActionType.LIKE_POST, ActionType.REPOST, ActionType.DO_NOTHING],
+            n,
+            p=[comment_rate, 0.35, 0.1, 0.55 - comment_rate],
+        ).astype(np.int64)
         text = [comments[int(i)] for i in rng.integers(0, len(comments), n)]
         if step == steps - 1 and int(ActionType.SEARCH_USER) in codes:
             search = rng.random(n) < search_rate
@@ -84,6 +97,8 @@ def memory_lines(view: dict, rng: np.random.Generator) -> list[str]:
     """Three entries shaped like ``core.describe`` writes them."""
     p = view["posts"]
     step = int(view.get("step", 2))
-    return [f"step {max(0, step - 2)}: like_post post {p[int(rng.integers(len(p)))]['post_id']}",
-            f"step {max(0, step - 1)}: create_comment post {p[0]['post_id']}: " + tweet(p[0]["text"], 60),
-            f"step {step}: repost post {p[-1]['post_id']}"]
+    return [
+        f"step {max(0, step - 2)}: like_post post {p[int(rng.integers(len(p)))]['post_id']}",
+        f"step {max(0, step - 1)}: create_comment post {p[0]['post_id']}: " + tweet(p[0]["text"], 60),
+        f"step {step}: repost post {p[-1]['post_id']}",
+    ]

@@ -53,11 +53,11 @@ KNOWN_FIELDS = ("action", "post_id", "comment_id", "user_id", "text", "stance", 
 class SchemaConfig:
     """Knobs of the reply schema; shared by schema building and parsing."""
 
-    style: str = "anyof"          # "anyof" | "flat"
-    max_text_chars: int = 280     # posts, comments, quotes, report reasons
-    max_query_chars: int = 64     # search_posts / search_user queries
-    max_reason_chars: int = 80    # 0 drops the "reason" field
-    stance: bool = True           # ask for a stance on opinionated actions
+    style: str = "anyof"  # "anyof" | "flat"
+    max_text_chars: int = 280  # posts, comments, quotes, report reasons
+    max_query_chars: int = 64  # search_posts / search_user queries
+    max_reason_chars: int = 80  # 0 drops the "reason" field
+    stance: bool = True  # ask for a stance on opinionated actions
 
     def __post_init__(self) -> None:
         if self.style not in ("anyof", "flat"):
@@ -106,9 +106,9 @@ def text_limit(action: ActionType, cfg: SchemaConfig) -> int:
 class VisibleIds:
     """Ids an agent saw in its feed view, mapped to the slots the env expects back."""
 
-    posts: dict[int, int]                  # post_id -> post slot
-    comments: dict[int, tuple[int, int]]   # comment_id -> (post slot, comment slot)
-    users: dict[int, int]                  # user_id -> user slot
+    posts: dict[int, int]  # post_id -> post slot
+    comments: dict[int, tuple[int, int]]  # comment_id -> (post slot, comment slot)
+    users: dict[int, int]  # user_id -> user slot
 
 
 def visible_ids(view: dict) -> VisibleIds:
@@ -166,8 +166,7 @@ def _variant(action: ActionType, ids: VisibleIds, cfg: SchemaConfig) -> dict[str
     props: dict[str, Any] = {"action": {"const": action.name.lower()}}
     for f in fields:
         props[f] = _field_schema(f, action, ids, cfg)
-    return {"type": "object", "properties": props, "required": ["action", *fields],
-            "additionalProperties": False}
+    return {"type": "object", "properties": props, "required": ["action", *fields], "additionalProperties": False}
 
 
 def _flat(actions: list[ActionType], ids: VisibleIds, cfg: SchemaConfig) -> dict[str, Any]:
@@ -196,9 +195,9 @@ def build_schema(view: dict, cfg: SchemaConfig | None = None) -> dict[str, Any]:
     return variants[0] if len(variants) == 1 else {"anyOf": variants}
 
 
-_CLASS = '(([^\\"\\\\\\r\\n]))'            # xgrammar's bounded-string character class
-_TIGHT = '(([^\\0-\\x1f\\"\\\\]))'             # ... without control characters
-_FIRST = '[^\\0-\\x20\\"\\\\]'                 # first char of a non-empty string: not blank
+_CLASS = '(([^\\"\\\\\\r\\n]))'  # xgrammar's bounded-string character class
+_TIGHT = '(([^\\0-\\x1f\\"\\\\]))'  # ... without control characters
+_FIRST = '[^\\0-\\x20\\"\\\\]'  # first char of a non-empty string: not blank
 _NONEMPTY = re.compile(r"(\w+_characters)\{1, (\d+)\}")
 
 
@@ -212,8 +211,9 @@ def xgrammar_ebnf(schema: dict, *, compact: bool = True) -> str | None:
     """
     import xgrammar as xgr
 
-    g = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False,
-                                     separators=(",", ":") if compact else None, strict_mode=True)
+    g = xgr.Grammar.from_json_schema(
+        json.dumps(schema), any_whitespace=False, separators=(",", ":") if compact else None, strict_mode=True
+    )
     text = str(g)
     if _CLASS not in text:
         return None

@@ -35,9 +35,17 @@ def _sentence(rng: np.random.Generator, lo: int, hi: int) -> str:
     return " ".join(_WORDS[i] for i in rng.integers(0, len(_WORDS), n)).capitalize() + "."
 
 
-def synthetic_view(rng: np.random.Generator, agent_id: int, *, n_posts: int = 10, n_users: int = 5,
-                   step: int = 0, allowed=TWITTER_DEFAULT_ACTIONS, comments: bool = True,
-                   id_offset: int = 0) -> dict:
+def synthetic_view(
+    rng: np.random.Generator,
+    agent_id: int,
+    *,
+    n_posts: int = 10,
+    n_users: int = 5,
+    step: int = 0,
+    allowed=TWITTER_DEFAULT_ACTIONS,
+    comments: bool = True,
+    id_offset: int = 0,
+) -> dict:
     """One feed view; ids are drawn so different agents see different (overlapping) items."""
     post_ids = np.sort(rng.choice(np.arange(1, 500), n_posts, replace=False)) + id_offset
     posts = []
@@ -47,26 +55,47 @@ def synthetic_view(rng: np.random.Generator, agent_id: int, *, n_posts: int = 10
         top = []
         if comments:
             for cslot in range(int(rng.integers(0, 3))):
-                top.append({"slot": cslot, "comment_id": cid, "author_name": f"user{int(rng.integers(0, 200))}",
-                            "text": _sentence(rng, 4, 10), "likes": int(rng.integers(0, 4))})
+                top.append(
+                    {
+                        "slot": cslot,
+                        "comment_id": cid,
+                        "author_name": f"user{int(rng.integers(0, 200))}",
+                        "text": _sentence(rng, 4, 10),
+                        "likes": int(rng.integers(0, 4)),
+                    }
+                )
                 cid += 1
-        posts.append({
-            "slot": slot, "post_id": int(pid), "author_id": author, "author_name": f"user{author}",
-            "text": _sentence(rng, 8, 22),
-            "quoted_text": _sentence(rng, 5, 10) if rng.random() < 0.1 else None,
-            "likes": int(rng.integers(0, 50)), "dislikes": int(rng.integers(0, 3)),
-            "reposts": int(rng.integers(0, 10)), "comments": len(top) + int(rng.integers(0, 3)),
-            "label": _LABELS[int(rng.integers(0, len(_LABELS)))], "top_comments": top,
-        })
+        posts.append(
+            {
+                "slot": slot,
+                "post_id": int(pid),
+                "author_id": author,
+                "author_name": f"user{author}",
+                "text": _sentence(rng, 8, 22),
+                "quoted_text": _sentence(rng, 5, 10) if rng.random() < 0.1 else None,
+                "likes": int(rng.integers(0, 50)),
+                "dislikes": int(rng.integers(0, 3)),
+                "reposts": int(rng.integers(0, 10)),
+                "comments": len(top) + int(rng.integers(0, 3)),
+                "label": _LABELS[int(rng.integers(0, len(_LABELS)))],
+                "top_comments": top,
+            }
+        )
     users = []
     for slot, uid in enumerate(rng.choice(np.arange(200, 400), n_users, replace=False).tolist()):
         users.append({"slot": slot, "user_id": int(uid), "user_name": f"user{uid}", "bio": _sentence(rng, 3, 8)})
     names = [a if isinstance(a, str) else ACTION_NAMES[int(a)] for a in allowed]
     return {
-        "agent": f"user_{agent_id}", "user_id": agent_id, "user_name": f"user{agent_id}",
-        "name": _NAMES[agent_id % len(_NAMES)], "persona": _PERSONAS[agent_id % len(_PERSONAS)],
-        "step": step, "time": f"2026-01-01 {8 + step // 20:02d}:{(3 * step) % 60:02d}",
-        "allowed_actions": names, "posts": posts, "users": users,
+        "agent": f"user_{agent_id}",
+        "user_id": agent_id,
+        "user_name": f"user{agent_id}",
+        "name": _NAMES[agent_id % len(_NAMES)],
+        "persona": _PERSONAS[agent_id % len(_PERSONAS)],
+        "step": step,
+        "time": f"2026-01-01 {8 + step // 20:02d}:{(3 * step) % 60:02d}",
+        "allowed_actions": names,
+        "posts": posts,
+        "users": users,
         "memory": [f"step {max(0, step - k)}: liked post {int(post_ids[k % n_posts])}" for k in range(min(step, 3))],
     }
 

@@ -45,9 +45,15 @@ class LLMBackend(Protocol):
 
     name: str
 
-    def generate(self, conversations: list[Messages], schemas: list[dict | None], *,
-                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None) -> GenerationResult:
-        ...
+    def generate(
+        self,
+        conversations: list[Messages],
+        schemas: list[dict | None],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> GenerationResult: ...
 
 
 def check_batch(conversations: list[Messages], schemas: list[dict | None]) -> None:

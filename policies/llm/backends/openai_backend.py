@@ -149,15 +149,22 @@ class OpenAIBackend:
         return (self.max_retries + 1) * self.request_timeout + backoff + 1.0
 
     # ---- request body ----------------------------------------------------------------------
-    def body(self, messages: Messages, schema: dict | None, max_tokens: int, temperature: float,
-             seed: int | None) -> dict:
-        b: dict[str, Any] = {"model": self.model, "messages": messages, self.max_tokens_field: max_tokens,
-                             "temperature": temperature}
+    def body(
+        self, messages: Messages, schema: dict | None, max_tokens: int, temperature: float, seed: int | None
+    ) -> dict:
+        b: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            self.max_tokens_field: max_tokens,
+            "temperature": temperature,
+        }
         if seed is not None:
             b["seed"] = int(seed)
         if schema is not None and self.structured == "response_format":
-            b["response_format"] = {"type": "json_schema",
-                                    "json_schema": {"name": "action", "schema": schema, "strict": self.strict}}
+            b["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "action", "schema": schema, "strict": self.strict},
+            }
         elif schema is not None and self.structured == "structured_outputs":
             b["structured_outputs"] = {"json": schema}
         b.update(self.extra_body)
@@ -167,8 +174,9 @@ class OpenAIBackend:
     def _pick(self, avoid: _Endpoint | None) -> _Endpoint:
         now = time.monotonic()
         with self._lock:
-            healthy = [e for e in self.endpoints if e.down_until <= now] or \
-                [min(self.endpoints, key=lambda e: e.down_until)]
+            healthy = [e for e in self.endpoints if e.down_until <= now] or [
+                min(self.endpoints, key=lambda e: e.down_until)
+            ]
             if avoid is not None and len(healthy) > 1:
                 healthy = [e for e in healthy if e is not avoid] or healthy
             self._rr += 1
@@ -200,7 +208,7 @@ class OpenAIBackend:
             resp = await asyncio.wait_for(client.post(ep.url, json=body), timeout=self.request_timeout)
         except (httpx.ConnectError, httpx.ConnectTimeout):
             raise _Retryable("connect") from None
-        except (asyncio.TimeoutError, httpx.TimeoutException):
+        except (TimeoutError, httpx.TimeoutException):
             raise _Retryable("timeout") from None
         except httpx.TransportError:
             raise _Retryable("transport") from None
@@ -256,8 +264,10 @@ class OpenAIBackend:
 
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         timeout = httpx.Timeout(self.request_timeout, connect=self.connect_timeout)
-        limits = httpx.Limits(max_connections=self.max_concurrency * len(self.endpoints),
-                              max_keepalive_connections=self.max_concurrency * len(self.endpoints))
+        limits = httpx.Limits(
+            max_connections=self.max_concurrency * len(self.endpoints),
+            max_keepalive_connections=self.max_concurrency * len(self.endpoints),
+        )
         sem = asyncio.Semaphore(self.max_concurrency * len(self.endpoints))
         async with httpx.AsyncClient(timeout=timeout, limits=limits, headers=headers, trust_env=False) as client:
             tasks = [asyncio.ensure_future(self._request(client, sem, b)) for b in bodies]
@@ -287,21 +297,35 @@ class OpenAIBackend:
         with concurrent.futures.ThreadPoolExecutor(1) as ex:
             return ex.submit(asyncio.run, coro).result()
 
-    def generate(self, conversations: list[Messages], schemas: list[dict | None], *,
-                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None,
-                 deadline_s: float | None = None) -> GenerationResult:
+    def generate(
+        self,
+        conversations: list[Messages],
+        schemas: list[dict | None],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        deadline_s: float | None = None,
+    ) -> GenerationResult:
         """All requests concurrently; ``deadline_s`` (if set) caps this call below ``call_timeout``."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
-        bodies = [self.body(m, s, max_tokens, temperature, None if seed is None else seed + i)
-                  for i, (m, s) in enumerate(zip(conversations, schemas))]
+        bodies = [
+            self.body(m, s, max_tokens, temperature, None if seed is None else seed + i)
+            for i, (m, s) in enumerate(zip(conversations, schemas))
+        ]
         outs = self._run_sync(self._run(bodies, deadline_s)) if bodies else []
         errs: Counter = Counter()
         for o in outs:
             errs.update(o.errors)
         res = GenerationResult(
-            [o.text for o in outs], [o.prompt_tokens for o in outs], [o.completion_tokens for o in outs],
-            [o.finish for o in outs], [o.error for o in outs], time.perf_counter() - t0)
+            [o.text for o in outs],
+            [o.prompt_tokens for o in outs],
+            [o.completion_tokens for o in outs],
+            [o.finish for o in outs],
+            [o.error for o in outs],
+            time.perf_counter() - t0,
+        )
         res.stats = {
             "requests": len(outs),
             "attempts": sum(o.attempts for o in outs),

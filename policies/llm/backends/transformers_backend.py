@@ -38,7 +38,8 @@ def _require():
         raise ImportError(
             "the transformers backend needs torch, transformers and xgrammar: "
             "pip install 'oasis-gym[llm]' (CPU torch: pip install torch --index-url "
-            "https://download.pytorch.org/whl/cpu)") from e
+            "https://download.pytorch.org/whl/cpu)"
+        ) from e
 
 
 class _GrammarProcessor:
@@ -89,10 +90,20 @@ class TransformersBackend:
     name = "transformers"
     supports_deadline = True  # checked between batches (one batch is not interrupted)
 
-    def __init__(self, model_path: str | Path, *, device: str | None = None, dtype: str | None = None,
-                 max_batch_size: int = 64, compile_threads: int = 2, compact_json: bool = True,
-                 local_files_only: bool = True, tight_strings: bool = True, share_prefix: bool = True,
-                 min_shared_prefix: int = 32) -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        max_batch_size: int = 64,
+        compile_threads: int = 2,
+        compact_json: bool = True,
+        local_files_only: bool = True,
+        tight_strings: bool = True,
+        share_prefix: bool = True,
+        min_shared_prefix: int = 32,
+    ) -> None:
         _require()
         import torch
         import xgrammar as xgr
@@ -107,13 +118,17 @@ class TransformersBackend:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(
-            self.model_path, dtype=tdtype, local_files_only=local_files_only).to(self.device).eval()
+        self.model = (
+            AutoModelForCausalLM.from_pretrained(self.model_path, dtype=tdtype, local_files_only=local_files_only)
+            .to(self.device)
+            .eval()
+        )
         self.stop_ids = self._stop_ids()
         vocab = self.model.get_output_embeddings().weight.shape[0]
         self.vocab_size = int(vocab)
-        info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.vocab_size,
-                                                  stop_token_ids=self.stop_ids)
+        info = xgr.TokenizerInfo.from_huggingface(
+            self.tokenizer, vocab_size=self.vocab_size, stop_token_ids=self.stop_ids
+        )
         self.compiler = xgr.GrammarCompiler(info, max_threads=max(1, compile_threads), cache_enabled=True)
         self.max_batch_size = max(1, int(max_batch_size))
         self.compile_threads = max(1, compile_threads)
@@ -127,7 +142,7 @@ class TransformersBackend:
     def _stop_ids(self) -> list[int]:
         ids: list[int] = []
         for src in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
-            for t in (src if isinstance(src, (list, tuple)) else [src]):
+            for t in src if isinstance(src, (list, tuple)) else [src]:
                 if t is not None and int(t) not in ids:
                     ids.append(int(t))
         if not ids:
@@ -186,8 +201,10 @@ class TransformersBackend:
             fill = width - (len(x) - p)
             rows.append(x[:p] + [pad] * fill + x[p:])
             masks.append([1] * p + [0] * fill + [1] * (len(x) - p))
-        enc = {"input_ids": torch.tensor(rows, device=self.device),
-               "attention_mask": torch.tensor(masks, device=self.device)}
+        enc = {
+            "input_ids": torch.tensor(rows, device=self.device),
+            "attention_mask": torch.tensor(masks, device=self.device),
+        }
         return enc, p
 
     def _prefix_cache(self, prefix_ids, batch: int):
@@ -200,9 +217,16 @@ class TransformersBackend:
         return cache
 
     # ---- generation -----------------------------------------------------------------------
-    def generate(self, conversations: list[Messages], schemas: list[dict | None], *,
-                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None,
-                 deadline_s: float | None = None) -> GenerationResult:
+    def generate(
+        self,
+        conversations: list[Messages],
+        schemas: list[dict | None],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        deadline_s: float | None = None,
+    ) -> GenerationResult:
         """Batches of ``max_batch_size``; past ``deadline_s`` the remaining batches are not
         started (their requests fail with error "deadline")."""
         check_batch(conversations, schemas)
@@ -217,26 +241,33 @@ class TransformersBackend:
                 for name in ("texts", "prompt_tokens", "completion_tokens", "finish_reasons", "errors"):
                     getattr(res, name).extend(getattr(part, name))
                 break
-            part = self._generate_chunk(conversations[lo:hi], compiled[lo:hi], max_tokens, temperature,
-                                        None if seed is None else seed + lo)
+            part = self._generate_chunk(
+                conversations[lo:hi], compiled[lo:hi], max_tokens, temperature, None if seed is None else seed + lo
+            )
             for name in ("texts", "prompt_tokens", "completion_tokens", "finish_reasons", "errors"):
                 getattr(res, name).extend(getattr(part, name))
         res.latency_s = time.perf_counter() - t0
         res.stats = {"compile_s": t_compile, "batches": -(-len(conversations) // self.max_batch_size)}
         return res
 
-    def _generate_chunk(self, convs: list[Messages], compiled: list[Any | None], max_tokens: int,
-                        temperature: float, seed: int | None) -> GenerationResult:
+    def _generate_chunk(
+        self, convs: list[Messages], compiled: list[Any | None], max_tokens: int, temperature: float, seed: int | None
+    ) -> GenerationResult:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
         enc, prefix = self._encode([self.render(c) for c in convs])
         proc = _GrammarProcessor(compiled, self.vocab_size)
         sample = temperature > 0
-        gcfg = GenerationConfig(max_new_tokens=max_tokens, do_sample=sample,
-                                temperature=temperature if sample else None, top_p=1.0 if sample else None,
-                                top_k=0 if sample else None, eos_token_id=self.stop_ids,
-                                pad_token_id=self.tokenizer.pad_token_id)
+        gcfg = GenerationConfig(
+            max_new_tokens=max_tokens,
+            do_sample=sample,
+            temperature=temperature if sample else None,
+            top_p=1.0 if sample else None,
+            top_k=0 if sample else None,
+            eos_token_id=self.stop_ids,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
         kwargs = {}
         with torch.inference_mode():
             if prefix:
@@ -244,8 +275,9 @@ class TransformersBackend:
             with torch.random.fork_rng(devices=[] if not self.device.startswith("cuda") else None):
                 if seed is not None:
                     torch.manual_seed(int(seed) & 0x7FFFFFFF)
-                out = self.model.generate(**enc, generation_config=gcfg,
-                                          logits_processor=LogitsProcessorList([proc]), **kwargs)
+                out = self.model.generate(
+                    **enc, generation_config=gcfg, logits_processor=LogitsProcessorList([proc]), **kwargs
+                )
         width = enc["input_ids"].shape[1]
         new = out[:, width:].tolist()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()

