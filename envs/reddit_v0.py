@@ -8,7 +8,8 @@ Reddit's defaults:
   follow, mute.
 
 Make it with `from oasis_gym.envs import reddit_v0; reddit_v0.parallel_env(users=...)` or
-`pettingzoo.make("parallel", "oasis_gym/Reddit-v0", users=...)`.
+`pettingzoo.make("parallel", "oasis_gym/Reddit-v0", users=...)` once `import oasis_gym` has
+registered the ids. `raw_env` is the unwrapped AEC env, `env` the AEC env with `OrderEnforcingWrapper`.
 
 ## Version history
 - v0: initial release.
@@ -16,22 +17,10 @@ Make it with `from oasis_gym.envs import reddit_v0; reddit_v0.parallel_env(users
 
 from __future__ import annotations
 
-from pettingzoo.utils.conversions import parallel_to_aec
-
-from .social_env import SocialMediaEnv
+from .registration import versioned_env
 
 __all__ = ["env", "parallel_env", "raw_env"]
 
-
-def raw_env(**kwargs) -> SocialMediaEnv:
-    env = SocialMediaEnv(platform="reddit", **kwargs)
-    env.metadata = {**env.metadata, "name": "reddit_v0"}
-    return env
-
-
-parallel_env = raw_env
-
-
-def env(**kwargs):
-    """The AEC version (PettingZoo's parallel_to_aec conversion)."""
-    return parallel_to_aec(raw_env(**kwargs))
+# parallel_env: the parallel env (a class; static metadata); raw_env: the unwrapped AEC env;
+# env: the AEC env with OrderEnforcingWrapper (PettingZoo's meanings)
+parallel_env, raw_env, env = versioned_env("reddit", __name__)

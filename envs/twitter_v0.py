@@ -2,7 +2,9 @@
 
 This environment is part of oasis-gym. Import it as
 ``from oasis_gym.envs import twitter_v0`` or make it with
-``pettingzoo.make("parallel", "oasis_gym/Twitter-v0", users=...)``.
+``pettingzoo.make("parallel", "oasis_gym/Twitter-v0", users=...)`` once
+``import oasis_gym`` has registered the ids. `parallel_env` is the parallel env, `raw_env`
+the unwrapped AEC env and `env` the AEC env with `OrderEnforcingWrapper` (PettingZoo's meanings).
 
 | Import             | `from oasis_gym.envs import twitter_v0`                   |
 |--------------------|-----------------------------------------------------------|
@@ -95,22 +97,10 @@ render_mode=None, reward_fn=None, setup=None)`
 
 from __future__ import annotations
 
-from pettingzoo.utils.conversions import parallel_to_aec
-
-from .social_env import SocialMediaEnv
+from .registration import versioned_env
 
 __all__ = ["env", "parallel_env", "raw_env"]
 
-
-def raw_env(**kwargs) -> SocialMediaEnv:
-    env = SocialMediaEnv(platform="twitter", **kwargs)
-    env.metadata = {**env.metadata, "name": "twitter_v0"}
-    return env
-
-
-parallel_env = raw_env
-
-
-def env(**kwargs):
-    """The AEC version (PettingZoo's parallel_to_aec conversion)."""
-    return parallel_to_aec(raw_env(**kwargs))
+# parallel_env: the parallel env (a class; static metadata); raw_env: the unwrapped AEC env;
+# env: the AEC env with OrderEnforcingWrapper (PettingZoo's meanings)
+parallel_env, raw_env, env = versioned_env("twitter", __name__)

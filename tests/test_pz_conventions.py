@@ -1,0 +1,83 @@
+"""PettingZoo 1.27 conventions: raw_env / env / parallel_env mean what PettingZoo means,
+metadata is static, and the registry (PettingZoo and Gymnasium) makes every env."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import pettingzoo
+import pytest
+from oasis_gym.envs import reddit_v0, registration, twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
+from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.utils import BaseWrapper
+from pettingzoo.utils.conversions import aec_to_parallel
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+
+import oasis_gym
+
+MODULES = {"twitter_v0": (twitter_v0, "twitter"), "reddit_v0": (reddit_v0, "reddit")}
+SMALL = {"users": 12, "population_seed": 1, "activation": 0.5, "max_cycles": 3}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_parallel_env_is_the_parallel_env(name):
+    module, platform = MODULES[name]
+    env = module.parallel_env(**SMALL)
+    assert isinstance(env, pettingzoo.ParallelEnv) and isinstance(env, SocialMediaEnv)
+    assert env.sim.config.platform == platform
+    parallel_api_test(env, num_cycles=3)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_raw_env_is_the_unwrapped_aec_env(name):
+    module, _ = MODULES[name]
+    raw = module.raw_env(**SMALL)
+    assert isinstance(raw, pettingzoo.AECEnv) and not isinstance(raw, BaseWrapper)
+    raw.reset(seed=0)
+    assert raw.agents and raw.agent_selection in raw.agents
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_env_is_order_enforced_aec(name):
+    module, _ = MODULES[name]
+    env = module.env(**SMALL)
+    assert isinstance(env, OrderEnforcingWrapper)
+    with pytest.raises(AssertionError, match="reset"):  # the wrapper refuses a step before reset
+        env.step(None)
+    # the conversion round-trips to the very parallel env inside
+    assert isinstance(aec_to_parallel(env), module.parallel_env)
+    api_test(module.env(**SMALL), num_cycles=3)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_metadata_is_static(name):
+    module, _ = MODULES[name]
+    cls = module.parallel_env
+    assert cls.metadata["name"] == name and cls.metadata["render_modes"] == ["ansi"]
+    env = cls(**SMALL)
+    assert "metadata" not in vars(env), "metadata must not be patched per instance"
+    assert env.metadata is cls.metadata
+    assert module.env(**SMALL).metadata["name"] == name
+    assert SocialMediaEnv.metadata["name"] == "oasis_social_v0"  # the base is untouched
+
+
+def test_versioned_env_keeps_its_platform():
+    with pytest.raises(TypeError, match="twitter"):
+        twitter_v0.parallel_env(platform="reddit", **SMALL)
+
+
+def test_registry_ids_are_in_one_table_and_make_their_envs():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # idempotent: no "Overriding environment" warning
+        oasis_gym._register()
+    for env_id, module_name in registration.PETTINGZOO_ENVS.items():
+        module, _ = MODULES[module_name]
+        par = pettingzoo.make("parallel", env_id, **SMALL)
+        assert type(par) is module.parallel_env
+        aec = pettingzoo.make("aec", env_id, **SMALL)
+        assert isinstance(aec, OrderEnforcingWrapper) and type(aec.unwrapped) is module.parallel_env
+        assert pettingzoo.spec("parallel", env_id).entry_point == f"oasis_gym.envs.{module_name}:parallel_env"
+    for env_id in ("oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"):
+        assert env_id in gym.registry
