@@ -81,3 +81,17 @@ def test_registry_ids_are_in_one_table_and_make_their_envs():
         assert pettingzoo.spec("parallel", env_id).entry_point == f"oasis_gym.envs.{module_name}:parallel_env"
     for env_id in ("oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"):
         assert env_id in gym.registry
+
+
+def test_resume_through_a_versioned_class_keeps_it(tmp_path):
+    db = tmp_path / "run.db"
+    env = twitter_v0.parallel_env(**SMALL, db_path=str(db))
+    env.reset(seed=0)
+    env.step({a: 0 for a in env.agents})
+    env.close()
+    resumed = twitter_v0.parallel_env.resume(str(db))
+    assert type(resumed) is twitter_v0.parallel_env and resumed.metadata["name"] == "twitter_v0"
+    assert resumed.agents
+    resumed.close()
+    with pytest.raises(TypeError, match="reddit_v0 is the reddit platform"):
+        reddit_v0.parallel_env.resume(str(db))
