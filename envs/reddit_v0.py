@@ -17,7 +17,7 @@ registered the ids. `raw_env` is the unwrapped AEC env, `env` the AEC env with `
 
 from __future__ import annotations
 
-from .registration import versioned_env
+from .versioned import versioned_env
 
 __all__ = ["env", "parallel_env", "raw_env"]
 

@@ -97,7 +97,7 @@ render_mode=None, reward_fn=None, setup=None)`
 
 from __future__ import annotations
 
-from .registration import versioned_env
+from .versioned import versioned_env
 
 __all__ = ["env", "parallel_env", "raw_env"]
 

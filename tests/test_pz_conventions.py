@@ -8,7 +8,7 @@ import warnings
 import gymnasium as gym
 import pettingzoo
 import pytest
-from oasis_gym.envs import reddit_v0, registration, twitter_v0
+from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.utils import BaseWrapper
@@ -72,7 +72,7 @@ def test_registry_ids_are_in_one_table_and_make_their_envs():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # idempotent: no "Overriding environment" warning
         oasis_gym._register()
-    for env_id, module_name in registration.PETTINGZOO_ENVS.items():
+    for env_id, module_name in oasis_gym.PETTINGZOO_ENVS.items():
         module, _ = MODULES[module_name]
         par = pettingzoo.make("parallel", env_id, **SMALL)
         assert type(par) is module.parallel_env

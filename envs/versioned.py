@@ -1,4 +1,4 @@
-"""How the PettingZoo envs are published: the one `*_v0` factory and the one registry table.
+"""The one `*_v0` factory: what `twitter_v0` and `reddit_v0` export.
 
 PettingZoo's conventions (1.27), which every `*_v0` module follows:
 - `parallel_env(**kwargs)`: the parallel env (here the native one, `SocialMediaEnv` with the
@@ -6,9 +6,8 @@ PettingZoo's conventions (1.27), which every `*_v0` module follows:
 - `raw_env(**kwargs)`: the unwrapped AEC env (`parallel_to_aec_wrapper` over `parallel_env`);
 - `env(**kwargs)`: the AEC env with PettingZoo's standard wrapper, `OrderEnforcingWrapper`.
 
-`register_envs()` registers every env id, PettingZoo's and Gymnasium's, with string entry
-points (nothing heavy is imported until an env is made). `import oasis_gym` calls it, so
-`pettingzoo.make("parallel", "oasis_gym/Twitter-v0", ...)` works once `oasis_gym` is imported.
+The ids (`pettingzoo.make("parallel", "oasis_gym/Twitter-v0", ...)`) are registered in one
+place, `oasis_gym/__init__.py`, so they are known once `oasis_gym` is imported.
 """
 
 from __future__ import annotations
@@ -16,15 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pettingzoo
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from .gym_registry import register_gym_envs
 from .social_env import SocialMediaEnv
-
-# PettingZoo env id -> its module under oasis_gym.envs (which exports env / parallel_env / raw_env)
-PETTINGZOO_ENVS = {"oasis_gym/Twitter-v0": "twitter_v0", "oasis_gym/Reddit-v0": "reddit_v0"}
 
 
 def versioned_env(
@@ -59,13 +53,3 @@ def versioned_env(
         fn.__module__ = module
         fn.__qualname__ = fn.__name__
     return parallel_env, raw_env, env
-
-
-def register_envs() -> None:
-    """Register the PettingZoo ids (parallel and AEC) and the Gymnasium ids. Idempotent."""
-    for env_id, module in PETTINGZOO_ENVS.items():
-        if env_id not in pettingzoo.parallel_registry:
-            pettingzoo.register("parallel", env_id, entry_point=f"oasis_gym.envs.{module}:parallel_env")
-        if env_id not in pettingzoo.aec_registry:
-            pettingzoo.register("aec", env_id, entry_point=f"oasis_gym.envs.{module}:env")
-    register_gym_envs()  # Gymnasium: Recommender-v0, Moderator-v0 (their table lives beside their base class)
