@@ -35,7 +35,8 @@ from .common import EnvConfig, PPOConfig, limit_threads, write_json
 @dataclass
 class Args:
     """Every setting of the script, with its default; the command line is generated from the
-    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them."""
+    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them at
+    construction: change a field with `dataclasses.replace`, or those two objects directly."""
 
     timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
     time_limit: float | None = opt(None, "stop training after this many seconds", type=float)

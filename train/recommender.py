@@ -34,7 +34,8 @@ from .common import EnvConfig, PPOConfig, limit_threads, write_json
 @dataclass
 class Args:
     """Every setting of the script, with its default; the command line is generated from the
-    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them."""
+    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them at
+    construction: change a field with `dataclasses.replace`, or those two objects directly."""
 
     timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
     time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
@@ -155,6 +156,7 @@ def train(args: Args) -> dict:
     return result
 
 
+# The two helpers below keep the earlier API (add the options, parse them into an Args).
 def add_arguments(p: argparse.ArgumentParser, cls=Args) -> None:
     """The script's options, generated from `cls`'s fields."""
     cli_args.add_arguments(p, cls)
