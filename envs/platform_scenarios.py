@@ -61,6 +61,7 @@ import numpy as np
 
 from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
 from oasis_gym.actions import ActionType as A
+from oasis_gym.content import template_text
 from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
@@ -182,8 +183,6 @@ class _Stream:
         self.outlets, self.misinfo_accounts = outlets, misinfo_accounts
 
     def post(self, sim, n_true: int, n_misinfo: int) -> np.ndarray:
-        from oasis_gym.policies.abm_dynamics import template_text
-
         sc, rng, pf = self.scenario, self.rng, sim.platform
         outlets = self.outlets[~pf.u_suspended.a[self.outlets]]
         spreaders = self.misinfo_accounts[~pf.u_suspended.a[self.misinfo_accounts]]

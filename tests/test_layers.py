@@ -42,22 +42,10 @@ KNOWN_UPWARD = {
     # fix: the caller (train/, scenarios) passes the user policy in
     ("oasis_gym.envs.gym_registry", "oasis_gym.policies.abm"),
     ("oasis_gym.envs.platform_scenarios", "oasis_gym.policies.abm"),
-    # envs -> policies: template_text; fix: import it from oasis_gym.content (where it lives now)
-    ("oasis_gym.envs.platform_scenarios", "oasis_gym.policies.abm_dynamics"),
 }
 
 # Groups of core modules that import each other (at run time) today; the same shrink-only rule.
-KNOWN_CYCLES = [
-    # Platform.from_db dispatches to journal.load_platform / oasis_import.load_oasis, which
-    # build a Platform; search_index reads platform.REPOST. Fix: a loader function in a
-    # module above journal and oasis_import, and the post-kind constants in their own module.
-    [
-        "oasis_gym.platform.journal",
-        "oasis_gym.platform.oasis_import",
-        "oasis_gym.platform.platform",
-        "oasis_gym.platform.search_index",
-    ],
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def _module_name(path: Path) -> str:

@@ -14,8 +14,10 @@ import json
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
-    """Add `train` with the `recommender` and `moderator` targets (same options as the scripts)."""
-    from .recommender import add_arguments
+    """Add `train` with the `recommender` and `moderator` targets; each target's options are
+    generated from its script's `Args` (the same options and defaults as the script)."""
+    from . import args as cli_args
+    from . import moderator, recommender
 
     train = subparsers.add_parser(
         "train",
@@ -25,11 +27,11 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
         "TensorBoard logs and eval.json under --out.",
     )
     targets = train.add_subparsers(dest="target", required=True)
-    for name, text in (
-        ("recommender", "learn the feed ranking weights (Recommender-v0)"),
-        ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)"),
+    for name, text, module in (
+        ("recommender", "learn the feed ranking weights (Recommender-v0)", recommender),
+        ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)", moderator),
     ):
-        add_arguments(targets.add_parser(name, help=text))
+        cli_args.add_arguments(targets.add_parser(name, help=text), module.Args)
     return train
 
 
@@ -44,8 +46,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from oasis_gym.platform_agents import ModeratorAgent, RecommenderAgent
 
+    from . import args as cli_args
     from . import moderator, recommender
-    from .recommender import args_from_namespace
 
     agent_cls = RecommenderAgent if args.target == "recommender" else ModeratorAgent
     numeric = sorted(f.name for f in fields(agent_cls) if isinstance(f.default, (int, float)))
@@ -55,7 +57,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 2
 
     module = recommender if args.target == "recommender" else moderator
-    run_args = args_from_namespace(args, args.target, module.Args())
+    run_args = cli_args.parse_into(module.Args, args)
     result = module.train(run_args)
     print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
     if args.target == "recommender":

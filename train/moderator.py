@@ -27,29 +27,53 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import args as cli_args
+from .args import key_value, opt
 from .common import EnvConfig, PPOConfig, limit_threads, write_json
-from .recommender import add_arguments, args_from_namespace
-
-BASELINES = ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend")
 
 
 @dataclass
 class Args:
-    env: EnvConfig = field(default_factory=lambda: EnvConfig(kind="moderator"))
-    ppo: PPOConfig = field(
-        default_factory=lambda: PPOConfig(
-            gamma=0.9,
-            policy="slot",
-            first_bias=3.0,
-            learning_rate=1e-3,
-            n_steps=100,
-            batch_size=100,
-            out_dir="runs/moderator",
-        )
+    """Every setting of the script, with its default; the command line is generated from the
+    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them at
+    construction: change a field with `dataclasses.replace`, or those two objects directly."""
+
+    timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
+    time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
+    n_envs: int = opt(2, "subprocess envs")
+    seed: int = opt(0, "training seed")
+    users: int | None = opt(None, "default: the scenario's 1000", type=int)
+    max_cycles: int | None = opt(None, "episode length (default 50)", type=int)
+    eval_seeds: tuple[int, ...] = opt(
+        (1000, 1001, 1002, 1003, 1004),
+        "held-out episode seeds (< 2**20), run on the training population and on --other-population",
     )
-    eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004)
-    other_population: int = 1
-    baselines: tuple[str, ...] = BASELINES
+    other_population: int = opt(1, "population seed of the held-out population")
+    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
+    lr: float = opt(1e-3, "learning rate")
+    gamma: float = opt(0.9, "discount")
+    policy: str = opt("slot", "network (slot: one net shared by the post slots)", choices=("mlp", "slot"))
+    n_steps: int = opt(100, "rollout steps per env")
+    batch_size: int = opt(100, cli=False)  # capped at n_steps * n_envs
+    first_bias: float = opt(3.0, cli=False)  # slot policy: initial logit bonus of "none"
+    ent_coef: float = opt(0.0, "entropy coefficient")
+    agent_param: dict = opt(
+        {},
+        "agent field, e.g. action_cost=0 (the moderator's reward weights; repeatable)",
+        type=key_value,
+        action="append",
+        metavar="KEY=VALUE",
+    )
+    out: str = opt("runs/moderator", "output folder (model, checkpoints, TensorBoard, eval.json)")
+    baselines: tuple[str, ...] = opt(
+        ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend"), cli=False
+    )
+    kind: str = opt("moderator", cli=False)
+    env: EnvConfig = field(init=False)
+    ppo: PPOConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.env, self.ppo = cli_args.configs(self)
 
 
 COLUMNS = (
@@ -166,8 +190,8 @@ def train(args: Args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_arguments(p)
-    args = args_from_namespace(p.parse_args(argv), "moderator", Args())
+    cli_args.add_arguments(p, Args)
+    args = cli_args.parse_into(Args, p.parse_args(argv))
     result = train(args)
     print("\n\n".join(result["tables"]))
     print(

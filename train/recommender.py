@@ -26,18 +26,51 @@ import json
 import sys
 from dataclasses import dataclass, field
 
+from . import args as cli_args
+from .args import key_value, opt
 from .common import EnvConfig, PPOConfig, limit_threads, write_json
-
-BASELINES = ("reddit", "random", "chronological", "twitter", "default_weights")
 
 
 @dataclass
 class Args:
-    env: EnvConfig = field(default_factory=lambda: EnvConfig(kind="recommender"))
-    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(gamma=0.9, out_dir="runs/recommender"))
-    eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003, 1004)
-    other_population: int = 1  # the held-out population of the second evaluation set
-    baselines: tuple[str, ...] = BASELINES
+    """Every setting of the script, with its default; the command line is generated from the
+    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them at
+    construction: change a field with `dataclasses.replace`, or those two objects directly."""
+
+    timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
+    time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
+    n_envs: int = opt(2, "subprocess envs")
+    seed: int = opt(0, "training seed")
+    users: int | None = opt(None, "default: the scenario's 1000", type=int)
+    max_cycles: int | None = opt(None, "episode length (default 50)", type=int)
+    eval_seeds: tuple[int, ...] = opt(
+        (1000, 1001, 1002, 1003, 1004),
+        "held-out episode seeds (< 2**20), run on the training population and on --other-population",
+    )
+    other_population: int = opt(1, "population seed of the held-out population")
+    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
+    lr: float = opt(3e-4, "learning rate")
+    gamma: float = opt(0.9, "discount")
+    policy: str = opt("mlp", "network", choices=("mlp", "slot"))
+    n_steps: int = opt(250, "rollout steps per env")
+    batch_size: int = opt(250, cli=False)  # capped at n_steps * n_envs
+    first_bias: float = opt(0.0, cli=False)  # slot policy: initial logit bonus of "none"
+    ent_coef: float = opt(0.0, "entropy coefficient")
+    agent_param: dict = opt(
+        {},
+        "agent field, e.g. misinfo_penalty=0 (the recommender's reward weights; repeatable)",
+        type=key_value,
+        action="append",
+        metavar="KEY=VALUE",
+    )
+    out: str = opt("runs/recommender", "output folder (model, checkpoints, TensorBoard, eval.json)")
+    baselines: tuple[str, ...] = opt(("reddit", "random", "chronological", "twitter", "default_weights"), cli=False)
+    kind: str = opt("recommender", cli=False)
+    env: EnvConfig = field(init=False)
+    ppo: PPOConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.env, self.ppo = cli_args.configs(self)
 
 
 COLUMNS = (
@@ -123,75 +156,23 @@ def train(args: Args) -> dict:
     return result
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timesteps", type=int, default=60_000)
-    p.add_argument("--time-limit", type=float, default=None, help="stop training after this many seconds")
-    p.add_argument("--n-envs", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
-    p.add_argument("--max-cycles", type=int, default=None, help="episode length (default 50)")
-    p.add_argument(
-        "--eval-seeds",
-        type=int,
-        nargs="+",
-        default=[1000, 1001, 1002, 1003, 1004],
-        help="held-out episode seeds (< 2**20), run on the training population and on --other-population",
-    )
-    p.add_argument("--other-population", type=int, default=1, help="population seed of the held-out population")
-    p.add_argument("--eval-every", type=int, default=0, help="timesteps between TensorBoard evaluations (0: off)")
-    p.add_argument("--lr", type=float, default=None, help="learning rate (default 3e-4 / moderator 1e-3)")
-    p.add_argument("--gamma", type=float, default=None)
-    p.add_argument("--policy", choices=("mlp", "slot"), default=None, help="network (default: mlp / moderator: slot)")
-    p.add_argument("--n-steps", type=int, default=None, help="rollout steps per env")
-    p.add_argument("--ent-coef", type=float, default=None)
-    p.add_argument(
-        "--agent-param",
-        type=_key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="agent field, e.g. misinfo_penalty=0 (the recommender's reward weights; repeatable)",
-    )
-    p.add_argument("--out", default=None)
-
-
-def _key_value(text: str) -> tuple[str, float]:
-    key, sep, value = text.partition("=")
-    try:
-        if not sep or not key:
-            raise ValueError
-        return key, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
+# The two helpers below keep the earlier API (add the options, parse them into an Args).
+def add_arguments(p: argparse.ArgumentParser, cls=Args) -> None:
+    """The script's options, generated from `cls`'s fields."""
+    cli_args.add_arguments(p, cls)
 
 
 def args_from_namespace(ns: argparse.Namespace, kind: str, defaults: Args) -> Args:
-    env = EnvConfig(kind=kind, users=ns.users, max_cycles=ns.max_cycles, agent_params=dict(ns.agent_param or []))
-    ppo = defaults.ppo
-    ppo.total_timesteps, ppo.time_limit_s, ppo.n_envs, ppo.seed = ns.timesteps, ns.time_limit, ns.n_envs, ns.seed
-    ppo.eval_every = ns.eval_every
-    for name, value in (
-        ("learning_rate", ns.lr),
-        ("gamma", ns.gamma),
-        ("policy", ns.policy),
-        ("n_steps", ns.n_steps),
-        ("ent_coef", ns.ent_coef),
-    ):
-        if value is not None:
-            setattr(ppo, name, value)
-    if ns.n_steps is not None:
-        ppo.batch_size = min(ppo.batch_size, ns.n_steps * ppo.n_envs)
-    if ns.out:
-        ppo.out_dir = ns.out
-    defaults.env, defaults.eval_seeds = env, tuple(ns.eval_seeds)
-    defaults.other_population = ns.other_population
-    return defaults
+    """`defaults` with the parsed command-line values (`kind` is checked against it)."""
+    if kind != defaults.kind:
+        raise ValueError(f"Args for {defaults.kind!r}, not {kind!r}")
+    return cli_args.parse_into(type(defaults), ns, defaults)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(p)
-    args = args_from_namespace(p.parse_args(argv), "recommender", Args())
+    args = cli_args.parse_into(Args, p.parse_args(argv))
     result = train(args)
     print("\n\n".join(result["tables"]))
     print(

@@ -1,6 +1,7 @@
 """The social platform: in-memory columnar state, batched actions, SQLite journal."""
 
 from .journal import Journal, JournalError, load_platform
+from .loading import load_db
 from .platform import (
     DOWNRANKED,
     LABELLED,
@@ -24,6 +25,7 @@ __all__ = [
     "Platform",
     "PlatformConfig",
     "load_platform",
+    "load_db",
     "ORIGINAL",
     "REPOST",
     "QUOTE",

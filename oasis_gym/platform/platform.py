@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from ..actions import (
 from ..actions import (
     Result as R,
 )
+from .kinds import ORIGINAL, QUOTE, REPOST
 from .search_index import post_index, top_visible_posts, user_index
 from .store import GrowArray, PairSet, pair_keys, sorted_unique, unpack_keys
 from .text import TextColumn, check_text, is_storable
@@ -51,8 +53,8 @@ from .text import TextColumn, check_text, is_storable
 if TYPE_CHECKING:
     from .checkpoint import Checkpoint
 
-# Post kinds and moderation states.
-ORIGINAL, REPOST, QUOTE = 0, 1, 2
+# Moderation states. (The post kinds ORIGINAL / REPOST / QUOTE live in kinds.py, which
+# search_index reads too; imported above, so `platform.REPOST` still works.)
 VISIBLE, LABELLED, DOWNRANKED, REMOVED = 0, 1, 2, 3
 MODERATION_NAMES = ("none", "label", "downrank", "remove")
 UNKNOWN_LABEL, TRUE_LABEL, MISINFO_LABEL = -1, 0, 1
@@ -706,15 +708,16 @@ class Platform:
         """Simulated wall time of a minute offset, as OASIS's DATETIME text."""
         return _datetime_text(self.minute if minute is None else int(minute))
 
+    _db_loader: ClassVar[Callable[[Any], Platform]]  # set by loading.py (the package imports it)
+
     @classmethod
     def from_db(cls, path) -> Platform:
         """Restore the exact in-memory state from a journal written by `Journal`, or load a
         database written by OASIS (read-only; see `oasis_import.load_oasis`: its rows stay
         pending, so a new `Journal` commit writes them all)."""
-        from .journal import load_platform
-        from .oasis_import import is_oasis_db, load_oasis
-
-        return load_oasis(path).platform if is_oasis_db(path) else load_platform(path)
+        # the loaders live in modules that import this one (loading.py registers itself when
+        # the package is imported), so the platform does not import its journal
+        return cls._db_loader(path)
 
     def reset_pending(self) -> StepLog:
         log, self.pending = self.pending, StepLog()

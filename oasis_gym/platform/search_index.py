@@ -31,6 +31,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .kinds import REPOST
+
 _EMPTY = np.zeros(0, dtype=np.int64)
 _WORD_CACHE = 4096  # words whose matching token ids are remembered
 _DOC_CACHE_BUDGET = 8_000_000  # document ids kept in the per-word cache, in all (64 MB)
@@ -243,8 +245,6 @@ class SubstringIndex:
 
 # ---------------------------------------------------------------------- platform glue
 def _post_texts(pf, lo: int, hi: int) -> Iterable[str]:
-    from .platform import REPOST
-
     kinds = pf.p_kind.a[lo:hi].tolist()
     return ("" if kind == REPOST else pf._post_text(p) for p, kind in zip(range(lo, hi), kinds))  # reposts never match
 

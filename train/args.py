@@ -1,0 +1,100 @@
+"""A training script's command line, generated from its `Args` dataclass (CleanRL style).
+
+Each field with ``opt(...)`` metadata (or a plain default) becomes ``--field-name`` with the
+field's default and help; the type comes from the default (or ``type=`` where the default
+is None). A tuple default takes ``nargs="+"``; ``cli=False`` keeps a field off the command
+line. `parse_into` turns the parsed namespace back into the dataclass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from .common import EnvConfig, PPOConfig
+
+
+def opt(default: Any = dataclasses.MISSING, help: str = "", *, cli: bool = True, **argparse_kw: Any) -> Any:
+    """A dataclass field with its command-line help (and argparse options such as `type`,
+    `choices`, `action`, `metavar`); a list/dict default is given as a factory."""
+    meta = {"help": help, "cli": cli, "argparse": argparse_kw}
+    if isinstance(default, (list, dict)):
+        value = default
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def cli_fields(cls) -> list[dataclasses.Field]:
+    """The fields of `cls` that are command-line options."""
+    return [f for f in dataclasses.fields(cls) if f.init and f.metadata.get("cli", True)]
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls) -> None:
+    """``--name`` options for every command-line field of `cls`, defaults and help from it."""
+    for f in cli_fields(cls):
+        default = _default(f)
+        text = f.metadata.get("help", "")
+        if default is not None and not isinstance(default, (list, dict)):
+            text = f"{text} (default: %(default)s)".strip()
+        kw: dict[str, Any] = {"default": default, "help": text or None}
+        if isinstance(default, tuple):
+            kw.update(nargs="+", type=type(default[0]), default=list(default))
+        elif isinstance(default, bool):
+            kw.update(type=lambda s: s.lower() in ("1", "true", "yes"))
+        elif isinstance(default, dict):  # repeated KEY=VALUE options, appended to a fresh list
+            kw["default"] = list(default.items())
+        elif default is not None and not isinstance(default, list):
+            kw["type"] = type(default)
+        kw.update(f.metadata.get("argparse", {}))
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kw)
+
+
+def parse_into(cls, ns: argparse.Namespace, defaults=None):
+    """`cls` (or `defaults` with these values replaced) from a parsed namespace: tuples stay
+    tuples, an appended list of (key, value) pairs for a dict field becomes a dict."""
+    values = {}
+    for f in cli_fields(cls):
+        value, default = getattr(ns, f.name), _default(f)
+        if isinstance(default, tuple) and value is not None:
+            value = tuple(value)
+        elif isinstance(default, dict) and not isinstance(value, dict):
+            value = dict(value or [])
+        values[f.name] = value
+    return dataclasses.replace(defaults, **values) if defaults is not None else cls(**values)
+
+
+def key_value(text: str) -> tuple[str, float]:
+    """``KEY=NUMBER`` -> (key, float); anything else is an argparse error (one line, exit 2)."""
+    key, sep, value = text.partition("=")
+    try:
+        if not sep or not key:
+            raise ValueError
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
+
+
+def configs(a) -> tuple[EnvConfig, PPOConfig]:
+    """The (EnvConfig, PPOConfig) of a script's `Args` (the fields both scripts share)."""
+    env = EnvConfig(kind=a.kind, users=a.users, max_cycles=a.max_cycles, agent_params=dict(a.agent_param))
+    ppo = PPOConfig(
+        total_timesteps=a.timesteps,
+        time_limit_s=a.time_limit,
+        n_envs=a.n_envs,
+        seed=a.seed,
+        eval_every=a.eval_every,
+        learning_rate=a.lr,
+        gamma=a.gamma,
+        policy=a.policy,
+        n_steps=a.n_steps,
+        batch_size=min(a.batch_size, a.n_steps * a.n_envs),  # a batch never exceeds a rollout
+        first_bias=a.first_bias,
+        ent_coef=a.ent_coef,
+        out_dir=a.out,
+    )
+    return env, ppo
