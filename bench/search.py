@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from oasis_gym.content import TOPIC_WORDS as TOPICS  # noqa: E402
 from oasis_gym.platform import Platform  # noqa: E402
 from oasis_gym.platform.platform import REPOST  # noqa: E402
 from oasis_gym.population import synthetic  # noqa: E402
@@ -39,21 +40,6 @@ try:
     from oasis_gym.policies.abm_dynamics import template_text
 except ImportError:  # not installed yet: import the source folder directly
     from policies.abm_dynamics import template_text
-
-TOPICS = (
-    "economy",
-    "climate",
-    "election",
-    "health",
-    "technology",
-    "sports",
-    "music",
-    "science",
-    "education",
-    "travel",
-    "food",
-    "business",
-)
 
 
 def brute_search_posts(pf: Platform, viewer: int, query: str, k: int = 10) -> np.ndarray:

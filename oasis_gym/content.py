@@ -13,6 +13,22 @@ import re
 
 import numpy as np
 
+# Topics of the text the core writes for users that post without text (and of the benches' posts).
+TOPIC_WORDS = (
+    "economy",
+    "climate",
+    "election",
+    "health",
+    "technology",
+    "sports",
+    "music",
+    "science",
+    "education",
+    "travel",
+    "food",
+    "business",
+)
+
 __all__ = ["STANCE_LABELS", "stance_label", "template_text", "lexicon_stance"]
 
 STANCE_LABELS: tuple[str, ...] = ("strongly against", "against", "neutral", "for", "strongly for")

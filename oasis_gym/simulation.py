@@ -57,7 +57,7 @@ from .batches import (
     engagement_reward,
 )
 from .clock import Clock, sample_active
-from .content import lexicon_stance, template_text
+from .content import TOPIC_WORDS, lexicon_stance, template_text
 from .errors import ConfigError
 from .feed_views import FeedViews
 from .observation import _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS, _VIEW_TREND, Observer
@@ -470,11 +470,11 @@ class Simulation(Observer, FeedViews):
         pf = self.platform
         for i in need:
             if action[i] in (A.SEARCH_POSTS, A.SEARCH_USER):
-                texts[i] = _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))]
+                texts[i] = TOPIC_WORDS[int(self.rng_text.integers(len(TOPIC_WORDS)))]
             else:
                 op = float(pf.u_opinion.a[users[i]])
                 texts[i] = template_text(
-                    np.array([op]), _TOPIC_WORDS[int(self.rng_text.integers(len(_TOPIC_WORDS)))], self.rng_text
+                    np.array([op]), TOPIC_WORDS[int(self.rng_text.integers(len(TOPIC_WORDS)))], self.rng_text
                 )[0]
                 if np.isnan(stance[i]):
                     stance[i] = op
@@ -532,19 +532,3 @@ def _int_column(values, n: int, default: int, name: str = "action") -> np.ndarra
         if n and np.max(np.abs(arr.astype(np.float64))) >= 2**62:
             raise ValueError(f"actions' {name} column holds values out of the int64 range")
     return arr.astype(np.int64)
-
-
-_TOPIC_WORDS = (
-    "economy",
-    "climate",
-    "election",
-    "health",
-    "technology",
-    "sports",
-    "music",
-    "science",
-    "education",
-    "travel",
-    "food",
-    "business",
-)
