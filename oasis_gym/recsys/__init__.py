@@ -19,7 +19,8 @@ from .agent_controlled import (
 )
 from .base import BaseRecommender, Recommender
 from .chronological import ChronologicalRecommender
-from .embed import Embedder, EmbeddingIndex, HashEmbedder, SentenceTransformerEmbedder, make_embedder
+from .embed import Embedder, HashEmbedder, SentenceTransformerEmbedder, make_embedder
+from .embedding_index import EmbeddingIndex
 from .random_rec import RandomRecommender
 from .reddit import RedditRecommender, hot_score, post_seconds
 from .twitter import TwitterRecommender, fan_score, recency_score

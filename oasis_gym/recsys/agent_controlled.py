@@ -46,14 +46,11 @@ from .base import (
     chunked_rows,
     demote,
     downranked,
-    empty_feed,
     expand_ranges,
-    followee_items,
-    pool_topk,
     recent_pool,
-    rowwise_dot,
-    segmented_topk,
 )
+from .in_network import followee_items
+from .topk import empty_feed, pool_topk, rowwise_dot, segmented_topk
 
 CANDIDATE_FEATURES: tuple[str, ...] = (
     "recency",

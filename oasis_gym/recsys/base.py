@@ -25,8 +25,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..platform import DOWNRANKED, REMOVED, REPOST
-from ..platform.store import pair_keys
-from .embed import Embedder, EmbeddingIndex
+from .embed import Embedder
+from .embedding_index import EmbeddingIndex
+from .in_network import followee_items
+from .topk import dense_topk, empty_feed, merge_feeds, pool_topk, rowwise_dot, segmented_topk
 
 
 @runtime_checkable
@@ -108,10 +110,6 @@ def as_users(users) -> np.ndarray:
     return np.asarray(users, dtype=np.int64).reshape(-1)
 
 
-def empty_feed(n: int, k: int) -> np.ndarray:
-    return np.full((n, max(int(k), 0)), -1, dtype=np.int64)
-
-
 def demote(scores: np.ndarray, downranked: np.ndarray, factor: float) -> np.ndarray:
     """Penalize downranked entries of a higher-is-better score, whatever its sign:
     positive scores are multiplied by `factor`, negative ones divided by it."""
@@ -173,248 +171,6 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return owner, np.repeat(lo, counts) + offsets
 
 
-def segmented_topk(
-    rows: np.ndarray,
-    posts: np.ndarray,
-    scores: np.ndarray,
-    n_rows: int,
-    k: int,
-    dedupe: bool = True,
-    tiebreak: np.ndarray | None = None,
-    maybe_dup: np.ndarray | None = None,
-) -> np.ndarray:
-    """Per row, the k best posts of a ragged (row, post, score) list, best first, -1 padded.
-
-    Order: score desc, then `tiebreak` desc (default: the post id, i.e. newer first). A post
-    listed twice in a row keeps its best entry (when `dedupe`); `maybe_dup` (bool per
-    entry) may name the only entries that can repeat another one (e.g. reposts), so the
-    dedupe sort runs on those keys only. Cost O(m log m) for m listed pairs: float scores
-    become dense integer ranks, then two single-key integer sorts replace a 3-key lexsort.
-    """
-    out = empty_feed(n_rows, k)
-    if not len(rows) or k <= 0:
-        return out
-    order = _segment_order(rows, scores, posts if tiebreak is None else tiebreak)
-    r, p = rows[order], posts[order]
-    if dedupe and (maybe_dup is None or maybe_dup.any()):
-        keys = pair_keys(r, p)
-        if maybe_dup is None:
-            keep = np.sort(np.unique(keys, return_index=True)[1])
-        else:  # only entries sharing a key with a maybe-duplicate take part
-            suspect = np.unique(pair_keys(rows[maybe_dup], posts[maybe_dup]))
-            at = np.minimum(np.searchsorted(suspect, keys), len(suspect) - 1)
-            involved = np.flatnonzero(suspect[at] == keys)
-            first = involved[np.unique(keys[involved], return_index=True)[1]]
-            drop = np.setdiff1d(involved, first, assume_unique=True)
-            keep = np.setdiff1d(np.arange(len(keys)), drop, assume_unique=True)
-        r, p = r[keep], p[keep]
-    start = np.searchsorted(r, r, side="left")
-    rank = np.arange(len(r)) - start
-    take = rank < k
-    out[r[take], rank[take]] = p[take]
-    return out
-
-
-def _segment_order(rows: np.ndarray, scores: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
-    """Order by row asc, score desc, tiebreak desc."""
-    if not np.issubdtype(scores.dtype, np.integer):
-        scores = np.unique(scores, return_inverse=True)[1].reshape(-1)  # dense ranks, same order
-    lo, hi = int(scores.min()), int(scores.max())
-    if hi - lo < (1 << 32) - 1 and int(rows.max()) < (1 << 31):
-        by_tie = np.argsort(-np.asarray(tiebreak, dtype=np.int64), kind="stable")
-        key = (rows[by_tie] << 32) | (hi - scores[by_tie]).astype(np.int64)
-        return by_tie[np.argsort(key, kind="stable")]
-    return np.lexsort((-tiebreak, -scores, rows))
-
-
-def rowwise_dot(a: np.ndarray, ai: np.ndarray, b: np.ndarray, bi: np.ndarray, chunk: int = 32768) -> np.ndarray:
-    """out[i] = a[ai[i]] . b[bi[i]], in chunks (no (m, dim) temporaries for large m)."""
-    out = np.empty(len(ai), dtype=np.float32)
-    for lo in range(0, len(ai), chunk):
-        hi = min(len(ai), lo + chunk)
-        out[lo:hi] = np.einsum("nd,nd->n", a[ai[lo:hi]], b[bi[lo:hi]])
-    return out
-
-
-def merge_feeds(parts: list[np.ndarray], k: int) -> np.ndarray:
-    """Concatenate ranked feeds (rows aligned) in the given priority order, drop -1 and
-    repeated posts (the first occurrence wins), keep the first k of each row."""
-    mat = np.concatenate(parts, axis=1)
-    n, m = mat.shape
-    out = empty_feed(n, k)
-    if not m or k <= 0:
-        return out
-    order = np.argsort(mat, axis=1, kind="stable")  # equal ids adjacent, earliest first
-    srt = np.take_along_axis(mat, order, axis=1)
-    repeat = np.zeros((n, m), dtype=bool)
-    repeat[:, 1:] = srt[:, 1:] == srt[:, :-1]
-    keep = np.empty((n, m), dtype=bool)
-    np.put_along_axis(keep, order, ~repeat, axis=1)
-    keep &= mat >= 0
-    rank = np.cumsum(keep, axis=1) - 1
-    r, c = np.nonzero(keep & (rank < k))
-    out[r, rank[r, c]] = mat[r, c]
-    return out
-
-
-def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k columns per row of a score matrix, best first: (columns, scores).
-
-    Exact, and several times faster than a row-wise argpartition over wide rows (measured
-    0.12 s vs 0.8 s for 10k x 2000): the columns are cut into strided groups of `group`
-    columns, the k groups with the largest maxima are kept (together they hold the k best
-    entries) and only their columns are partitioned. Ties prefer the higher column, i.e.
-    the newer post in an ascending pool. -inf entries come back like any other; callers
-    turn them into -1.
-    """
-    n, p = scores.shape
-    k = min(int(k), p)
-    if k <= 0 or n == 0:
-        return np.zeros((n, 0), np.int64), np.zeros((n, 0), scores.dtype)
-    n_groups = p // group
-    if n_groups > k and 2 * k * group <= p:
-        cut = n_groups * group
-        gmax = scores[:, :cut].reshape(n, group, n_groups).max(axis=1)  # group j: cols j + i*n_groups
-        top = np.argpartition(gmax, n_groups - k, axis=1)[:, n_groups - k :]
-        cols = (top[:, None, :] + (np.arange(group, dtype=np.int64) * n_groups)[None, :, None]).reshape(n, -1)
-        if cut < p:  # the few leftover columns are candidates for every row
-            cols = np.concatenate([cols, np.broadcast_to(np.arange(cut, p, dtype=np.int64), (n, p - cut))], axis=1)
-        cand = np.take_along_axis(scores, cols, axis=1)
-    else:
-        cols = np.broadcast_to(np.arange(p, dtype=np.int64), (n, p))
-        cand = scores
-    m = cand.shape[1]
-    if k < m:
-        part = np.argpartition(cand, m - k, axis=1)[:, m - k :]
-        cols, cand = np.take_along_axis(cols, part, axis=1), np.take_along_axis(cand, part, axis=1)
-    order = _row_order(cand, cols)
-    cols, vals = np.take_along_axis(cols, order, axis=1), np.take_along_axis(cand, order, axis=1)
-    return _prefer_high_columns(scores, cols, vals)
-
-
-def _prefer_high_columns(scores: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where the k-th value is tied with entries left out, keep the highest tied columns
-    (the selection above picks arbitrary ones among equal values). One compare pass."""
-    k = cols.shape[1]
-    kth = vals[:, -1:]
-    n_sel = (vals == kth).sum(axis=1)
-    bad = np.flatnonzero(((scores == kth).sum(axis=1) > n_sel) & np.isfinite(kth[:, 0]))
-    if not len(bad):
-        return cols, vals
-    cols = np.array(cols)  # writable (may be a broadcast view)
-    eq = scores[bad] == kth[bad]
-    need = n_sel[bad]
-    from_right = np.cumsum(eq[:, ::-1], axis=1)[:, ::-1]
-    r, c = np.nonzero(eq & (from_right <= need[:, None]))
-    cols[bad[r], k - need[r] + from_right[r, c] - 1] = c
-    return cols, vals
-
-
-def _row_order(v: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Row-wise argsort by value desc, then column desc (two stable row sorts)."""
-    by_col = np.argsort(-c, axis=1, kind="stable")
-    by_val = np.argsort(-np.take_along_axis(v, by_col, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(by_col, by_val, axis=1)
-
-
-def pool_topk(scores: np.ndarray, pool: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """`dense_topk` over a (users, pool) score matrix, mapped to post ids; -inf -> -1."""
-    cols, vals = dense_topk(scores, k)
-    ids = pool[cols] if cols.size else cols
-    ids = np.where(np.isneginf(vals), -1, ids)
-    return ids.astype(np.int64, copy=False), vals
-
-
-def followee_items(
-    platform,
-    users: np.ndarray,
-    per_followee: int,
-    max_depth: int | None = None,
-    prune_k: int | None = None,
-    prune_score=None,
-    pairs: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The latest visible posts of each user's followees: (row, shown post, share post).
-
-    Walks every followee's newest-first post list (`u_last_post`, `p_prev_by_author`) for
-    all (user, followee) pairs at once, until `per_followee` visible items were found for
-    the pair or its list ends (at most `max_depth` steps, default 4 * per_followee + 16,
-    so a followee with long runs of invisible posts cannot stall a step). A repost shows
-    its root ("shown"); "share" is the followee's own post id (its time is the share time).
-    Pairs whose followee the user muted are skipped. Cost ~ followee pairs x depth walked.
-    `pairs` may pass `platform.followees(users)` when the caller already has it.
-
-    With `prune_k` (newest-first feeds), a pair stops as soon as its next post cannot beat
-    the user's k-th best distinct item found so far. Items are scored by
-    `prune_score(shown, share) -> int64` (default 2 * share + 1), which must never exceed
-    2 * share + 1: a pair whose next post is `cur` can then score at most 2 * cur + 1.
-    """
-    score_of = prune_score or (lambda shown, share: 2 * share + 1)
-    empty = np.empty(0, np.int64)
-    if per_followee <= 0 or not len(users) or not platform.n_posts:
-        return empty, empty, empty
-    row, fol = pairs if pairs is not None else platform.followees(users)
-    has_mutes = len(platform.rel["mute"]) > 0
-    if has_mutes and len(row):
-        keep = ~platform.muted_mask(users[row], fol)
-        row, fol = row[keep], fol[keep]
-    cur = platform.u_last_post.a[fol]
-    live = cur >= 0
-    row, cur = row[live], cur[live]
-    need = np.full(len(row), per_followee, dtype=np.int64)
-    kind, root_of = platform.p_kind.a, platform.p_root.a
-    author, status, prev = platform.p_author.a, platform.p_status.a, platform.p_prev_by_author.a
-    out_r, out_p, out_s = [], [], []
-    depth = 0
-    limit = max_depth if max_depth is not None else 4 * per_followee + 16
-    while len(cur) and depth < limit:
-        shown = np.where(kind[cur] == REPOST, root_of[cur], cur)
-        viewer = users[row]
-        a = author[shown]
-        vis = (status[shown] != REMOVED) & (a != viewer)
-        if has_mutes:
-            vis &= ~platform.muted_mask(viewer, a)
-        out_r.append(row[vis])
-        out_p.append(shown[vis])
-        out_s.append(cur[vis])
-        need -= vis
-        cur = prev[cur]
-        keep = (cur >= 0) & (need > 0)
-        if prune_k and depth in (0, 1, 3):  # after steps 1, 2 and 4: most pairs stop early
-            shown_all, share_all = np.concatenate(out_p), np.concatenate(out_s)
-            floor = _kth_best(
-                np.concatenate(out_r), shown_all, share_all, score_of(shown_all, share_all), len(users), prune_k
-            )
-            keep &= 2 * cur + 1 >= floor[row]
-        row, cur, need = row[keep], cur[keep], need[keep]
-        depth += 1
-    if not out_r:
-        return empty, empty, empty
-    return np.concatenate(out_r), np.concatenate(out_p), np.concatenate(out_s)
-
-
-def _kth_best(
-    rows: np.ndarray, shown: np.ndarray, share: np.ndarray, score: np.ndarray, n_rows: int, k: int
-) -> np.ndarray:
-    """Per row, a lower bound of the k-th best score over distinct shown posts: the exact
-    k-th best over the items that are not reposts (each such post is listed once per
-    row, so no dedupe sort is needed); a very low value where a row has fewer than k."""
-    floor = np.full(n_rows, np.iinfo(np.int64).min, dtype=np.int64)
-    own = shown == share
-    rows, score = rows[own], score[own]
-    if not len(rows):
-        return floor
-    lo, hi = int(score.min()), int(score.max())
-    if hi - lo >= 1 << 34 or n_rows >= 1 << 28:  # out of the packed-key range: be conservative
-        return floor
-    key = np.sort((rows << 34) | (hi - score))
-    r = key >> 34
-    start = np.searchsorted(r, np.arange(n_rows))
-    full = np.flatnonzero(np.bincount(r, minlength=n_rows) >= k)
-    floor[full] = hi - (key[start[full] + k - 1] & ((1 << 34) - 1))
-    return floor
-
-
 def downranked(platform, posts: np.ndarray) -> np.ndarray:
     return platform.p_status.a[posts] == DOWNRANKED
 
@@ -435,3 +191,27 @@ def chunk_cells(rows: np.ndarray, cols: np.ndarray, sl: slice) -> tuple[np.ndarr
     """The cells of sorted (row, col) lists that fall in the row slice, rows made local."""
     lo, hi = np.searchsorted(rows, [sl.start, sl.stop])
     return rows[lo:hi] - sl.start, cols[lo:hi]
+
+
+# the top-k and in-network blocks live in `topk` and `in_network`; importable from here too
+__all__ = [
+    "Recommender",
+    "BaseRecommender",
+    "as_users",
+    "empty_feed",
+    "demote",
+    "eligible_posts",
+    "recent_pool",
+    "blocked_cells",
+    "expand_ranges",
+    "downranked",
+    "chunked_rows",
+    "cells_by_row",
+    "chunk_cells",
+    "segmented_topk",
+    "rowwise_dot",
+    "merge_feeds",
+    "dense_topk",
+    "pool_topk",
+    "followee_items",
+]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BaseRecommender, as_users, downranked, empty_feed, followee_items, segmented_topk
+from .base import BaseRecommender, as_users, downranked
+from .in_network import followee_items
+from .topk import empty_feed, segmented_topk
 
 
 class ChronologicalRecommender(BaseRecommender):

@@ -16,17 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import (
-    BaseRecommender,
-    as_users,
-    blocked_cells,
-    demote,
-    dense_topk,
-    downranked,
-    empty_feed,
-    recent_pool,
-    segmented_topk,
-)
+from .base import BaseRecommender, as_users, blocked_cells, demote, downranked, recent_pool
+from .topk import dense_topk, empty_feed, segmented_topk
 
 
 class RandomRecommender(BaseRecommender):

@@ -30,7 +30,8 @@ import calendar
 import numpy as np
 
 from ..platform.platform import EPOCH
-from .base import BaseRecommender, as_users, blocked_cells, downranked, empty_feed, recent_pool
+from .base import BaseRecommender, as_users, blocked_cells, downranked, recent_pool
+from .topk import empty_feed
 
 REDDIT_EPOCH_SECONDS = 1134028003
 HOT_SECONDS = 45000.0

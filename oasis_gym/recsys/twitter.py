@@ -48,13 +48,10 @@ from .base import (
     chunked_rows,
     demote,
     downranked,
-    empty_feed,
-    followee_items,
-    merge_feeds,
-    pool_topk,
     recent_pool,
-    segmented_topk,
 )
+from .in_network import followee_items
+from .topk import empty_feed, merge_feeds, pool_topk, segmented_topk
 
 R_OFFSET = 271.8
 R_SCALE = 100.0

@@ -1,0 +1,195 @@
+"""The per-episode embedding index: post vectors aligned with post ids, user vectors on demand.
+
+`EmbeddingIndex` keeps one growing matrix of post vectors aligned with post ids (a repost
+gets its root's vector; a quote embeds its own text plus the quoted text), embedding only
+posts created since the last `sync`, and builds user vectors on demand from the profile
+(bio text, interest topics) and the user's latest posts, caching the static
+profile part so its cost scales with the users that are actually served.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..platform import REPOST
+from ..platform.store import GrowArray
+from .embed import Embedder, l2_normalize, make_embedder
+
+
+def _topic_names() -> tuple[str, ...]:
+    from ..population import TOPICS
+
+    return TOPICS
+
+
+def interest_bits(interests: np.ndarray, n_bits: int) -> np.ndarray:
+    """(n, n_bits) float32 0/1 matrix of the set bits of uint64 interest masks."""
+    shifts = np.arange(n_bits, dtype=np.uint64)
+    return ((np.asarray(interests, dtype=np.uint64)[:, None] >> shifts) & np.uint64(1)).astype(np.float32)
+
+
+class EmbeddingIndex:
+    """Post vectors aligned with post ids (grown incrementally) and user vectors on demand.
+
+    User vector = normalize(profile_weight * e(profile text) + topic_weight * e(topics)
+    + recent_weight * mean(e(latest `n_recent` posts))), each term unit-length before
+    weighting. The profile text is the bio (as in OASIS, which embeds only the bio); pass
+    ``profile_fields=("bio", "persona")`` to add the persona (costs a string render per
+    new user for lazy synthetic populations: about 10 µs each). The profile part (static)
+    is cached per user, up to `user_cache_size` users, after which the cache starts over,
+    bounding memory at 1M users.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | str | None = None,
+        n_recent: int = 3,
+        profile_weight: float = 1.0,
+        topic_weight: float = 1.0,
+        recent_weight: float = 1.0,
+        user_cache_size: int = 262_144,
+        profile_fields: tuple[str, ...] = ("bio",),
+    ):
+        self.embedder = make_embedder(embedder)
+        self.n_recent = n_recent
+        self.profile_weight = profile_weight
+        self.topic_weight = topic_weight
+        self.recent_weight = recent_weight
+        self.user_cache_size = user_cache_size
+        self.profile_fields = profile_fields
+        self.clear()
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    def clear(self) -> None:
+        self._posts: GrowArray | None = None
+        self._topics: np.ndarray | None = None
+        self._user_row = np.empty(0, dtype=np.int64)
+        self._user_vecs: GrowArray | None = None
+        self._memo: tuple | None = None  # (platform id, n_posts, users, vectors) of the last call
+
+    @property
+    def n_posts(self) -> int:
+        return 0 if self._posts is None else len(self._posts)
+
+    @property
+    def post_matrix(self) -> np.ndarray:
+        """(n embedded posts, dim) float32 view; row i is post i."""
+        return self._posts.a if self._posts is not None else np.zeros((0, self.dim), np.float32)
+
+    def reset(self, platform) -> None:
+        """Forget everything and embed every existing post of `platform`."""
+        self.clear()
+        self.sync(platform)
+
+    def sync(self, platform) -> np.ndarray:
+        """Embed posts created since the last call; returns their ids."""
+        if self._posts is None:
+            self._posts = GrowArray(np.float32, width=self.dim, capacity=max(1024, platform.n_posts))
+        lo, hi = len(self._posts), platform.n_posts
+        if hi <= lo:
+            return np.empty(0, np.int64)
+        ids = np.arange(lo, hi, dtype=np.int64)
+        kind = platform.p_kind.a[lo:hi]
+        vecs = np.zeros((hi - lo, self.dim), dtype=np.float32)
+        own = np.flatnonzero(kind != REPOST)
+        if len(own):
+            vecs[own] = self.embedder.embed_texts([_post_text(platform, int(p)) for p in ids[own]])
+        self._posts.extend(vecs)
+        rep = ids[kind == REPOST]
+        if len(rep):  # a root is always older than its reposts, so its row exists now
+            self._posts.a[rep] = self._posts.a[platform.p_root.a[rep]]
+        return ids
+
+    def truncate(self, n_posts: int) -> None:
+        """Forget the posts from `n_posts` on (a failed step's posts are rolled back)."""
+        if self._posts is not None and len(self._posts) > n_posts:
+            self._posts.n = n_posts
+        self._memo = None
+
+    def post_vectors(self, posts: np.ndarray) -> np.ndarray:
+        """Vectors of post ids (any shape); -1 (padding) gives a zero vector."""
+        posts = np.asarray(posts, dtype=np.int64)
+        mat = self.post_matrix
+        out = mat[np.maximum(posts, 0)] if len(mat) else np.zeros(posts.shape + (self.dim,), np.float32)
+        out[posts < 0] = 0.0
+        return out
+
+    # ---------------------------------------------------------------- users
+    def _topic_matrix(self) -> np.ndarray:
+        if self._topics is None:
+            self._topics = self.embedder.embed_texts(list(_topic_names()))
+        return self._topics
+
+    def _profile_vectors(self, platform, users: np.ndarray) -> np.ndarray:
+        """Static profile part, computed for uncached users only."""
+        n = platform.n_users
+        if len(self._user_row) < n:
+            self._user_row = np.concatenate([self._user_row, np.full(n - len(self._user_row), -1, np.int64)])
+        if self._user_vecs is None:
+            self._user_vecs = GrowArray(np.float32, width=self.dim, capacity=max(1024, min(len(users), 1 << 16)))
+        new = np.unique(users[self._user_row[users] < 0])
+        if len(new):
+            if len(self._user_vecs) + len(new) > self.user_cache_size:
+                self._user_row[:] = -1
+                self._user_vecs.n = 0
+                new = np.unique(users)
+            self._user_row[new] = self._user_vecs.extend(self._compute_profiles(platform, new))
+        return self._user_vecs.a[self._user_row[users]]
+
+    def _compute_profiles(self, platform, users: np.ndarray) -> np.ndarray:
+        cols = [getattr(platform, f"u_{f}") for f in self.profile_fields]
+        texts = [" ".join(str(c[u] or "") for c in cols) for u in users.tolist()]
+        vec = self.profile_weight * self.embedder.embed_texts(texts)
+        topics = self._topic_matrix()
+        bits = interest_bits(platform.u_interests.a[users], len(topics))
+        vec += self.topic_weight * l2_normalize(bits @ topics)
+        return vec
+
+    def recent_post_ids(self, platform, users: np.ndarray) -> np.ndarray:
+        """(len(users), n_recent) latest post ids of each user (newest first), -1 padded."""
+        out = np.full((len(users), self.n_recent), -1, dtype=np.int64)
+        if not platform.n_posts or not self.n_recent:
+            return out
+        cur = platform.u_last_post.a[users]
+        prev = platform.p_prev_by_author.a
+        for d in range(self.n_recent):
+            out[:, d] = cur
+            live = cur >= 0
+            if not live.any():
+                break
+            cur = np.where(live, prev[np.maximum(cur, 0)], -1)
+        return out
+
+    def user_vectors(self, platform, users: np.ndarray) -> np.ndarray:
+        """(len(users), dim) unit user vectors (see the class docstring)."""
+        users = np.asarray(users, dtype=np.int64)
+        if not len(users):
+            return np.zeros((0, self.dim), np.float32)
+        self.sync(platform)
+        memo = self._memo  # recommend() then similarity() ask for the same users in one step
+        if (
+            memo is not None
+            and memo[0] == id(platform)
+            and memo[1] == platform.n_posts
+            and np.array_equal(memo[2], users)
+        ):
+            return memo[3]
+        vec = self._profile_vectors(platform, users)  # a gathered copy
+        if self.recent_weight and self.n_recent:
+            recent = self.recent_post_ids(platform, users)
+            mean = self.post_vectors(recent).sum(axis=1)
+            vec += self.recent_weight * l2_normalize(mean)
+        vec = l2_normalize(vec)
+        vec.flags.writeable = False
+        self._memo = (id(platform), platform.n_posts, users.copy(), vec)
+        return vec
+
+
+def _post_text(platform, p: int) -> str:
+    """What a post says: its text, and for a quote the quote text before the quoted one."""
+    quote = platform.p_quote[p]
+    text = platform.p_content[p] or ""
+    return text if quote is None else f"{quote} {text}"
