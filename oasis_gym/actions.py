@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-import numpy as np
-
 
 class ActionType(IntEnum):
+    """The action codes (stable integers; the gym action space, the trace table and the policies use them)."""
+
     DO_NOTHING = 0
     SIGN_UP = 1
     REFRESH = 2
@@ -105,6 +105,8 @@ ALL_ACTIONS: tuple[ActionType, ...] = tuple(ActionType)
 
 
 class Result(IntEnum):
+    """Why an action was rejected (OK: applied); a rejected action is a recorded no-op."""
+
     OK = 0
     UNKNOWN_USER = 1
     UNKNOWN_POST = 2
@@ -126,9 +128,3 @@ class Result(IntEnum):
 
 
 RESULT_NAMES: tuple[str, ...] = tuple(r.name.lower() for r in Result)
-
-
-def action_code_array(codes) -> np.ndarray:
-    """Coerce action codes (names, enums or ints) to an int8 array."""
-    out = [ACTION_BY_NAME[c] if isinstance(c, str) else int(c) for c in codes]
-    return np.asarray(out, dtype=np.int8)

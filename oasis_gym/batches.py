@@ -85,7 +85,21 @@ class ActionArrays:
 
     @classmethod
     def empty(cls) -> ActionArrays:
+        """A batch of no actions."""
         return cls(np.empty(0, np.int64), np.empty(0, np.int64))
+
+    def column(self, name: str) -> np.ndarray:
+        """Column `name` as a new array (int64; float32 for `stance`), filled where the batch
+        leaves it out: do_nothing / slot 0 for the integer columns, NaN (unknown) stance."""
+        values = getattr(self, name)
+        dtype = np.float32 if name == "stance" else np.int64
+        if values is None:
+            return np.full(len(self), np.nan if name == "stance" else 0, dtype=dtype)
+        return np.array(values, dtype=dtype)
+
+    def texts(self) -> list[str | None]:
+        """The text column as a new list (None where the batch has no texts)."""
+        return list(self.text) if self.text is not None else [None] * len(self)
 
     @classmethod
     def concat(cls, parts: Sequence[ActionArrays]) -> ActionArrays:
@@ -93,31 +107,17 @@ class ActionArrays:
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
+        cols = {name: np.concatenate([p.column(name) for p in parts]) for name in _ARRAY_COLUMNS}
+        return cls(**cols, text=[t for p in parts for t in p.texts()])
 
-        def col(name: str, fill, dtype):
-            return np.concatenate(
-                [
-                    np.asarray(getattr(p, name), dtype=dtype)
-                    if getattr(p, name) is not None
-                    else np.full(len(p), fill, dtype=dtype)
-                    for p in parts
-                ]
-            )
 
-        text = [t for p in parts for t in (p.text if p.text is not None else [None] * len(p))]
-        return cls(
-            col("users", 0, np.int64),
-            col("type", 0, np.int64),
-            col("post", 0, np.int64),
-            col("comment", 0, np.int64),
-            col("user", 0, np.int64),
-            text,
-            col("stance", np.nan, np.float32),
-        )
+_ARRAY_COLUMNS = ("users", "type", "post", "comment", "user", "stance")
 
 
 @dataclass
 class StepOutcome:
+    """What one step did: the applied actions, their results and the rewards."""
+
     users: np.ndarray  # users whose actions were applied
     actions: np.ndarray  # their action codes
     targets: np.ndarray  # resolved target ids

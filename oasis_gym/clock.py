@@ -15,6 +15,8 @@ import numpy as np
 
 @dataclass
 class Clock:
+    """Steps -> simulated minutes, from `start_hour` of day 0."""
+
     minutes_per_step: int = 3
     start_hour: int = 8
 
@@ -26,10 +28,12 @@ class Clock:
 
     @property
     def start_minute(self) -> int:
+        """The simulated minute of step 0."""
         return self.start_hour * 60
 
     @staticmethod
     def hour(minute: int) -> int:
+        """The hour of day (0-23) of a simulated minute."""
         return (int(minute) // 60) % 24
 
 

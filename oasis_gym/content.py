@@ -13,6 +13,8 @@ import re
 
 import numpy as np
 
+from .actions import ActionType as A
+
 # Topics of the text the core writes for users that post without text (and of the benches' posts).
 TOPIC_WORDS = (
     "economy",
@@ -29,7 +31,7 @@ TOPIC_WORDS = (
     "business",
 )
 
-__all__ = ["STANCE_LABELS", "stance_label", "template_text", "lexicon_stance"]
+__all__ = ["STANCE_LABELS", "stance_label", "template_text", "lexicon_stance", "fill_text", "score_stance"]
 
 STANCE_LABELS: tuple[str, ...] = ("strongly against", "against", "neutral", "for", "strongly for")
 
@@ -257,3 +259,31 @@ def lexicon_stance(texts: list[str], topic: str | None = None) -> np.ndarray:
         if hits:
             out[i] = math.tanh(_SCALE * total)
     return out
+
+
+# ---------------------------------------------------------------- the texts of a step's actions
+_WRITES = (A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT)
+_SEARCHES = (A.SEARCH_POSTS, A.SEARCH_USER)
+
+
+def score_stance(action: np.ndarray, texts: list, stance: np.ndarray) -> None:
+    """Texts sent without a stance (e.g. by LLM users) get one from the lexicon scorer, so
+    rule-based users can react to them (`stance` is filled in place)."""
+    need = np.flatnonzero(np.isin(action, _WRITES) & np.isnan(stance))
+    need = [i for i in need.tolist() if isinstance(texts[i], str)]
+    if need:
+        stance[need] = lexicon_stance([texts[i] for i in need])
+
+
+def fill_text(platform, rng: np.random.Generator, users, action, texts: list, stance: np.ndarray) -> None:
+    """Numeric policies send no text: give their text actions a short template text whose
+    wording follows the user's opinion, and a stance equal to that opinion (in place)."""
+    need = [i for i in np.flatnonzero(np.isin(action, _WRITES + _SEARCHES)) if texts[i] is None]
+    for i in need:
+        if action[i] in _SEARCHES:
+            texts[i] = TOPIC_WORDS[int(rng.integers(len(TOPIC_WORDS)))]
+        else:
+            op = float(platform.u_opinion.a[users[i]])
+            texts[i] = template_text(np.array([op]), TOPIC_WORDS[int(rng.integers(len(TOPIC_WORDS)))], rng)[0]
+            if np.isnan(stance[i]):
+                stance[i] = op

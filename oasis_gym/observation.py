@@ -10,6 +10,7 @@ import numpy as np
 
 from .actions import NUM_ACTIONS
 from .actions import ActionType as A
+from .actions import Result as R
 from .batches import COMMENT_FEATURES, FEED_FEATURES, FEED_INDEX, USER_FEATURES, ObsBatch
 from .platform.platform import QUOTE
 
@@ -19,6 +20,20 @@ _VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
 
 class Observer:
     """``Simulation.observe`` and the feature / mask arrays it builds."""
+
+    def _record_views(self, users, action, texts, res) -> None:
+        """Remember what the users' successful trend / search actions showed: their next
+        observation is that view."""
+        pf, K, S = self.platform, self.K, self.S
+        ok = res == R.OK
+        for i in np.flatnonzero(ok & np.isin(action, [A.TREND, A.SEARCH_POSTS, A.SEARCH_USER])):
+            u, a = int(users[i]), action[i]
+            if a == A.TREND:
+                self.views[u] = (_VIEW_TREND, pf.trending(u, K))
+            elif a == A.SEARCH_POSTS:
+                self.views[u] = (_VIEW_SEARCH_POSTS, pf.search_posts(u, texts[i], K))
+            else:
+                self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
 
     def observe(self, users: np.ndarray) -> ObsBatch:
         """Build the observations of `users` (recsys feeds, or the view an info action asked for)."""

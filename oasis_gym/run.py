@@ -16,6 +16,8 @@ import numpy as np
 
 @dataclass
 class RunSummary:
+    """What a run did: steps, actions (sent, accepted), time, active users per step."""
+
     steps: int = 0
     actions: int = 0
     accepted: int = 0
@@ -26,6 +28,7 @@ class RunSummary:
 
     @property
     def actions_per_s(self) -> float:
+        """Actions sent per second of wall time."""
         return self.actions / self.seconds if self.seconds else 0.0
 
 

@@ -14,9 +14,10 @@ The commit's SQL runs on the journal's writer thread while the next step is comp
 atomic: anything failing before the commit restores the state before the call
 (`step_atomic`), and the database never sees the step.
 
-The data types (`ObsBatch`, `ActionArrays`, `StepOutcome`) live in `batches.py`; building the
-observations in `observation.py` (`Observer`) and the LLM users' feed views in `feed_views.py`
-(`FeedViews`), both mixins of `Simulation`.
+The data types (`ObsBatch`, `ActionArrays`, `StepOutcome`) live in `batches.py`, the settings
+in `simulation_config.py`; building the observations in `observation.py` (`Observer`) and the
+LLM users' feed views in `feed_views.py` (`FeedViews`), both mixins of `Simulation`; the
+step's input checks in `step_input.py`; template texts and stances in `content.py`.
 """
 
 from __future__ import annotations
@@ -25,25 +26,11 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import numpy as np
 
-from .actions import (
-    ALL_ACTIONS,
-    COMMENT_TARGET,
-    POST_TARGET,
-    REDDIT_DEFAULT_ACTIONS,
-    TWITTER_DEFAULT_ACTIONS,
-    USER_TARGET,
-)
-from .actions import (
-    ActionType as A,
-)
-from .actions import (
-    Result as R,
-)
+from .actions import COMMENT_TARGET, POST_TARGET, USER_TARGET
 from .batches import (
     COMMENT_FEATURES,
     FEED_FEATURES,
@@ -57,16 +44,19 @@ from .batches import (
     engagement_reward,
 )
 from .clock import Clock, sample_active
-from .content import TOPIC_WORDS, lexicon_stance, template_text
+from .content import fill_text, score_stance
 from .errors import ConfigError
 from .feed_views import FeedViews
-from .observation import _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS, _VIEW_TREND, Observer
+from .observation import Observer
 from .platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from .platform.journal import RowWriter, Same, read_meta
 from .platform.journal_file import JournalLock
 from .platform.platform import REPOST
+from .simulation_config import SimulationConfig, check_resumable, platform_config
+from .step_input import check_step_input
 
-# the data types live in batches.py; policies and envs import them from here too
+# the data types live in batches.py, the settings in simulation_config.py; policies and envs
+# import them from here too
 __all__ = [
     "Simulation",
     "SimulationConfig",
@@ -82,33 +72,6 @@ __all__ = [
     "SELF_FEATURES",
     "FEED_INDEX",
 ]
-
-
-@dataclass
-class SimulationConfig:
-    """Arguments of a simulation (the env's keyword arguments map onto these)."""
-
-    platform: str = "twitter"
-    available_actions: tuple[int, ...] | None = None  # None: the platform's OASIS defaults
-    recsys: str = "twitter"
-    recsys_params: dict = field(default_factory=dict)
-    feed_size: int = 10  # K post slots
-    comments_per_post: int = 2  # C comment slots per post slot
-    search_size: int = 5  # S user slots from search results
-    minutes_per_step: int = 3
-    start_hour: int = 8
-    activation: str | float = "activity"  # "activity" (24-h vectors) or a flat probability
-    max_cycles: int = 50
-    db_path: str | None = None  # None: a temp file; ":memory:" allowed
-    overwrite: bool = False  # reset may replace an existing journal at db_path
-    allow_self_rating: bool = True
-    max_text_length: int = 5000
-    auto_text: bool = True  # fill missing text of text actions from a template
-    log_recs: bool = False  # journal every served feed into `rec`
-    stance_scorer: str | None = "lexicon"  # stance of texts sent without one (None: unknown)
-    recommender_agent: bool = False  # add the trainable recommender_0
-    moderator_agent: bool = False  # add the trainable moderator_0
-    platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
 
 
 class Simulation(Observer, FeedViews):
@@ -161,24 +124,11 @@ class Simulation(Observer, FeedViews):
 
     # ------------------------------------------------------------------ lifecycle
     def platform_config(self) -> PlatformConfig:
-        cfg = self.config
-        if cfg.available_actions is not None:
-            actions = tuple(int(a) for a in cfg.available_actions)
-        else:
-            actions = tuple(
-                int(a)
-                for a in {"twitter": TWITTER_DEFAULT_ACTIONS, "reddit": REDDIT_DEFAULT_ACTIONS}.get(
-                    cfg.platform, ALL_ACTIONS
-                )
-            )
-        return PlatformConfig(
-            name=cfg.platform,
-            available_actions=actions,
-            allow_self_rating=cfg.allow_self_rating,
-            max_text_length=cfg.max_text_length,
-        )
+        """The platform's settings (`simulation_config.platform_config`)."""
+        return platform_config(self.config)
 
     def reset(self, seed: int | None = None) -> ObsBatch:
+        """Start a new episode (a new journal) from the population; the first users' observations."""
         if self.population is None:
             raise RuntimeError(
                 "this simulation was resumed from a journal and has no starting population: "
@@ -302,7 +252,7 @@ class Simulation(Observer, FeedViews):
         exactly as they were before the call (see `step_atomic`), so a retry gives the result
         the failed call never had."""
         self.require_live()
-        checked = self._check_step_input(acts, platform_actions)
+        checked = check_step_input(acts, platform_actions, self.platform_agents)
         from .step_atomic import capture, restore
 
         saved = capture(self)
@@ -320,52 +270,6 @@ class Simulation(Observer, FeedViews):
             raise RuntimeError("no episode: call reset() first")
         if self.journal is None:
             raise RuntimeError("this env is closed (close() was called): call reset() to start a new episode")
-
-    def _check_step_input(self, acts: ActionArrays, platform_actions) -> tuple:
-        """Every input of a step, checked and normalized before anything is applied."""
-        if platform_actions is not None and not isinstance(platform_actions, Mapping):
-            raise TypeError(
-                f"platform_actions must map platform agent names to actions, got {type(platform_actions).__name__}"
-            )
-        platform_actions = dict(platform_actions or {})
-        unknown = set(platform_actions) - set(self.platform_agents)
-        if unknown:
-            raise KeyError(f"no platform agent(s) {sorted(unknown)} in this env")
-        platform_actions = {name: self.platform_agents[name].validate(a) for name, a in platform_actions.items()}
-        try:
-            raw_users = np.asarray(acts.users).reshape(-1)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"actions' users must be an array of user ids: {err}") from None
-        n = raw_users.size
-        users = _int_column(raw_users, n, 0, "users")
-        cols = (
-            _int_column(acts.type, n, A.DO_NOTHING, "type"),
-            _int_column(acts.post, n, 0, "post"),
-            _int_column(acts.comment, n, 0, "comment"),
-            _int_column(acts.user, n, 0, "user"),
-        )
-        texts = acts.text
-        if texts is not None:
-            if isinstance(texts, (str, bytes)) or not hasattr(texts, "__len__") or len(texts) != n:
-                got = (
-                    f"{len(texts)} entries"
-                    if hasattr(texts, "__len__") and not isinstance(texts, (str, bytes))
-                    else type(texts).__name__
-                )
-                raise ValueError(
-                    f"actions' text must be a sequence of one text (or None) per user: {n} users, got {got}"
-                )
-        stance = None
-        if acts.stance is not None:
-            try:
-                stance = np.asarray(acts.stance, dtype=np.float32).reshape(-1)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"actions' stance must be numbers (NaN: unknown): {err}") from None
-            if stance.shape != (n,):
-                raise ValueError(f"actions' stance has {stance.size} values for {n} users")
-            if np.any(np.abs(stance[~np.isnan(stance)]) > 1):
-                raise ValueError("actions' stance must lie in [-1, 1] (NaN: unknown)")
-        return users, cols, texts, stance, platform_actions
 
     def _step(self, users: np.ndarray, cols: tuple, texts_in, stance_in, platform_actions: dict) -> StepOutcome:
         pf, obs = self.platform, self.obs
@@ -399,8 +303,9 @@ class Simulation(Observer, FeedViews):
         texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
         stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
         if self.config.auto_text:
-            self._fill_text(users, action, texts, stance)
-        self._score_stance(action, texts, stance)
+            fill_text(pf, self.rng_text, users, action, texts, stance)
+        if self.config.stance_scorer == "lexicon":
+            score_stance(action, texts, stance)
         res, new_ids = pf.apply(ActionBatch(users, action, target, texts, stance))
         self._record_views(users, action, texts, res)
         # the platform resolves reposts to roots; recompute the resolved target for rewards
@@ -444,91 +349,3 @@ class Simulation(Observer, FeedViews):
             journal.abort_step()
             raise
         return out
-
-    def _score_stance(self, action, texts, stance) -> None:
-        """Texts sent without a stance (e.g. by LLM users) get one from a cheap scorer, so
-        rule-based users can react to them."""
-        if self.config.stance_scorer != "lexicon":
-            return
-        need = np.flatnonzero(np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT]) & np.isnan(stance))
-        need = [i for i in need.tolist() if isinstance(texts[i], str)]
-        if need:
-            stance[need] = lexicon_stance([texts[i] for i in need])
-
-    def _fill_text(self, users, action, texts, stance) -> None:
-        """Numeric policies send no text: give their text actions a short template text whose
-        wording follows the user's opinion, and a stance equal to that opinion."""
-        need = [
-            i
-            for i in np.flatnonzero(
-                np.isin(action, [A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT, A.SEARCH_POSTS, A.SEARCH_USER])
-            )
-            if texts[i] is None
-        ]
-        if not need:
-            return
-        pf = self.platform
-        for i in need:
-            if action[i] in (A.SEARCH_POSTS, A.SEARCH_USER):
-                texts[i] = TOPIC_WORDS[int(self.rng_text.integers(len(TOPIC_WORDS)))]
-            else:
-                op = float(pf.u_opinion.a[users[i]])
-                texts[i] = template_text(
-                    np.array([op]), TOPIC_WORDS[int(self.rng_text.integers(len(TOPIC_WORDS)))], self.rng_text
-                )[0]
-                if np.isnan(stance[i]):
-                    stance[i] = op
-
-    def _record_views(self, users, action, texts, res) -> None:
-        pf, K, S = self.platform, self.K, self.S
-        ok = res == R.OK
-        for i in np.flatnonzero(ok & np.isin(action, [A.TREND, A.SEARCH_POSTS, A.SEARCH_USER])):
-            u, a = int(users[i]), action[i]
-            if a == A.TREND:
-                self.views[u] = (_VIEW_TREND, pf.trending(u, K))
-            elif a == A.SEARCH_POSTS:
-                self.views[u] = (_VIEW_SEARCH_POSTS, pf.search_posts(u, texts[i], K))
-            else:
-                self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
-
-
-def check_resumable(meta: dict, path) -> dict:
-    """`meta` if it holds what `Simulation.resume` needs, else a `JournalError` naming `path`."""
-    config = meta.get("config")
-    problem = None
-    if "step" not in meta:
-        problem = "no step was committed"
-    elif not isinstance(config, dict) or config.get("platform") not in ("twitter", "reddit"):
-        problem = "its config is missing or names an unknown platform"
-    elif set(config) - set(SimulationConfig.__dataclass_fields__):
-        problem = f"its config has unknown keys {sorted(set(config) - set(SimulationConfig.__dataclass_fields__))}"
-    elif (
-        not isinstance(meta.get("rng"), list)
-        or len(meta["rng"]) != 3
-        or not all(isinstance(r, dict) for r in meta["rng"])
-    ):
-        problem = "its generator states are missing"
-    elif not isinstance(meta.get("state", {}), dict) or not isinstance(meta.get("views", []), list):
-        problem = "its saved state is damaged"
-    if problem:
-        raise JournalError(f"{path}: cannot resume this journal: {problem}")
-    return meta
-
-
-def _int_column(values, n: int, default: int, name: str = "action") -> np.ndarray:
-    if values is None:
-        return np.full(n, default, dtype=np.int64)
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"actions' {name} column is not an array: {err}") from None
-    if arr.shape != (n,):
-        raise ValueError(f"actions' {name} column has shape {arr.shape}, expected ({n},)")
-    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
-        if np.issubdtype(arr.dtype, np.bool_) or not np.issubdtype(arr.dtype, np.number):
-            raise ValueError(f"actions' {name} column must hold integers, got {arr.dtype}")
-        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"actions' {name} column must hold integers, got non-integral {arr.dtype} values")
-        if n and np.max(np.abs(arr.astype(np.float64))) >= 2**62:
-            raise ValueError(f"actions' {name} column holds values out of the int64 range")
-    return arr.astype(np.int64)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class StepState:
+    """What a step can change, captured before it runs."""
+
     platform: Any
     rng: list
     views: dict
@@ -36,6 +38,7 @@ class StepState:
 
 
 def capture(sim: Simulation) -> StepState:
+    """The state `restore` brings back if the step fails."""
     recsys_cp = sim.recsys.checkpoint() if hasattr(sim.recsys, "checkpoint") else None
     sim.hooks_ran = []
     return StepState(
@@ -52,6 +55,7 @@ def capture(sim: Simulation) -> StepState:
 
 
 def restore(sim: Simulation, st: StepState) -> None:
+    """Bring `sim` back to the state `capture` saw (the platform, generators, views, hooks, ...)."""
     sim.platform.rollback(st.platform)
     for g, state in zip(sim._generators(), st.rng):
         g.bit_generator.state = state

@@ -181,6 +181,7 @@ class Population:
 
     @property
     def num_edges(self) -> int:
+        """The number of follow edges."""
         return int(self.follow_src.shape[0])
 
     def in_degree(self) -> np.ndarray:

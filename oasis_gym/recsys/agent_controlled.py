@@ -96,6 +96,8 @@ def user_features(platform, users: np.ndarray, n: int) -> np.ndarray:
 
 
 class AgentControlledRecommender(BaseRecommender):
+    """A linear candidate score whose weights are `recommender_0`'s action (`set_weights`)."""
+
     name = "agent"
 
     def __init__(
@@ -142,11 +144,13 @@ class AgentControlledRecommender(BaseRecommender):
         return wu
 
     def reset(self, platform, rng: np.random.Generator | None = None) -> None:
+        """Start an episode: the initial weights, no cell statistics yet."""
         super().reset(platform, rng)
         self.weights = self.initial_weights.copy()
         self._cell_stats[:] = 0.0
 
     def pool(self, platform) -> np.ndarray:
+        """The recent-window candidate pool (post ids, ascending)."""
         return recent_pool(platform, self.pool_size, self.pool_minutes)
 
     def candidate_pool_stats(self, platform) -> np.ndarray:
@@ -160,6 +164,7 @@ class AgentControlledRecommender(BaseRecommender):
 
     # ---------------------------------------------------------------- ranking
     def recommend(self, platform, users, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Top-k feeds of `users` by the current weights over pool and in-network candidates."""
         users = as_users(users)
         if not len(users) or k <= 0:
             return empty_feed(len(users), k)

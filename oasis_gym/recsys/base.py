@@ -37,13 +37,17 @@ class Recommender(Protocol):
 
     name: str
 
-    def reset(self, platform, rng: np.random.Generator) -> None: ...
+    def reset(self, platform, rng: np.random.Generator) -> None:
+        """Start an episode on `platform` (caches rebuilt; `rng` for any randomness)."""
 
-    def update(self, platform) -> None: ...
+    def update(self, platform) -> None:
+        """Catch up with the platform after a step (e.g. embed new posts)."""
 
-    def recommend(self, platform, users: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray: ...
+    def recommend(self, platform, users: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        """(len(users), k) post ids, best first, -1 padded."""
 
-    def similarity(self, platform, users: np.ndarray, posts: np.ndarray) -> np.ndarray: ...
+    def similarity(self, platform, users: np.ndarray, posts: np.ndarray) -> np.ndarray:
+        """(len(users), k) float32 cosine of each user's interest vector with each post; 0 at -1."""
 
 
 class BaseRecommender:
@@ -78,6 +82,7 @@ class BaseRecommender:
         return state, self.index.n_posts
 
     def rollback(self, checkpoint: tuple) -> None:
+        """Restore the state of a `checkpoint` (embedded posts beyond it are dropped)."""
         state, n_posts = checkpoint
         vars(self).clear()
         vars(self).update({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in state.items()})
@@ -100,6 +105,7 @@ class BaseRecommender:
         return sim
 
     def recommend(self, platform, users: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        """(len(users), k) post ids, best first, -1 padded (each recommender defines it)."""
         raise NotImplementedError
 
 
@@ -107,6 +113,7 @@ class BaseRecommender:
 
 
 def as_users(users) -> np.ndarray:
+    """User ids as a flat int64 array."""
     return np.asarray(users, dtype=np.int64).reshape(-1)
 
 
@@ -172,6 +179,7 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def downranked(platform, posts: np.ndarray) -> np.ndarray:
+    """Whether each post is downranked by the moderator."""
     return platform.p_status.a[posts] == DOWNRANKED
 
 

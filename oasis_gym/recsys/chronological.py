@@ -20,6 +20,8 @@ from .topk import empty_feed, segmented_topk
 
 
 class ChronologicalRecommender(BaseRecommender):
+    """Followees' posts, newest first (the no-algorithm baseline)."""
+
     name = "chronological"
 
     def __init__(self, downrank_minutes: int = 360, **base):
@@ -27,6 +29,7 @@ class ChronologicalRecommender(BaseRecommender):
         self.downrank_minutes = downrank_minutes
 
     def recommend(self, platform, users, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """The k newest visible items of each user's followees."""
         users = as_users(users)
         if not len(users) or k <= 0:
             return empty_feed(len(users), k)

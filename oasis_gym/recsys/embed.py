@@ -35,7 +35,8 @@ class Embedder(Protocol):
 
     dim: int
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalized (an empty text: a zero row)."""
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -142,6 +143,7 @@ class HashEmbedder:
         self._stop = np.unique(word_hashes(list(stop_words), seed)[1]) if stop_words else np.empty(0, np.uint64)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 signed-hash bags of words, rows L2-normalized."""
         texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for lo in range(0, len(texts), self.chunk):
@@ -193,10 +195,12 @@ class SentenceTransformerEmbedder:
 
     @property
     def dim(self) -> int:
+        """The model's embedding size (loads the model)."""
         self._load()
         return int(self._dim)
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32 sentence embeddings, rows L2-normalized."""
         model = self._load()
         if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -61,9 +61,11 @@ class EmbeddingIndex:
 
     @property
     def dim(self) -> int:
+        """The embedding size."""
         return self.embedder.dim
 
     def clear(self) -> None:
+        """Forget every post and user vector."""
         self._posts: GrowArray | None = None
         self._topics: np.ndarray | None = None
         self._user_row = np.empty(0, dtype=np.int64)
@@ -72,6 +74,7 @@ class EmbeddingIndex:
 
     @property
     def n_posts(self) -> int:
+        """The number of posts embedded so far."""
         return 0 if self._posts is None else len(self._posts)
 
     @property

@@ -21,6 +21,8 @@ from .topk import dense_topk, empty_feed, segmented_topk
 
 
 class RandomRecommender(BaseRecommender):
+    """k distinct eligible posts per user, drawn uniformly (OASIS `rec_sys_random`)."""
+
     name = "random"
 
     def __init__(
@@ -38,6 +40,7 @@ class RandomRecommender(BaseRecommender):
         self.rounds = rounds
 
     def recommend(self, platform, users, k: int, rng: np.random.Generator) -> np.ndarray:
+        """k random visible posts of the pool per user (fewer when the pool is short)."""
         users = as_users(users)
         pool = recent_pool(platform, self.pool_size, self.pool_minutes)
         if not len(users) or k <= 0 or not len(pool):

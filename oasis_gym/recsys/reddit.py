@@ -57,6 +57,8 @@ def hot_score(likes: np.ndarray, dislikes: np.ndarray, seconds: np.ndarray, form
 
 
 class RedditRecommender(BaseRecommender):
+    """Reddit "hot" ranking: one global hot list, filtered per user."""
+
     name = "reddit"
 
     def __init__(
@@ -85,6 +87,7 @@ class RedditRecommender(BaseRecommender):
         return pool[np.lexsort((-pool, -h))]
 
     def recommend(self, platform, users, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """The k hottest posts each user may see."""
         users = as_users(users)
         ranked = self.hot_list(platform)
         out = empty_feed(len(users), k)

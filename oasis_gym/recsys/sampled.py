@@ -24,6 +24,7 @@ class SampledFeed:
         return getattr(self.inner, attr)
 
     def recommend(self, platform, users, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """A random k of the inner recommender's top `sample_from` posts, in random order (empty slots last)."""
         top = np.asarray(self.inner.recommend(platform, users, max(k, self.sample_from), rng), dtype=np.int64)
         if top.shape[1] <= k:
             return top[:, :k]

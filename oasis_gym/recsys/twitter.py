@@ -70,6 +70,8 @@ def fan_score(followers: np.ndarray) -> np.ndarray:
 
 
 class TwitterRecommender(BaseRecommender):
+    """In-network posts from followees, then out-of-network posts by R x F x S (OASIS)."""
+
     name = "twitter"
 
     def __init__(
@@ -140,6 +142,7 @@ class TwitterRecommender(BaseRecommender):
         return out
 
     def recommend(self, platform, users, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """In-network items first, the best out-of-network posts after them."""
         users = as_users(users)
         if not len(users) or k <= 0:
             return empty_feed(len(users), k)

@@ -1,0 +1,78 @@
+"""The settings of a simulation, and the check that a journal's saved settings can be resumed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
+from .platform import JournalError, PlatformConfig
+
+
+@dataclass
+class SimulationConfig:
+    """Arguments of a simulation (the env's keyword arguments map onto these)."""
+
+    platform: str = "twitter"
+    available_actions: tuple[int, ...] | None = None  # None: the platform's OASIS defaults
+    recsys: str = "twitter"
+    recsys_params: dict = field(default_factory=dict)
+    feed_size: int = 10  # K post slots
+    comments_per_post: int = 2  # C comment slots per post slot
+    search_size: int = 5  # S user slots from search results
+    minutes_per_step: int = 3
+    start_hour: int = 8
+    activation: str | float = "activity"  # "activity" (24-h vectors) or a flat probability
+    max_cycles: int = 50
+    db_path: str | None = None  # None: a temp file; ":memory:" allowed
+    overwrite: bool = False  # reset may replace an existing journal at db_path
+    allow_self_rating: bool = True
+    max_text_length: int = 5000
+    auto_text: bool = True  # fill missing text of text actions from a template
+    log_recs: bool = False  # journal every served feed into `rec`
+    stance_scorer: str | None = "lexicon"  # stance of texts sent without one (None: unknown)
+    recommender_agent: bool = False  # add the trainable recommender_0
+    moderator_agent: bool = False  # add the trainable moderator_0
+    platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
+
+
+def platform_config(cfg: SimulationConfig) -> PlatformConfig:
+    """The platform's settings of a simulation (its actions: the given ones, else the
+    platform's OASIS defaults)."""
+    if cfg.available_actions is not None:
+        actions = tuple(int(a) for a in cfg.available_actions)
+    else:
+        actions = tuple(
+            int(a)
+            for a in {"twitter": TWITTER_DEFAULT_ACTIONS, "reddit": REDDIT_DEFAULT_ACTIONS}.get(
+                cfg.platform, ALL_ACTIONS
+            )
+        )
+    return PlatformConfig(
+        name=cfg.platform,
+        available_actions=actions,
+        allow_self_rating=cfg.allow_self_rating,
+        max_text_length=cfg.max_text_length,
+    )
+
+
+def check_resumable(meta: dict, path) -> dict:
+    """`meta` if it holds what `Simulation.resume` needs, else a `JournalError` naming `path`."""
+    config = meta.get("config")
+    problem = None
+    if "step" not in meta:
+        problem = "no step was committed"
+    elif not isinstance(config, dict) or config.get("platform") not in ("twitter", "reddit"):
+        problem = "its config is missing or names an unknown platform"
+    elif set(config) - set(SimulationConfig.__dataclass_fields__):
+        problem = f"its config has unknown keys {sorted(set(config) - set(SimulationConfig.__dataclass_fields__))}"
+    elif (
+        not isinstance(meta.get("rng"), list)
+        or len(meta["rng"]) != 3
+        or not all(isinstance(r, dict) for r in meta["rng"])
+    ):
+        problem = "its generator states are missing"
+    elif not isinstance(meta.get("state", {}), dict) or not isinstance(meta.get("views", []), list):
+        problem = "its saved state is damaged"
+    if problem:
+        raise JournalError(f"{path}: cannot resume this journal: {problem}")
+    return meta
