@@ -11,6 +11,7 @@ from ..actions import ACTION_BY_NAME
 from ..policies.abm import ABMConfig
 from ..policies.abm_dynamics import MODEL_ALIASES, MODEL_PARAMS, BehaviourParams
 from ..policies.content_share import ContentAwareABM, ContentParams
+from ..policies.factory import llm_backend, llm_policy
 from ..policies.hybrid import HybridPolicy
 from ..policies.wrappers import DecayingCascadeABM
 
@@ -40,20 +41,16 @@ def _build_abm(spec: Mapping[str, Any]):
 
 
 def _build_llm(spec: Mapping[str, Any]):
-    """The LLM user policy (imported lazily: the llm extra may be missing)."""
-    try:
-        from oasis_gym.policies.llm_policy import LLMPolicy, make_backend
-    except ImportError as err:
-        raise RuntimeError(
-            f"LLM users need the 'llm' extra ({err}); install the 'llm' extra or run with --set policy.kind=abm"
-        ) from err
-    backend = make_backend(
+    """The LLM user policy of the [policy.llm] table (`policies.factory`: lazy import, a
+    missing extra or backend is a ConfigError)."""
+    backend = llm_backend(
         spec.get("backend", "auto"),
         model=spec.get("model") or None,
         endpoints=list(spec.get("endpoints") or []) or None,
-        **dict(spec.get("backend_options", {})),
-    )  # e.g. device, dtype
-    return LLMPolicy(backend, **dict(spec.get("options", {})))
+        without_llm="--set policy.kind=abm",
+        **dict(spec.get("backend_options", {})),  # e.g. device, dtype
+    )
+    return llm_policy(backend, **dict(spec.get("options", {})))
 
 
 def _llm_routes(policy, n_users: int) -> list[tuple[Any, np.ndarray]]:

@@ -1,0 +1,229 @@
+"""The `oasis-gym` argument parser: every subcommand's options, and their validators.
+
+Each validator turns a bad value into argparse's one-line error (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from oasis_gym.policies.factory import USER_POLICIES
+
+DESCRIPTION = "`oasis-gym` command line: run a simulation, make a report."
+POLICIES = USER_POLICIES  # the users' policies of `run --policy`
+
+
+def _users(value: str):
+    if value.strip().lstrip("+-").isdigit():
+        return _positive_int(value)
+    if not os.path.isfile(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is neither a user count >= 1 nor a profile file")
+    return value
+
+
+def _int_at_least(low: int):
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value!r}") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value!r}")
+        return number
+
+    parse.__name__ = f"int>={low}"
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_nonnegative_int = _int_at_least(0)
+
+
+def _activation(value: str) -> str:
+    if value == "activity":
+        return value
+    try:
+        p = float(value)
+    except ValueError:
+        p = math.nan
+    if not 0.0 <= p <= 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected 'activity' or a probability in [0, 1], got {value!r}")
+    return value
+
+
+def _recsys(value: str) -> str:
+    from oasis_gym import recsys
+
+    names = set(recsys.RECOMMENDERS) | set(getattr(recsys, "_ALIASES", {}))
+    if value not in names:
+        raise argparse.ArgumentTypeError(f"unknown recommender {value!r}; choose from {sorted(names)}")
+    return value
+
+
+def _path(value: str) -> str:
+    if not value or "\0" in value:
+        raise argparse.ArgumentTypeError(f"expected a file path, got {value!r}")
+    return value
+
+
+def _llm_seconds(value: str) -> float:
+    """A positive, finite number of seconds (argparse type: bad values exit 2 with one line)."""
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not 0 < s < 1e6:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 1e6), got {value!r}")
+    return s
+
+
+def _llm_retries(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or int(value) > 100:
+        raise argparse.ArgumentTypeError(f"expected a retry count 0..100, got {value!r}")
+    return int(value)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line (no usage block): `oasis-gym run: error: ...`, exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `oasis-gym` parser: run, train, report, import and sweep."""
+    parser = _Parser(prog="oasis-gym", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a simulation")
+    run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
+    run.add_argument("--users", type=_users, default=1000, help="user count (synthetic) or a profile file (.csv/.json)")
+    run.add_argument(
+        "--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)"
+    )
+    run.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="hybrid",
+        help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)",
+    )
+    run.add_argument(
+        "--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM"
+    )
+    run.add_argument(
+        "--llm-backend",
+        choices=("auto", "vllm", "transformers", "openai"),
+        default="auto",
+        help="auto | vllm | transformers | openai",
+    )
+    run.add_argument("--llm-model", default=None, help="model path/name for the LLM backend")
+    run.add_argument("--llm-endpoint", action="append", default=None, help="OpenAI-compatible base URL (repeatable)")
+    # endpoint faults: bound what a hung or failing LLM server can cost per step
+    run.add_argument(
+        "--llm-timeout",
+        type=_llm_seconds,
+        default=None,
+        metavar="S",
+        help="openai backend: seconds one request attempt may take (default 60)",
+    )
+    run.add_argument(
+        "--llm-retries",
+        type=_llm_retries,
+        default=None,
+        metavar="N",
+        help="openai backend: retries of a failed request (default 3; with the default timeout a "
+        "hung endpoint costs up to 244 s per step)",
+    )
+    run.add_argument(
+        "--llm-step-deadline",
+        type=_llm_seconds,
+        default=None,
+        metavar="S",
+        help="seconds the LLM users of one step may take in all (openai or transformers backend); "
+        "users still undecided then do nothing (counted as llm/deadline_noop)",
+    )
+    run.add_argument(
+        "--recsys",
+        type=_recsys,
+        default=None,
+        help="twitter | reddit | random | chronological (default: the platform's)",
+    )
+    run.add_argument(
+        "--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability"
+    )
+    run.add_argument(
+        "--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults"
+    )
+    run.add_argument(
+        "--seed-posts",
+        type=_nonnegative_int,
+        default=100,
+        help="posts the most-followed users have written before step 0 (synthetic populations)",
+    )
+    run.add_argument("--db", type=_path, default="run.db", help="SQLite journal path")
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing oasis-gym journal at --db (anything else there is never replaced)",
+    )
+    run.add_argument("--logdir", default=None, help="TensorBoard log dir (default runs/<db stem>)")
+    run.add_argument("--no-tensorboard", action="store_true")
+    run.add_argument("--seed", type=_nonnegative_int, default=0)
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--resume",
+        type=_path,
+        default=None,
+        metavar="DB",
+        help="continue the run journaled in DB (same policy and settings) up to --steps total steps",
+    )
+    from oasis_gym.scenarios import add_scenario_args
+
+    add_scenario_args(run)
+    from oasis_gym.train.cli import add_train_parser
+
+    add_train_parser(sub)
+    report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
+    report.add_argument("db")
+    report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
+    add_import_parser(sub)
+    from oasis_gym.scenarios.sweep import add_sweep_parser  # `oasis-gym sweep`: scenario sensitivity
+
+    add_sweep_parser(sub)
+    return parser
+
+
+def add_import_parser(sub) -> None:
+    """`oasis-gym import`: an OASIS database -> an oasis-gym journal."""
+    imp = sub.add_parser(
+        "import",
+        help="convert an OASIS database into an oasis-gym journal that "
+        "'run --resume' continues (the OASIS file is only read)",
+    )
+    imp.add_argument("oasis_db")
+    imp.add_argument("--out", required=True, help="the new journal (must not exist)")
+    imp.add_argument(
+        "--platform",
+        choices=("twitter", "reddit"),
+        default=None,
+        help="default: twitter for step clocks, reddit for datetime clocks",
+    )
+    imp.add_argument("--minutes-per-step", type=int, default=3)
+    imp.add_argument("--policy", choices=POLICIES, default="abm", help="the policy 'run --resume' continues with")
+    imp.add_argument("--seed", type=int, default=0)
+    imp.add_argument("--no-tensorboard", action="store_true", help="'run --resume' writes no TensorBoard logs")
+    imp.add_argument("--strict", action="store_true", help="fail if a stored counter disagrees with the rows")
+
+
+def given_options(argv: list[str] | None) -> set[str]:
+    """The settings the command line names (a second parse, with every default suppressed)."""
+    parser = build_parser()
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            else:
+                action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))

@@ -1,0 +1,170 @@
+"""`oasis-gym run`: a simulation with the users' policy of `--policy`, journaled, with
+TensorBoard metrics (or a scenario with `--scenario`, or a resumed run with `--resume`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from oasis_gym.errors import ConfigError
+from oasis_gym.platform.journal_file import check_distinct
+from oasis_gym.policies.abm import ABMPolicy
+from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
+from oasis_gym.policies.hybrid import HybridPolicy
+
+from .resume import resumed_args, saved_settings
+
+
+def make_policy(args, env, llm=None):
+    """The users' policy of `args.policy` (`policies.factory.user_policy`); `llm`: the LLM
+    policy, if already made. A new hybrid run gives the LLM to the `--core-users`
+    most-followed users and keeps their ids in `args.core_ids` (a resumed run reuses them)."""
+
+    def make_llm():
+        return llm if llm is not None else make_llm_policy(args)
+
+    core_ids = getattr(args, "core_ids", None)
+    if args.policy == "hybrid" and core_ids is None:
+        policy = HybridPolicy.top_k_by_followers(env, make_llm(), ABMPolicy(), args.core_users)
+        args.core_ids = policy.routes[0][1].tolist()
+        return policy
+    return user_policy(args.policy, llm=make_llm, core_ids=core_ids)
+
+
+def make_llm_policy(args):
+    """The LLM users' policy of the run's --llm-* settings (`policies.factory`); a bad or
+    missing backend is a `ConfigError`."""
+    endpoint_kw = {
+        k: v
+        for k, v in (
+            ("request_timeout", getattr(args, "llm_timeout", None)),
+            ("max_retries", getattr(args, "llm_retries", None)),
+        )
+        if v is not None
+    }
+    if endpoint_kw and args.llm_backend != "openai":
+        raise ConfigError("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
+    if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
+        endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
+    backend = llm_backend(
+        args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
+    )
+    try:
+        return llm_policy(backend, step_deadline_s=getattr(args, "llm_step_deadline", None))
+    except ValueError as err:  # a deadline the backend cannot keep
+        raise ConfigError(f"--llm-step-deadline: {err}") from err
+
+
+def _check_paths(args) -> None:
+    """The journal must not be one of the run's input or output files."""
+    scenario = getattr(args, "scenario", None)
+    check_distinct(
+        args.resume or args.db,
+        {
+            "profile file (--users)": args.users if isinstance(args.users, str) else None,
+            "scenario file (--scenario)": scenario if scenario and os.path.isfile(scenario) else None,
+            "figures file (--figures)": getattr(args, "figures", None),
+            "TensorBoard folder (--logdir)": args.logdir,
+            "LLM model (--llm-model)": args.llm_model,
+        },
+    )
+
+
+def cmd_run(args) -> int:
+    """Run (or resume) the simulation of `args`; print one JSON line of figures."""
+    _check_paths(args)
+    if getattr(args, "scenario", None):
+        if args.resume:
+            raise ConfigError("--resume continues an 'oasis-gym run' journal; a scenario runs from its start")
+        from oasis_gym.scenarios import run_scenario_cli
+
+        return run_scenario_cli(args)
+    from oasis_gym.envs import reddit_v0, twitter_v0
+    from oasis_gym.envs.social_env import SocialMediaEnv
+    from oasis_gym.run import simulate
+
+    if args.resume:
+        args = resumed_args(args)
+    # the LLM backend first: a missing one ends the run before any journal is written
+    try:
+        llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
+    except ValueError as err:  # make_backend's checks of the LLM settings
+        raise ConfigError(f"bad LLM settings: {err}") from err
+    if args.resume:
+        env = SocialMediaEnv.resume(args.db, max_cycles=args.steps)
+    else:
+        args.steps = args.steps or 20
+        module = twitter_v0 if args.platform == "twitter" else reddit_v0
+        kwargs = {
+            "users": args.users,
+            "max_cycles": args.steps,
+            "db_path": args.db,
+            "overwrite": args.overwrite,
+            "activation": args.activation if args.activation == "activity" else float(args.activation),
+        }
+        if args.recsys:
+            kwargs["recsys"] = args.recsys
+        if args.all_actions:
+            kwargs["available_actions"] = tuple(range(23))
+        if isinstance(args.users, int) and args.seed_posts > 0:
+            kwargs["setup"] = seed_posts_setup(args.seed_posts)
+        env = module.parallel_env(**kwargs)
+    # saved with every commit from the journal's first on (read live: make_policy adds core_ids),
+    # so a run killed before its first step is resumable
+    env.sim.state_providers["cli"] = lambda: saved_settings(args)
+    recorder = None
+    try:
+        if not args.resume:
+            env.reset(seed=args.seed)
+        policy = make_policy(args, env, llm)
+        policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
+        if args.resume and "policy" in env.sim.saved_state:
+            policy.load_state_dict(env.sim.saved_state["policy"])
+        if not args.no_tensorboard:
+            from oasis_gym.metrics import MetricsRecorder
+
+            logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
+            recorder = MetricsRecorder(logdir)
+            recorder.attach(env.sim)
+            recorder.on_reset(env.sim)
+        summary = simulate(env, policy, args.steps - env._cycles, seed=args.seed, reset=False, progress=not args.quiet)
+    finally:
+        if recorder is not None:
+            recorder.close()
+        env.close()
+    print(
+        json.dumps(
+            {
+                "steps": summary.steps,
+                "actions": summary.actions,
+                "accepted": summary.accepted,
+                "actions_per_s": round(summary.actions_per_s, 1),
+                "db": args.db,
+                "logdir": recorder.logdir if recorder is not None else None,
+                **({"llm": summary.llm} if summary.llm else {}),
+            }
+        )
+    )
+    return 0
+
+
+def seed_posts_setup(count: int):
+    """A setup hook: the `count` most-followed users (one post each, wrapping around) wrote
+    posts before step 0 whose wording and stance follow their opinion, so a synthetic
+    population starts with something to read."""
+
+    def setup(sim) -> None:
+        from oasis_gym.content import template_text
+
+        pf = sim.platform
+        authors = np.argsort(-pf.u_followers.a, kind="stable")[: max(1, min(count, pf.n_users))]
+        authors = np.resize(authors, count)
+        stance = pf.u_opinion.a[authors]
+        rng = np.random.default_rng(sim.seed)
+        texts = template_text(stance, "the news", rng)
+        pf.create_posts(authors, texts, stance=stance)
+
+    return setup
