@@ -5,23 +5,41 @@ observations of exactly the users it drives that are active this step (rows in u
 order). Stateful policies reset in `reset(env, users, seed)`. Anyone's code plugs in:
 `FunctionPolicy` wraps a per-agent function on PettingZoo dict observations, and
 `DictPolicy` a function answering a whole dict of observations at once.
+
+The `env` argument of `reset` / `act` is whatever runs the policy: a PettingZoo
+`SocialMediaEnv` (or any env with a `.sim`, e.g. a platform-agent env), or the `Simulation`
+itself when a caller drives it directly. A policy reads the simulation with `sim_of(env)`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
+if TYPE_CHECKING:
+    from oasis_gym.simulation import Simulation
+
+
+def sim_of(env) -> Simulation:
+    """The `Simulation` behind a policy's `env` argument: `env.sim`, or `env` when it is one."""
+    return getattr(env, "sim", env)
+
 
 @runtime_checkable
 class Policy(Protocol):
-    def reset(self, env, users: np.ndarray, seed: int | None) -> None: ...
+    """What a user policy is: one batched `act` per step; `reset` at every episode."""
 
-    def act(self, env, obs: ObsBatch) -> ActionArrays: ...
+    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Start an episode driving `users` (ids), with this seed."""
+        ...
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """The actions of the active users in `obs`, one row each, in `obs.users` order."""
+        ...
 
 
 class BasePolicy:
@@ -30,9 +48,11 @@ class BasePolicy:
     name = "policy"
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Seed the policy's generator for a new episode."""
         self.rng = np.random.default_rng(seed)
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:  # pragma: no cover - abstract
+        """The actions of the active users in `obs`."""
         raise NotImplementedError
 
     def state_dict(self) -> dict:
@@ -41,6 +61,7 @@ class BasePolicy:
         return {"rng": rng.bit_generator.state} if rng is not None else {}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved."""
         if "rng" in state:
             self.rng = np.random.default_rng()
             self.rng.bit_generator.state = state["rng"]
@@ -62,6 +83,7 @@ class RandomPolicy(BasePolicy):
     name = "random"
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """A uniformly random allowed action per user."""
         rng = self.rng
         return ActionArrays(
             obs.users,
@@ -79,6 +101,7 @@ class DictPolicy(BasePolicy):
         self.fn, self.name = fn, name
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """Ask `fn` for the whole batch as PettingZoo dicts; convert the answers to columns."""
         agents = [f"user_{u}" for u in obs.users.tolist()]
         observations = {a: env.row_observation(obs, i) for i, a in enumerate(agents)}
         answers = self.fn(observations, env) if agents else {}

@@ -40,9 +40,11 @@ class HybridPolicy(BasePolicy):
         return cls([(core, np.flatnonzero(env.sim.platform.u_is_core.a))], default=rest)
 
     def policies(self) -> list[Policy]:
+        """Every policy of the routes, then the default one."""
         return [p for p, _ in self.routes] + ([self.default] if self.default is not None else [])
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Reset each policy with its users and a seed of its own (spawned from `seed`)."""
         seqs = np.random.SeedSequence(seed).spawn(len(self.policies()))
         users = np.asarray(users, dtype=np.int64)
         for (policy, ids), s in zip(self.routes, seqs):
@@ -52,6 +54,7 @@ class HybridPolicy(BasePolicy):
             self.default.reset(env, users[~np.isin(users, routed)], int(seqs[-1].generate_state(1)[0]))
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """Ask each policy for its active users; the answers merged back into user-id order."""
         parts, taken = [], np.zeros(len(obs), dtype=bool)
         for policy, ids in self.routes:
             rows = np.flatnonzero(np.isin(obs.users, ids))
@@ -71,9 +74,11 @@ class HybridPolicy(BasePolicy):
         return acts
 
     def state_dict(self) -> dict:
+        """Each policy's state, in `policies()` order."""
         return {"policies": [p.state_dict() if hasattr(p, "state_dict") else {} for p in self.policies()]}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved."""
         for p, s in zip(self.policies(), state.get("policies", [])):
             if hasattr(p, "load_state_dict"):
                 p.load_state_dict(s)

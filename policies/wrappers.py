@@ -11,7 +11,8 @@ from oasis_gym.actions import ActionType as A
 from oasis_gym.simulation import FEED_INDEX, ActionArrays
 
 from .abm import ABMPolicy
-from .abm_dynamics import independent_cascade
+from .base import sim_of
+from .diffusion import independent_cascade
 
 
 class DecayingCascadeABM(ABMPolicy):
@@ -61,16 +62,18 @@ class CommentVoter:
         self.herd_weight, self.herd_cap = herd_weight, herd_cap
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Reset the wrapped policy and this wrapper's generator (independent seeds from `seed`)."""
         s_inner, s_own = np.random.SeedSequence(seed).spawn(2)
         self.inner.reset(env, users, int(s_inner.generate_state(1)[0]))
         self.rng = np.random.default_rng(s_own)
 
     def act(self, env, obs):
+        """The wrapped policy's actions; some users vote on a comment of their view instead."""
         acts = self.inner.act(env, obs)
         n = len(obs)
         if n == 0:
             return acts
-        pf = getattr(env, "sim", env).platform
+        pf = sim_of(env).platform
         cids = obs.comment_ids
         c = np.maximum(cids, 0)
         feats = obs.comments

@@ -1,0 +1,101 @@
+"""Users who report posts: a wrapper adding report_post to another user policy.
+
+The users of the platform-agent scenario `misinfo_stream` are `ReportingUsers(ABMPolicy())`:
+reports are the noisy signal both platform agents and the report-threshold baseline use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oasis_gym.actions import ActionType as A
+from oasis_gym.platform import MISINFO_LABEL
+from oasis_gym.simulation import ActionArrays, ObsBatch
+
+from .base import sim_of
+
+__all__ = ["ReportingUsers"]
+
+
+class ReportingUsers:
+    """Wrap a user policy: users it leaves idle may report one post of their feed.
+
+    Per feed slot the rate is `misinfo_report_rate` (post labelled misinformation) or
+    `true_report_rate` (anything else), times the user's disagreement with the post's
+    stance (|opinion - stance| / 2, unknown stance counts as 0). P(report) = min(1, sum of
+    the slot rates); the slot is drawn in proportion to its rate. Only when report_post is
+    an available action; posts the user already reported are skipped.
+    """
+
+    name = "reporting"
+
+    def __init__(
+        self, base, misinfo_report_rate: float = 0.3, true_report_rate: float = 0.01, reason: str = "misleading"
+    ):
+        self.base = base
+        self.misinfo_report_rate = misinfo_report_rate
+        self.true_report_rate = true_report_rate
+        self.reason = reason
+
+    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Reset the wrapped policy and this wrapper's generator (independent seeds from `seed`)."""
+        base_seq, own_seq = np.random.SeedSequence(seed).spawn(2)
+        self.base.reset(env, users, int(base_seq.generate_state(1)[0]))
+        self.rng = np.random.default_rng(own_seq)
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """The wrapped policy's actions; idle users may report a post of their feed instead."""
+        acts = self.base.act(env, obs)
+        sim = sim_of(env)
+        pf = sim.platform
+        if not len(obs) or not pf.available[A.REPORT_POST]:
+            return acts
+        n = len(acts)
+        rows = np.searchsorted(obs.users, np.asarray(acts.users, dtype=np.int64))
+        has = obs.mask_post[rows].astype(bool)
+        posts = np.where(has, obs.post_ids[rows], 0)
+        users = obs.users[rows]
+        stance = np.nan_to_num(pf.p_stance.a[posts])
+        disagree = np.abs(pf.u_opinion.a[users][:, None] - stance) / 2.0
+        rate = np.where(pf.p_label.a[posts] == MISINFO_LABEL, self.misinfo_report_rate, self.true_report_rate)
+        rate = rate * disagree * has
+        if len(pf.rel["report"]):
+            rate[pf.rel["report"].contains(np.broadcast_to(users[:, None], posts.shape), posts)] = 0.0
+        total = rate.sum(axis=1)
+        u_act, u_slot = self.rng.random(n), self.rng.random(n)
+        idle = np.asarray(acts.type, dtype=np.int64) == A.DO_NOTHING
+        report = idle & (u_act < np.minimum(total, 1.0))
+        if not report.any():
+            return acts
+        cdf = np.cumsum(rate[report], axis=1)
+        slot = (cdf < (u_slot[report] * total[report])[:, None]).sum(axis=1)
+        slot = np.minimum(slot, rate.shape[1] - 1)
+        return _with_reports(acts, np.flatnonzero(report), slot, self.reason)
+
+    def state_dict(self) -> dict:
+        base = self.base.state_dict() if hasattr(self.base, "state_dict") else {}
+        return {"base": base, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        if hasattr(self.base, "load_state_dict"):
+            self.base.load_state_dict(state.get("base", {}))
+        self.rng = np.random.default_rng()
+        self.rng.bit_generator.state = state["rng"]
+
+
+def _with_reports(acts: ActionArrays, idx: np.ndarray, slot: np.ndarray, reason: str) -> ActionArrays:
+    """A copy of `acts` where rows `idx` report post slot `slot`."""
+    n = len(acts)
+
+    def col(values, fill, dtype):
+        return np.array(values, dtype=dtype) if values is not None else np.full(n, fill, dtype=dtype)
+
+    typ, post = col(acts.type, 0, np.int64), col(acts.post, 0, np.int64)
+    typ[idx] = A.REPORT_POST
+    post[idx] = slot
+    text = list(acts.text) if acts.text is not None else [None] * n
+    for i in idx.tolist():
+        text[i] = reason
+    stance = col(acts.stance, np.nan, np.float32)
+    stance[idx] = np.nan
+    return ActionArrays(np.asarray(acts.users, dtype=np.int64), typ, post, acts.comment, acts.user, text, stance)
