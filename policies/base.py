@@ -67,6 +67,48 @@ class BasePolicy:
             self.rng.bit_generator.state = state["rng"]
 
 
+class PolicyWrapper:
+    """A policy around an inner one, with a generator of its own for what it adds.
+
+    Subclasses implement `act` (starting from `self.inner.act`). A checkpoint holds the inner
+    policy's state under `state_key` and this wrapper's generator state.
+    """
+
+    state_key = "inner"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Reset the inner policy and this wrapper's generator (independent seeds from `seed`)."""
+        s_inner, s_own = np.random.SeedSequence(seed).spawn(2)
+        self.inner.reset(env, users, int(s_inner.generate_state(1)[0]))
+        self.rng = np.random.default_rng(s_own)
+
+    def act(self, env, obs: ObsBatch) -> ActionArrays:  # pragma: no cover - abstract
+        """The inner policy's actions, changed by the wrapper."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """JSON-able state: the inner policy's and this wrapper's generator."""
+        inner = self.inner.state_dict() if hasattr(self.inner, "state_dict") else {}
+        return {self.state_key: inner, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved."""
+        if hasattr(self.inner, "load_state_dict"):
+            self.inner.load_state_dict(state.get(self.state_key, {}))
+        if "rng" in state:
+            self.rng = np.random.default_rng()
+            self.rng.bit_generator.state = state["rng"]
+
+
+def filled(acts: ActionArrays) -> ActionArrays:
+    """A writable copy of `acts` with every column present (missing ones at their defaults:
+    0, no text, NaN stance), for wrappers that change some rows."""
+    return ActionArrays.concat([acts])
+
+
 def sample_masked(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
     """One index per row, uniform over the row's 1s (0 when a row has none). Vectorized
     Gumbel-free trick: argmax of uniform noise restricted to the mask."""

@@ -12,12 +12,12 @@ from oasis_gym.actions import ActionType as A
 from oasis_gym.platform import MISINFO_LABEL
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
-from .base import sim_of
+from .base import PolicyWrapper, filled, sim_of
 
 __all__ = ["ReportingUsers"]
 
 
-class ReportingUsers:
+class ReportingUsers(PolicyWrapper):
     """Wrap a user policy: users it leaves idle may report one post of their feed.
 
     Per feed slot the rate is `misinfo_report_rate` (post labelled misinformation) or
@@ -28,24 +28,19 @@ class ReportingUsers:
     """
 
     name = "reporting"
+    state_key = "base"  # checkpoints written before PolicyWrapper keep loading
 
     def __init__(
         self, base, misinfo_report_rate: float = 0.3, true_report_rate: float = 0.01, reason: str = "misleading"
     ):
-        self.base = base
+        super().__init__(base)
         self.misinfo_report_rate = misinfo_report_rate
         self.true_report_rate = true_report_rate
         self.reason = reason
 
-    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
-        """Reset the wrapped policy and this wrapper's generator (independent seeds from `seed`)."""
-        base_seq, own_seq = np.random.SeedSequence(seed).spawn(2)
-        self.base.reset(env, users, int(base_seq.generate_state(1)[0]))
-        self.rng = np.random.default_rng(own_seq)
-
     def act(self, env, obs: ObsBatch) -> ActionArrays:
         """The wrapped policy's actions; idle users may report a post of their feed instead."""
-        acts = self.base.act(env, obs)
+        acts = self.inner.act(env, obs)
         sim = sim_of(env)
         pf = sim.platform
         if not len(obs) or not pf.available[A.REPORT_POST]:
@@ -72,30 +67,13 @@ class ReportingUsers:
         slot = np.minimum(slot, rate.shape[1] - 1)
         return _with_reports(acts, np.flatnonzero(report), slot, self.reason)
 
-    def state_dict(self) -> dict:
-        base = self.base.state_dict() if hasattr(self.base, "state_dict") else {}
-        return {"base": base, "rng": self.rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        if hasattr(self.base, "load_state_dict"):
-            self.base.load_state_dict(state.get("base", {}))
-        self.rng = np.random.default_rng()
-        self.rng.bit_generator.state = state["rng"]
-
 
 def _with_reports(acts: ActionArrays, idx: np.ndarray, slot: np.ndarray, reason: str) -> ActionArrays:
     """A copy of `acts` where rows `idx` report post slot `slot`."""
-    n = len(acts)
-
-    def col(values, fill, dtype):
-        return np.array(values, dtype=dtype) if values is not None else np.full(n, fill, dtype=dtype)
-
-    typ, post = col(acts.type, 0, np.int64), col(acts.post, 0, np.int64)
-    typ[idx] = A.REPORT_POST
-    post[idx] = slot
-    text = list(acts.text) if acts.text is not None else [None] * n
+    out = filled(acts)
+    out.type[idx] = A.REPORT_POST
+    out.post[idx] = slot
     for i in idx.tolist():
-        text[i] = reason
-    stance = col(acts.stance, np.nan, np.float32)
-    stance[idx] = np.nan
-    return ActionArrays(np.asarray(acts.users, dtype=np.int64), typ, post, acts.comment, acts.user, text, stance)
+        out.text[i] = reason
+    out.stance[idx] = np.nan
+    return out
