@@ -15,45 +15,17 @@ from __future__ import annotations
 
 from oasis_gym.content import _TEMPLATES, STANCE_LABELS, lexicon_stance, stance_label, template_text  # noqa: F401
 
-from .behaviour import CHOICE_BLOCK_ROWS, ENGAGE_ACTIONS, BehaviourParams, choose_actions  # noqa: F401
+from . import behaviour, diffusion, opinion_dynamics
+from .behaviour import *  # noqa: F403 - the façade re-exports each module's __all__
+from .behaviour import CHOICE_BLOCK_ROWS  # noqa: F401
 from .blocks import BLOCK_ROWS  # noqa: F401
-from .diffusion import independent_cascade, linear_threshold, sample_thresholds
-from .opinion_dynamics import (
-    MODEL_ALIASES,
-    MODEL_PARAMS,
-    DWParams,
-    HKParams,
-    LorenzParams,
-    RAParams,
-    SJParams,
-    deffuant_weisbuch,
-    hegselmann_krause,
-    lorenz2021,
-    relative_agreement,
-    social_judgment,
-    update_opinions,
-)
+from .diffusion import *  # noqa: F403
+from .opinion_dynamics import *  # noqa: F403
 
 __all__ = [
-    "DWParams",
-    "HKParams",
-    "RAParams",
-    "SJParams",
-    "LorenzParams",
-    "MODEL_PARAMS",
-    "MODEL_ALIASES",
-    "deffuant_weisbuch",
-    "hegselmann_krause",
-    "relative_agreement",
-    "social_judgment",
-    "lorenz2021",
-    "update_opinions",
-    "independent_cascade",
-    "linear_threshold",
-    "sample_thresholds",
-    "BehaviourParams",
-    "choose_actions",
-    "ENGAGE_ACTIONS",
+    *opinion_dynamics.__all__,
+    *diffusion.__all__,
+    *behaviour.__all__,
     "template_text",
     "lexicon_stance",
     "STANCE_LABELS",
