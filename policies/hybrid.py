@@ -12,7 +12,7 @@ import numpy as np
 
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
-from .base import BasePolicy, Policy, check_actions
+from .base import BasePolicy, Policy, check_actions, sim_of
 
 
 class HybridPolicy(BasePolicy):
@@ -30,14 +30,14 @@ class HybridPolicy(BasePolicy):
     @classmethod
     def top_k_by_followers(cls, env, core: Policy, rest: Policy, k: int) -> HybridPolicy:
         """The k most-followed users (ties: lower id) go to `core`, everyone else to `rest`."""
-        pf = env.sim.platform
+        pf = sim_of(env).platform
         order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))
         return cls([(core, order[:k])], default=rest)
 
     @classmethod
     def core_users(cls, env, core: Policy, rest: Policy) -> HybridPolicy:
         """Users flagged `is_core` in the population go to `core`."""
-        return cls([(core, np.flatnonzero(env.sim.platform.u_is_core.a))], default=rest)
+        return cls([(core, np.flatnonzero(sim_of(env).platform.u_is_core.a))], default=rest)
 
     def policies(self) -> list[Policy]:
         """Every policy of the routes, then the default one."""
