@@ -43,8 +43,8 @@ class ReportingUsers(PolicyWrapper):
         acts = self.inner.act(env, obs)
         sim = sim_of(env)
         pf = sim.platform
-        if not len(obs) or not pf.available[A.REPORT_POST]:
-            return acts
+        if not len(obs) or not pf.available[A.REPORT_POST] or not pf.n_posts:
+            return acts  # nothing to report (an empty platform once crashed here)
         n = len(acts)
         rows = np.searchsorted(obs.users, np.asarray(acts.users, dtype=np.int64))
         has = obs.mask_post[rows].astype(bool)
