@@ -1,15 +1,16 @@
-"""Gymnasium single-agent envs over one platform agent: the shared base and the registry.
+"""Gymnasium single-agent envs over one platform agent: the shared base, scenarios by name.
 
 `PlatformAgentEnv` runs a `SocialMediaEnv` (the PettingZoo parallel env) in which one
 platform agent (`recommender_0` or `moderator_0`) is the learner, the users are driven by a
-user policy (the scenario's users by default) and the other platform agent, if any, by a
-fixed rule (`platform_rules`). The env imports no scenario and no user policy: a scenario
-given by name is made through the registry (`oasis_gym.SCENARIOS`), and the users come from
-`user_policy`, else the scenario, else the registry's default (`oasis_gym.DEFAULT_USER_POLICY`,
-plain ABM users). Every
-`step(action)` asks the user policy for its batch of actions, runs one simulation step
+user policy and the other platform agent, if any, by a fixed rule (`platform_rules`).
+Every `step(action)` asks the user policy for its batch of actions, runs one simulation step
 through `SocialMediaEnv.step_batch`, and returns the learner's observation and reward.
 See `recommender_v0` and `moderator_v0` for the documented envs.
+
+The env imports no scenario and no user policy: a scenario given by name is made through the
+registry (`oasis_gym.SCENARIOS`), and the users come from the `user_policy` argument, else
+the scenario (`scenario.user_policy`), else the registry's default
+(`oasis_gym.DEFAULT_USER_POLICY`: plain ABM users).
 
 Pickling (e.g. for `SubprocVecEnv`): an env pickles as its constructor arguments only and
 rebuilds its simulation lazily at the next `reset`, so the user-policy factory (and any
@@ -25,12 +26,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from oasis_gym import DEFAULT_USER_POLICY, GYMNASIUM_MAX_EPISODE_STEPS, SCENARIOS, _register, load_entry_point
+from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_point
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
 
 PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
 TRAIN_SEED_MIN = 2**20  # unseeded resets draw episode seeds >= this
-MAX_EPISODE_STEPS = GYMNASIUM_MAX_EPISODE_STEPS  # the registered TimeLimit (see oasis_gym)
 UserPolicyFactory = Callable[[Any], Any]  # factory(env: SocialMediaEnv) -> Policy
 
 
