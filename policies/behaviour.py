@@ -9,7 +9,7 @@ import numpy as np
 
 from oasis_gym.actions import NUM_ACTIONS, ActionType
 
-from .blocks import _as_opinions, _rows
+from .blocks import as_opinions, take_rows
 
 __all__ = ["BehaviourParams", "ENGAGE_ACTIONS", "choose_actions"]
 
@@ -216,7 +216,7 @@ def choose_actions(
     create_comment, NaN otherwise). Randomness: exactly three (n,) draws from ``rng``
     (action uniform, slot uniform, stance normal), so results depend only on the seed.
     """
-    opinion = _as_opinions(opinion)
+    opinion = as_opinions(opinion)
     n = opinion.shape[0]
     feed_mask = np.asarray(feed_mask, dtype=bool)
     if feed_mask.ndim != 2 or feed_mask.shape[0] != n:
@@ -259,7 +259,7 @@ def choose_actions(
         sl = slice(start, min(n, start + CHOICE_BLOCK_ROWS))
         allowed_b = allowed[sl] if allowed.ndim == 2 else allowed
         action[sl], slot[sl] = _choose_block(
-            params, allowed_b, p_post[sl], u_act[sl], u_slot[sl], *(_rows(a, sl) for a in feed)
+            params, allowed_b, p_post[sl], u_act[sl], u_slot[sl], *(take_rows(a, sl) for a in feed)
         )
     is_text = np.isin(action, np.array(_TEXT_OUT, dtype=np.int8))
     stance = np.where(is_text, np.clip(opinion + params.stance_noise * noise, -1.0, 1.0), np.nan)

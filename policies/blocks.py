@@ -10,14 +10,16 @@ import numpy as np
 BLOCK_ROWS = 16_384  # users per block: a block's (K, b) working set stays in cache
 
 
-def _as_opinions(x: np.ndarray) -> np.ndarray:
+def as_opinions(x: np.ndarray) -> np.ndarray:
+    """Opinions as a float64 (n,) array; a clear error for any other shape."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"x must be 1-D (n,), got shape {x.shape}")
     return x
 
 
-def _check_matrix(name: str, a: np.ndarray | None, n: int, k: int | None = None) -> None:
+def check_matrix(name: str, a: np.ndarray | None, n: int, k: int | None = None) -> None:
+    """Check that `a` (when given) is an (n, K) matrix, or (n, k) when `k` is given."""
     if a is None:
         return
     if a.ndim != 2 or a.shape[0] != n or (k is not None and a.shape[1] != k):
@@ -25,20 +27,20 @@ def _check_matrix(name: str, a: np.ndarray | None, n: int, k: int | None = None)
         raise ValueError(f"{name} must have shape {want}, got {a.shape}")
 
 
-def _exposures(x: np.ndarray, exposed, mask, weights=None):
+def check_exposures(x: np.ndarray, exposed, mask, weights=None):
     """Validate and coerce the (n, K) exposure block; weights default to None (all 1)."""
     exposed = np.asarray(exposed, dtype=np.float64)
     mask = np.asarray(mask, dtype=bool)
     n = x.shape[0]
-    _check_matrix("exposed", exposed, n)
-    _check_matrix("mask", mask, n, exposed.shape[1])
+    check_matrix("exposed", exposed, n)
+    check_matrix("mask", mask, n, exposed.shape[1])
     if weights is not None:
         weights = np.asarray(weights, dtype=np.float64)
-        _check_matrix("weights", weights, n, exposed.shape[1])
+        check_matrix("weights", weights, n, exposed.shape[1])
     return exposed, mask, weights
 
 
-def _param(v, n: int, name: str):
+def model_param(v, n: int, name: str):
     """A model parameter: a Python float, or a float64 (n,) array for per-user values."""
     a = np.asarray(v, dtype=np.float64)
     if a.ndim == 0:
@@ -48,7 +50,8 @@ def _param(v, n: int, name: str):
     return a
 
 
-def _rows(v, sl: slice):
+def take_rows(v, sl: slice):
+    """Rows `sl` of a per-user argument (arrays), or the argument itself (scalars, None)."""
     return v[sl] if isinstance(v, np.ndarray) else v
 
 
@@ -60,7 +63,7 @@ def _block_arg(a, sl: slice):
     return a[sl].T.copy() if a.ndim == 2 else a[sl]
 
 
-def _blocked(kernel: Callable, n: int, n_out: int, row_args: tuple, scalars: dict) -> tuple:
+def run_blocked(kernel: Callable, n: int, n_out: int, row_args: tuple, scalars: dict) -> tuple:
     """Run ``kernel`` over blocks of users; row_args are (n,) / (n, K) arrays, scalars or None."""
     outs = tuple(np.empty(n, dtype=np.float64) for _ in range(n_out))
     for start in range(0, n, BLOCK_ROWS):
@@ -71,7 +74,7 @@ def _blocked(kernel: Callable, n: int, n_out: int, row_args: tuple, scalars: dic
     return outs
 
 
-def _zero_nan(a: np.ndarray) -> np.ndarray:
+def zero_nan(a: np.ndarray) -> np.ndarray:
     """Set NaNs of ``a`` to 0 in place (arithmetically: boolean indexing is ~10x slower)."""
     bad = np.isnan(a)
     if bad.any():
@@ -80,22 +83,22 @@ def _zero_nan(a: np.ndarray) -> np.ndarray:
     return bad
 
 
-def _clean_block(e: np.ndarray, m: np.ndarray, w: np.ndarray | None, *extra_bad) -> np.ndarray:
+def clean_block(e: np.ndarray, m: np.ndarray, w: np.ndarray | None, *extra_bad) -> np.ndarray:
     """Drop NaN exposures from a (K, b) block in place: value 0, mask False, NaN weight 0.
 
     Afterwards every update can be applied as ``x += step * mask`` with finite numbers only
     (numpy's masked ``where=`` ufunc path is ~10x slower than a multiply).
     """
-    bad = _zero_nan(e)
+    bad = zero_nan(e)
     for b in extra_bad:
         bad |= b
     m &= ~bad
     if w is not None:
-        _zero_nan(w)
+        zero_nan(w)
     return m
 
 
-def _apply_order(order: str, rng: np.random.Generator | None, *mats):
+def apply_order(order: str, rng: np.random.Generator | None, *mats):
     """Reorder every (n, K) matrix's slots per user: "slot" keeps feed order, "random" shuffles."""
     if order == "slot":
         return mats
@@ -108,16 +111,16 @@ def _apply_order(order: str, rng: np.random.Generator | None, *mats):
     return tuple(None if m is None else np.take_along_axis(m, perm, axis=1) for m in mats)
 
 
-def _inputs(x, exposed, mask, weights, order: str | None = None, rng: np.random.Generator | None = None):
+def model_inputs(x, exposed, mask, weights, order: str | None = None, rng: np.random.Generator | None = None):
     """Checked opinions (n,) and exposure matrices (n, K); with `order`, slots reordered per user."""
-    x = _as_opinions(x)
-    exposed, mask, weights = _exposures(x, exposed, mask, weights)
+    x = as_opinions(x)
+    exposed, mask, weights = check_exposures(x, exposed, mask, weights)
     if order is not None:
-        exposed, mask, weights = _apply_order(order, rng, exposed, mask, weights)
+        exposed, mask, weights = apply_order(order, rng, exposed, mask, weights)
     return x, exposed, mask, weights
 
 
-def _step_size(mu, w_col):
+def step_size(mu, w_col):
     """Per-exposure step size: mu, or min(1, mu * w) with weights."""
     if w_col is None:
         return mu

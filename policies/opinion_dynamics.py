@@ -33,16 +33,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blocks import (
-    _apply_order,
-    _as_opinions,
-    _blocked,
-    _check_matrix,
-    _clean_block,
-    _exposures,
-    _inputs,
-    _param,
-    _step_size,
-    _zero_nan,
+    apply_order,
+    as_opinions,
+    check_exposures,
+    check_matrix,
+    clean_block,
+    model_inputs,
+    model_param,
+    run_blocked,
+    step_size,
+    zero_nan,
 )
 
 __all__ = [
@@ -64,7 +64,7 @@ __all__ = [
 
 def _dw_kernel(x, e, m, w, mu, eps):
     """Deffuant-Weisbuch on one (K, b) block, slot by slot."""
-    m = _clean_block(e, m, w)
+    m = clean_block(e, m, w)
     x = x.copy()
     d, ad = np.empty_like(x), np.empty_like(x)
     inb = np.empty(x.shape, dtype=bool)
@@ -72,7 +72,7 @@ def _dw_kernel(x, e, m, w, mu, eps):
         np.subtract(e[k], x, out=d)
         np.less(np.abs(d, out=ad), eps, out=inb)
         inb &= m[k]
-        d *= _step_size(mu, None if w is None else w[k])
+        d *= step_size(mu, None if w is None else w[k])
         d *= inb
         x += d
     return (np.clip(x, -1.0, 1.0, out=x),)
@@ -86,15 +86,17 @@ def deffuant_weisbuch(
     For each exposure j, in slot order: if |x_i - x_j| < eps then x_i += mu (x_j - x_i), using
     the opinion left by the previous exposure (strict inequality, as in Deffuant et al.).
     """
-    x, exposed, mask, weights = _inputs(x, exposed, mask, weights, order, rng)
+    x, exposed, mask, weights = model_inputs(x, exposed, mask, weights, order, rng)
     n = x.shape[0]
-    (out,) = _blocked(_dw_kernel, n, 1, (x, exposed, mask, weights, _param(mu, n, "mu"), _param(eps, n, "eps")), {})
+    (out,) = run_blocked(
+        _dw_kernel, n, 1, (x, exposed, mask, weights, model_param(mu, n, "mu"), model_param(eps, n, "eps")), {}
+    )
     return out
 
 
 def _hk_kernel(x, e, m, w, alpha, eps, include_self):
     """Hegselmann-Krause on one (K, b) block: all exposures at once."""
-    m = _clean_block(e, m, w)
+    m = clean_block(e, m, w)
     inb = np.abs(e - x) <= eps
     inb &= m
     wt = inb.astype(np.float64)
@@ -118,13 +120,13 @@ def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None, incl
     x_i += alpha * (weighted mean of the in-bound set - x_i); alpha = 1 is classic HK. With
     ``include_self=False`` a user with no in-bound exposure does not move.
     """
-    x, exposed, mask, weights = _inputs(x, exposed, mask, weights)
+    x, exposed, mask, weights = model_inputs(x, exposed, mask, weights)
     n = x.shape[0]
-    (out,) = _blocked(
+    (out,) = run_blocked(
         _hk_kernel,
         n,
         1,
-        (x, exposed, mask, weights, _param(alpha, n, "alpha"), _param(eps, n, "eps")),
+        (x, exposed, mask, weights, model_param(alpha, n, "alpha"), model_param(eps, n, "eps")),
         {"include_self": bool(include_self)},
     )
     return out
@@ -132,7 +134,7 @@ def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None, incl
 
 def _ra_kernel(x, u, e, eu, m, w, mu):
     """Relative agreement on one (K, b) block, slot by slot; returns (x, u)."""
-    m = _clean_block(e, m, w, _zero_nan(eu), eu <= 0)
+    m = clean_block(e, m, w, zero_nan(eu), eu <= 0)
     eu *= m
     eu += ~m  # u_j = 1 where the slot is ignored: h / u_j finite
     x, u = x.copy(), u.copy()
@@ -146,7 +148,7 @@ def _ra_kernel(x, u, e, eu, m, w, mu):
         ok &= m[k]
         h /= uj
         h -= 1.0
-        h *= _step_size(mu, None if w is None else w[k])
+        h *= step_size(mu, None if w is None else w[k])
         h *= ok  # h is now mu (h_ij / u_j - 1), or 0
         np.multiply(np.subtract(xj, x, out=t1), h, out=t1)
         np.multiply(np.subtract(uj, u, out=t2), h, out=t2)
@@ -167,26 +169,28 @@ def relative_agreement(
     u_i += mu (h/u_j - 1)(u_j - u_i), both from the pre-interaction values. Sequential in
     slot order; exposures with u_j <= 0 or NaN are ignored.
     """
-    x = _as_opinions(x)
+    x = as_opinions(x)
     u = np.asarray(u, dtype=np.float64)
     if u.ndim == 0:
         u = np.full(x.shape, float(u))
     if u.shape != x.shape:
         raise ValueError(f"u must be a scalar or shape {x.shape}, got {u.shape}")
-    exposed, mask, weights = _exposures(x, exposed, mask, weights)
+    exposed, mask, weights = check_exposures(x, exposed, mask, weights)
     n = x.shape[0]
     exposed_u = np.asarray(exposed_u, dtype=np.float64)
     if exposed_u.ndim == 0:
         exposed_u = np.full(exposed.shape, float(exposed_u))
-    _check_matrix("exposed_u", exposed_u, n, exposed.shape[1])
-    exposed, exposed_u, mask, weights = _apply_order(order, rng, exposed, exposed_u, mask, weights)
-    x_new, u_new = _blocked(_ra_kernel, n, 2, (x, u, exposed, exposed_u, mask, weights, _param(mu, n, "mu")), {})
+    check_matrix("exposed_u", exposed_u, n, exposed.shape[1])
+    exposed, exposed_u, mask, weights = apply_order(order, rng, exposed, exposed_u, mask, weights)
+    x_new, u_new = run_blocked(
+        _ra_kernel, n, 2, (x, u, exposed, exposed_u, mask, weights, model_param(mu, n, "mu")), {}
+    )
     return x_new, u_new
 
 
 def _sj_kernel(x, e, m, w, mu, acc, rej):
     """Social judgment on one (K, b) block, slot by slot, clipped after each exposure."""
-    m = _clean_block(e, m, w)
+    m = clean_block(e, m, w)
     x = x.copy()
     d, ad, sign = np.empty_like(x), np.empty_like(x), np.empty_like(x)
     for k in range(e.shape[0]):
@@ -196,7 +200,7 @@ def _sj_kernel(x, e, m, w, mu, acc, rej):
         sign -= ad > rej  # contrast: -1
         sign *= m[k]
         d *= sign
-        d *= _step_size(mu, None if w is None else w[k])
+        d *= step_size(mu, None if w is None else w[k])
         x += d
         np.clip(x, -1.0, 1.0, out=x)
     return (x,)
@@ -219,19 +223,19 @@ def social_judgment(
     contrast x_i -= mu d (move away); otherwise (non-commitment) nothing. The opinion is
     clipped to [-1, 1] after every exposure, since contrast can push it out of the scale.
     """
-    x, exposed, mask, weights = _inputs(x, exposed, mask, weights)
+    x, exposed, mask, weights = model_inputs(x, exposed, mask, weights)
     n = x.shape[0]
-    acc, rej = _param(lat_accept, n, "lat_accept"), _param(lat_reject, n, "lat_reject")
+    acc, rej = model_param(lat_accept, n, "lat_accept"), model_param(lat_reject, n, "lat_reject")
     if np.any(np.asarray(acc) > np.asarray(rej)):
         raise ValueError("lat_accept must not exceed lat_reject")
-    exposed, mask, weights = _apply_order(order, rng, exposed, mask, weights)
-    (out,) = _blocked(_sj_kernel, n, 1, (x, exposed, mask, weights, _param(mu, n, "mu"), acc, rej), {})
+    exposed, mask, weights = apply_order(order, rng, exposed, mask, weights)
+    (out,) = run_blocked(_sj_kernel, n, 1, (x, exposed, mask, weights, model_param(mu, n, "mu"), acc, rej), {})
     return out
 
 
 def _lorenz_kernel(x, e, m, w, alpha, rho, lam_k, k_exp, polarity):
     """Lorenz et al. 2021 on one (K, b) block, slot by slot, clipped after each exposure."""
-    m = _clean_block(e, m, w)
+    m = clean_block(e, m, w)
     x = x.copy()
     for k in range(e.shape[0]):
         xj = e[k]
@@ -241,7 +245,7 @@ def _lorenz_kernel(x, e, m, w, alpha, rho, lam_k, k_exp, polarity):
             delta *= lam_k / (lam_k + dist**k_exp)  # motivated cognition
         if polarity:
             delta *= 1.0 - x * x  # polarity factor (M^2 - a^2)/M^2, M = 1
-        delta *= _step_size(alpha, None if w is None else w[k])
+        delta *= step_size(alpha, None if w is None else w[k])
         delta *= m[k]
         x += delta
         np.clip(x, -1.0, 1.0, out=x)
@@ -274,14 +278,14 @@ def lorenz2021(
     and its exposures are ignored that step. The paper's scale M = 3.5 maps to 1 here, so its
     lam = 0.5 corresponds to lam ~ 0.14.
     """
-    x, exposed, mask, weights = _inputs(x, exposed, mask, weights, order, rng)
+    x, exposed, mask, weights = model_inputs(x, exposed, mask, weights, order, rng)
     n = x.shape[0]
     lam_k = None if lam is None else float(lam) ** float(k)
-    (out,) = _blocked(
+    (out,) = run_blocked(
         _lorenz_kernel,
         n,
         1,
-        (x, exposed, mask, weights, _param(alpha, n, "alpha"), _param(rho, n, "rho")),
+        (x, exposed, mask, weights, model_param(alpha, n, "alpha"), model_param(rho, n, "rho")),
         {"lam_k": lam_k, "k_exp": float(k), "polarity": bool(polarity)},
     )
     if np.any(np.asarray(theta) > 0):
