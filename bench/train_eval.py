@@ -3,7 +3,7 @@
     python bench/train_eval.py                       # full: up to 15 min of training per agent
     python bench/train_eval.py --time-limit 120 --timesteps 5000 --eval-seeds 3   # quick check
 
-Scenario: 1 000 ABM users (`oasis_gym.envs.platform_scenarios`), 50-step episodes.
+Scenario: 1 000 ABM users (`oasis_gym.scenarios.misinfo_stream`), 50-step episodes.
 Training: population 0, episode seeds drawn >= 2**20. Evaluation (`train.report`): two
 sets disjoint from training, held-out seeds 1000.. on population 0 and the same seeds on
 population 1 (other users and follow graph).

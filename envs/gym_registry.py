@@ -1,11 +1,16 @@
-"""Gymnasium single-agent envs over one platform agent: the shared base and the registry.
+"""Gymnasium single-agent envs over one platform agent: the shared base, scenarios by name.
 
 `PlatformAgentEnv` runs a `SocialMediaEnv` (the PettingZoo parallel env) in which one
 platform agent (`recommender_0` or `moderator_0`) is the learner, the users are driven by a
-user policy (ABM by default) and the other platform agent, if any, by a fixed rule. Every
-`step(action)` asks the user policy for its batch of actions, runs one simulation step
+user policy and the other platform agent, if any, by a fixed rule (`platform_rules`).
+Every `step(action)` asks the user policy for its batch of actions, runs one simulation step
 through `SocialMediaEnv.step_batch`, and returns the learner's observation and reward.
 See `recommender_v0` and `moderator_v0` for the documented envs.
+
+The env imports no scenario and no user policy: a scenario given by name is made through the
+registry (`oasis_gym.SCENARIOS`), and the users come from the `user_policy` argument, else
+the scenario (`scenario.user_policy`), else the registry's default
+(`oasis_gym.DEFAULT_USER_POLICY`: plain ABM users).
 
 Pickling (e.g. for `SubprocVecEnv`): an env pickles as its constructor arguments only and
 rebuilds its simulation lazily at the next `reset`, so the user-policy factory (and any
@@ -15,19 +20,17 @@ LLM client it creates) must be picklable / created inside the factory.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_point
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
 
 PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
 TRAIN_SEED_MIN = 2**20  # unseeded resets draw episode seeds >= this
-# registered TimeLimit: the misinfo_stream scenario's episode length. With a longer
-# max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N) (gymnasium's
-# TimeLimit would otherwise end the episode at 50)
-MAX_EPISODE_STEPS = 50
 UserPolicyFactory = Callable[[Any], Any]  # factory(env: SocialMediaEnv) -> Policy
 
 
@@ -49,8 +52,6 @@ class PlatformAgentEnv(gym.Env):
         population_seed: int = 0,
         **env_kwargs: Any,
     ):
-        from .platform_scenarios import make_scenario
-
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
         self._init_kwargs = dict(
@@ -112,6 +113,7 @@ class PlatformAgentEnv(gym.Env):
 
     @property
     def sim(self):
+        """The running `Simulation` (builds the env on first use)."""
         return self.parallel_env.sim
 
     def _build(self) -> None:
@@ -136,11 +138,12 @@ class PlatformAgentEnv(gym.Env):
         route users by their followers, e.g. `HybridPolicy.top_k_by_followers`)."""
         factory = self._user_policy_factory
         if factory is None:
-            factory = self.scenario.user_policy if self.scenario is not None else _abm_users
+            factory = getattr(self.scenario, "user_policy", None) or load_entry_point(DEFAULT_USER_POLICY)
         return factory(self._env)
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start an episode: a seeded platform, the scenario's posts, fresh user-policy state."""
         super().reset(seed=seed)
         env = self.parallel_env
         # an explicit seed reproduces the episode; otherwise the next episode's seed comes from
@@ -159,6 +162,7 @@ class PlatformAgentEnv(gym.Env):
         return self._obs(), {"seed": episode_seed, "step": 0}
 
     def step(self, action):
+        """Play the learner's action for one step; returns (obs, reward, terminated, truncated, info)."""
         if self._env is None or not self._env.agents:
             raise RuntimeError("step() called before reset() or after the episode ended")
         from oasis_gym.platform_agents import exposure_stats
@@ -218,6 +222,7 @@ class PlatformAgentEnv(gym.Env):
         }
 
     def render(self) -> str | np.ndarray | None:
+        """A text view (`ansi`) or an opinion histogram frame (`rgb_array`); None before the first reset."""
         if self._env is None or self.render_mode is None:
             return None
         if self.render_mode == "rgb_array":
@@ -227,6 +232,7 @@ class PlatformAgentEnv(gym.Env):
         return env.render()
 
     def close(self) -> None:
+        """Close the simulation and its journal."""
         if self._env is not None:
             self._env.close()
 
@@ -243,12 +249,6 @@ def opinion_image(sim, height: int = 64, bins: int = 32) -> np.ndarray:
     img[rows & (color == 0)[None, :]] = (40, 90, 200)
     img[rows & (color == 1)[None, :]] = (200, 60, 40)
     return img
-
-
-def _abm_users(env):
-    from oasis_gym.policies.abm import ABMPolicy
-
-    return ABMPolicy()
 
 
 def _served(stats: tuple[float, float, int]) -> dict:
@@ -334,18 +334,19 @@ def moderation_outcome(sim) -> dict:
     }
 
 
+def make_scenario(scenario: Any, **params: Any) -> Any:
+    """A platform-agent scenario: by registered name (`oasis_gym.SCENARIOS`; params set its
+    fields), an instance (copied with params), or None."""
+    if scenario is None:
+        return None
+    if isinstance(scenario, str):
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose from {sorted(SCENARIOS)}")
+        return load_entry_point(SCENARIOS[scenario])(**params)
+    return replace(scenario, **params) if params else scenario
+
+
 def register_gym_envs() -> None:
-    """Register `oasis_gym/Recommender-v0` and `oasis_gym/Moderator-v0` with Gymnasium
-    (string entry points: nothing is imported until an env is made). Idempotent."""
-    for name, module, cls in (
-        ("Recommender-v0", "recommender_v0", "RecommenderEnv"),
-        ("Moderator-v0", "moderator_v0", "ModeratorEnv"),
-    ):
-        env_id = f"oasis_gym/{name}"
-        if env_id not in gym.registry:
-            gym.register(
-                id=env_id,
-                entry_point=f"oasis_gym.envs.{module}:{cls}",
-                disable_env_checker=False,
-                max_episode_steps=MAX_EPISODE_STEPS,
-            )
+    """Register `oasis_gym/Recommender-v0` and `oasis_gym/Moderator-v0` with Gymnasium (done
+    by `import oasis_gym`, from its one table; kept for explicit callers). Idempotent."""
+    _register()

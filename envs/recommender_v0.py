@@ -117,7 +117,7 @@ __all__ = ["RecommenderEnv", "register_gym_envs"]
 
 
 def _moderator_rule(moderator) -> PlatformRule | None:
-    from .platform_scenarios import NoModeration, OracleModerator, ReportThresholdModerator
+    from .platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
 
     if moderator is None or callable(moderator):
         return moderator

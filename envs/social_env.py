@@ -165,15 +165,18 @@ class SocialMediaEnv(ParallelEnv):
                 value[...] = -1 if key.endswith("_ids") else 0
 
     def observation_space(self, agent: str) -> spaces.Space:
+        """The agent's observation space (a platform agent's own, else the users' shared one)."""
         platform_agent = self.sim.platform_agents.get(agent)
         return platform_agent.observation_space if platform_agent is not None else self._obs_space
 
     def action_space(self, agent: str) -> spaces.Space:
+        """The agent's action space (a platform agent's own, else the users' shared one)."""
         platform_agent = self.sim.platform_agents.get(agent)
         return platform_agent.action_space if platform_agent is not None else self._act_space
 
     # ------------------------------------------------------------------ core API
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Start a new episode (a fresh platform and journal); returns (observations, infos)."""
         self.agents = []  # live again only once the new episode (and its journal) exists
         self._cycles = 0
         batch = self.sim.reset(seed)
@@ -181,6 +184,7 @@ class SocialMediaEnv(ParallelEnv):
         return self._observations(batch), self._infos(batch)
 
     def step(self, actions: Mapping[str, Any]):
+        """One step of all agents' actions; returns (observations, rewards, terminations, truncations, infos)."""
         if not self.agents:
             raise RuntimeError("step() called on a finished episode: call reset() first")
         self.sim.require_live()
@@ -267,6 +271,7 @@ class SocialMediaEnv(ParallelEnv):
 
     @staticmethod
     def row_observation(batch: ObsBatch, row: int) -> dict:
+        """One user's PettingZoo observation dict from row `row` of an `ObsBatch`."""
         return {
             "active": np.ones(1, dtype=np.int8),
             "post_ids": batch.post_ids[row],
@@ -292,6 +297,7 @@ class SocialMediaEnv(ParallelEnv):
         return self.feed_views([agent])[0]
 
     def feed_views(self, agents: list[str], memories: dict[int, list[str]] | None = None) -> list[dict]:
+        """`feed_text` for several users at once, with optional per-user memories for the prompts."""
         self.sim.require_live()
         for a in agents:
             if a in self.sim.platform_agents:
@@ -300,9 +306,11 @@ class SocialMediaEnv(ParallelEnv):
 
     @property
     def active_agents(self) -> list[str]:
+        """The users active this step (the agents expected to act)."""
         return [self.possible_agents[u] for u in self.sim.obs.users.tolist()] if self.agents else []
 
     def render(self) -> str | None:
+        """A text summary of the step (`render_mode="ansi"`), else None."""
         if self.render_mode != "ansi":
             return None
         sim, pf = self.sim, self.sim.platform
@@ -326,9 +334,11 @@ class SocialMediaEnv(ParallelEnv):
         return "\n".join(lines)
 
     def close(self) -> None:
+        """Close the simulation and finish its journal."""
         self.sim.close()
 
     def state(self) -> np.ndarray:
+        """Global state: step, users, posts, comments, follows, likes."""
         pf = self.sim.platform
         return np.array(
             [pf.step, pf.n_users, pf.n_posts, pf.n_comments, len(pf.rel["follow"]), len(pf.rel["like"])], dtype=np.int64

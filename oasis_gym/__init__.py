@@ -1,18 +1,46 @@
-"""oasis-gym: an OASIS-style social media simulator as a PettingZoo parallel environment."""
+"""oasis-gym: an OASIS-style social media simulator as a PettingZoo parallel environment.
+
+`import oasis_gym` registers the envs with PettingZoo and Gymnasium (cheap: only the two
+registries are imported; an env's module is imported when the env is made).
+"""
 
 from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
 
 
-# The one registry table. PettingZoo id -> module under oasis_gym.envs (exporting PettingZoo's
-# parallel_env / raw_env / env); the Gymnasium ids are registered by `register_gym_envs`.
+# The one registration table: names -> entry points ("module:attr"), imported only when used.
+# Like Gymnasium's registry, this is how a lower layer uses an implementation from a higher
+# one without importing it (docs/ARCHITECTURE.md).
+# PettingZoo ids -> module under oasis_gym.envs exporting `parallel_env` / `raw_env` / `env`
 PETTINGZOO_ENVS = {"oasis_gym/Twitter-v0": "twitter_v0", "oasis_gym/Reddit-v0": "reddit_v0"}
+# Gymnasium ids (single platform agent) -> env class
+GYMNASIUM_ENVS = {
+    "oasis_gym/Recommender-v0": "oasis_gym.envs.recommender_v0:RecommenderEnv",
+    "oasis_gym/Moderator-v0": "oasis_gym.envs.moderator_v0:ModeratorEnv",
+}
+# the registered TimeLimit: the misinfo_stream scenario's episode length. With a longer
+# max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N)
+GYMNASIUM_MAX_EPISODE_STEPS = 50
+# platform-agent scenarios by name (a scenario supplies the env defaults and the users)
+SCENARIOS = {"misinfo_stream": "oasis_gym.scenarios.misinfo_stream:MisinfoScenario"}
+# the users of a platform-agent env made without a scenario or user policy: plain ABM users
+DEFAULT_USER_POLICY = "oasis_gym.policies.abm:abm_users"
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """The object an entry point ``"package.module:attr"`` names (imports the module)."""
+    module, _, attr = entry_point.partition(":")
+    return getattr(import_module(module), attr)
 
 
 def _register() -> None:
     """Register the envs with PettingZoo (parallel: `parallel_env`, AEC: `env`) and Gymnasium,
     with string entry points: nothing is imported until an env is made. Idempotent."""
+    import gymnasium
     import pettingzoo
 
     for env_id, module in PETTINGZOO_ENVS.items():
@@ -20,9 +48,14 @@ def _register() -> None:
             pettingzoo.register("parallel", env_id, entry_point=f"oasis_gym.envs.{module}:parallel_env")
         if env_id not in pettingzoo.aec_registry:
             pettingzoo.register("aec", env_id, entry_point=f"oasis_gym.envs.{module}:env")
-    from .envs.gym_registry import register_gym_envs  # Gymnasium: Recommender-v0, Moderator-v0
-
-    register_gym_envs()
+    for env_id, entry_point in GYMNASIUM_ENVS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(
+                id=env_id,
+                entry_point=entry_point,
+                disable_env_checker=False,
+                max_episode_steps=GYMNASIUM_MAX_EPISODE_STEPS,
+            )
 
 
 _register()

@@ -3,11 +3,11 @@
 Each step, for every active user at once:
 1. opinion dynamics on what the user sees: the stances of the posts in their feed move the
    user's opinion by the chosen model (bounded confidence / Deffuant-Weisbuch, Hegselmann-
-   Krause, relative agreement, social judgment, Lorenz 2021; see abm_dynamics);
+   Krause, relative agreement, social judgment, Lorenz 2021; see opinion_dynamics);
 2. behaviour: like / dislike / repost / quote / comment / follow an author with
    probabilities driven by agreement with the post's stance, its popularity and the author's
    fame; create_post at the user's own rate with their current opinion as stance; do_nothing
-   otherwise (abm_dynamics.choose_actions). Or, for calibrating spread against real
+   otherwise (behaviour.choose_actions). Or, for calibrating spread against real
    cascades, an information-diffusion rule: independent cascade (each exposure reposts with
    probability p) or a linear threshold on the share of followees who shared.
 ABM-written posts carry their stance as data and a short template text LLM users can read.
@@ -20,18 +20,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
+from oasis_gym.content import template_text
 from oasis_gym.platform import REPOST
 from oasis_gym.simulation import FEED_INDEX, ActionArrays, ObsBatch
 
-from .abm_dynamics import (
-    BehaviourParams,
-    choose_actions,
-    independent_cascade,
-    linear_threshold,
-    template_text,
-    update_opinions,
-)
-from .base import BasePolicy
+from .base import BasePolicy, sim_of
+from .behaviour import BehaviourParams, choose_actions
+from .diffusion import independent_cascade, linear_threshold
+from .opinion_dynamics import update_opinions
 
 
 @dataclass
@@ -52,6 +48,8 @@ class ABMConfig:
 
 
 class ABMPolicy(BasePolicy):
+    """Rule-based users: opinion dynamics on the feed, then one action each (see module doc)."""
+
     name = "abm"
 
     def __init__(self, config: ABMConfig | None = None, **overrides):
@@ -63,11 +61,13 @@ class ABMPolicy(BasePolicy):
         self.config = cfg
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Seed the generator; forget the linear-threshold thresholds."""
         super().reset(env, users, seed)
         self.thresholds: dict[int, float] = {}
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
-        sim = getattr(env, "sim", env)
+        """One action per active user, vectorized: opinions move, then behaviour or diffusion."""
+        sim = sim_of(env)
         pf, cfg, rng = sim.platform, self.config, self.rng
         users = obs.users
         n = len(users)
@@ -133,11 +133,18 @@ class ABMPolicy(BasePolicy):
         return ActionArrays(users, action, slot)
 
     def state_dict(self) -> dict:
+        """The generator state and the users' linear-threshold thresholds."""
         return {**super().state_dict(), "thresholds": {str(k): v for k, v in getattr(self, "thresholds", {}).items()}}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved."""
         super().load_state_dict(state)
         self.thresholds = {int(k): float(v) for k, v in state.get("thresholds", {}).items()}
+
+
+def abm_users(env=None) -> ABMPolicy:
+    """Picklable user-policy factory `f(env) -> ABMPolicy()` (default settings)."""
+    return ABMPolicy()
 
 
 def _followee_share(sim, users: np.ndarray, post_ids: np.ndarray) -> np.ndarray:

@@ -42,7 +42,7 @@ from oasis_gym.platform import REPOST
 from oasis_gym.simulation import FEED_INDEX, ActionArrays, ObsBatch
 
 from .abm import ABMPolicy
-from .abm_dynamics import independent_cascade
+from .diffusion import independent_cascade
 
 __all__ = ["ContentParams", "ContentAwareABM", "MORAL_EMOTIONAL", "moral_emotional_count", "word_signature"]
 
@@ -138,6 +138,8 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 @dataclass
 class ContentParams:
+    """How content drives sharing: base rate, moral-emotional boost, novelty and credibility weights."""
+
     base_share: float = 0.05  # P(repost) of a novel post with no moral-emotional word (hand-set)
     moral_emotional_irr: float = 1.2  # Brady et al. 2017: x1.2 diffusion per moral-emotional word
     novelty_weight: float = 1.0  # log-odds-like weight of novelty (hand-set)
@@ -160,6 +162,7 @@ class ContentAwareABM(ABMPolicy):
         self.content = content or ContentParams()
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Seed the policy; nothing is seen yet."""
         super().reset(env, users, seed)
         self.seen = np.zeros((0, SIG_WORDS), np.uint64)  # per user: words served so far
         self._feat: dict[int, tuple[np.ndarray, int]] = {}  # root -> (signature, moral-emotional words)
@@ -210,6 +213,7 @@ class ContentAwareABM(ABMPolicy):
         return ActionArrays(users, action, np.maximum(slot, 0))
 
     def state_dict(self) -> dict:
+        """The ABM state and the words each user has seen (compressed)."""
         seen = getattr(self, "seen", np.zeros((0, SIG_WORDS), np.uint64))
         return {
             **super().state_dict(),
@@ -218,6 +222,7 @@ class ContentAwareABM(ABMPolicy):
         }
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved."""
         super().load_state_dict(state)
         if "seen" in state:
             raw = zlib.decompress(base64.b64decode(state["seen"]))

@@ -12,7 +12,7 @@ import numpy as np
 
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
-from .base import BasePolicy, Policy, check_actions
+from .base import BasePolicy, Policy, check_actions, sim_of
 
 
 class HybridPolicy(BasePolicy):
@@ -30,19 +30,21 @@ class HybridPolicy(BasePolicy):
     @classmethod
     def top_k_by_followers(cls, env, core: Policy, rest: Policy, k: int) -> HybridPolicy:
         """The k most-followed users (ties: lower id) go to `core`, everyone else to `rest`."""
-        pf = env.sim.platform
+        pf = sim_of(env).platform
         order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))
         return cls([(core, order[:k])], default=rest)
 
     @classmethod
     def core_users(cls, env, core: Policy, rest: Policy) -> HybridPolicy:
         """Users flagged `is_core` in the population go to `core`."""
-        return cls([(core, np.flatnonzero(env.sim.platform.u_is_core.a))], default=rest)
+        return cls([(core, np.flatnonzero(sim_of(env).platform.u_is_core.a))], default=rest)
 
     def policies(self) -> list[Policy]:
+        """Every policy of the routes, then the default one."""
         return [p for p, _ in self.routes] + ([self.default] if self.default is not None else [])
 
     def reset(self, env, users: np.ndarray, seed: int | None) -> None:
+        """Reset each policy with its users and a seed of its own (spawned from `seed`)."""
         seqs = np.random.SeedSequence(seed).spawn(len(self.policies()))
         users = np.asarray(users, dtype=np.int64)
         for (policy, ids), s in zip(self.routes, seqs):
@@ -52,6 +54,7 @@ class HybridPolicy(BasePolicy):
             self.default.reset(env, users[~np.isin(users, routed)], int(seqs[-1].generate_state(1)[0]))
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """Ask each policy for its active users; the answers merged back into user-id order."""
         parts, taken = [], np.zeros(len(obs), dtype=bool)
         for policy, ids in self.routes:
             rows = np.flatnonzero(np.isin(obs.users, ids))
@@ -71,9 +74,11 @@ class HybridPolicy(BasePolicy):
         return acts
 
     def state_dict(self) -> dict:
+        """Each policy's state, in `policies()` order."""
         return {"policies": [p.state_dict() if hasattr(p, "state_dict") else {} for p in self.policies()]}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` saved."""
         for p, s in zip(self.policies(), state.get("policies", [])):
             if hasattr(p, "load_state_dict"):
                 p.load_state_dict(s)

@@ -34,7 +34,7 @@ from oasis_gym.actions import NUM_ACTIONS
 from oasis_gym.actions import ActionType as A
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
-from .base import BasePolicy
+from .base import BasePolicy, sim_of
 
 __all__ = ["SB3Policy", "flatten_user_obs", "user_model_spaces", "normalizer_path"]
 
@@ -120,6 +120,7 @@ class SB3Policy(BasePolicy):
 
     # ------------------------------------------------------------------ core
     def normalize(self, obs: np.ndarray) -> np.ndarray:
+        """Observations scaled by the saved VecNormalize statistics (unchanged without them)."""
         if self._norm is None:
             return np.asarray(obs, dtype=np.float32)
         n = self._norm
@@ -140,10 +141,11 @@ class SB3Policy(BasePolicy):
 
     def platform_actions(self, env) -> dict:
         """{agent: action} for `SocialMediaEnv.step_batch(acts, platform_actions)`."""
-        return {self.agent: self(getattr(env, "sim", env))}
+        return {self.agent: self(sim_of(env))}
 
     # ------------------------------------------------------------------ users
     def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """The model's action per user; with `respect_mask`, a type the mask forbids becomes do_nothing."""
         n = len(obs)
         if n == 0:
             return ActionArrays.empty()

@@ -11,7 +11,8 @@ from oasis_gym.actions import ActionType as A
 from oasis_gym.simulation import FEED_INDEX, ActionArrays
 
 from .abm import ABMPolicy
-from .abm_dynamics import independent_cascade
+from .base import PolicyWrapper, filled, sim_of
+from .diffusion import independent_cascade
 
 
 class DecayingCascadeABM(ABMPolicy):
@@ -38,7 +39,7 @@ class DecayingCascadeABM(ABMPolicy):
         return ActionArrays(obs.users, action, np.maximum(slot, 0))
 
 
-class CommentVoter:
+class CommentVoter(PolicyWrapper):
     """Adds comment votes with a herding rule to another policy (the ABM never votes on
     comments). An active user votes on one comment in view, not yet voted by them and not
     their own, with probability 1 - (1 - vote_rate)^(such comments); the comment is drawn
@@ -57,20 +58,17 @@ class CommentVoter:
             raise ValueError("vote_rate must be in [0, 1]")
         if herd_cap < 0:
             raise ValueError("herd_cap must be >= 0")
-        self.inner, self.vote_rate, self.up_bias = inner, vote_rate, up_bias
+        super().__init__(inner)
+        self.vote_rate, self.up_bias = vote_rate, up_bias
         self.herd_weight, self.herd_cap = herd_weight, herd_cap
 
-    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
-        s_inner, s_own = np.random.SeedSequence(seed).spawn(2)
-        self.inner.reset(env, users, int(s_inner.generate_state(1)[0]))
-        self.rng = np.random.default_rng(s_own)
-
     def act(self, env, obs):
+        """The wrapped policy's actions; some users vote on a comment of their view instead."""
         acts = self.inner.act(env, obs)
         n = len(obs)
         if n == 0:
             return acts
-        pf = getattr(env, "sim", env).platform
+        pf = sim_of(env).platform
         cids = obs.comment_ids
         c = np.maximum(cids, 0)
         feats = obs.comments
@@ -86,25 +84,9 @@ class CommentVoter:
         score = np.clip(feats[rows, slot, 0] - feats[rows, slot, 1], -self.herd_cap, self.herd_cap).astype(np.float64)
         p_up = 1.0 / (1.0 + np.exp(-(self.up_bias + self.herd_weight * score)))
         kind = np.where(u_dir < p_up, A.LIKE_COMMENT, A.DISLIKE_COMMENT)
-        col = lambda x, fill: np.full(n, fill, np.int64) if x is None else np.asarray(x, np.int64).copy()  # noqa: E731
-        typ, comment = col(acts.type, A.DO_NOTHING), col(acts.comment, 0)
-        typ[vote], comment[vote] = kind[vote], slot[vote]
-        text = list(acts.text) if acts.text is not None else [None] * n
-        stance = (
-            np.asarray(acts.stance, np.float32).copy() if acts.stance is not None else np.full(n, np.nan, np.float32)
-        )
+        out = filled(acts)
+        out.type[vote], out.comment[vote] = kind[vote], slot[vote]
         for i in np.flatnonzero(vote).tolist():
-            text[i] = None
-        stance[vote] = np.nan
-        return ActionArrays(acts.users, typ, col(acts.post, 0), comment, col(acts.user, 0), text, stance)
-
-    def state_dict(self) -> dict:
-        inner = self.inner.state_dict() if hasattr(self.inner, "state_dict") else {}
-        return {"inner": inner, "rng": self.rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        if hasattr(self.inner, "load_state_dict"):
-            self.inner.load_state_dict(state.get("inner", {}))
-        if "rng" in state:
-            self.rng = np.random.default_rng()
-            self.rng.bit_generator.state = state["rng"]
+            out.text[i] = None
+        out.stance[vote] = np.nan
+        return out

@@ -1,4 +1,4 @@
-"""Tests of the ABM engine (policies/abm_dynamics.py).
+"""Tests of the ABM engine (policies/abm_dynamics.py: opinion_dynamics, diffusion, behaviour).
 
 Hand-computed cases pin each opinion model's equations (bounds, the multiple-exposure rule,
 who updates); slow per-user reference loops check the vectorized code on random inputs;
@@ -15,8 +15,10 @@ import pytest
 
 try:
     from oasis_gym.policies import abm_dynamics as abm
+    from oasis_gym.policies import behaviour, blocks
 except ImportError:  # source tree without the editable install
     from policies import abm_dynamics as abm
+    from policies import behaviour, blocks
 from oasis_gym.actions import NUM_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType
 
 A = ActionType
@@ -275,7 +277,7 @@ def batch(request):
 @pytest.fixture(params=[abm.BLOCK_ROWS, 10])
 def block_rows(request, monkeypatch):
     """Run once with the real block size and once with tiny blocks (block seams)."""
-    monkeypatch.setattr(abm, "BLOCK_ROWS", request.param)
+    monkeypatch.setattr(blocks, "BLOCK_ROWS", request.param)
     return request.param
 
 
@@ -468,7 +470,7 @@ def test_choose_actions_seeded():
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_choose_actions_respects_constraints(seed, monkeypatch):
-    monkeypatch.setattr(abm, "CHOICE_BLOCK_ROWS", 1000)  # several blocks
+    monkeypatch.setattr(behaviour, "CHOICE_BLOCK_ROWS", 1000)  # several blocks
     rng = np.random.default_rng(seed)
     n, k = 5000, 6
     f = feed(rng, n, k)

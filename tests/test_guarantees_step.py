@@ -460,7 +460,7 @@ def test_a_failed_step_rolls_back_the_metrics_recorder_too(tmp_path, monkeypatch
 def test_a_failed_step_rolls_back_the_misinformation_stream_hook(tmp_path, monkeypatch):
     """A hook with a generator of its own (the misinfo stream posting source posts in the
     step) draws again on the retry as if the failed call never happened."""
-    from oasis_gym.envs.platform_scenarios import MisinfoScenario
+    from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
     def run(folder, fail_at):
         (tmp_path / folder).mkdir()

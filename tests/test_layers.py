@@ -33,16 +33,9 @@ PACKAGE_DIRS = {
 LAYERS = ("core", "envs", "policies", "drivers", "scenarios", "cli")
 
 # (importer, imported module) pairs that go upward today. Each is a debt: remove the import,
-# then its line here.
-KNOWN_UPWARD = {
-    # core -> envs: `import oasis_gym` registers the Gymnasium ids (gymnasium.make needs it);
-    # fix: register from oasis_gym.envs (or an entry point) and document the import
-    ("oasis_gym", "oasis_gym.envs.gym_registry"),
-    # envs -> policies: the platform-agent envs' default user policy is the ABM;
-    # fix: the caller (train/, scenarios) passes the user policy in
-    ("oasis_gym.envs.gym_registry", "oasis_gym.policies.abm"),
-    ("oasis_gym.envs.platform_scenarios", "oasis_gym.policies.abm"),
-}
+# then its line here. None is left: a lower layer that must use a higher one's implementation
+# names it in the registry table (`oasis_gym.SCENARIOS`, ...) instead of importing it.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 # Groups of core modules that import each other (at run time) today; the same shrink-only rule.
 KNOWN_CYCLES: list[list[str]] = []

@@ -10,11 +10,12 @@ import gymnasium
 import numpy as np
 import pytest
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
-from oasis_gym.envs.platform_scenarios import MisinfoScenario, OracleModerator, ReportThresholdModerator
+from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModerator
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
 
 from oasis_gym.platform import MISINFO_LABEL
 from oasis_gym.platform_agents import MODERATOR_POST_FEATURES
+from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
 SCENARIO = MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3)
 TINY = dict(users=80, max_cycles=6, activation=0.3, scenario=SCENARIO)

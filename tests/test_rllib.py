@@ -17,7 +17,7 @@ import pytest
 if os.environ.get("OASIS_GYM_REQUIRE_RLLIB") != "1":
     pytest.importorskip("ray.rllib", reason="ray[rllib] is tested in its own venv (.ci/run)")
 
-from oasis_gym.envs.platform_scenarios import MisinfoScenario  # noqa: E402
+from oasis_gym.scenarios.misinfo_stream import MisinfoScenario  # noqa: E402
 
 SCENARIO = MisinfoScenario(
     initial_true=8,

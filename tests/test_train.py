@@ -10,11 +10,13 @@ import pytest
 from gymnasium import spaces  # noqa: E402
 from oasis_gym.envs.gym_registry import register_gym_envs  # noqa: E402
 from oasis_gym.envs.moderator_v0 import ModeratorEnv  # noqa: E402
-from oasis_gym.envs.platform_scenarios import MisinfoScenario, OracleModerator, ReportThresholdModerator  # noqa: E402
+from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModerator  # noqa: E402
 from oasis_gym.envs.recommender_v0 import RecommenderEnv  # noqa: E402
 from oasis_gym.policies.sb3 import SB3Policy, flatten_user_obs, user_model_spaces  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
+
+from oasis_gym.scenarios.misinfo_stream import MisinfoScenario  # noqa: E402
 
 TINY = dict(
     users=80,

@@ -58,7 +58,7 @@ class EnvConfig:
     population_seed: int = 0  # the synthetic population (evaluation also uses another)
 
     def kwargs(self) -> dict:
-        from oasis_gym.envs.platform_scenarios import make_scenario
+        from oasis_gym.envs.gym_registry import make_scenario
 
         return {
             "users": self.users,

@@ -59,7 +59,7 @@ def _rule_act(env, rule) -> Callable[[np.ndarray], Any]:
 def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None = None) -> list[dict]:
     """Episode metrics (incl. "return") per seed. `policy`: a feed name of
     RECOMMENDER_FEEDS, "default_weights", or something `as_act` accepts."""
-    from oasis_gym.envs.platform_scenarios import FixedWeights
+    from oasis_gym.envs.platform_rules import FixedWeights
 
     config = config or EnvConfig(kind="recommender")
     if isinstance(policy, str) and policy in RECOMMENDER_FEEDS:
@@ -82,7 +82,7 @@ def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None 
 
 
 def moderator_rule(name: str):
-    from oasis_gym.envs.platform_scenarios import NoModeration, OracleModerator, ReportThresholdModerator
+    from oasis_gym.envs.platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
 
     rules = {
         "none": NoModeration(),
