@@ -10,6 +10,7 @@ import pytest
 
 from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.metrics import formulas as F
+from oasis_gym.metrics import repost_trees
 
 # --------------------------------------------------------------------------- references
 
@@ -230,7 +231,7 @@ def test_infer_repost_parents_by_hand():
 )
 def test_infer_repost_parents_match_slow_reference(seed, max_pairs, packed, monkeypatch):
     if not packed:  # the multi-key sort used for huge id ranges
-        monkeypatch.setattr(F, "_PAIR_KEY_LIMIT", 0)
+        monkeypatch.setattr(repost_trees, "_PAIR_KEY_LIMIT", 0)
     rng = np.random.default_rng(seed)
     n_users, n_posts = 150, 250  # some users never post
     author = rng.integers(0, n_users, n_posts)
