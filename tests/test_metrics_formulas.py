@@ -11,6 +11,7 @@ import pytest
 from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.metrics import formulas as F
 from oasis_gym.metrics import repost_trees
+from oasis_gym.metrics.exposure import Exposure, impression_exposure, ratio
 
 # --------------------------------------------------------------------------- references
 
@@ -380,6 +381,29 @@ def test_exposure_by_hand():
     assert F.cross_cutting_share(viewers, posts, viewer_op, stance) == pytest.approx(3 / 4)
     # v0 saw stances [1, -1] (std 1), v1 [1, .3] (std .35), v2 only one -> left out
     assert F.feed_diversity(viewers, posts, stance) == pytest.approx((1.0 + 0.35) / 2)
+
+
+def test_exposure_counts_pool_and_empty_convention():
+    """One implementation: the counts give the formulas' shares, pool by +, and are NaN empty."""
+    viewer_op = np.array([0.5, -0.5, 0.0])
+    stance = np.array([1.0, -1.0, 0.3, np.nan])
+    label = np.array([1.0, 0.0, np.nan, 1.0])
+    viewers = np.array([0, 0, 1, 1, 2, 0])
+    posts = np.array([0, 1, 0, 2, 0, 3])
+    e = impression_exposure(viewers, viewer_op[viewers], stance[posts], label[posts])
+    assert (e.impressions, e.misinfo, e.labelled, e.cross_cutting, e.signed) == (6, 4, 5, 3, 4)
+    assert e.misinfo_share == F.misinformation_share(posts, label)
+    assert e.cross_cutting_share == F.cross_cutting_share(viewers, posts, viewer_op, stance)
+    assert e.feed_diversity == pytest.approx(F.feed_diversity(viewers, posts, stance))
+    half = impression_exposure(viewers[:3], viewer_op[viewers[:3]], stance[posts[:3]], label[posts[:3]])
+    rest = impression_exposure(viewers[3:], viewer_op[viewers[3:]], stance[posts[3:]], label[posts[3:]])
+    pooled = half + rest
+    assert (pooled.impressions, pooled.misinfo, pooled.labelled) == (e.impressions, e.misinfo, e.labelled)
+    assert (pooled.cross_cutting, pooled.signed) == (e.cross_cutting, e.signed)
+    empty = impression_exposure([], [], [], [])
+    assert empty == Exposure()
+    assert all(np.isnan(x) for x in (empty.misinfo_share, empty.cross_cutting_share, empty.feed_diversity))
+    assert np.isnan(ratio(0, 0)) and ratio(1, 4) == 0.25
 
 
 def test_feed_diversity_matches_loop():
