@@ -1,13 +1,16 @@
-"""Herd effect: mean final score per treatment group of seeded first votes."""
+"""Herd effect: mean final score (likes - dislikes) per treatment group of seeded first votes."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .arrays import as_floats
+from .arrays import as_floats, as_ints
 
-__all__ = ["herd_effect"]
+__all__ = ["herd_effect", "herd_values"]
 
 
 def herd_effect(group: ArrayLike, score: ArrayLike) -> dict[str, float]:
@@ -24,3 +27,23 @@ def herd_effect(group: ArrayLike, score: ArrayLike) -> dict[str, float]:
     sums = np.bincount(inv, weights=sc[ok], minlength=labels.size)
     cnt = np.bincount(inv, minlength=labels.size)
     return {str(lab): float(s / c) for lab, s, c in zip(labels.tolist(), sums, cnt)}
+
+
+def herd_values(pf, groups: Mapping[str, ArrayLike], kind: str = "post") -> dict[str, float]:
+    """``herd/<group>_mean_score`` of a platform: mean likes - dislikes of each treatment group.
+
+    ``groups`` maps a label to post ids (``kind="post"``) or comment ids (``kind="comment"``);
+    ids outside the platform are left out, and a group with no item left is NaN. No groups:
+    an empty dict.
+    """
+    if not groups:
+        return {}
+    likes, dislikes = (pf.p_likes.a, pf.p_dislikes.a) if kind == "post" else (pf.c_likes.a, pf.c_dislikes.a)
+    labels, scores = [], []
+    for g, ids in groups.items():
+        ids = as_ints(ids)
+        ids = ids[(ids >= 0) & (ids < likes.size)]
+        labels.append(np.full(ids.size, g, dtype=object))
+        scores.append((likes[ids] - dislikes[ids]).astype(np.float64))
+    means = herd_effect(np.concatenate(labels), np.concatenate(scores))
+    return {f"herd/{g}_mean_score": means.get(g, math.nan) for g in groups}
