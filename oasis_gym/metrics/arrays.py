@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["IntArray", "FloatArray", "as_ints", "as_floats", "run_starts", "pearson", "post_rows"]
+__all__ = ["IntArray", "FloatArray", "as_ints", "as_floats", "ratio", "run_starts", "pearson", "post_rows"]
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
@@ -27,6 +27,11 @@ def as_ints(a: ArrayLike) -> IntArray:
 def as_floats(a: ArrayLike) -> FloatArray:
     """``a`` as a flat float64 array."""
     return np.asarray(a, dtype=np.float64).reshape(-1)
+
+
+def ratio(num: float, den: float) -> float:
+    """num / den as a float; NaN when ``den`` is 0: the empty-input convention of every share."""
+    return float(num) / float(den) if den else float("nan")
 
 
 def run_starts(*sorted_keys: NDArray[Any]) -> NDArray[np.bool_]:

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..platform import MISINFO_LABEL
-from .arrays import as_floats, as_ints
+from .arrays import as_floats, as_ints, ratio
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..platform import Platform
@@ -33,11 +33,6 @@ __all__ = [
     "cross_cutting_share",
     "feed_diversity",
 ]
-
-
-def ratio(num: float, den: float) -> float:
-    """num / den as a float; NaN when ``den`` is 0 (the empty-input convention of every share)."""
-    return float(num) / float(den) if den else float("nan")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from .arrays import as_floats, as_ints
 
-__all__ = ["herd_effect", "herd_values"]
+__all__ = ["herd_effect", "group_mean_scores", "herd_values"]
 
 
 def herd_effect(group: ArrayLike, score: ArrayLike) -> dict[str, float]:
@@ -39,11 +39,20 @@ def herd_values(pf, groups: Mapping[str, ArrayLike], kind: str = "post") -> dict
     if not groups:
         return {}
     likes, dislikes = (pf.p_likes.a, pf.p_dislikes.a) if kind == "post" else (pf.c_likes.a, pf.c_dislikes.a)
+    return {f"herd/{g}_mean_score": v for g, v in group_mean_scores(likes, dislikes, groups).items()}
+
+
+def group_mean_scores(likes: ArrayLike, dislikes: ArrayLike, groups: Mapping[str, ArrayLike]) -> dict[str, float]:
+    """{label: mean likes - dislikes over the group's items} (``likes``/``dislikes`` per item id).
+
+    Ids outside the arrays are left out; a group with no item left is NaN.
+    """
+    likes, dislikes = np.asarray(likes), np.asarray(dislikes)
     labels, scores = [], []
     for g, ids in groups.items():
         ids = as_ints(ids)
         ids = ids[(ids >= 0) & (ids < likes.size)]
         labels.append(np.full(ids.size, g, dtype=object))
         scores.append((likes[ids] - dislikes[ids]).astype(np.float64))
-    means = herd_effect(np.concatenate(labels), np.concatenate(scores))
-    return {f"herd/{g}_mean_score": means.get(g, math.nan) for g in groups}
+    means = herd_effect(np.concatenate(labels), np.concatenate(scores)) if labels else {}
+    return {g: means.get(str(g), math.nan) for g in groups}

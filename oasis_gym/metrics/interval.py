@@ -57,6 +57,7 @@ class Interval:
 
 
 def count_actions(acc: Interval, out: StepOutcome, n_active: int) -> None:
+    """Add one step's applied actions and results (``out``) and its ``n_active`` served users."""
     codes = np.asarray(out.actions, dtype=np.int64)
     bad = (codes < 0) | (codes >= NUM_ACTIONS)  # traced as action "invalid"
     codes = np.where(bad, NUM_ACTIONS, codes)
@@ -91,6 +92,9 @@ def count_exposure(acc: Interval, pf: Platform, obs) -> None:
 
 
 def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
+    """The interval's tags: ``actions/*``, ``activity/*``, ``engagement/*``, ``invalid/*``, the
+    follow counts, ``exposure/*`` and ``cascade/new_shares``; rates are NaN with a zero
+    denominator (``metrics.arrays.ratio``)."""
     n = acc.n
     values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
     rejected = acc.results.sum() - acc.results[R.OK]

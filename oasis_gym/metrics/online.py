@@ -193,20 +193,11 @@ class MetricsRecorder(RecorderState, TrackedCascades):
         self._episode_started_in_step = False
 
     # ---------------------------------------------------------------- lifecycle
-    def _attach_new(
-        cls,
-        sim: Simulation,
-        logdir: str | Path | None,
-        *,
-        every: int = 1,
-        tracked_posts: ArrayLike | None = None,
-        histograms_every: int = 10,
-        **options: Any,
-    ) -> MetricsRecorder:
+    def _attach_new(cls, sim: Simulation, logdir: str | Path | None, **options: Any) -> MetricsRecorder:
         """``MetricsRecorder.attach(sim, logdir, ...)``: create a recorder and attach it to `sim`.
-        Options: every_full, n_top, herd_groups, herd_kind, strict, flush_secs (see the class)."""
-        rec = cls(logdir, every=every, tracked_posts=tracked_posts, histograms_every=histograms_every, **options)
-        return rec._attach(sim)
+        Options: every, every_full, tracked_posts, n_top, histograms_every, herd_groups,
+        herd_kind, strict, flush_secs (see the class)."""
+        return cls(logdir, **options)._attach(sim)
 
     def _attach(self, sim: Simulation) -> MetricsRecorder:
         """``recorder.attach(sim)``: register the hook on ``sim.step_hooks``; a running episode
@@ -227,6 +218,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
         self.close()
 
     def episode_logdir(self) -> str:
+        """The TensorBoard folder of the current episode, ``<logdir>/episode_<k>``."""
         return str(Path(self.logdir) / f"episode_{self.episode}")
 
     def on_reset(self, sim: Simulation) -> None:
@@ -271,6 +263,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
         return self.every * -(-FULL_AUTO_EVERY // self.every)
 
     def settings(self) -> dict[str, Any]:
+        """The recorder's options as JSON-able values (journaled in meta ``metrics_config``)."""
         return {
             "every": self.every,
             "every_full": self.every_full,
@@ -335,6 +328,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
 
     # ---------------------------------------------------------------- the hook
     def __call__(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
+        """The step hook: count, fold and log this step inside its transaction (see the class)."""
         t0 = time.perf_counter()
         self._episode_started_in_step = conn is not self._conn
         try:

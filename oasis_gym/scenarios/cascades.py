@@ -16,14 +16,8 @@ def cascade_tops(pf, upto: int | None = None) -> np.ndarray:
     repost at its root, a quote at the quoted post), followed up to an original by pointer
     jumping (O(posts x log depth))."""
     n = pf.n_posts if upto is None else int(upto)
-    ids = np.arange(n, dtype=np.int64)
     root = pf.p_root.a[:n]
-    top = np.where((pf.p_kind.a[:n] != ORIGINAL) & (root >= 0), root, ids)
-    while True:
-        nxt = top[top]
-        if np.array_equal(nxt, top):
-            return top
-        top = nxt
+    return F.tree_depths(np.where((pf.p_kind.a[:n] != ORIGINAL) & (root >= 0), root, -1))[0]
 
 
 def root_cascade_curves(pf, root: int, horizon: int, minutes_per_step: int = 3) -> F.CascadeCurves:

@@ -16,7 +16,11 @@ from .kind import ScenarioKind
 
 
 class InformationSpread(ScenarioKind):
+    """information_spread: a real Twitter15 cascade re-run on its users; measures the root's
+    scale, depth and max-breadth curves against the real ones (NRMSE)."""
+
     def population(self) -> Population:
+        """The cascade's users from the CSV, optionally with a generated follow graph (graphs.py)."""
         p = self.config["population"]
         activity = p.get("activity")
         pop = load_twitter_csv(_data_file(p["profiles"]), activity_path=_data_file(activity) if activity else None)
@@ -25,6 +29,7 @@ class InformationSpread(ScenarioKind):
         return pop
 
     def setup(self, sim) -> None:
+        """Pick the root post (``figures.root_post``, else the first original) and read the real curves."""
         super().setup(sim)
         pf = sim.platform
         originals = np.flatnonzero(pf.p_kind.a[: pf.n_posts] == ORIGINAL)
@@ -39,12 +44,14 @@ class InformationSpread(ScenarioKind):
         self.real = {k: np.asarray(real[k], dtype=np.float64) for k in ("scale", "depth", "max_breadth")}
 
     def recorder_options(self) -> dict:
+        """Track the root's cascade."""
         return {"tracked_posts": [self.root]}
 
     def _curves(self, pf, horizon: int) -> F.CascadeCurves:
         return root_cascade_curves(pf, self.root, horizon, self.mps)
 
     def step_values(self, sim, out) -> dict[str, float]:
+        """``spread/<stat>`` and ``spread/real_<stat>`` at the end of this step, ``spread/minute``."""
         pf = sim.platform
         minute = int(pf.minute) - self.t0 + self.mps  # the end of this step
         c = self._curves(pf, minute)
@@ -56,6 +63,7 @@ class InformationSpread(ScenarioKind):
         return values
 
     def figures(self, sim) -> dict:
+        """Simulated and real curves over the horizon and their NRMSE over the simulated minutes."""
         pf = sim.platform
         H = self.horizon
         c = self._curves(pf, H)
@@ -83,4 +91,5 @@ class InformationSpread(ScenarioKind):
         }
 
     def final_values(self, figures) -> dict[str, float]:
+        """``spread/nrmse_<stat>``."""
         return {f"spread/nrmse_{k}": v for k, v in figures["nrmse"].items()}
