@@ -31,6 +31,7 @@ import time
 import numpy as np
 
 from oasis_gym.scenarios import load_scenario
+from oasis_gym.scenarios.cascades import CURVES
 from oasis_gym.scenarios.herd import GROUPS
 
 QUIET = {"metrics.enabled": False}
@@ -46,7 +47,7 @@ def spread_nrmse(overrides: dict, seeds) -> np.ndarray:
     rows = []
     for seed in seeds:
         f = sc.run(db_path=":memory:", seed=seed)
-        rows.append([f["nrmse"][k] for k in ("scale", "depth", "max_breadth")])
+        rows.append([f["nrmse"][k] for k in CURVES])
     return np.asarray(rows)
 
 
@@ -115,8 +116,8 @@ def bench_spread() -> None:
                 "calibrated_on": "scale, minutes 0-60",
                 "held_out": "minutes 60-150 of scale, depth, max_breadth",
                 "eval_seeds": n,
-                "nrmse_mean": dict(zip(("scale", "depth", "max_breadth"), np.round(e.mean(0), 4).tolist())),
-                "nrmse_sd": dict(zip(("scale", "depth", "max_breadth"), np.round(e.std(0), 4).tolist())),
+                "nrmse_mean": dict(zip(CURVES, np.round(e.mean(0), 4).tolist())),
+                "nrmse_sd": dict(zip(CURVES, np.round(e.std(0), 4).tolist())),
                 "seed0": f["summary"],
                 "seconds_per_run": round(seconds / n, 2),
                 "sim_scale_every_15min": f["sim_curves"]["scale"][::15],

@@ -9,7 +9,7 @@ import numpy as np
 from ..metrics import formulas as F
 from ..platform.platform import ORIGINAL
 from ..population import Population, load_twitter_csv
-from .cascades import _pad, nrmse, root_cascade_curves
+from .cascades import CURVES, nrmse, pad_curve, root_cascade_curves
 from .config import _data_file
 from .graphs import with_generated_graph
 from .kind import ScenarioKind
@@ -41,7 +41,7 @@ class InformationSpread(ScenarioKind):
         self.mps = sim.clock.minutes_per_step
         self.horizon = int(fig.get("horizon_minutes", 150))
         real = json.loads(_data_file(fig["real"]).read_text(encoding="utf-8"))["series"]
-        self.real = {k: np.asarray(real[k], dtype=np.float64) for k in ("scale", "depth", "max_breadth")}
+        self.real = {k: np.asarray(real[k], dtype=np.float64) for k in CURVES}
 
     def recorder_options(self) -> dict:
         """Track the root's cascade."""
@@ -56,9 +56,9 @@ class InformationSpread(ScenarioKind):
         minute = int(pf.minute) - self.t0 + self.mps  # the end of this step
         c = self._curves(pf, minute)
         values = {}
-        for k in ("scale", "depth", "max_breadth"):
+        for k in CURVES:
             values[f"spread/{k}"] = float(getattr(c, k)[0, -1])
-            values[f"spread/real_{k}"] = float(_pad(self.real[k], minute + 1)[minute])
+            values[f"spread/real_{k}"] = float(pad_curve(self.real[k], minute + 1)[minute])
         values["spread/minute"] = float(minute)
         return values
 
@@ -67,8 +67,8 @@ class InformationSpread(ScenarioKind):
         pf = sim.platform
         H = self.horizon
         c = self._curves(pf, H)
-        sim_c = {k: getattr(c, k)[0].astype(int).tolist() for k in ("scale", "depth", "max_breadth")}
-        real_c = {k: _pad(v, H + 1).astype(int).tolist() for k, v in self.real.items()}
+        sim_c = {k: getattr(c, k)[0].astype(int).tolist() for k in CURVES}
+        real_c = {k: pad_curve(v, H + 1).astype(int).tolist() for k, v in self.real.items()}
         simulated = int(pf.minute) - self.t0  # minutes covered by the completed steps
         window = min(H, simulated)  # a shorter run is scored on the minutes it covers
         errors = {k: nrmse(sim_c[k], real_c[k], window) for k in sim_c}
