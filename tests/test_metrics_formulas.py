@@ -12,6 +12,7 @@ from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.metrics import formulas as F
 from oasis_gym.metrics import repost_trees
 from oasis_gym.metrics.exposure import Exposure, impression_exposure, ratio
+from oasis_gym.metrics.herd import group_mean_scores
 
 # --------------------------------------------------------------------------- references
 
@@ -422,6 +423,15 @@ def test_herd_effect_by_hand():
     score = np.array([5, -2, 1, 3, 0, 2, np.nan])
     assert F.herd_effect(group, score) == {"control": 1.5, "down": -1.0, "up": 4.0}
     assert F.herd_effect(np.array([1, 1, 2]), np.array([2, 4, 6])) == {"1": 3.0, "2": 6.0}
+
+
+def test_group_mean_scores_leave_out_missing_items_and_empty_groups_are_nan():
+    likes, dislikes = np.array([3, 0, 5, 1]), np.array([1, 2, 0, 1])
+    groups = {"up": [0, 2, 99, -1], "down": [1], "control": []}
+    got = group_mean_scores(likes, dislikes, groups)
+    assert got["up"] == 3.5 and got["down"] == -2.0  # (2 + 5) / 2; ids 99, -1 left out
+    assert np.isnan(got["control"])
+    assert list(got) == ["up", "down", "control"]
 
 
 def test_action_count_scalars():
