@@ -31,6 +31,8 @@ import time
 import numpy as np
 
 from oasis_gym.scenarios import load_scenario
+from oasis_gym.scenarios.cascades import CURVES
+from oasis_gym.scenarios.herd import GROUPS
 
 QUIET = {"metrics.enabled": False}
 
@@ -45,7 +47,7 @@ def spread_nrmse(overrides: dict, seeds) -> np.ndarray:
     rows = []
     for seed in seeds:
         f = sc.run(db_path=":memory:", seed=seed)
-        rows.append([f["nrmse"][k] for k in ("scale", "depth", "max_breadth")])
+        rows.append([f["nrmse"][k] for k in CURVES])
     return np.asarray(rows)
 
 
@@ -96,6 +98,7 @@ def bench_effects(names: list[str]) -> None:
 
 
 def bench_spread() -> None:
+    """information_spread: held-out NRMSE (mean, sd over BENCH_SPREAD_SEEDS seeds), seconds per run."""
     n = int(os.environ.get("BENCH_SPREAD_SEEDS", 10))
     t = time.perf_counter()
     e = spread_nrmse({}, range(n))
@@ -113,8 +116,8 @@ def bench_spread() -> None:
                 "calibrated_on": "scale, minutes 0-60",
                 "held_out": "minutes 60-150 of scale, depth, max_breadth",
                 "eval_seeds": n,
-                "nrmse_mean": dict(zip(("scale", "depth", "max_breadth"), np.round(e.mean(0), 4).tolist())),
-                "nrmse_sd": dict(zip(("scale", "depth", "max_breadth"), np.round(e.std(0), 4).tolist())),
+                "nrmse_mean": dict(zip(CURVES, np.round(e.mean(0), 4).tolist())),
+                "nrmse_sd": dict(zip(CURVES, np.round(e.std(0), 4).tolist())),
                 "seed0": f["summary"],
                 "seconds_per_run": round(seconds / n, 2),
                 "sim_scale_every_15min": f["sim_curves"]["scale"][::15],
@@ -126,6 +129,7 @@ def bench_spread() -> None:
 
 
 def bench_polarization() -> None:
+    """group_polarization: one run's opinion series and wall time."""
     t = time.perf_counter()
     f = load_scenario("group_polarization").run()
     s = f["series"]
@@ -149,7 +153,7 @@ def bench_herd() -> None:
     """Per size, BENCH_HERD_SEEDS runs (the posting order is drawn with each run's seed): a
     single run's group means are dominated by which threads the hot list happens to push."""
     seeds = range(int(os.environ.get("BENCH_HERD_SEEDS", 8)))
-    groups = ("up", "control", "down")
+    groups = GROUPS
     for n in (int(x) for x in os.environ.get("BENCH_HERD_USERS", "36,3600,10000").split(",")):
         t = time.perf_counter()
         runs = [
@@ -186,6 +190,7 @@ def bench_herd() -> None:
 
 
 def bench_misinfo() -> None:
+    """misinformation_1m at BENCH_MISINFO_USERS users: wall time, peak RSS, news vs rumour series."""
     for n in (int(x) for x in os.environ.get("BENCH_MISINFO_USERS", "100000,1000000").split(",")):
         t = time.perf_counter()
         sc = load_scenario("misinformation_1m", {"users": n})
@@ -229,6 +234,7 @@ BENCHES = {"spread": bench_spread, "polarization": bench_polarization, "herd": b
 
 
 def main(argv: list[str]) -> None:
+    """Run the benches named in argv (default: all), or --calibrate, --calibrate-heldout, --effects."""
     if "--calibrate" in argv:
         calibrate()
         return

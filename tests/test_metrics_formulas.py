@@ -10,6 +10,9 @@ import pytest
 
 from oasis_gym.actions import ACTION_NAMES, ActionType
 from oasis_gym.metrics import formulas as F
+from oasis_gym.metrics import repost_trees
+from oasis_gym.metrics.exposure import Exposure, impression_exposure, ratio
+from oasis_gym.metrics.herd import group_mean_scores
 
 # --------------------------------------------------------------------------- references
 
@@ -230,7 +233,7 @@ def test_infer_repost_parents_by_hand():
 )
 def test_infer_repost_parents_match_slow_reference(seed, max_pairs, packed, monkeypatch):
     if not packed:  # the multi-key sort used for huge id ranges
-        monkeypatch.setattr(F, "_PAIR_KEY_LIMIT", 0)
+        monkeypatch.setattr(repost_trees, "_PAIR_KEY_LIMIT", 0)
     rng = np.random.default_rng(seed)
     n_users, n_posts = 150, 250  # some users never post
     author = rng.integers(0, n_users, n_posts)
@@ -381,6 +384,29 @@ def test_exposure_by_hand():
     assert F.feed_diversity(viewers, posts, stance) == pytest.approx((1.0 + 0.35) / 2)
 
 
+def test_exposure_counts_pool_and_empty_convention():
+    """One implementation: the counts give the formulas' shares, pool by +, and are NaN empty."""
+    viewer_op = np.array([0.5, -0.5, 0.0])
+    stance = np.array([1.0, -1.0, 0.3, np.nan])
+    label = np.array([1.0, 0.0, np.nan, 1.0])
+    viewers = np.array([0, 0, 1, 1, 2, 0])
+    posts = np.array([0, 1, 0, 2, 0, 3])
+    e = impression_exposure(viewers, viewer_op[viewers], stance[posts], label[posts])
+    assert (e.impressions, e.misinfo, e.labelled, e.cross_cutting, e.signed) == (6, 4, 5, 3, 4)
+    assert e.misinfo_share == F.misinformation_share(posts, label)
+    assert e.cross_cutting_share == F.cross_cutting_share(viewers, posts, viewer_op, stance)
+    assert e.feed_diversity == pytest.approx(F.feed_diversity(viewers, posts, stance))
+    half = impression_exposure(viewers[:3], viewer_op[viewers[:3]], stance[posts[:3]], label[posts[:3]])
+    rest = impression_exposure(viewers[3:], viewer_op[viewers[3:]], stance[posts[3:]], label[posts[3:]])
+    pooled = half + rest
+    assert (pooled.impressions, pooled.misinfo, pooled.labelled) == (e.impressions, e.misinfo, e.labelled)
+    assert (pooled.cross_cutting, pooled.signed) == (e.cross_cutting, e.signed)
+    empty = impression_exposure([], [], [], [])
+    assert empty == Exposure()
+    assert all(np.isnan(x) for x in (empty.misinfo_share, empty.cross_cutting_share, empty.feed_diversity))
+    assert np.isnan(ratio(0, 0)) and ratio(1, 4) == 0.25
+
+
 def test_feed_diversity_matches_loop():
     rng = np.random.default_rng(13)
     stance = rng.uniform(-1, 1, 80)
@@ -397,6 +423,15 @@ def test_herd_effect_by_hand():
     score = np.array([5, -2, 1, 3, 0, 2, np.nan])
     assert F.herd_effect(group, score) == {"control": 1.5, "down": -1.0, "up": 4.0}
     assert F.herd_effect(np.array([1, 1, 2]), np.array([2, 4, 6])) == {"1": 3.0, "2": 6.0}
+
+
+def test_group_mean_scores_leave_out_missing_items_and_empty_groups_are_nan():
+    likes, dislikes = np.array([3, 0, 5, 1]), np.array([1, 2, 0, 1])
+    groups = {"up": [0, 2, 99, -1], "down": [1], "control": []}
+    got = group_mean_scores(likes, dislikes, groups)
+    assert got["up"] == 3.5 and got["down"] == -2.0  # (2 + 5) / 2; ids 99, -1 left out
+    assert np.isnan(got["control"])
+    assert list(got) == ["up", "down", "control"]
 
 
 def test_action_count_scalars():

@@ -348,11 +348,15 @@ class CascadeForest:
         }
 
     def set_aggregates(self, saved: Mapping[str, Any]) -> None:
+        """Restore what `aggregates` saved (on resume, or after a rolled-back step)."""
         self.spread_count, self.scale_sum, self.sv_sum = saved["spread_count"], saved["scale_sum"], saved["sv_sum"]
         self.best = dict(saved["best"])
         self.top_ids = np.asarray(saved["top_ids"], dtype=np.int64)
 
     def summary(self) -> dict[str, float]:
+        """``cascade/*`` over every cascade so far: the largest scale, depth and max breadth (NaN before
+        the first post), structural virality and scale averaged over cascades with a share (NaN
+        with none), and the count of those."""
         nan = float("nan")
         k = self.spread_count
         return {

@@ -13,7 +13,7 @@ import numpy as np
 from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
 from ..actions import ActionType as A
 from ..actions import Result as R
-from ..platform.platform import MISINFO_LABEL
+from .exposure import ratio, served_exposure
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..platform import Platform
@@ -57,6 +57,7 @@ class Interval:
 
 
 def count_actions(acc: Interval, out: StepOutcome, n_active: int) -> None:
+    """Add one step's applied actions and results (``out``) and its ``n_active`` served users."""
     codes = np.asarray(out.actions, dtype=np.int64)
     bad = (codes < 0) | (codes >= NUM_ACTIONS)  # traced as action "invalid"
     codes = np.where(bad, NUM_ACTIONS, codes)
@@ -79,36 +80,22 @@ def count_actions(acc: Interval, out: StepOutcome, n_active: int) -> None:
 
 
 def count_exposure(acc: Interval, pf: Platform, obs) -> None:
-    """Impressions = the feeds served this step (sim.obs during the step's commit)."""
-    rows, slots = np.nonzero(obs.post_ids >= 0)
-    if not rows.size:
-        return
-    posts = obs.post_ids[rows, slots]
+    """Add the impressions of the feeds served this step (``sim.obs`` during the step's commit)."""
+    e = served_exposure(pf, obs)
     n = acc.n
-    n["impressions"] += posts.size
-    root = pf.p_root.a[posts]
-    label = pf.p_label.a
-    mis = (label[posts] == MISINFO_LABEL) | ((root >= 0) & (label[np.maximum(root, 0)] == MISINFO_LABEL))
-    n["misinfo"] += int(mis.sum())
-    viewer_sign = np.sign(pf.u_opinion.a[obs.users[rows]].astype(np.float64))
-    stance = pf.p_stance.a[posts].astype(np.float64)
-    post_sign = np.sign(stance)
-    known = np.isfinite(post_sign) & np.isfinite(viewer_sign) & (viewer_sign != 0) & (post_sign != 0)
-    n["cc_den"] += int(known.sum())
-    n["cc_num"] += int((viewer_sign[known] != post_sign[known]).sum())
-    # feed diversity: std of known stances per viewer with >= 2 of them
-    ok = np.isfinite(stance)
-    r, s = rows[ok], stance[ok]
-    cnt = np.bincount(r, minlength=len(obs.users))
-    mean = np.bincount(r, weights=s, minlength=len(obs.users)) / np.maximum(cnt, 1)
-    var = np.bincount(r, weights=(s - mean[r]) ** 2, minlength=len(obs.users)) / np.maximum(cnt, 1)
-    has = cnt >= 2
-    n["div_sum"] += float(np.sqrt(var[has]).sum())
-    n["div_cnt"] += int(has.sum())
+    n["impressions"] += e.impressions
+    n["misinfo"] += e.misinfo
+    n["cc_num"] += e.cross_cutting
+    n["cc_den"] += e.signed
+    n["div_sum"] += e.diversity_sum
+    n["div_cnt"] += e.diversity_viewers
 
 
 def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
-    n, nan = acc.n, float("nan")
+    """The interval's tags: ``actions/*``, ``activity/*``, ``engagement/*``, ``invalid/*``, the
+    follow counts, ``exposure/*`` and ``cascade/new_shares``; rates are NaN with a zero
+    denominator (``metrics.arrays.ratio``)."""
+    n = acc.n
     values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
     rejected = acc.results.sum() - acc.results[R.OK]
     values["activity/active_users"] = n["active"]
@@ -117,9 +104,9 @@ def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
     values["activity/shares_created"] = float(n["shares"])
     values["activity/comments_created"] = float(n["comments"])
     values["activity/posts_total"] = float(pf.n_posts)
-    values["engagement/rate"] = n["eng_post"] / n["impressions"] if n["impressions"] else nan
-    values["engagement/per_active_user"] = n["eng_all"] / n["active"] if n["active"] else nan
-    values["invalid/rate"] = float(rejected) / n["applied"] if n["applied"] else nan
+    values["engagement/rate"] = ratio(n["eng_post"], n["impressions"])
+    values["engagement/per_active_user"] = ratio(n["eng_all"], n["active"])
+    values["invalid/rate"] = ratio(rejected, n["applied"])
     for code, name in enumerate(RESULT_NAMES):
         if code != R.OK:
             values[f"invalid/{name}"] = float(acc.results[code])
@@ -128,8 +115,8 @@ def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
     values["network/unfollows"] = float(n["unfollows"])
     values["network/follow_edges"] = float(len(pf.rel["follow"]))
     values["exposure/impressions"] = n["impressions"]
-    values["exposure/misinfo_share"] = n["misinfo"] / n["impressions"] if n["impressions"] else nan
-    values["exposure/cross_cutting_share"] = n["cc_num"] / n["cc_den"] if n["cc_den"] else nan
-    values["exposure/feed_diversity"] = n["div_sum"] / n["div_cnt"] if n["div_cnt"] else nan
+    values["exposure/misinfo_share"] = ratio(n["misinfo"], n["impressions"])
+    values["exposure/cross_cutting_share"] = ratio(n["cc_num"], n["cc_den"])
+    values["exposure/feed_diversity"] = ratio(n["div_sum"], n["div_cnt"])
     values["cascade/new_shares"] = n["new_shares"]
     return {k: float(v) for k, v in values.items()}

@@ -2,8 +2,8 @@
 `metrics` table) and journals written without a metrics recorder.
 
 One implementation: each step's values come from the online recorder's own code
-(`MetricsRecorder._count_actions` / `_interval_values` over the step's trace rows, the
-incremental `CascadeForest` over the posts created up to the step) and `formulas`.
+(`metrics.interval`'s `count_actions` / `interval_values` over the step's trace rows, the
+incremental `CascadeForest` over the posts created up to the step) and `metrics.society`.
 
 What the tables allow, per step: `actions/*` and `invalid/*` (from `trace`; OASIS traces only
 accepted actions), `activity/*` (active users = users with a trace row in the step),
@@ -27,10 +27,10 @@ from ..actions import ACTION_BY_NAME, RESULT_NAMES
 from ..platform import Platform
 from ..platform.journal_file import file_uri
 from ..platform.oasis_import import is_oasis_db, load_oasis
-from . import formulas as F
 from .cascades import CascadeForest
 from .interval import Interval as _Interval
-from .online import MetricsRecorder
+from .interval import count_actions, interval_values
+from .society import inequality_values
 
 __all__ = ["offline_metrics"]
 
@@ -86,19 +86,18 @@ def offline_metrics(db_path: str | Path) -> tuple[dict[str, tuple[np.ndarray, np
         rows = np.flatnonzero((trace["step"] == s) & known)
         acc = _Interval()
         out = SimpleNamespace(actions=codes[rows], results=results[rows], ignored=())
-        MetricsRecorder._count_actions(acc, out, len(np.unique(trace["user"][rows])))
+        count_actions(acc, out, len(np.unique(trace["user"][rows])))
         view = _UpTo(pf, int(np.searchsorted(post_step, s, side="right")))
         _, new_shares = forest.update(view)
         acc.n["new_shares"] += new_shares
-        values = MetricsRecorder._interval_values(acc, view) | forest.summary()
+        values = interval_values(acc, view) | forest.summary()
         for tag, v in values.items():
             if not tag.startswith(_UNAVAILABLE) and not (oasis and tag.startswith("invalid/")):
                 series[tag].append(v)
     metrics = {tag: (steps, np.asarray(v, dtype=np.float64)) for tag, v in series.items()}
     last = steps[-1:]
-    metrics["network/follower_gini"] = (last, np.array([F.gini(pf.u_followers.a)]))
-    likes = F.received_per_user(pf.p_author.a, pf.n_users, pf.p_likes.a)
-    metrics["network/attention_gini"] = (last, np.array([F.gini(likes)]))
+    for tag, value in inequality_values(pf).items():
+        metrics[tag] = (last, np.array([value]))
     return metrics, notes
 
 

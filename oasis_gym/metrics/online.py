@@ -1,8 +1,9 @@
 """Online metrics: the emergent, society-level measures of a running simulation, every step.
 
-This module holds the recorder; the repost forest and curves are in ``metrics.cascades``, the
-per-interval counters in ``metrics.interval`` (both re-exported here), the running state a
-resume continues from in ``metrics.recorder_state``.
+This module holds the recorder; its parts: the repost forest in ``metrics.cascades`` (re-exported
+here), the per-interval counters in ``metrics.interval``, the tracked cascades' tags and curves
+in ``metrics.tracked_cascades``, the full-step measures in ``metrics.society``, the running
+state a resume continues from in ``metrics.recorder_state``.
 
 `MetricsRecorder.attach(sim, logdir)` registers a step hook on a `Simulation`. The hook runs
 inside the step's single SQLite transaction, computes the metrics from the in-memory state
@@ -57,17 +58,13 @@ Tags (counts cover the steps since the previous logged step; with ``every=1`` on
   ``network/new_follows``, ``network/unfollows``, ``network/follow_edges`` (every step).
 * ``exposure/impressions``, ``exposure/misinfo_share`` (share of ALL impressions showing a
   post labelled misinformation or whose root is), ``exposure/cross_cutting_share``,
-  ``exposure/feed_diversity`` (see formulas for both).
+  ``exposure/feed_diversity`` (see ``metrics.exposure``).
 * ``herd/<group>_mean_score``: mean likes - dislikes of each treatment group.
 * ``llm/<key>``: what ``record_llm`` received since the previous logged step, summed.
 
-Cascades. A repost or quote of post r by user u attaches to the most recent earlier sharer
-of r that u follows *at the time of the share*, else to r (formulas.infer_repost_parents
-with the graph as of each share); a repost of a quote hangs under the quote, so every
-cascade is rooted at an original post. The ``cascade_curve(post_id, minute, scale, depth,
-max_breadth)`` table holds, for every post that was ever tracked, its cumulative curve at
-every minute since the root was posted (dense, minute 0 to the last step it was tracked;
-``finalize()`` completes every curve to the last step).
+Cascades (the repost forest, the ``cascade_curve`` table): see ``metrics.cascades``; the
+curves are dense from minute 0 to the last step a cascade was tracked, and ``finalize()``
+completes every curve to the last step.
 """
 
 from __future__ import annotations
@@ -78,20 +75,21 @@ import time
 import traceback
 import warnings
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..platform.store import unpack_keys
-from . import formulas as F
 from .cascades import CASCADE_CURVE_SCHEMA, CASCADE_TREE_SCHEMA, CascadeForest, read_cascade_curves
+from .herd import herd_values
 from .interval import Interval as _Interval
 from .interval import count_actions, count_exposure, interval_values
 from .recorder_state import RecorderState
+from .society import society_values
 from .tensorboard import MetricsTable, TensorBoardLogger
+from .tracked_cascades import TrackedCascades
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..platform import Platform
@@ -101,7 +99,6 @@ __all__ = ["MetricsRecorder", "CascadeForest", "CASCADE_CURVE_SCHEMA", "read_cas
 
 IntArray = NDArray[np.int64]
 
-CASCADE_STATS = ("scale", "depth", "max_breadth", "structural_virality")
 # every_full=None: the full (O(users + edges + posts)) metrics run at every logged step while
 # users + follow edges stay below FULL_AUTO_SIZE, else every FULL_AUTO_EVERY steps
 FULL_AUTO_SIZE = 200_000
@@ -126,7 +123,7 @@ class _ClassOrInstanceMethod:
         return self.on_instance.__get__(obj, cls)
 
 
-class MetricsRecorder(RecorderState):
+class MetricsRecorder(RecorderState, TrackedCascades):
     """Streams a Simulation's emergent metrics to TensorBoard and the journal every step.
 
     Create with `MetricsRecorder.attach(sim, logdir)`. Every `Simulation.reset` starts a new
@@ -196,20 +193,11 @@ class MetricsRecorder(RecorderState):
         self._episode_started_in_step = False
 
     # ---------------------------------------------------------------- lifecycle
-    def _attach_new(
-        cls,
-        sim: Simulation,
-        logdir: str | Path | None,
-        *,
-        every: int = 1,
-        tracked_posts: ArrayLike | None = None,
-        histograms_every: int = 10,
-        **options: Any,
-    ) -> MetricsRecorder:
+    def _attach_new(cls, sim: Simulation, logdir: str | Path | None, **options: Any) -> MetricsRecorder:
         """``MetricsRecorder.attach(sim, logdir, ...)``: create a recorder and attach it to `sim`.
-        Options: every_full, n_top, herd_groups, herd_kind, strict, flush_secs (see the class)."""
-        rec = cls(logdir, every=every, tracked_posts=tracked_posts, histograms_every=histograms_every, **options)
-        return rec._attach(sim)
+        Options: every, every_full, tracked_posts, n_top, histograms_every, herd_groups,
+        herd_kind, strict, flush_secs (see the class)."""
+        return cls(logdir, **options)._attach(sim)
 
     def _attach(self, sim: Simulation) -> MetricsRecorder:
         """``recorder.attach(sim)``: register the hook on ``sim.step_hooks``; a running episode
@@ -230,6 +218,7 @@ class MetricsRecorder(RecorderState):
         self.close()
 
     def episode_logdir(self) -> str:
+        """The TensorBoard folder of the current episode, ``<logdir>/episode_<k>``."""
         return str(Path(self.logdir) / f"episode_{self.episode}")
 
     def on_reset(self, sim: Simulation) -> None:
@@ -274,6 +263,7 @@ class MetricsRecorder(RecorderState):
         return self.every * -(-FULL_AUTO_EVERY // self.every)
 
     def settings(self) -> dict[str, Any]:
+        """The recorder's options as JSON-able values (journaled in meta ``metrics_config``)."""
         return {
             "every": self.every,
             "every_full": self.every_full,
@@ -338,6 +328,7 @@ class MetricsRecorder(RecorderState):
 
     # ---------------------------------------------------------------- the hook
     def __call__(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
+        """The step hook: count, fold and log this step inside its transaction (see the class)."""
         t0 = time.perf_counter()
         self._episode_started_in_step = conn is not self._conn
         try:
@@ -358,8 +349,8 @@ class MetricsRecorder(RecorderState):
     def _step(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
         pf, step = sim.platform, int(sim.platform.step)
         acc = self._acc
-        self._count_actions(acc, out, len(sim.obs.users))
-        self._count_exposure(acc, pf, sim.obs)
+        count_actions(acc, out, len(sim.obs.users))
+        count_exposure(acc, pf, sim.obs)
         acc.n["new_shares"] += self._fold(pf, conn)
         tracked = self._tracked_roots(pf)
         self._write_curves(conn, pf, tracked, int(pf.minute))
@@ -374,10 +365,10 @@ class MetricsRecorder(RecorderState):
         """Write one metrics row set (inside the caller's transaction) and the same to TensorBoard."""
         values: dict[str, float] = {}
         if interval:
-            values = self._interval_values(self._acc, pf)
+            values = interval_values(self._acc, pf)
             values |= self.forest.summary()
             values |= self._tracked_values(tracked)
-            values |= self._herd_values(pf)
+            values |= herd_values(pf, self.herd_groups, self.herd_kind)
             values |= {f"llm/{k}": v for k, v in self._llm.items()}
             if self._llm.get("latency_s"):
                 values["llm/completion_tokens_per_s"] = self._llm.get("completion_tokens", 0.0) / self._llm["latency_s"]
@@ -405,98 +396,9 @@ class MetricsRecorder(RecorderState):
                 self._last_hist_step = step
 
     # ---------------------------------------------------------------- per-step pieces
-    # (metrics.interval; kept as static methods: metrics.offline calls them through the class)
-    _count_actions = staticmethod(count_actions)
-    _count_exposure = staticmethod(count_exposure)
-    _interval_values = staticmethod(interval_values)
-
     def _full_metrics(self, pf: Platform) -> dict[str, float]:
-        """The O(users + edges + posts) metrics of a full step."""
+        """The O(users + edges + posts) metrics of a full step (metrics.society)."""
         op = pf.u_opinion.a
-        base = self.baseline
-        if base.size < op.size:  # users added mid-episode have no baseline
-            base = self.baseline = np.r_[base, np.full(op.size - base.size, np.nan)]
-        values = F.opinion_summary(op)
-        values["opinion/to_extreme_share"], values["opinion/to_moderation_share"] = F.opinion_shift_shares(base, op)
-        values["network/follower_gini"] = F.gini(pf.u_followers.a)
-        likes = F.received_per_user(pf.p_author.a, pf.n_users, pf.p_likes.a)
-        values["network/attention_gini"] = F.gini(likes)
-        src, dst = unpack_keys(pf.rel["follow"].keys())
-        values["network/opinion_assortativity"] = F.opinion_assortativity(src, dst, op)
-        values["network/neighbourhood_correlation"] = F.neighbourhood_correlation(src, dst, op)
-        return values
-
-    def _tracked_roots(self, pf: Platform) -> IntArray:
-        if self.tracked is None:
-            return self.forest.top_ids
-        ids = self.tracked[self.tracked < self.forest.n_seen]
-        return np.unique(self.forest.top.a[ids])
-
-    def _tracked_values(self, tracked: IntArray) -> dict[str, float]:
-        values: dict[str, float] = {}
-        if self.tracked is None:
-            st = self.forest.stats(tracked)
-            for rank in range(self.n_top):
-                for name in CASCADE_STATS:
-                    values[f"cascade/top{rank + 1}/{name}"] = float(st[name][rank]) if rank < tracked.size else math.nan
-            return values
-        exists = self.tracked < self.forest.n_seen
-        roots = np.where(exists, self.forest.top.a[np.where(exists, self.tracked, 0)], 0)
-        st = self.forest.stats(roots)
-        for k, p in enumerate(self.tracked.tolist()):
-            for name in CASCADE_STATS:
-                values[f"cascade/post_{p}/{name}"] = float(st[name][k]) if exists[k] else math.nan
-        return values
-
-    def _herd_values(self, pf: Platform) -> dict[str, float]:
-        if not self.herd_groups:
-            return {}
-        likes, dislikes = (
-            (pf.p_likes.a, pf.p_dislikes.a) if self.herd_kind == "post" else (pf.c_likes.a, pf.c_dislikes.a)
-        )
-        labels, scores = [], []
-        for g, ids in self.herd_groups.items():
-            ids = ids[(ids >= 0) & (ids < likes.size)]
-            labels.append(np.full(ids.size, g, dtype=object))
-            scores.append((likes[ids] - dislikes[ids]).astype(np.float64))
-        means = F.herd_effect(np.concatenate(labels), np.concatenate(scores)) if labels else {}
-        return {f"herd/{g}_mean_score": means.get(g, math.nan) for g in self.herd_groups}
-
-    def _write_curves(
-        self, conn: sqlite3.Connection, pf: Platform, roots: Sequence[int] | IntArray, now: int, final: bool = False
-    ) -> None:
-        """Extend the dense per-minute curves of the tracked cascades to the current minute.
-
-        A cascade tracked at the previous step gets the minutes since then appended; one that
-        was not (newly tracked, or dropped and now completed by `finalize`) gets its whole
-        curve rebuilt from the tree (formulas.cascade_curves)."""
-        rows: list[tuple[int, ...]] = []
-        f = self.forest
-        for c in np.asarray(roots, dtype=np.int64).tolist():
-            rel = now - int(pf.p_minute.a[c])
-            cur = (int(f.scale.a[c]), int(f.max_depth.a[c]), int(f.max_breadth.a[c]))
-            last = self._curves.get(c)
-            if last is not None and last[0] >= rel:  # already written up to this minute
-                if last[1] != cur:
-                    rows.append((c, rel, *cur))
-            elif last is not None and c in self._curve_live:
-                rows += [(c, m, *last[1]) for m in range(last[0] + 1, rel)]
-                rows.append((c, rel, *cur))
-            else:
-                curve = f.curve(pf, c, rel)
-                rows += zip(
-                    [c] * (rel + 1),
-                    range(rel + 1),
-                    curve.scale[0].tolist(),
-                    curve.depth[0].tolist(),
-                    curve.max_breadth[0].tolist(),
-                )
-            self._curves[c] = (rel, cur)
-            self._ever_tracked.add(c)
-        if not final:
-            self._curve_live = set(np.asarray(roots, dtype=np.int64).tolist())
-        if rows:
-            conn.executemany(
-                "INSERT OR REPLACE INTO cascade_curve (post_id, minute, scale, depth, max_breadth) VALUES (?,?,?,?,?)",
-                rows,
-            )
+        if self.baseline.size < op.size:  # users added mid-episode have no baseline
+            self.baseline = np.r_[self.baseline, np.full(op.size - self.baseline.size, np.nan)]
+        return society_values(pf, self.baseline)

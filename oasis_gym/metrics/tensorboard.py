@@ -100,9 +100,11 @@ class TensorBoardLogger:
                 fw.add_summary(summary)
 
     def flush(self) -> None:
+        """Write pending events to disk."""
         self._writer.flush()
 
     def close(self) -> None:
+        """Flush and close the event file."""
         self._writer.close()
 
     def __enter__(self) -> TensorBoardLogger:
@@ -126,11 +128,13 @@ class MetricsTable:
 
     @staticmethod
     def create_schema(conn: sqlite3.Connection) -> None:
+        """Create the table and its (tag, step) index if missing."""
         conn.execute("CREATE TABLE IF NOT EXISTS metrics (step INTEGER, tag TEXT, value REAL)")
         conn.execute("CREATE INDEX IF NOT EXISTS metrics_tag_step ON metrics (tag, step)")
 
     @staticmethod
     def insert(conn: sqlite3.Connection, step: int, values: Mapping[str, float]) -> None:
+        """Insert one row per tag at ``step`` (NaN as NULL), in the caller's transaction."""
         rows = [(int(step), str(tag), _sql_float(v)) for tag, v in values.items()]
         conn.executemany("INSERT INTO metrics (step, tag, value) VALUES (?, ?, ?)", rows)
 

@@ -10,20 +10,17 @@ from ..metrics import formulas as F
 from ..platform.platform import ORIGINAL
 from ..platform.store import unpack_keys
 
+#: the per-minute curves of a cascade, as in CascadeCurves and the real Twitter15 data
+CURVES = ("scale", "depth", "max_breadth")
+
 
 def cascade_tops(pf, upto: int | None = None) -> np.ndarray:
     """Cascade root (an original post) of every post: shares point at what they share (a
     repost at its root, a quote at the quoted post), followed up to an original by pointer
     jumping (O(posts x log depth))."""
     n = pf.n_posts if upto is None else int(upto)
-    ids = np.arange(n, dtype=np.int64)
     root = pf.p_root.a[:n]
-    top = np.where((pf.p_kind.a[:n] != ORIGINAL) & (root >= 0), root, ids)
-    while True:
-        nxt = top[top]
-        if np.array_equal(nxt, top):
-            return top
-        top = nxt
+    return F.tree_depths(np.where((pf.p_kind.a[:n] != ORIGINAL) & (root >= 0), root, -1))[0]
 
 
 def root_cascade_curves(pf, root: int, horizon: int, minutes_per_step: int = 3) -> F.CascadeCurves:
@@ -43,13 +40,25 @@ def root_cascade_curves(pf, root: int, horizon: int, minutes_per_step: int = 3) 
 
 
 def nrmse(sim: Sequence[float], real: Sequence[float], horizon: int) -> float:
-    """sqrt(mean((sim - real)^2)) / real[horizon] over minutes 0..horizon; both curves are
-    padded with their last value when shorter."""
-    s, r = (_pad(np.asarray(x, dtype=np.float64), horizon + 1) for x in (sim, real))
+    """sqrt(mean((sim - real)^2)) / real[horizon] over minutes 0..horizon (``window_nrmse``);
+    both curves are padded with their last value when shorter."""
+    return window_nrmse(sim, real, 0, horizon)
+
+
+def window_nrmse(sim: Sequence[float], real: Sequence[float], start: int, end: int) -> float:
+    """sqrt(mean((sim - real)^2)) over minutes start..end (inclusive) / real[end]; curves
+    shorter than end+1 are padded with their last value. NaN when real[end] is 0 or the
+    window is empty."""
+    if end < start or start < 0:
+        return float("nan")
+    s, r = pad_curve(sim, end + 1)[start:], pad_curve(real, end + 1)[start:]
     return float(np.sqrt(np.mean((s - r) ** 2)) / r[-1]) if r[-1] else float("nan")
 
 
-def _pad(x: np.ndarray, n: int) -> np.ndarray:
-    if len(x) >= n:
-        return x[:n]
-    return np.r_[x, np.full(n - len(x), x[-1] if len(x) else 0.0)]
+def pad_curve(x: Sequence[float], n: int) -> np.ndarray:
+    """The first ``n`` values of a per-minute curve as floats, padded with its last value (0 for
+    an empty curve): a cascade stays as it was after its last recorded minute."""
+    a = np.asarray(x, dtype=np.float64)
+    if len(a) >= n:
+        return a[:n]
+    return np.r_[a, np.full(n - len(a), a[-1] if len(a) else 0.0)]

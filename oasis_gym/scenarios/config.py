@@ -38,6 +38,7 @@ def scenario_dir() -> Path:
 
 
 def list_scenarios() -> list[str]:
+    """Names of the shipped scenario files, sorted."""
     return sorted(p.stem for p in scenario_dir().glob("*.toml"))
 
 

@@ -20,11 +20,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..metrics.arrays import ratio
+from .herd import GROUPS
 from .spread_calibration import split_errors
 
 __all__ = ["effects", "ORDERINGS", "HEADLINE", "PAPER"]
-
-GROUPS = ("up", "control", "down")
 
 # effect names whose per-seed values must be strictly decreasing for "the expected ordering"
 ORDERINGS: dict[str, tuple[str, ...]] = {
@@ -111,7 +111,7 @@ def misinformation(fig: Mapping[str, Any]) -> dict[str, float]:
     out["reach_rumour_minus_news"] = out["rumour_reach"] - out["news_reach"]
     out["related_rumour_minus_news"] = out["rumour_related_posts"] - out["news_related_posts"]
     tot = out["rumour_reach"] + out["news_reach"]
-    out["rumour_reach_share"] = out["rumour_reach"] / tot if tot else math.nan
+    out["rumour_reach_share"] = ratio(out["rumour_reach"], tot)
     return out
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 
 import numpy as np
 
 from ..actions import ActionType as A
 from ..actions import Result as R
+from ..metrics.arrays import ratio
+from ..metrics.herd import group_mean_scores
 from ..platform.platform import ActionBatch
 from ..population import HOURS, Population, load_reddit_json, synthetic
 from .config import _data_file
@@ -20,7 +21,12 @@ GROUPS = ("up", "control", "down")
 
 
 class HerdEffect(ScenarioKind):
+    """herd_effect: Reddit users vote on comments whose first vote was seeded up, down or not at all
+    (Muchnik et al. 2013); measures each group's mean score (likes - dislikes)."""
+
     def population(self) -> Population:
+        """The Reddit profiles (cut to, or padded with synthetic users to, ``users``), all at one
+        activation, plus the seed author and the seed voter accounts."""
         p = self.config["population"]
         act = float(p.get("activation", 0.1))
         base = load_reddit_json(_data_file(p["profiles"]), default_activity=act)
@@ -46,6 +52,8 @@ class HerdEffect(ScenarioKind):
         )
 
     def setup(self, sim) -> None:
+        """Post the counterfactual pairs in a seeded order, comment on each, and cast the seeded
+        first vote (up or down) on the treated comments."""
         super().setup(sim)
         pf = sim.platform
         pairs = json.loads(
@@ -77,20 +85,28 @@ class HerdEffect(ScenarioKind):
             raise RuntimeError("herd_effect: seeding the counterfactual content failed")
         self.posts = {g: posts[group == g] for g in GROUPS}
         self.comments = {g: comments[group == g] for g in GROUPS}
-        self.seed_score = {g: float(np.mean((pf.c_likes.a - pf.c_dislikes.a)[self.comments[g]])) for g in GROUPS}
+        self.seed_score = self._mean_scores(pf)
 
     def step_values(self, sim, out) -> dict[str, float]:
+        """Per group: ``herd/<g>_mean_score`` (comments), ``_votes_per_comment`` (user votes, the
+        seeded one out) and ``_post_score``; empty groups are left out."""
         pf = sim.platform
         values = {}
+        score = self._mean_scores(pf)
+        post_score = group_mean_scores(pf.p_likes.a, pf.p_dislikes.a, self.posts)
         for g in GROUPS:
-            c, p = self.comments[g], self.posts[g]
+            c = self.comments[g]
             if not len(c):
                 continue
-            values[f"herd/{g}_mean_score"] = float(np.mean(pf.c_likes.a[c] - pf.c_dislikes.a[c]))
+            values[f"herd/{g}_mean_score"] = score[g]
             votes = float(np.mean(pf.c_likes.a[c] + pf.c_dislikes.a[c]))
             values[f"herd/{g}_votes_per_comment"] = votes - (g != "control")  # the seeded vote out
-            values[f"herd/{g}_post_score"] = float(np.mean(pf.p_likes.a[p] - pf.p_dislikes.a[p]))
+            values[f"herd/{g}_post_score"] = post_score[g]
         return values
+
+    def _mean_scores(self, pf) -> dict[str, float]:
+        """Mean likes - dislikes of each group's comments (NaN for an empty group)."""
+        return group_mean_scores(pf.c_likes.a, pf.c_dislikes.a, self.comments)
 
     def _user_votes(self, pf, g: str) -> tuple[int, int]:
         """(likes, dislikes) users cast on a group's comments: the seeded vote taken out."""
@@ -99,8 +115,10 @@ class HerdEffect(ScenarioKind):
         return likes - len(c) * (g == "up"), dislikes - len(c) * (g == "down")
 
     def figures(self, sim) -> dict:
+        """Seeded and final mean scores, the users' own votes and up-vote share per group (NaN with
+        no vote), whether up > control > down, the effect beyond the seeded vote, the series."""
         pf = sim.platform
-        final = {g: float(np.mean(pf.c_likes.a[self.comments[g]] - pf.c_dislikes.a[self.comments[g]])) for g in GROUPS}
+        final = self._mean_scores(pf)
         votes = {g: self._user_votes(pf, g) for g in GROUPS}
         return {
             "groups": {g: int(len(self.comments[g])) for g in GROUPS},
@@ -108,7 +126,7 @@ class HerdEffect(ScenarioKind):
             "final_mean_score": final,
             "user_votes": {g: sum(v) for g, v in votes.items()},
             # exposure-free view of herding (Muchnik et al.'s first measure): share of up votes
-            "up_vote_share": {g: (v[0] / sum(v) if sum(v) else math.nan) for g, v in votes.items()},
+            "up_vote_share": {g: ratio(v[0], sum(v)) for g, v in votes.items()},
             "votes_per_comment": {g: sum(v) / max(len(self.comments[g]), 1) for g, v in votes.items()},
             "ordered": bool(final["up"] > final["control"] > final["down"]),
             # effect beyond the seeded vote itself (0 without herding, in expectation)
@@ -121,4 +139,5 @@ class HerdEffect(ScenarioKind):
         }
 
     def final_values(self, figures) -> dict[str, float]:
+        """``herd/final_<g>_mean_score`` per group."""
         return {f"herd/final_{g}_mean_score": v for g, v in figures["final_mean_score"].items()}

@@ -19,18 +19,23 @@ class ScenarioKind:
         self.steps: list[int] = []
 
     def population(self) -> Population:
+        """The users of the run (called once, before the env is built)."""
         raise NotImplementedError
 
     def setup(self, sim) -> None:
+        """Seed the initial content after every reset; clears the recorded series."""
         self.series, self.steps = {}, []
 
     def recorder_options(self) -> dict:
+        """Extra MetricsRecorder options (e.g. tracked posts); none by default."""
         return {}
 
     def step_values(self, sim, out) -> dict[str, float]:
+        """The kind's own metrics of this step (tag -> value), journaled with the generic ones."""
         return {}
 
     def record(self, step: int, values: Mapping[str, float]) -> None:
+        """Append a step's values to ``series`` (the figures' time series)."""
         self.steps.append(int(step))
         for k, v in values.items():
             self.series.setdefault(k, []).append(float(v))
@@ -39,7 +44,9 @@ class ScenarioKind:
         """Outside the step transaction (e.g. LLM interviews)."""
 
     def figures(self, sim) -> dict:
+        """The run's result figures (JSON-able), at the end of the run."""
         return {}
 
     def final_values(self, figures: Mapping[str, Any]) -> dict[str, float]:
+        """Headline scalars of ``figures``, logged once at the end."""
         return {}

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ..metrics.arrays import ratio
 from ..platform.platform import MISINFO_LABEL, ORIGINAL, TRUE_LABEL
 from ..population import Population, synthetic
 from .kind import ScenarioKind
@@ -14,7 +13,11 @@ CLASSES = ("news", "rumour")
 
 
 class Misinformation(ScenarioKind):
+    """misinformation: matched true news and rumour posts by core users; measures, per class, the
+    related posts (reposts, quotes, comments), impressions and reach (unique users served)."""
+
     def population(self) -> Population:
+        """Synthetic users: ``core_users`` at ``core_activation``, the rest at ``regular_activation``."""
         p = self.config["population"]
         pop = synthetic(int(p.get("users", 1_000_000)), seed=self.seed, n_core=int(p.get("core_users", 196)))
         act = np.where(pop.is_core, float(p.get("core_activation", 0.1)), float(p.get("regular_activation", 0.01)))
@@ -22,6 +25,7 @@ class Misinformation(ScenarioKind):
         return pop
 
     def setup(self, sim) -> None:
+        """Post each pair's news and rumour roots from distinct random core users; reset the counts."""
         super().setup(sim)
         pf = sim.platform
         pairs = self.config["posts"]
@@ -45,6 +49,7 @@ class Misinformation(ScenarioKind):
         self.reached = np.zeros((m, pf.n_users), dtype=bool)
 
     def recorder_options(self) -> dict:
+        """Track the roots' cascades."""
         return {"tracked_posts": self.roots.tolist()}
 
     def _fold(self, pf, obs) -> np.ndarray:
@@ -80,6 +85,8 @@ class Misinformation(ScenarioKind):
         return imp
 
     def step_values(self, sim, out) -> dict[str, float]:
+        """``misinfo/<news|rumour>_posts|impressions|reach`` so far (impressions: this step) and
+        ``misinfo/rumour_post_share`` of related posts (NaN with none)."""
         imp = self._fold(sim.platform, sim.obs)
         posts = self.counts["reposts"] + self.counts["quotes"] + self.counts["comments"]
         values = {}
@@ -88,10 +95,11 @@ class Misinformation(ScenarioKind):
             values[f"misinfo/{name}_impressions"] = float(imp[sel].sum())
             values[f"misinfo/{name}_reach"] = float(self.counts["reach"][sel].sum())
         total = values["misinfo/news_posts"] + values["misinfo/rumour_posts"]
-        values["misinfo/rumour_post_share"] = values["misinfo/rumour_posts"] / total if total else math.nan
+        values["misinfo/rumour_post_share"] = ratio(values["misinfo/rumour_posts"], total)
         return values
 
     def figures(self, sim) -> dict:
+        """Per-root counts, per-class totals (with related posts), the series."""
         per_root = []
         for i, r in enumerate(self.roots.tolist()):
             row = {
@@ -115,6 +123,7 @@ class Misinformation(ScenarioKind):
         }
 
     def final_values(self, figures) -> dict[str, float]:
+        """``misinfo/final_<class>_<related_posts|impressions|reach>``."""
         return {
             f"misinfo/final_{c}_{k}": float(figures["totals"][c][k])
             for c in CLASSES

@@ -18,7 +18,12 @@ from .populations import _with_edges, accounts, concat_populations
 
 
 class GroupPolarization(ScenarioKind):
+    """group_polarization: groups of opposite leaning discuss a dilemma; measures the opinion
+    distribution (mean, std, bimodality, Esteban-Ray) and each group's shift toward its leaning."""
+
     def population(self) -> Population:
+        """One group per profile file, opinions drawn around the group's leaning, plus a host
+        account everyone follows."""
         p = self.config["population"]
         files = list(p["groups"])
         names = list(p.get("group_names", [Path(f).stem for f in files]))[: len(files)]
@@ -41,6 +46,7 @@ class GroupPolarization(ScenarioKind):
         return pop
 
     def setup(self, sim) -> None:
+        """Post the dilemma from the host; the agents' opinions now are the baseline."""
         super().setup(sim)
         pf = sim.platform
         topic = self.config.get("topic", {})
@@ -51,6 +57,8 @@ class GroupPolarization(ScenarioKind):
         self.interview_answers = 0
 
     def step_values(self, sim, out) -> dict[str, float]:
+        """``polarization/*``: the agents' opinion summary and shift shares against the baseline,
+        and per group mean, std, shift toward its leaning and share moved to the extreme."""
         x = sim.platform.u_opinion.a[self.agents].astype(np.float64)
         values = F.opinion_summary(x, prefix="polarization/")
         values["polarization/to_extreme_share"], values["polarization/to_moderation_share"] = F.opinion_shift_shares(
@@ -90,6 +98,7 @@ class GroupPolarization(ScenarioKind):
                 pf.set_opinions(ids[ok], np.clip(values[ok], -1, 1).astype(np.float32))
 
     def figures(self, sim) -> dict:
+        """Initial and final opinion summaries, per-group shifts, mean |opinion|, interviews, series."""
         x = sim.platform.u_opinion.a[self.agents].astype(np.float64)
         g = self.group[self.agents]
         groups = {}
@@ -120,6 +129,7 @@ class GroupPolarization(ScenarioKind):
         }
 
     def final_values(self, figures) -> dict[str, float]:
+        """``polarization/final_<group>_shift`` per group."""
         return {f"polarization/final_{name}_shift": v["shift"] for name, v in figures["groups"].items()}
 
 

@@ -72,21 +72,26 @@ class Scenario:
 
     @property
     def name(self) -> str:
+        """``scenario.name``, else the file's stem."""
         return str(self.config["scenario"].get("name", Path(self.source).stem))
 
     @property
     def kind(self) -> str:
+        """``scenario.kind``: the experiment (a key of KINDS)."""
         return str(self.config["scenario"]["kind"])
 
     @property
     def steps(self) -> int:
+        """``scenario.steps`` (default 50)."""
         return int(self.config["scenario"].get("steps", 50))
 
     @property
     def seed(self) -> int:
+        """``scenario.seed`` (default 0)."""
         return int(self.config["scenario"].get("seed", 0))
 
     def check(self) -> None:
+        """Raise ValueError on an unknown kind, platform or policy kind."""
         sc = self.config.get("scenario")
         if not isinstance(sc, Mapping) or sc.get("kind") not in KINDS:
             raise ValueError(f"{self.source}: [scenario] kind must be one of {sorted(KINDS)}")
@@ -98,6 +103,7 @@ class Scenario:
             raise ValueError(f"{self.source}: policy.kind must be 'abm', 'hybrid' or 'llm', got {kind!r}")
 
     def with_overrides(self, overrides: Mapping[str, Any] | Sequence[str]) -> Scenario:
+        """A checked copy with ``--set``-style overrides (a mapping or KEY=VALUE strings) applied."""
         sets = dict(overrides) if isinstance(overrides, Mapping) else parse_sets(overrides)
         out = Scenario(apply_overrides(self.config, sets), self.source)
         out.check()

@@ -9,14 +9,18 @@ import numpy as np
 from ..metrics import formulas as F
 from ..platform.platform import ORIGINAL
 from ..population import Population, load_twitter_csv
-from .cascades import _pad, nrmse, root_cascade_curves
+from .cascades import CURVES, nrmse, pad_curve, root_cascade_curves
 from .config import _data_file
 from .graphs import with_generated_graph
 from .kind import ScenarioKind
 
 
 class InformationSpread(ScenarioKind):
+    """information_spread: a real Twitter15 cascade re-run on its users; measures the root's
+    scale, depth and max-breadth curves against the real ones (NRMSE)."""
+
     def population(self) -> Population:
+        """The cascade's users from the CSV, optionally with a generated follow graph (graphs.py)."""
         p = self.config["population"]
         activity = p.get("activity")
         pop = load_twitter_csv(_data_file(p["profiles"]), activity_path=_data_file(activity) if activity else None)
@@ -25,6 +29,7 @@ class InformationSpread(ScenarioKind):
         return pop
 
     def setup(self, sim) -> None:
+        """Pick the root post (``figures.root_post``, else the first original) and read the real curves."""
         super().setup(sim)
         pf = sim.platform
         originals = np.flatnonzero(pf.p_kind.a[: pf.n_posts] == ORIGINAL)
@@ -36,31 +41,34 @@ class InformationSpread(ScenarioKind):
         self.mps = sim.clock.minutes_per_step
         self.horizon = int(fig.get("horizon_minutes", 150))
         real = json.loads(_data_file(fig["real"]).read_text(encoding="utf-8"))["series"]
-        self.real = {k: np.asarray(real[k], dtype=np.float64) for k in ("scale", "depth", "max_breadth")}
+        self.real = {k: np.asarray(real[k], dtype=np.float64) for k in CURVES}
 
     def recorder_options(self) -> dict:
+        """Track the root's cascade."""
         return {"tracked_posts": [self.root]}
 
     def _curves(self, pf, horizon: int) -> F.CascadeCurves:
         return root_cascade_curves(pf, self.root, horizon, self.mps)
 
     def step_values(self, sim, out) -> dict[str, float]:
+        """``spread/<stat>`` and ``spread/real_<stat>`` at the end of this step, ``spread/minute``."""
         pf = sim.platform
         minute = int(pf.minute) - self.t0 + self.mps  # the end of this step
         c = self._curves(pf, minute)
         values = {}
-        for k in ("scale", "depth", "max_breadth"):
+        for k in CURVES:
             values[f"spread/{k}"] = float(getattr(c, k)[0, -1])
-            values[f"spread/real_{k}"] = float(_pad(self.real[k], minute + 1)[minute])
+            values[f"spread/real_{k}"] = float(pad_curve(self.real[k], minute + 1)[minute])
         values["spread/minute"] = float(minute)
         return values
 
     def figures(self, sim) -> dict:
+        """Simulated and real curves over the horizon and their NRMSE over the simulated minutes."""
         pf = sim.platform
         H = self.horizon
         c = self._curves(pf, H)
-        sim_c = {k: getattr(c, k)[0].astype(int).tolist() for k in ("scale", "depth", "max_breadth")}
-        real_c = {k: _pad(v, H + 1).astype(int).tolist() for k, v in self.real.items()}
+        sim_c = {k: getattr(c, k)[0].astype(int).tolist() for k in CURVES}
+        real_c = {k: pad_curve(v, H + 1).astype(int).tolist() for k, v in self.real.items()}
         simulated = int(pf.minute) - self.t0  # minutes covered by the completed steps
         window = min(H, simulated)  # a shorter run is scored on the minutes it covers
         errors = {k: nrmse(sim_c[k], real_c[k], window) for k in sim_c}
@@ -83,4 +91,5 @@ class InformationSpread(ScenarioKind):
         }
 
     def final_values(self, figures) -> dict[str, float]:
+        """``spread/nrmse_<stat>``."""
         return {f"spread/nrmse_{k}": v for k, v in figures["nrmse"].items()}

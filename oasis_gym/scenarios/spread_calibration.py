@@ -17,31 +17,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
+from .cascades import CURVES, window_nrmse
+
 __all__ = ["window_nrmse", "split_errors", "calibrate_heldout", "CURVES"]
-
-CURVES = ("scale", "depth", "max_breadth")
-
-
-def _pad(x: Sequence[float], n: int) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
-    if len(a) >= n:
-        return a[:n]
-    return np.r_[a, np.full(n - len(a), a[-1] if len(a) else 0.0)]
-
-
-def window_nrmse(sim: Sequence[float], real: Sequence[float], start: int, end: int) -> float:
-    """sqrt(mean((sim - real)^2)) over minutes start..end (inclusive) / real[end]; curves
-    shorter than end+1 are padded with their last value. NaN when real[end] is 0 or the
-    window is empty."""
-    if end < start or start < 0:
-        return math.nan
-    s, r = _pad(sim, end + 1)[start:], _pad(real, end + 1)[start:]
-    return float(np.sqrt(np.mean((s - r) ** 2)) / r[-1]) if r[-1] else math.nan
 
 
 def split_errors(fig: Mapping[str, Any]) -> dict[str, float]:

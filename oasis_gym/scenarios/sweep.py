@@ -142,22 +142,15 @@ def plan_sweep(
     }
 
 
-def run_sweep(
-    scenario: str,
-    params: Sequence[str] | None = None,
-    seeds: int | None = None,
-    seed_start: int | None = None,
-    steps: int | None = None,
-    sets: Mapping[str, Any] | None = None,
-    out: str | Path | None = None,
-    overwrite: bool = False,
-    plot: bool = True,
-    log=None,
-    plan: dict | None = None,
-) -> dict:
+def run_sweep(scenario: str, *args: Any, plot: bool = True, log=None, plan: dict | None = None, **kwargs: Any) -> dict:
     """Run the grid x seeds; returns {"scenario", "kind", "params", "seeds", "points": [...]}
-    and writes the tables (and the PNG) to `out` when given."""
-    plan = plan or plan_sweep(scenario, params, seeds, seed_start, steps, sets, out, overwrite)
+    and writes the tables (and the PNG) to `out` when given.
+
+    The sweep is `plan` (from `plan_sweep`), else planned from `scenario` and the other
+    arguments, which are plan_sweep's (params, seeds, seed_start, steps, sets, out, overwrite).
+    `log(point)` is called after each grid point.
+    """
+    plan = plan or plan_sweep(scenario, *args, **kwargs)
     base, parsed, extra, steps = plan["base"], plan["parsed"], plan["extra"], plan["steps"]
     seed_list, out_dir = plan["seeds"], plan["out"]
     rows, points = [], []
