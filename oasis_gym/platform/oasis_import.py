@@ -35,8 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .apply import RELATION_OF
+from .config import PlatformConfig, datetime_text
 from .journal_file import file_uri
-from .platform import ORIGINAL, QUOTE, RELATION_OF, REPOST, Platform, PlatformConfig, _datetime_text
+from .kinds import ORIGINAL, QUOTE, REPOST
+from .platform import Platform
 from .store import PairSet, pair_keys, unpack_keys
 
 __all__ = ["OasisImportError", "OasisImport", "is_oasis_db", "load_oasis", "import_oasis", "time_steps"]
@@ -402,7 +405,7 @@ def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_
     conn.executemany(
         "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?, ?, ?, ?, ?, 'ok')",
         [
-            (int(u) if u >= 0 else r[0], _datetime_text(start_minute + int(m)), r[1], r[2], int(st))
+            (int(u) if u >= 0 else r[0], datetime_text(start_minute + int(m)), r[1], r[2], int(st))
             for r, u, m, st in zip(rows, user.tolist(), result.trace_minute.tolist(), result.trace_step.tolist())
         ],
     )
