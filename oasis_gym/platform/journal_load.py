@@ -15,7 +15,7 @@ from .journal_file import JournalError, connect_readonly, require_journal
 from .journal_schema import RELATION_TABLES
 from .kinds import REPOST
 from .platform import Platform
-from .store import PairSet, pair_keys
+from .store import GrowArray, PairSet, pair_keys
 
 
 def read_meta(path: str | Path) -> dict:
@@ -98,15 +98,10 @@ def _load_users(conn, pf: Platform) -> None:
     pf.u_name.extend(cols[2])
     pf.u_bio.extend(cols[3])
     pf.u_persona.extend(cols[4])  # noqa: E702
-    pf.u_signed_up.extend(np.array(cols[5], dtype=bool))
-    pf.u_suspended.extend(np.array(cols[6], dtype=bool))
-    pf.u_is_core.extend(np.array(cols[7], dtype=bool))
-    pf.u_opinion.extend(np.array(cols[8], dtype=np.float32))
+    _extend(cols, 5, pf.u_signed_up, pf.u_suspended, pf.u_is_core, pf.u_opinion)
     pf.u_interests.extend(np.array(cols[9], dtype=np.int64).astype(np.uint64))
     pf.u_activity.extend(np.frombuffer(b"".join(cols[10]), dtype=np.float32).reshape(n, 24) if n else np.zeros((0, 24)))
-    pf.u_followers.extend(np.array(cols[11], dtype=np.int32))
-    pf.u_followings.extend(np.array(cols[12], dtype=np.int32))
-    pf.u_created_minute.extend(np.array(cols[13], dtype=np.int64))
+    _extend(cols, 11, pf.u_followers, pf.u_followings, pf.u_created_minute)
     pf.u_posts.append_fill(n)
     pf.u_last_post.append_fill(n)
 
@@ -126,20 +121,8 @@ def _load_posts(conn, pf: Platform) -> None:
     pf.p_root.extend(np.array(cols[2], dtype=np.int64))
     pf.p_content.extend(cols[3])
     pf.p_quote.extend(cols[4])  # noqa: E702
-    for col, k, dtype in (
-        (pf.p_kind, 5, np.int8),
-        (pf.p_step, 6, np.int32),
-        (pf.p_minute, 7, np.int64),
-        (pf.p_likes, 8, np.int32),
-        (pf.p_dislikes, 9, np.int32),
-        (pf.p_shares, 10, np.int32),
-        (pf.p_reports, 11, np.int32),
-        (pf.p_comments, 12, np.int32),
-        (pf.p_stance, 13, np.float32),
-        (pf.p_label, 14, np.int8),
-        (pf.p_status, 15, np.int8),
-    ):
-        col.extend(np.array(cols[k], dtype=np.float64 if dtype == np.float32 else None).astype(dtype))
+    counters = (pf.p_likes, pf.p_dislikes, pf.p_shares, pf.p_reports, pf.p_comments)
+    _extend(cols, 5, pf.p_kind, pf.p_step, pf.p_minute, *counters, pf.p_stance, pf.p_label, pf.p_status)
     prev, last = _chain(authors, pf.n_users)
     pf.u_posts.a[:] = np.bincount(authors, minlength=pf.n_users)
     pf.p_prev_by_author.extend(prev)
@@ -159,14 +142,17 @@ def _load_comments(conn, pf: Platform) -> None:
     pf.c_post.extend(posts)
     pf.c_author.extend(np.array(cols[2], dtype=np.int64))
     pf.c_content.extend(cols[3])
-    pf.c_step.extend(np.array(cols[4], dtype=np.int32))
-    pf.c_minute.extend(np.array(cols[5], dtype=np.int64))
-    pf.c_likes.extend(np.array(cols[6], dtype=np.int32))
-    pf.c_dislikes.extend(np.array(cols[7], dtype=np.int32))
-    pf.c_stance.extend(np.array(cols[8], dtype=np.float64).astype(np.float32))
+    _extend(cols, 4, pf.c_step, pf.c_minute, pf.c_likes, pf.c_dislikes, pf.c_stance)
     prev, last = _chain(posts, pf.n_posts)
     pf.c_prev_on_post.extend(prev)
     pf.p_last_comment.a[:] = last
+
+
+def _extend(cols: list, first: int, *columns: GrowArray) -> None:
+    """Append the result columns `cols[first]`, `cols[first + 1]`, ... to `columns`, each in its
+    column's dtype (float columns read NULL and 'nan' as NaN)."""
+    for k, col in enumerate(columns, first):
+        col.extend(np.array(cols[k], dtype=np.float64 if col.dtype.kind == "f" else None))
 
 
 def _chain(owner: np.ndarray, n_owners: int) -> tuple[np.ndarray, np.ndarray]:

@@ -51,7 +51,7 @@ class PlatformQueries:
         """Posts whose text contains every query word (case-insensitive), ranked by
         engagement then recency. The query is data: it is matched, never executed."""
         k = k or self.config.search_limit
-        words = [w for w in str(query).lower().split() if w]
+        words = _words(query)
         if not words:
             return np.empty(0, dtype=np.int64)
         lo = max(0, self.n_posts - self.config.search_scan_limit)
@@ -61,7 +61,7 @@ class PlatformQueries:
     def search_users(self, viewer: int, query: str, k: int | None = None) -> np.ndarray:
         """Users whose user name, name or bio contains every query word, most followed first."""
         k = k or self.config.search_limit
-        words = [w for w in str(query).lower().split() if w]
+        words = _words(query)
         if not words:
             return np.empty(0, dtype=np.int64)
         cand = user_index(self).match(words)  # users whose "user_name name bio" holds every word
@@ -98,3 +98,8 @@ class PlatformQueries:
             out[:, d] = cur
             cur = np.where(cur >= 0, prev[np.maximum(cur, 0)], -1)
         return out
+
+
+def _words(query: str) -> list[str]:
+    """A search query's words, lower case (the query is data: matched, never executed)."""
+    return str(query).lower().split()
