@@ -88,7 +88,12 @@ def _counters(k: int) -> tuple[GrowArray, ...]:
 
 
 class Platform(ApplyActions, PlatformQueries):
-    """All users, posts, comments and relations of one simulated platform."""
+    """All users, posts, comments and relations of one simulated platform.
+
+    The columns, the population, platform-side actions (moderation, opinions) and the
+    step's bookkeeping are here; `apply` comes from `apply.ApplyActions`, the questions about
+    the state (feeds, search, `most_followed`) from `queries.PlatformQueries`.
+    """
 
     def __init__(self, config: PlatformConfig | None = None, start_minute: int = 0):
         self.config = config or PlatformConfig()
