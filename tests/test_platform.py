@@ -264,6 +264,26 @@ def test_search_and_trend_are_ranked_and_limited(tmp_path):
     assert db(j).execute("SELECT COUNT(*) FROM post").fetchone()[0] == 31
 
 
+def test_most_followed_ranks_by_followers_then_lower_id():
+    edges = [(0, 3), (1, 3), (2, 3), (0, 5), (1, 5), (2, 1), (4, 1)]  # followers: 3 -> 3, 1 and 5 -> 2
+    pf = Platform()
+    pf.add_users(make_population(6, edges))
+    followers = pf.u_followers.a
+    reference = sorted(range(6), key=lambda u: (-followers[u], u))
+    assert pf.most_followed().tolist() == reference == [3, 1, 5, 0, 2, 4]
+    assert pf.most_followed(2).tolist() == [3, 1]
+    assert pf.most_followed(10).tolist() == reference  # k beyond the users: all of them
+    assert pf.most_followed(0).tolist() == pf.most_followed(-1).tolist() == []
+    assert pf.most_followed(among=[5, 4, 1]).tolist() == [1, 5, 4]
+    assert pf.most_followed(1, among=np.array([0, 5])).tolist() == [5]
+    assert pf.most_followed(3, among=[]).tolist() == []
+    assert pf.most_followed().dtype == pf.most_followed(among=[]).dtype == np.int64
+    assert Platform().most_followed().tolist() == Platform().most_followed(3).tolist() == []
+    for bad in ([6], [-1]):
+        with pytest.raises(ValueError, match="user ids"):
+            pf.most_followed(among=bad)
+
+
 @pytest.mark.parametrize(
     "text",
     [

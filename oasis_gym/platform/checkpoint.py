@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class Checkpoint:
+    """What `restore` needs to put a Platform back as it was at `capture`."""
+
     step: int
     minute: int
     lengths: dict  # attribute name -> rows (GrowArray, list)
@@ -43,6 +45,7 @@ def _copy_log(log: StepLog) -> StepLog:
 
 
 def capture(pf: Platform) -> Checkpoint:
+    """The platform's state now, cheaply (lengths and references, no copies of columns)."""
     lengths, texts = {}, {}
     for name, value in vars(pf).items():
         if isinstance(value, GrowArray):
@@ -63,6 +66,8 @@ def capture(pf: Platform) -> Checkpoint:
 
 
 def restore(pf: Platform, cp: Checkpoint, undo: list) -> None:
+    """Put the platform back as it was at `capture(pf)`; `undo`: the (column, rows, old values)
+    of the in-place writes since then."""
     # in-place writes first, newest first (rows created in the step still exist here)
     for col, rows, old in reversed(undo):
         col.a[rows] = old

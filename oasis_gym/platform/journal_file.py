@@ -206,7 +206,7 @@ class JournalLock:
 
     def __init__(self, path: str):
         self.db_path = path
-        self.path = os.path.realpath(path) + LOCK_SUFFIX
+        self.path = str(lock_path(path))
         self._file = None
         if fcntl is None:
             return

@@ -27,31 +27,21 @@ The OASIS file is opened read-only (`mode=ro`) and never written.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .config import PlatformConfig, datetime_text
+from .journal import Journal
 from .journal_file import file_uri
-from .platform import ORIGINAL, QUOTE, RELATION_OF, REPOST, Platform, PlatformConfig, _datetime_text
+from .kinds import ORIGINAL, QUOTE, REPOST
+from .oasis_rows import OASIS_RELATIONS, OasisProfiles, int_column, map_ids, time_steps
+from .platform import Platform
 from .store import PairSet, pair_keys, unpack_keys
 
 __all__ = ["OasisImportError", "OasisImport", "is_oasis_db", "load_oasis", "import_oasis", "time_steps"]
-
-# relation -> (OASIS table, row id, first column, second column, kind of the first, kind of the second)
-OASIS_RELATIONS = {
-    "follow": ("follow", "follow_id", "follower_id", "followee_id", "user", "user"),
-    "mute": ("mute", "mute_id", "muter_id", "mutee_id", "user", "user"),
-    "like": ('"like"', "like_id", "user_id", "post_id", "user", "post"),
-    "dislike": ("dislike", "dislike_id", "user_id", "post_id", "user", "post"),
-    "comment_like": ("comment_like", "comment_like_id", "user_id", "comment_id", "user", "comment"),
-    "comment_dislike": ("comment_dislike", "comment_dislike_id", "user_id", "comment_id", "user", "comment"),
-    "report": ("report", "report_id", "user_id", "post_id", "user", "post"),
-}
-assert set(OASIS_RELATIONS) == set(RELATION_OF.values())
 
 
 class OasisImportError(ValueError):
@@ -82,6 +72,7 @@ class OasisImport:
     trace_minute: np.ndarray | None = None
 
     def summary(self) -> dict:
+        """What the import found, as JSON-able values (kept in the journal's meta by `import_oasis`)."""
         return {
             "counts": self.counts,
             "counter_mismatches": self.mismatches,
@@ -110,58 +101,6 @@ def is_oasis_db(path: str | Path) -> bool:
     finally:
         conn.close()
     return tables.get("user") == "table" and "post" in tables and "meta" not in tables
-
-
-def time_steps(values: list, minutes_per_step: int = 3) -> tuple[np.ndarray, np.ndarray, str]:
-    """(step, minute offset, kind) of OASIS `created_at` values: integers are time steps (OASIS's
-    Twitter clock); datetimes are minutes since the earliest of them (its Reddit clock), and
-    their step is minute // minutes_per_step; NULL or unreadable values count as 0."""
-    n = len(values)
-    step = np.zeros(n, dtype=np.int64)
-    minute = np.zeros(n, dtype=np.int64)
-    ints = [_as_int(v) for v in values]
-    if any(v is not None for v in values) and all(i is not None for i, v in zip(ints, values) if v is not None):
-        step[:] = [0 if i is None else i for i in ints]
-        return step, step * minutes_per_step, "steps"
-    times = [_as_datetime(v) for v in values]
-    known = [t for t in times if t is not None]
-    if not known:
-        return step, minute, "none"
-    t0 = min(known)
-    minute[:] = [0 if t is None else int((t - t0).total_seconds() // 60) for t in times]
-    return minute // minutes_per_step, minute, "datetime"
-
-
-def _as_int(v) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, int):
-        return v
-    try:
-        return int(str(v).strip())
-    except ValueError:
-        return None
-
-
-def _as_datetime(v) -> dt.datetime | None:
-    if v is None:
-        return None
-    try:
-        return dt.datetime.fromisoformat(str(v).strip())
-    except ValueError:
-        return None
-
-
-def _map(oasis_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Our ids (positions in the sorted `oasis_ids`) of OASIS ids; -1 where unknown."""
-    if not len(oasis_ids):
-        return np.full(len(ids), -1, dtype=np.int64)
-    pos = np.searchsorted(oasis_ids, ids).clip(0, len(oasis_ids) - 1)
-    return np.where(oasis_ids[pos] == ids, pos, -1)
-
-
-def _ints(rows, k: int, fill: int = -1) -> np.ndarray:
-    return np.array([fill if r[k] is None else int(r[k]) for r in rows], dtype=np.int64)
 
 
 def load_oasis(
@@ -218,20 +157,20 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
     p_step, c_step, t_step = np.split(step_all, cuts)[1:]
     last_step = int(step_all.max(initial=-1))
 
-    ids = IdMaps(_ints(users, 0), _ints(posts, 0), _ints(comments, 0))
+    ids = IdMaps(int_column(users, 0), int_column(posts, 0), int_column(comments, 0))
     name = platform or ("reddit" if time_kind == "datetime" else "twitter")
     pf = Platform(PlatformConfig(name=name), start_minute=start_minute)
     out = OasisImport(pf, ids, time_kind)
     out.trace_step, out.trace_minute = t_step, t_min
     n_u = len(users)
-    pf.add_users(_Profiles(users))
+    pf.add_users(OasisProfiles(users))
     pf.pending.new_users.clear()  # written below, with everything else, by the caller's journal
     pf.u_created_minute.a[:] = start_minute + u_min
 
     # posts: kinds, roots, content as ours (a repost carries what it shares)
-    author = _map(ids.user, _ints(posts, 1))
-    root_oasis = _ints(posts, 2)
-    root = np.where(root_oasis >= 0, _map(ids.post, root_oasis), -1)
+    author = map_ids(ids.user, int_column(posts, 1))
+    root_oasis = int_column(posts, 2)
+    root = np.where(root_oasis >= 0, map_ids(ids.post, root_oasis), -1)
     keep = author >= 0
     bad_root = (root_oasis >= 0) & (root < 0)
     if not keep.all():
@@ -252,8 +191,8 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
     pf.pending.new_posts.clear()
 
     # comments
-    c_post = _map(ids.post, _ints(comments, 1))
-    c_author = _map(ids.user, _ints(comments, 2))
+    c_post = map_ids(ids.post, int_column(comments, 1))
+    c_author = map_ids(ids.user, int_column(comments, 2))
     bad = (c_post < 0) | (c_author < 0)
     if bad.any():
         raise OasisImportError(f"{int(bad.sum())} comments name posts or users missing from their tables")
@@ -271,8 +210,8 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
         extra = ", report_reason" if rel == "report" else ""
         rows = conn.execute(f"SELECT {col_a}, {col_b}{extra} FROM {table} ORDER BY {id_col}").fetchall()
         maps = {"user": ids.user, "post": ids.post, "comment": ids.comment}
-        a = _map(maps[kind_a], _ints(rows, 0))
-        b = _map(maps[kind_b], _ints(rows, 1))
+        a = map_ids(maps[kind_a], int_column(rows, 0))
+        b = map_ids(maps[kind_b], int_column(rows, 1))
         keys = pair_keys(np.maximum(a, 0), np.maximum(b, 0))
         ok = (a >= 0) & (b >= 0)
         valid = np.flatnonzero(ok)
@@ -328,7 +267,7 @@ def _check_counters(out: OasisImport, users, posts, comments) -> None:
         ("comment", comments, 6, "num_dislikes", pf.c_dislikes, count("comment_dislike", 1, n_c)),
     ]
     for table, rows, k, column, col, counted in checks:
-        stored = _ints(rows, k, fill=0)
+        stored = int_column(rows, k, fill=0)
         wrong = np.flatnonzero(stored != counted)
         if wrong.size:
             out.mismatches[f"{table}.{column}"] = int(wrong.size)
@@ -337,31 +276,11 @@ def _check_counters(out: OasisImport, users, posts, comments) -> None:
     pf.p_comments.a[:] = np.bincount(pf.c_post.a, minlength=n_p).astype(np.int32)
 
 
-class _Profiles:
-    """The Population fields `Platform.add_users` reads, from OASIS user rows (OASIS keeps no
-    activity, opinion or interests: every user may act every hour, opinions are unknown = 0)."""
-
-    def __init__(self, rows):
-        n = self.n = len(rows)
-        self.user_name = [r[1] or "" for r in rows]
-        self.name = [r[2] or "" for r in rows]
-        self.bio = [r[3] or "" for r in rows]
-        self.persona = [""] * n
-        self.is_core = np.zeros(n, dtype=bool)
-        self.opinion = np.zeros(n, dtype=np.float32)
-        self.interests = np.zeros(n, dtype=np.uint64)
-        self.activity = np.ones((n, 24), dtype=np.float32)
-        self.follow_src = self.follow_dst = np.empty(0, dtype=np.int64)
-        self.previous_posts = []
-
-
 def import_oasis(src: str | Path, out: str | Path, *, meta: dict | None = None, **load_kwargs) -> OasisImport:
     """Convert an OASIS database into a new oasis-gym journal at `out` (which must not exist):
     every row, the id maps (table `oasis_id_map`) and OASIS's trace (with our step and
     result='ok'; OASIS traces only accepted actions). `Platform.from_db(out)` then restores the
     state and a run can go on from it. `src` is only read."""
-    from .journal import Journal
-
     src, out = Path(src), Path(out)
     if out.exists():
         raise FileExistsError(f"{out} exists: the import writes a new journal")
@@ -398,21 +317,11 @@ def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_
         rows = s.execute("SELECT user_id, action, info FROM trace ORDER BY rowid").fetchall()
     finally:
         s.close()
-    user = _map(result.ids.user, _ints(rows, 0))
+    user = map_ids(result.ids.user, int_column(rows, 0))
     conn.executemany(
         "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?, ?, ?, ?, ?, 'ok')",
         [
-            (int(u) if u >= 0 else r[0], _datetime_text(start_minute + int(m)), r[1], r[2], int(st))
+            (int(u) if u >= 0 else r[0], datetime_text(start_minute + int(m)), r[1], r[2], int(st))
             for r, u, m, st in zip(rows, user.tolist(), result.trace_minute.tolist(), result.trace_step.tolist())
         ],
     )
-
-
-def oasis_info(path: str | Path) -> dict:
-    """What `import_oasis` recorded about its source (empty for a journal not imported)."""
-    conn = sqlite3.connect(file_uri(path), uri=True)
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'oasis_import'").fetchone()
-        return json.loads(row[0]) if row else {}
-    finally:
-        conn.close()

@@ -63,6 +63,7 @@ def pair_keys(a, b) -> np.ndarray:
 
 
 def unpack_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (a, b) id columns of keys made by `pair_keys`."""
     keys = np.asarray(keys, dtype=np.int64)
     return keys >> _PAIR_SHIFT, keys & _LOW_MASK
 
@@ -109,11 +110,13 @@ class PairSet:
         return len(self._base) + len(self._added) - len(self._removed)
 
     def contains_keys(self, keys: np.ndarray) -> np.ndarray:
+        """True where a key is in the set."""
         keys = np.asarray(keys, dtype=np.int64)
         in_base = _isin_sorted(self._base, keys) & ~_isin_sorted(self._removed, keys)
         return in_base | _isin_sorted(self._added, keys)
 
     def contains(self, a, b) -> np.ndarray:
+        """True where the pair (a, b) is in the set."""
         return self.contains_keys(pair_keys(a, b))
 
     def add_keys(self, keys: np.ndarray, values: np.ndarray | None = None) -> None:
@@ -163,6 +166,7 @@ class PairSet:
         return self._base, self._base_values, self._added, self._added_values, self._removed
 
     def set_state(self, state: tuple) -> None:
+        """Go back to a `state()`."""
         self._base, self._base_values, self._added, self._added_values, self._removed = state
 
     def _maybe_compact(self) -> None:
@@ -170,6 +174,7 @@ class PairSet:
             self.compact()
 
     def compact(self) -> None:
+        """Merge the pending additions and removals into the sorted base arrays."""
         base, values = self._base, self._base_values
         if len(self._removed):
             keep = ~_isin_sorted(self._removed, base)
@@ -185,6 +190,7 @@ class PairSet:
         self._added, self._added_values, self._removed = _EMPTY, _EMPTY, _EMPTY
 
     def keys(self) -> np.ndarray:
+        """Every key, sorted."""
         self.compact()
         return self._base
 

@@ -44,9 +44,11 @@ class TextColumn(Sequence):
         return (self[i] for i in ids)
 
     def append(self, value: str) -> None:
+        """Add one row."""
         self._extra.append(value)
 
     def extend(self, values) -> None:
+        """Add rows."""
         self._extra.extend(values)
 
 
