@@ -31,8 +31,7 @@ class HybridPolicy(BasePolicy):
     def top_k_by_followers(cls, env, core: Policy, rest: Policy, k: int) -> HybridPolicy:
         """The k most-followed users (ties: lower id) go to `core`, everyone else to `rest`."""
         pf = sim_of(env).platform
-        order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))
-        return cls([(core, order[:k])], default=rest)
+        return cls([(core, pf.most_followed(k))], default=rest)
 
     @classmethod
     def core_users(cls, env, core: Policy, rest: Policy) -> HybridPolicy:

@@ -160,7 +160,7 @@ def seed_posts_setup(count: int):
         from oasis_gym.content import template_text
 
         pf = sim.platform
-        authors = np.argsort(-pf.u_followers.a, kind="stable")[: max(1, min(count, pf.n_users))]
+        authors = pf.most_followed(max(1, min(count, pf.n_users)))
         authors = np.resize(authors, count)
         stance = pf.u_opinion.a[authors]
         rng = np.random.default_rng(sim.seed)

@@ -143,7 +143,7 @@ class MisinfoScenario:
         """Pick the source accounts, seed the first posts and (re)attach the stream hook."""
         pf = sim.platform
         rng = np.random.default_rng(np.random.SeedSequence([0 if sim.seed is None else int(sim.seed), 7919]))
-        order = np.lexsort((np.arange(pf.n_users), -pf.u_followers.a))
+        order = pf.most_followed()
         outlets = np.sort(order[: self.n_outlets])
         rest = order[self.n_outlets :]
         misinfo_accounts = np.sort(rng.choice(rest, min(self.n_misinfo_accounts, len(rest)), replace=False))
