@@ -1,6 +1,6 @@
 """Scenarios: the OASIS paper's experiments as runnable TOML configs that report their figures.
 
-A scenario file (``oasis_gym/envs/scenarios/<name>.toml``) names a population, the env
+A scenario file (``oasis_gym/scenarios/configs/<name>.toml``) names a population, the env
 arguments, the user policy and the experiment's own settings; its ``[scenario] kind`` picks the
 experiment module here that seeds the initial content (the env's ``setup(sim)`` hook, run at every reset
 after the users are added), records the experiment's metrics every step and computes its
@@ -47,7 +47,7 @@ population + an experiment. The package:
   ``evidence`` (who is LLM / ABM, what was fitted on what), ``sweep`` (``oasis-gym sweep``),
   ``spread_calibration`` (held-out fit), ``graphs`` (a generated follow graph with depth).
 
-The TOML files ship as package data of ``oasis_gym.envs`` (``envs/scenarios/``).
+The TOML files ship as package data of ``oasis_gym.scenarios`` (``scenarios/configs/``), beside the code.
 """
 
 from __future__ import annotations

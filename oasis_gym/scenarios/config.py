@@ -34,7 +34,7 @@ _ALIAS_SECTIONS = ("scenario", "population", "env", "policy")
 
 def scenario_dir() -> Path:
     """The folder of the shipped scenario files (package data of oasis_gym.envs)."""
-    return Path(str(importlib.resources.files("oasis_gym.envs").joinpath("scenarios")))
+    return Path(str(importlib.resources.files("oasis_gym.scenarios").joinpath("configs")))
 
 
 def list_scenarios() -> list[str]:
