@@ -37,6 +37,7 @@ def moderate(env) -> np.ndarray:
 
 
 def make_env(path):
+    """A journaled Twitter env with `moderator_0` and the labelled source posts."""
     return twitter_v0.parallel_env(
         users=40,
         activation=0.6,
@@ -50,6 +51,7 @@ def make_env(path):
 
 
 def run(env, policy, steps: int) -> None:
+    """`steps` steps: the users' policy and the moderator acting on the fact-checks."""
     for _ in range(steps):
         env.step_batch(policy.act(env, env.sim.obs), {"moderator_0": moderate(env)})
 
@@ -72,10 +74,13 @@ def keyed_tables(path) -> dict:
 
 
 def same(a, b) -> bool:
+    """Rows equal (NaN equal to NaN)."""
     return a == b or (len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b)))
 
 
 def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path, monkeypatch):
+    """Stopped after 5 steps with checks in flight, resumed in a new env: the service's state
+    is back as it was, and every table (meta included) equals the uninterrupted run's."""
     for d in ("full", "stop"):
         (tmp_path / d).mkdir()
     # the uninterrupted run (both journals are "run.db" in their folder: the saved config names the path)

@@ -43,6 +43,7 @@ def test_sb3_make_vec_env_with_defaults():
 
 
 def test_max_episode_steps_registered():
+    """Both Gymnasium ids end episodes at 50 steps (`env.spec.max_episode_steps`), longer when asked."""
     for env_id in ("oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"):
         env = gymnasium.make(env_id, **TINY)
         assert env.spec.max_episode_steps == 50
@@ -131,6 +132,7 @@ def test_per_user_weights_rank_users_differently():
 
 
 def test_reward_components_in_info_and_sum_to_reward():
+    """The recommender's reward components are in `info` and their weighted sum is the reward."""
     env = RecommenderEnv(agent_params={"polarization_penalty": 10.0, "diversity_bonus": 0.3}, **TINY)
     env.reset(seed=2)
     total_increase = 0.0
@@ -165,6 +167,8 @@ def test_moderator_observation_has_no_label():
 
 
 def test_fact_checks_are_budgeted_delayed_and_noisy():
+    """At most `budget` checks a step, verdicts back after `delay` steps, exact with error 0
+    and all wrong with error 1."""
     params = {"check_budget": 2, "check_delay": 2, "check_error": 0.0}
     env = ModeratorEnv(agent_params=params, **{**TINY, "max_cycles": 12})
     env.reset(seed=5)
@@ -216,6 +220,7 @@ def test_oracle_is_an_upper_bound_on_exposure():
 
 
 def test_oracle_acts_beyond_the_view():
+    """The oracle removes misinformation the moderator's `top_m` view does not show."""
     env = ModeratorEnv(agent_params={"top_m": 2}, **TINY)
     env.reset(seed=1)
     pf = env.sim.platform
@@ -352,6 +357,7 @@ def test_moderator_features_read_reports_authors_and_clock():
 
 
 def test_eval_sets_disjoint_from_training():
+    """Evaluation sets that could replay a training episode are refused."""
     from oasis_gym.train.report import EvalSet, check_disjoint
 
     check_disjoint([EvalSet("a", 0, (1000, 1001))], train_seed=0, n_envs=2)
