@@ -33,6 +33,7 @@ COMPONENTS = ("engagement", "misinfo_exposure", "polarization_increase", "divers
 
 
 def weights(**w) -> np.ndarray:
+    """Ranking weights over recsys.CANDIDATE_FEATURES by name (missing ones 0)."""
     from oasis_gym.recsys import CANDIDATE_FEATURES
 
     return np.array([w.get(n, 0.0) for n in CANDIDATE_FEATURES], np.float32)
@@ -69,6 +70,7 @@ def grid() -> dict[str, np.ndarray]:
 
 
 def run(env, act, seeds) -> dict:
+    """Each reward component summed over an episode: mean and std over `seeds`."""
     per = {k: [] for k in COMPONENTS}
     for s in seeds:
         obs, _ = env.reset(seed=int(s))
@@ -100,6 +102,7 @@ def pareto_front(eng: np.ndarray, harm: np.ndarray) -> np.ndarray:
 
 
 def plot(points: dict, path: Path) -> None:
+    """Engagement against harm of every ranking (PPO as stars), the fixed rankings' front, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,6 +128,8 @@ def plot(points: dict, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: evaluate the fixed rankings and the given PPO models on the tuning
+    seeds, write the PNG, print one JSON line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--users", type=int, default=None)

@@ -1,23 +1,28 @@
 """Acceptance benchmark: PPO platform agents vs fixed baselines on `misinfo_stream`.
 
-    python bench/train_eval.py                       # full: up to 15 min of training per agent
-    python bench/train_eval.py --time-limit 120 --timesteps 5000 --eval-seeds 3   # quick check
+    python bench/train_eval.py                          # both agents, training seeds 0 and 1
+    python bench/train_eval.py --agents moderator --seeds 0 1 2
+    python bench/train_eval.py --users 200 --rec-timesteps 400 --mod-timesteps 400 --eval-seeds 2  # smoke
 
 Scenario: 1 000 ABM users (`oasis_gym.scenarios.misinfo_stream`), 50-step episodes.
-Training: population 0, episode seeds drawn >= 2**20. Evaluation (`train.report`): two
+Training: population 0, episode seeds drawn >= 2**20, a fixed number of timesteps per
+training seed (not wall time: the figures must not depend on the machine's load; the
+defaults are sized so one agent's whole bench, every training seed and the evaluation,
+takes about 15 minutes on an unloaded 2-core machine). Evaluation (`train.report`): two
 sets disjoint from training, held-out seeds 1000.. on population 0 and the same seeds on
 population 1 (other users and follow graph).
-- Recommender (per-user ranking, Recommender-v0): PPO trained for at most `--time-limit` s
-  (default 900) on `--n-envs` (2) subprocess envs, scored with its own trade-off reward
+- Recommender (per-user ranking, Recommender-v0), scored with its own trade-off reward
   (10 x engagement - misinformation share - 50 x polarization increase + 0.2 x diversity,
   summed over the episode) next to the fixed feeds on the same episodes: hot score
   (reddit), random, chronological, twitter, the agent recsys's default weights.
 - Moderator (no label in its observation; fact-checks noisy, delayed, budgeted): PPO
-  (slot-shared policy) under the same budget, against no moderation and the
-  report-threshold rules, and against the oracle (`oracle_suspend`, the upper bound):
-  return, misinformation exposure cut vs no moderation, share of true posts actioned.
-Per set and baseline: mean ± std over seeds and PPO's paired wins. Prints the tables to
-stderr and one JSON object to stdout.
+  (slot-shared policy) against no moderation, the report-threshold rules (at 3 reports and
+  at the threshold tuned on training seeds) and the oracle (`oracle_suspend`, the upper
+  bound, checked on every set): return, misinformation exposure cut vs no moderation, true
+  misinformation posts actioned, share of true posts actioned (false positives).
+Per agent, set and baseline: mean ± std over evaluation seeds for each training seed, and
+PPO's paired wins summed over training seeds. Prints the tables to stderr and one JSON
+line to stdout.
 """
 
 from __future__ import annotations
@@ -32,26 +37,40 @@ from pathlib import Path
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy: one BLAS thread per process
 
+KEYS = {
+    "recommender": ("return", "engagement_rate", "misinfo_share"),
+    "moderator": (
+        "return",
+        "exposure_cut",
+        "misinfo_actioned_share",
+        "true_actioned_share",
+        "non_misinfo_actioned_share",
+    ),
+}
 
-def _train_args(module, kind: str, args):
-    """The training script's Args for this bench's command line (shared by both agents)."""
+
+def _train_args(module, kind: str, args, seed: int, timesteps: int):
+    """The training script's Args for one training seed of this bench."""
     from oasis_gym.train.common import EnvConfig
 
     a = module.Args()
     a.env = EnvConfig(kind=kind, users=args.users)
     a.eval_seeds = tuple(range(1000, 1000 + args.eval_seeds))
-    a.ppo.total_timesteps, a.ppo.time_limit_s, a.ppo.n_envs = args.timesteps, args.time_limit, args.n_envs
-    a.ppo.seed, a.ppo.out_dir, a.ppo.checkpoint_every = args.seed, str(Path(args.out) / kind), 20_000
+    a.ppo.total_timesteps, a.ppo.time_limit_s, a.ppo.n_envs = timesteps, None, args.n_envs
+    a.ppo.seed, a.ppo.out_dir, a.ppo.checkpoint_every = seed, str(Path(args.out) / f"{kind}_seed{seed}"), 0
     return a
 
 
 def _sets(res: dict, keys: tuple[str, ...]) -> dict:
+    """Per evaluation set: mean and std of each metric per candidate, PPO's paired returns."""
     out = {}
     for name, s in res["eval_sets"].items():
         out[name] = {
             "population_seed": s["population_seed"],
             "seeds": s["seeds"],
-            "mean_std": {c: {k: [v[k]["mean"], v[k]["std"]] for k in keys} for c, v in s["candidates"].items()},
+            "mean_std": {
+                c: {k: [v[k]["mean"], v[k]["std"]] for k in keys if k in v} for c, v in s["candidates"].items()
+            },
             "ppo_paired_return": {b: v["return"] for b, v in s["ppo_vs"].items()},
         }
         if "oracle_beaten" in s:
@@ -59,58 +78,72 @@ def _sets(res: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
-def run_recommender(args) -> dict:
-    from oasis_gym.train import recommender
+def _summary(runs: dict) -> dict:
+    """PPO's paired wins against each baseline summed over training seeds, per set."""
+    total: dict = {}
+    for r in runs.values():
+        for set_name, s in r["sets"].items():
+            for b, p in s["ppo_paired_return"].items():
+                t = total.setdefault(set_name, {}).setdefault(b, {"wins": 0, "n": 0, "diff_means": []})
+                t["wins"] += p["wins"]
+                t["n"] += p["n"]
+                t["diff_means"].append(p["diff_mean"])
+    return total
 
-    res = recommender.train(_train_args(recommender, "recommender", args))
-    print("\n\n".join(res["tables"]), file=sys.stderr)
-    train = {k: v for k, v in res["train"].items() if k != "learning_curve"}
+
+def run_agent(kind: str, args) -> dict:
+    """Train and evaluate one agent for every training seed (baselines evaluated once)."""
+    from oasis_gym.train import moderator, recommender
+
+    module = {"recommender": recommender, "moderator": moderator}[kind]
+    timesteps = args.rec_timesteps if kind == "recommender" else args.mod_timesteps
+    cache: dict = {}
+    start = time.perf_counter()
+    runs = {}
+    for seed in args.seeds:
+        res = module.train(_train_args(module, kind, args, seed, timesteps), cache=cache)
+        print(f"== {kind}, training seed {seed}\n" + "\n\n".join(res["tables"]), file=sys.stderr, flush=True)
+        train = {k: v for k, v in res["train"].items() if k not in ("learning_curve", "eval_history")}
+        runs[str(seed)] = {"sets": _sets(res, KEYS[kind]), "train": train, "png": res["learning_curve_png"]}
+        if "tuned_rules" in res:
+            runs[str(seed)]["tuned_rules"] = res["tuned_rules"]
     return {
-        "sets": _sets(res, ("return", "engagement_rate", "misinfo_share")),
-        "train": train,
-        "learning_curve_png": res["learning_curve_png"],
-    }
-
-
-def run_moderator(args) -> dict:
-    from oasis_gym.train import moderator
-
-    res = moderator.train(_train_args(moderator, "moderator", args))
-    print("\n\n".join(res["tables"]), file=sys.stderr)
-    train = {k: v for k, v in res["train"].items() if k != "learning_curve"}
-    return {
-        "sets": _sets(res, ("return", "exposure_cut", "true_actioned_share", "misinfo_actioned_share")),
-        "train": train,
-        "learning_curve_png": res["learning_curve_png"],
+        "timesteps_per_seed": timesteps,
+        "training_seeds": list(args.seeds),
+        "runs": runs,
+        "paired_wins_over_training_seeds": _summary(runs),
+        "wall_s": time.perf_counter() - start,
+        "load_after": os.getloadavg(),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the bench for the chosen agents; one JSON line on stdout."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--agents", nargs="+", choices=("recommender", "moderator"), default=["recommender", "moderator"])
-    p.add_argument("--time-limit", type=float, default=900.0, help="training wall-clock budget per agent (s)")
-    p.add_argument("--timesteps", type=int, default=200_000, help="upper bound; the time limit usually stops first")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="PPO training seeds")
+    p.add_argument("--rec-timesteps", type=int, default=8000, help="recommender PPO timesteps per training seed")
+    p.add_argument("--mod-timesteps", type=int, default=14000, help="moderator PPO timesteps per training seed")
     p.add_argument("--n-envs", type=int, default=2)
     p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
     p.add_argument("--eval-seeds", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="runs/bench_train_eval")
     args = p.parse_args(argv)
+    if min(args.seeds) < 0 or args.rec_timesteps < 1 or args.mod_timesteps < 1 or args.eval_seeds < 2:
+        p.error("seeds must be >= 0, timesteps >= 1 and --eval-seeds >= 2")
     start = time.perf_counter()
     out: dict = {
         "bench": "train_eval",
         "scenario": "misinfo_stream",
         "users": args.users or 1000,
         "n_envs": args.n_envs,
-        "time_limit_s": args.time_limit,
         "eval_seeds": args.eval_seeds,
         "cpus": os.cpu_count(),
         "load_before": os.getloadavg(),
     }
-    if "recommender" in args.agents:
-        out["recommender"] = run_recommender(args)
-    if "moderator" in args.agents:
-        out["moderator"] = run_moderator(args)
+    for kind in ("recommender", "moderator"):
+        if kind in args.agents:
+            out[kind] = run_agent(kind, args)
     out["wall_s"] = time.perf_counter() - start
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, default=float))

@@ -6,14 +6,14 @@ This environment is part of oasis-gym. Make it with
 
 | Action space       | `MultiDiscrete([5] * top_m)` (scenario default top_m = 20)      |
 |--------------------|-----------------------------------------------------------------|
-| Observation space  | `Box(-inf, inf, (top_m * 12,), float32)`                        |
+| Observation space  | `Box(-inf, inf, (top_m * 15,), float32)`                        |
 | Import             | `gymnasium.make("oasis_gym/Moderator-v0")`                      |
 
 ## Description
 The agent is the platform's content moderator (`moderator_0` of the PettingZoo env). Each
 step it sees the `top_m` visible original posts spreading fastest over the last
 `window_minutes` and may act on each of them. The users are simulated (by default the
-1 000 ABM users of the `misinfo_stream` scenario, see `platform_scenarios`: a stream of
+1 000 ABM users of the `misinfo_stream` scenario, see `oasis_gym.scenarios.misinfo_stream`: a stream of
 true news and extreme-stance misinformation, users who report what they disagree with);
 feeds come from the platform's own recommender (Twitter-like by default) unless
 `recsys="agent"` with a `recommender` rule is given.
@@ -32,12 +32,13 @@ in feeds, downranked posts rank lower, removed posts leave every feed, suspended
 never activate again. Actions on empty slots are ignored.
 
 ## Observation space
-`Box(-inf, inf, (top_m * 12,))`, float32, slot-major: per post slot velocity (likes +
-shares + comments per hour of age), likes, shares, reports, age in hours, log(1 +
-author followers), log(1 + the author's removed posts), log(1 + the author's posts
-fact-checked as misinformation), fact-check verdict (+1 misinformation, -1 true, 0 none
-yet), fact-check pending (1 / 0), moderation status, slot filled (1) or empty (0, all
-features 0). Slots are ordered by velocity. No feature reads the label.
+`Box(-inf, inf, (top_m * 15,))`, float32, slot-major: per post slot log(1 + velocity)
+(likes + shares + comments per hour of age), log(1 + likes), log(1 + shares), reports,
+log(1 + reports per hour of age), age in hours, log(1 + author followers), log(1 + the
+author's removed posts), log(1 + the author's posts fact-checked as misinformation),
+author suspended (1 / 0), fact-check verdict (+1 misinformation, -1 true, 0 none yet),
+fact-check pending (1 / 0), moderation status, hours since reset, slot filled (1) or
+empty (0, all features 0). Slots are ordered by velocity. No feature reads the label.
 
 ## Rewards
 `ModeratorAgent.reward` (platform_agents): - misinformation share of the feeds served
@@ -50,7 +51,7 @@ action costs nothing.
 "report_threshold_suspend" (remove + suspend), and "oracle_suspend", which reads the
 ground truth (every visible misinformation post on the platform, the scenario's source
 accounts): the stated upper bound, unbeatable by construction (see
-`platform_scenarios.OracleModerator`; every evaluation checks it with `oracle_check`).
+`envs.platform_rules.OracleModerator`; every evaluation checks it with `oracle_check`).
 
 ## Starting state
 As Recommender-v0: `reset(seed)` rebuilds the platform and the scenario's posts from the
@@ -79,7 +80,8 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   `ModeratorAgent` default is 10).
 
 ## Version history
-- v0 (issue 18): the label left the observation (fact-checks, author history instead);
+- v0 (issue 18): 15 features per slot (log-scaled counts, report velocity, author
+  suspended, hours since reset); the label left the observation (fact-checks, author history instead);
   the oracle acts platform-wide; no stale action cost; `max_episode_steps=50`.
 - v0: initial release.
 """
@@ -94,6 +96,9 @@ __all__ = ["ModeratorEnv", "register_gym_envs"]
 
 
 class ModeratorEnv(PlatformAgentEnv):
+    """The Gymnasium env of `moderator_0` (module docstring); `recommender` optionally
+    drives `recommender_0` with a fixed rule or a trained model."""
+
     agent = "moderator_0"
 
     def __init__(self, users=None, *, recommender=None, **kwargs: Any):

@@ -17,7 +17,7 @@ from the user's features z(u) = (1, opinion, |opinion|), so different users get 
 rankings from one shared function (the slate-recommender set-up of RecSim and the
 per-request weights of Virtual-Taobao). `ranking="global"` is the simple baseline
 variant: one weight vector for every user. The users are simulated (by default the
-1 000 ABM users of the `misinfo_stream` scenario, see `platform_scenarios`) and react to
+1 000 ABM users of the `misinfo_stream` scenario, see `oasis_gym.scenarios.misinfo_stream`) and react to
 what they are shown: they like, dislike, repost, follow, post, report, and their opinions
 move with what they read. The moderator is off unless `moderator="report_threshold"`
 (remove posts with >= 3 reports) or another rule is given.
@@ -31,7 +31,8 @@ followed or shared by a followee), controversy (min/max of likes and dislikes), 
 (log_1000(1 + reports)), alignment (user opinion x post stance: > 0 is an echo chamber).
 Downranked posts are demoted; the top `feed_size` are served. `ranking="global"`:
 `Box(-1, 1, (8,))`, the weights over the candidate features for everyone.
-`env.action_for_weights(w)` gives the action of global weights in either variant.
+`RecommenderAgent(ranking=...).weights_action(w)` (platform_agents) gives the action of
+global weights in either variant.
 
 ## Observation space
 `Box(-inf, inf, (26,))`, float32: engagement rate, impressions per active user,
@@ -128,6 +129,9 @@ def _moderator_rule(moderator) -> PlatformRule | None:
 
 
 class RecommenderEnv(PlatformAgentEnv):
+    """The Gymnasium env of `recommender_0` (module docstring); `feed=` scores a fixed
+    recommender with the same reward (baselines), `moderator=` adds a moderator rule."""
+
     agent = "recommender_0"
 
     def __init__(
@@ -174,11 +178,6 @@ class RecommenderEnv(PlatformAgentEnv):
     def _other_actions(self, sim) -> dict:
         return {"moderator_0": self._moderator(sim)} if self._moderator is not None else {}
 
-    def action_for_weights(self, weights) -> np.ndarray:
-        """The action that sets these global ranking weights for every user (clipped to the
-        action space; with per-user ranking: the bias row of W, the other rows 0)."""
-        return np.clip(self._scorer.weights_action(weights), -1.0, 1.0)
-
     def _info(self, sim, out, served_stats, before) -> dict:
         info = super()._info(sim, out, served_stats, before)
         scorer = self._scorer if self.feed is not None else sim.platform_agents[self.agent]
@@ -198,6 +197,7 @@ class _PoolFree:
 
     @staticmethod
     def candidate_pool_stats(platform) -> np.ndarray:
+        """Zeros: no candidate pool in feed mode."""
         from oasis_gym.recsys import CANDIDATE_FEATURES
 
         return np.zeros(2 * len(CANDIDATE_FEATURES), dtype=np.float32)

@@ -11,6 +11,11 @@ get the same verdict.
 Per post the service exposes `verdict` (+1 misinformation, -1 true, 0 none yet) and
 `pending` (sent, verdict not back); per author the number of their posts whose verdict
 came back as misinformation (`author_flags`).
+
+Resume: the moderator registers `state_dict` as a state provider of the Simulation, so the
+service's state (sent checks and their steps, verdicts back, author flags, the seed its
+error draws come from) is saved in the journal's meta with every step; a resumed run loads
+it (`sync`) before its first observation and continues as the uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from .platform import MISINFO_LABEL
+
+# key of the service's state in the Simulation's saved state (journal meta "state")
+STATE_KEY = "moderator_0.fact_check"
 
 
 class FactChecker:
@@ -33,17 +41,34 @@ class FactChecker:
         self.clear(0)
 
     def clear(self, seed: int | None) -> None:
+        """Forget every check: the state at the start of an episode with this seed."""
         self.seed = 0 if seed is None else int(seed)
         self.sent_step: dict[int, int] = {}  # post -> step it was sent
         self.verdicts = np.zeros(0, np.int8)  # per post: +1 misinfo, -1 true, 0 none
         self.author_flags = np.zeros(0, np.int32)
 
+    def copy(self) -> FactChecker:
+        """An independent copy (the moderator works on one per step, so a failed step's
+        rollback gets the service back as it was)."""
+        new = object.__new__(FactChecker)
+        new.__dict__.update(self.__dict__)
+        new.sent_step = dict(self.sent_step)
+        new.verdicts, new.author_flags = self.verdicts.copy(), self.author_flags.copy()
+        return new
+
     def sync(self, sim) -> None:
-        """Start over when the simulation was reset (a new platform object or step 0)."""
+        """Follow the simulation to a new platform: every reset and resume builds one. After
+        a reset the service starts over; after a resume it loads the state saved with the
+        journal's last step (`Simulation.saved_state`, read once)."""
         pf = sim.platform
-        if pf is not self._platform:  # every reset builds a new Platform
+        if pf is not self._platform:
             self._platform = pf
-            self.clear(sim.seed)
+            saved = getattr(sim, "saved_state", None) or {}
+            if STATE_KEY in saved and saved is not getattr(self, "_loaded", None):
+                self._loaded = saved  # a later reset of the same simulation starts over
+                self.load_state_dict(saved[STATE_KEY])
+            else:
+                self.clear(sim.seed)
         if len(self.verdicts) < pf.n_posts:
             self.verdicts = np.concatenate([self.verdicts, np.zeros(pf.n_posts - len(self.verdicts), np.int8)])
         if len(self.author_flags) < pf.n_users:
@@ -80,4 +105,28 @@ class FactChecker:
             self.deliver(sim)
 
     def pending(self, posts: np.ndarray) -> np.ndarray:
+        """1.0 where a post was sent and its verdict is not back yet, else 0.0."""
         return np.array([int(p) in self.sent_step and self.verdicts[p] == 0 for p in posts], dtype=np.float32)
+
+    def state_dict(self, sim) -> dict:
+        """The service's state as JSON values (saved in the journal's meta every step):
+        the seed of the error draws, every sent check with its step, the verdicts back and
+        the authors' flags (non-zero entries only)."""
+        self.sync(sim)  # right after a reset the state is the new episode's, not the last one's
+        v, f = np.flatnonzero(self.verdicts), np.flatnonzero(self.author_flags)
+        return {
+            "seed": self.seed,
+            "sent": sorted([int(p), int(s)] for p, s in self.sent_step.items()),
+            "verdicts": [v.tolist(), self.verdicts[v].tolist()],
+            "author_flags": [f.tolist(), self.author_flags[f].tolist()],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict`'s output (sized to the current platform by `sync`)."""
+        self.clear(state["seed"])
+        self.sent_step = {int(p): int(s) for p, s in state["sent"]}
+        for name, dtype in (("verdicts", np.int8), ("author_flags", np.int32)):
+            idx, val = (np.asarray(x, dtype=np.int64) for x in state[name])
+            arr = np.zeros(int(idx.max()) + 1 if len(idx) else 0, dtype)
+            arr[idx] = val
+            setattr(self, name, arr)

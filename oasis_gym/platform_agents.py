@@ -16,13 +16,15 @@ Recommender
                  + diversity_bonus * cross_cutting_share  (defaults 10, 1, 50, 0.2);
                  the components of the last step in `last_components`.
 Moderator
-    observation  Box(M * 12): the top-M visible posts by recent spread (velocity = likes +
+    observation  Box(M * 15): the top-M visible posts by recent spread (velocity = likes +
                  shares + comments per hour of age, over the last `window_minutes`), each:
-                 velocity, likes, shares, reports, age (h), log author followers, log author
-                 removed posts, log author posts fact-checked as misinformation, fact-check
-                 verdict (+1 / -1 / 0 none), fact-check pending, moderation status, slot
-                 filled. No ground truth: labels reach it only through the noisy, delayed,
-                 budgeted fact-checks (oasis_gym.fact_check).
+                 log velocity, log likes, log shares, reports, log reports per hour of age,
+                 age (h), log author followers, log author removed posts, log author posts
+                 fact-checked as misinformation, author suspended, fact-check verdict (+1 /
+                 -1 / 0 none), fact-check pending, moderation status, hours since reset,
+                 slot filled. Heavy-tailed counts are log1p-scaled (VecNormalize alone lets a
+                 few viral posts dominate their statistics). No ground truth: labels reach it
+                 only through the noisy, delayed, budgeted fact-checks (oasis_gym.fact_check).
     action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
                  remove + suspend the author. Effects are real and journaled: labels show in
                  feeds and text, downranked posts score lower, removed posts leave every
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
+from .metrics.exposure import served_exposure
 from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
 
 RECOMMENDER_FEATURES = (
@@ -54,40 +57,35 @@ RECOMMENDER_FEATURES = (
     "polarization_increase",
 )
 MODERATOR_POST_FEATURES = (
-    "velocity",
-    "likes",
-    "shares",
+    "log_velocity",
+    "log_likes",
+    "log_shares",
     "reports",
+    "log_reports_per_hour",
     "age_hours",
     "log_author_followers",
     "log_author_removed",
     "log_author_flagged",
+    "author_suspended",
     "fact_check",
     "fact_check_pending",
     "status",
+    "hours_since_reset",
     "filled",
 )
 MODERATION_ACTIONS = ("none", "label", "downrank", "remove", "remove_and_suspend")
 
 
 def exposure_stats(sim) -> tuple[float, float, int]:
-    """(misinformation share, cross-cutting share, impressions) of the feeds just served."""
-    pf, obs = sim.platform, sim.obs
-    shown = obs.post_ids >= 0
-    n = int(shown.sum())
-    if n == 0:
-        return 0.0, 0.0, 0
-    posts = obs.post_ids[shown]
-    misinfo = float((pf.p_label.a[posts] == MISINFO_LABEL).mean())
-    viewers = np.broadcast_to(obs.users[:, None], obs.post_ids.shape)[shown]
-    stance = pf.p_stance.a[posts]
-    own = pf.u_opinion.a[viewers]
-    known = ~np.isnan(stance) & (stance != 0) & (own != 0)
-    cross = float((np.sign(stance[known]) != np.sign(own[known])).mean()) if known.any() else 0.0
-    return misinfo, cross, n
+    """(misinformation share, cross-cutting share, impressions) of the feeds just served
+    (`metrics.exposure.served_exposure`); a share with nothing to count is 0.0 here, not NaN,
+    because it enters the reward."""
+    e = served_exposure(sim.platform, sim.obs)
+    return float(np.nan_to_num(e.misinfo_share)), float(np.nan_to_num(e.cross_cutting_share)), e.impressions
 
 
 def esteban_ray(x: np.ndarray, bins: int = 10, alpha: float = 1.6) -> float:
+    """Esteban-Ray polarization of opinions `x` (0 when undefined, e.g. one bin)."""
     from .metrics.formulas import esteban_ray_polarization
 
     v = esteban_ray_polarization(x, bins=bins, alpha=alpha)
@@ -126,6 +124,7 @@ class RecommenderAgent:
         self.last_components: dict[str, float] = {}
 
     def check(self, sim) -> None:
+        """Raise ValueError unless the simulation's recsys takes ranking weights."""
         if not hasattr(sim.recsys, "set_weights"):
             raise ValueError("recommender_0 needs the agent-controlled recsys: pass recsys='agent'")
 
@@ -152,6 +151,7 @@ class RecommenderAgent:
         return np.clip(w, -1.0, 1.0)
 
     def apply(self, sim, action) -> None:
+        """Set the next feeds' ranking weights from the (validated) action."""
         sim.recsys.set_weights(self.validate(action).reshape(self.weight_shape))
 
     def _sync(self, sim) -> None:
@@ -161,6 +161,7 @@ class RecommenderAgent:
             self.polarization0 = self.polarization_prev = float(sim.platform.u_opinion.a.std())
 
     def observe(self, sim) -> np.ndarray:
+        """The observation of the step just played (see the module docstring)."""
         self._sync(sim)
         pf = sim.platform
         out = sim.last_outcome
@@ -229,6 +230,9 @@ class PostActions:
 
 @dataclass
 class ModeratorAgent:
+    """The trainable moderator: acts on the `top_m` fastest-spreading posts it sees, never
+    reads a label (module docstring); fact-checks come from `fact_check.FactChecker`."""
+
     top_m: int = 10
     window_minutes: int = 360
     action_cost: float = 0.02
@@ -247,7 +251,11 @@ class ModeratorAgent:
         self.actions_taken = 0
 
     def check(self, sim) -> None:
-        pass
+        """Register the fact-check service's state with the simulation: saved in the journal
+        with every step, so a resumed run continues its checks (oasis_gym.fact_check)."""
+        from .fact_check import STATE_KEY
+
+        sim.state_providers[STATE_KEY] = lambda: self.fact_check.state_dict(sim)
 
     def candidates(self, sim) -> np.ndarray:
         """Top-M visible original posts of the window by spread velocity (ties: newer first)."""
@@ -270,7 +278,7 @@ class ModeratorAgent:
         """The view's features; no ground truth: the label reaches the moderator only
         through the fact-check service's noisy, delayed verdicts."""
         pf = sim.platform
-        fc = self.fact_check
+        fc = self.fact_check = self.fact_check.copy()  # a failed step restores the previous one
         fc.sync(sim)
         fc.deliver(sim)
         self.slots = self.candidates(sim)
@@ -291,19 +299,26 @@ class ModeratorAgent:
             removed = np.bincount(
                 pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED], minlength=pf.n_users
             )
+            age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
+            reports = pf.p_reports.a[p]
             x[filled] = np.stack(
                 [
-                    self._velocity(pf, p),
-                    pf.p_likes.a[p],
-                    pf.p_shares.a[p],
-                    pf.p_reports.a[p],
-                    (pf.minute - pf.p_minute.a[p]) / 60.0,
+                    np.log1p(self._velocity(pf, p)),
+                    np.log1p(pf.p_likes.a[p]),
+                    np.log1p(pf.p_shares.a[p]),
+                    reports,
+                    # reports arrive with exposure: a young post with 2 reports is stronger
+                    # evidence than an old one with 3 (same age floor as the velocity)
+                    np.log1p(reports / np.maximum(age_h, 1.0 / 20)),
+                    age_h,
                     np.log1p(pf.u_followers.a[author]),
                     np.log1p(removed[author]),
                     np.log1p(fc.author_flags[author]),
+                    pf.u_suspended.a[author],
                     fc.verdicts[p],
                     fc.pending(p),
                     pf.p_status.a[p],
+                    np.full(len(p), (pf.minute - sim.clock.start_minute) / 60.0),
                     np.ones(len(p)),
                 ],
                 axis=1,
@@ -335,6 +350,8 @@ class ModeratorAgent:
         return a.astype(np.int64)
 
     def apply(self, sim, action) -> None:
+        """Apply the moderation action: statuses on the chosen posts, suspensions of their
+        authors (code 4); records what the reward's action cost needs."""
         a = self.validate(action)
         pf = sim.platform
         if isinstance(a, PostActions):

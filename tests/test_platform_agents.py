@@ -14,7 +14,7 @@ from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModera
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
 
 from oasis_gym.platform import MISINFO_LABEL
-from oasis_gym.platform_agents import MODERATOR_POST_FEATURES
+from oasis_gym.platform_agents import MODERATOR_POST_FEATURES, RecommenderAgent
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
 SCENARIO = MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3)
@@ -44,6 +44,7 @@ def test_sb3_make_vec_env_with_defaults():
 
 
 def test_max_episode_steps_registered():
+    """Both Gymnasium ids end episodes at 50 steps (`env.spec.max_episode_steps`), longer when asked."""
     for env_id in ("oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"):
         env = gymnasium.make(env_id, **TINY)
         assert env.spec.max_episode_steps == 50
@@ -126,12 +127,13 @@ def test_per_user_weights_rank_users_differently():
     all_users = np.arange(pf.n_users)
     rec.set_weights(w)
     flat = rec.recommend(pf, all_users, 5)
-    rec.set_weights(env.action_for_weights(w).reshape(3, 8))
+    rec.set_weights(RecommenderAgent().weights_action(w).reshape(3, 8))
     assert np.array_equal(rec.recommend(pf, all_users, 5), flat)
     env.close()
 
 
 def test_reward_components_in_info_and_sum_to_reward():
+    """The recommender's reward components are in `info` and their weighted sum is the reward."""
     env = RecommenderEnv(agent_params={"polarization_penalty": 10.0, "diversity_bonus": 0.3}, **TINY)
     env.reset(seed=2)
     total_increase = 0.0
@@ -166,6 +168,8 @@ def test_moderator_observation_has_no_label():
 
 
 def test_fact_checks_are_budgeted_delayed_and_noisy():
+    """At most `budget` checks a step, verdicts back after `delay` steps, exact with error 0
+    and all wrong with error 1."""
     params = {"check_budget": 2, "check_delay": 2, "check_error": 0.0}
     env = ModeratorEnv(agent_params=params, **{**TINY, "max_cycles": 12})
     env.reset(seed=5)
@@ -175,6 +179,7 @@ def test_fact_checks_are_budgeted_delayed_and_noisy():
     assert len(fc.sent_step) == 2 and not (fc.verdicts != 0).any()  # sent at reset, nothing back yet
     for step in range(1, 9):
         obs, *_ = env.step(np.zeros(env.action_space.shape, np.int64))
+        fc = agent.fact_check  # a new copy every step (a failed step gets the old one back)
         assert len(fc.sent_step) <= 2 * (step + 1)
     got = np.flatnonzero(fc.verdicts)
     assert len(got) and all(fc.sent_step[int(p)] + 2 <= env.sim.platform.step for p in got)
@@ -205,8 +210,9 @@ def test_oracle_is_an_upper_bound_on_exposure():
     oracle = evaluate_moderator("oracle_suspend", seeds, cfg)
     rng = np.random.default_rng(0)
     others = {name: evaluate_moderator(name, seeds, cfg) for name in ("none", "report_threshold_suspend")}
-    others["random"] = evaluate_moderator(lambda obs: rng.integers(0, 5, obs.shape[0] // 12), seeds, cfg)
-    others["suspend_all_in_view"] = evaluate_moderator(lambda obs: np.full(obs.shape[0] // 12, 4), seeds, cfg)
+    m = SCENARIO.agent_params["moderator"]["top_m"]
+    others["random"] = evaluate_moderator(lambda obs: rng.integers(0, 5, m), seeds, cfg)
+    others["suspend_all_in_view"] = evaluate_moderator(lambda obs: np.full(m, 4), seeds, cfg)
     for name, runs in others.items():
         check = oracle_check(runs, oracle)
         assert check["beaten_on"] == [], name
@@ -215,6 +221,7 @@ def test_oracle_is_an_upper_bound_on_exposure():
 
 
 def test_oracle_acts_beyond_the_view():
+    """The oracle removes misinformation the moderator's `top_m` view does not show."""
     env = ModeratorEnv(agent_params={"top_m": 2}, **TINY)
     env.reset(seed=1)
     pf = env.sim.platform
@@ -269,6 +276,7 @@ def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsy
             "1001",
             "--out",
             str(out),
+            *(["--tune-seeds", str(2**20 + 5)] if target == "moderator" else []),
         ]
     )
     assert rc == 0
@@ -287,12 +295,70 @@ def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsy
         assert all(0 <= v["return"]["wins"] <= 2 for v in s["ppo_vs"].values())
     if target == "moderator":
         assert result["eval_sets"]["held_out_seeds"]["oracle_beaten"] == []
+        tuned = result["tuned_rules"]  # tuned on the training seed, evaluated next to the fixed rules
+        assert tuned["tune_seeds"] == [2**20 + 5] and "tuned on training seeds" in text
+        for rule in ("report_threshold", "report_threshold_suspend"):
+            assert tuned[rule] in result["eval_sets"]["held_out_population"]["ppo_vs"]
     png = out / "learning_curve.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads(text.strip().splitlines()[-1])["eval_json"].endswith("eval.json")
 
 
+def test_report_rules_are_tuned_on_training_seeds_only():
+    """The rules' thresholds are picked by mean return on training seeds (never evaluation
+    seeds); a threshold can be named in the rule ("report_threshold_suspend:2")."""
+    from dataclasses import replace
+
+    from oasis_gym.envs.platform_rules import ReportThresholdModerator
+    from oasis_gym.train import moderator
+    from oasis_gym.train.common import EnvConfig
+    from oasis_gym.train.evaluate import evaluate_moderator, moderator_rule, summarize, tune_report_rules
+
+    assert moderator_rule("report_threshold_suspend:2") == ReportThresholdModerator(2, 4)
+    assert moderator_rule("report_threshold:5") == ReportThresholdModerator(5, 3)
+    for bad in ("report_threshold:0", "report_threshold:x", "report_threshold_suspend:", "oracle:2"):
+        with pytest.raises(ValueError):
+            moderator_rule(bad)
+    config = EnvConfig(kind="moderator", users=60, max_cycles=4, scenario=SCENARIO, env_kwargs={"activation": 0.3})
+    seeds = (2**20 + 1, 2**20 + 2)
+    tuned = tune_report_rules(seeds, config, thresholds=(1, 3))
+    for base in ("report_threshold", "report_threshold_suspend"):
+        cands = {t: tuned["scores"][f"{base}:{t}"] for t in (1, 3)}
+        best = max(cands, key=lambda t: (cands[t], -t))
+        assert tuned[base] == f"{base}:{best}"
+        assert cands[best] == summarize(evaluate_moderator(f"{base}:{best}", seeds, config))["mean"]
+    args = replace(moderator.Args(), tune_seeds=(1000,))
+    with pytest.raises(ValueError, match="could be evaluation seeds"):
+        moderator.tuned_rules(args)
+
+
+def test_moderator_features_read_reports_authors_and_clock():
+    """The report velocity, the author's suspension and the hours since reset are what the
+    platform knows; the counts are log-scaled."""
+    env = ModeratorEnv(**TINY)
+    env.reset(seed=2)
+    for _ in range(3):
+        env.step(np.zeros(env.action_space.shape, np.int64))
+    sim = env.sim
+    pf = sim.platform
+    agent = sim.platform_agents["moderator_0"]
+    p = agent.slots[agent.slots >= 0]
+    pf.p_reports.a[p[0]] = 4
+    pf.u_suspended.a[pf.p_author.a[p[1]]] = True
+    x = agent.features(sim).reshape(agent.top_m, -1)[: len(p)]
+    f = {name: x[:, i] for i, name in enumerate(MODERATOR_POST_FEATURES)}
+    age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
+    np.testing.assert_allclose(f["age_hours"], age_h, rtol=1e-6)
+    np.testing.assert_allclose(f["log_reports_per_hour"][0], np.log1p(4 / max(age_h[0], 1 / 20)), rtol=1e-6)
+    np.testing.assert_allclose(f["log_likes"], np.log1p(pf.p_likes.a[p]), rtol=1e-6)
+    assert f["reports"][0] == 4 and f["author_suspended"][1] == 1.0
+    assert np.all(f["author_suspended"] == pf.u_suspended.a[pf.p_author.a[p]])
+    np.testing.assert_allclose(f["hours_since_reset"], 3 * sim.clock.minutes_per_step / 60.0)
+    env.close()
+
+
 def test_eval_sets_disjoint_from_training():
+    """Evaluation sets that could replay a training episode are refused."""
     from oasis_gym.train.report import EvalSet, check_disjoint
 
     check_disjoint([EvalSet("a", 0, (1000, 1001))], train_seed=0, n_envs=2)

@@ -31,6 +31,7 @@ ENV = {"users": 60, "max_cycles": 6, "scenario": SCENARIO, "learn_moderator": Tr
 
 
 def test_parallel_env_api():
+    """The two-platform-agent parallel env passes PettingZoo's `parallel_api_test`."""
     from oasis_gym.train.rllib_recommender import PlatformAgentsParallelEnv
     from pettingzoo.test import parallel_api_test
 
@@ -43,6 +44,7 @@ def test_parallel_env_api():
 
 
 def test_rllib_trains_both_platform_agents(tmp_path):
+    """RLlib trains both platform agents for 3 iterations and writes the learning curve."""
     import gymnasium
     import ray
     from oasis_gym.train.rllib_recommender import train

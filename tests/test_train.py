@@ -38,10 +38,12 @@ def one_torch_thread():
 
 
 def tiny(cls, **kw):
+    """A small env of class `cls` (the tiny scenario), `kw` overriding."""
     return cls(**{**TINY, **kw})
 
 
 def rollout(env, actions, seed):
+    """Observations and rewards of one episode from `reset(seed)` with these actions."""
     obs, _ = env.reset(seed=seed)
     out = [obs]
     for a in actions:
@@ -54,12 +56,14 @@ def rollout(env, actions, seed):
 
 @pytest.mark.parametrize("cls", [RecommenderEnv, ModeratorEnv])
 def test_check_env(cls):
+    """SB3's `check_env` passes for both platform-agent envs."""
     env = tiny(cls)
     check_env(env, warn=False)
     env.close()
 
 
 def test_gymnasium_make_and_spaces():
+    """`gymnasium.make` builds both envs with their documented spaces; episodes run to `max_cycles`."""
     register_gym_envs()
     register_gym_envs()  # idempotent
     rec = gymnasium.make("oasis_gym/Recommender-v0", **TINY)
@@ -71,7 +75,7 @@ def test_gymnasium_make_and_spaces():
     mod = gymnasium.make("oasis_gym/Moderator-v0", **TINY)
     top_m = TINY["scenario"].agent_params["moderator"]["top_m"]
     assert mod.action_space == spaces.MultiDiscrete([5] * top_m)
-    assert mod.observation_space.shape == (top_m * 12,)
+    assert mod.observation_space.shape == (top_m * 15,)
     for env in (rec, mod):
         obs, info = env.reset(seed=3)
         assert env.observation_space.contains(obs)
@@ -88,6 +92,7 @@ def test_gymnasium_make_and_spaces():
 
 
 def test_seeded_reset_reproduces_episode():
+    """Same seed and actions, same episode; another seed, another episode."""
     env = tiny(ModeratorEnv)
     actions = [np.full(env.action_space.shape, k % 5) for k in range(6)]
     a, b = rollout(env, actions, 11), rollout(env, actions, 11)
@@ -97,6 +102,7 @@ def test_seeded_reset_reproduces_episode():
 
 
 def test_scenario_streams_labelled_posts_and_users_report():
+    """The scenario seeds labelled posts, keeps posting, and its users report misinformation."""
     env = tiny(ModeratorEnv, max_cycles=6)
     env.reset(seed=0)
     pf = env.sim.platform
@@ -112,6 +118,7 @@ def test_scenario_streams_labelled_posts_and_users_report():
 
 
 def test_moderation_rules_act_on_misinformation():
+    """The oracle only touches misinformation (counted in `info`); the report rule acts at its threshold."""
     env = tiny(ModeratorEnv)
     env.reset(seed=1)
     rule = OracleModerator(action=4)
@@ -133,6 +140,7 @@ def test_moderation_rules_act_on_misinformation():
 
 
 def test_feed_baseline_ignores_action_and_uses_recommender_reward():
+    """A fixed feed ignores the action and is scored with the learned ranking's reward."""
     env = tiny(RecommenderEnv, feed="reddit")
     lo = [np.full(24, -1.0, np.float32)] * 6
     hi = [np.full(24, 1.0, np.float32)] * 6
@@ -155,6 +163,7 @@ def _hybrid_users(env):
 
 
 def test_user_policy_factory_drives_users():
+    """A user-policy factory drives the background users and pickles with the env."""
     env = tiny(RecommenderEnv, user_policy=_hybrid_users)
     rollout(env, [np.zeros(24, np.float32)] * 3, 2)
     users = env._users
@@ -166,6 +175,7 @@ def test_user_policy_factory_drives_users():
 
 
 def test_pickle_rebuilds_lazily():
+    """A pickled env rebuilds its simulation lazily and replays the same episode."""
     env = tiny(RecommenderEnv, moderator="report_threshold")
     first = rollout(env, [np.zeros(24, np.float32)] * 3, 4)
     clone = pickle.loads(pickle.dumps(env))
@@ -175,6 +185,7 @@ def test_pickle_rebuilds_lazily():
 
 
 def test_subproc_vec_env_two_workers():
+    """Two subprocess workers: different seeds, auto-reset at the episode end with `episode_metrics`."""
     from oasis_gym.train.common import EnvConfig, EnvFactory
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
@@ -185,12 +196,12 @@ def test_subproc_vec_env_two_workers():
     try:
         vec.seed(0)
         obs = vec.reset()
-        assert obs.shape == (2, 240)
+        assert obs.shape == (2, 20 * 15)
         assert not np.array_equal(obs[0], obs[1])  # different seeds per worker
         ends = 0
         for _ in range(5):  # crosses an episode end: auto-reset
             obs, rew, done, infos = vec.step(np.stack([vec.action_space.sample() for _ in range(2)]))
-            assert obs.shape == (2, 240) and rew.shape == (2,)
+            assert obs.shape == (2, 20 * 15) and rew.shape == (2,)
             ends += int(done.sum())
             assert all("episode_metrics" in infos[i] for i in np.flatnonzero(done))
         assert ends == 2
@@ -215,6 +226,7 @@ def _mean_return(model, env, seeds, deterministic):
 
 
 def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
+    """A short PPO run improves the moderator; the saved model reloads as an `SB3Policy` and drives another env."""
     from oasis_gym.train.callbacks import EnvMetricsCallback
     from stable_baselines3.common.logger import configure
 
@@ -260,6 +272,7 @@ def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
 
 
 def test_obs_normalizer_round_trip(tmp_path):
+    """The saved VecNormalize statistics let `SB3Policy` act on raw observations as the model did."""
     from oasis_gym.policies.sb3 import normalizer_path
     from oasis_gym.train.common import save_obs_normalizer
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -281,6 +294,8 @@ def test_obs_normalizer_round_trip(tmp_path):
 
 
 def test_sb3_policy_drives_users():
+    """A model over the flattened user spaces drives users through `SB3Policy`; masked
+    action types become do_nothing."""
     from oasis_gym.envs import twitter_v0
 
     env = twitter_v0.parallel_env(users=40, max_cycles=3, activation=0.5, db_path=":memory:")
@@ -307,6 +322,7 @@ def test_sb3_policy_drives_users():
 
 
 def test_evaluate_baselines_share_scenario():
+    """Every baseline is evaluated on the same scenario and seeds."""
     from oasis_gym.train.common import EnvConfig
     from oasis_gym.train.evaluate import evaluate_moderator, evaluate_recommender, summarize
 

@@ -35,6 +35,7 @@ def limit_threads(n: int = 1) -> None:
 
 
 def env_class(kind: str):
+    """The env class of an agent kind ("recommender" or "moderator")."""
     from oasis_gym.envs.moderator_v0 import ModeratorEnv
     from oasis_gym.envs.recommender_v0 import RecommenderEnv
 
@@ -58,6 +59,7 @@ class EnvConfig:
     population_seed: int = 0  # the synthetic population (evaluation also uses another)
 
     def kwargs(self) -> dict:
+        """The env's keyword arguments (the scenario built from its name and params)."""
         from oasis_gym.envs.gym_registry import make_scenario
 
         return {
@@ -70,6 +72,7 @@ class EnvConfig:
         }
 
     def make(self, **overrides):
+        """A new env with these settings (`overrides` replace keyword arguments)."""
         return env_class(self.kind)(**{**self.kwargs(), **overrides})
 
 
@@ -136,6 +139,7 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def write_json(path: str | Path, obj: Any) -> Path:
+    """Write `obj` as indented JSON (see `to_jsonable`), creating the folder; returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_jsonable(obj), indent=2))

@@ -8,7 +8,9 @@ scenario posts, user policy and seeds):
   "reddit" (hot score), "random", "chronological", "twitter" -- run through
   `RecommenderEnv(feed=...)`, which scores them with `RecommenderAgent.reward`;
 * moderator: the learned policy, "none" (no moderation), "report_threshold" (remove posts
-  with >= 3 reports), "report_threshold_suspend" (remove + suspend), "oracle" (remove every
+  with >= 3 reports), "report_threshold_suspend" (remove + suspend), either with another
+  threshold as "report_threshold_suspend:2" (`tune_report_rules` picks it on training
+  seeds, so the rules are tuned as PPO is trained), "oracle" (remove every
   visible misinformation post, a reference) and "oracle_suspend" (also suspend its authors
   and the scenario's sources: the upper bound, not a baseline; `oracle_check` verifies
   that nothing beat it).
@@ -82,7 +84,15 @@ def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None 
 
 
 def moderator_rule(name: str):
+    """The fixed moderator of a MODERATOR_RULES name; the report rules also as
+    "report_threshold:T" / "report_threshold_suspend:T" (act at >= T reports, T >= 1)."""
     from oasis_gym.envs.platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
+
+    base, sep, t = name.partition(":")
+    if sep and base in ("report_threshold", "report_threshold_suspend"):
+        if not t.isdigit() or int(t) < 1:
+            raise ValueError(f"report threshold must be an integer >= 1, got {name!r}")
+        return ReportThresholdModerator(int(t), 4 if base.endswith("suspend") else 3)
 
     rules = {
         "none": NoModeration(),
@@ -100,12 +110,31 @@ def evaluate_moderator(policy, seeds: Sequence[int], config: EnvConfig | None = 
     """Episode metrics (incl. "return", "misinfo_impressions", "true_actioned_share") per seed.
     `policy`: a rule name of MODERATOR_RULES or something `as_act` accepts."""
     config = config or EnvConfig(kind="moderator")
+    rule = moderator_rule(policy) if isinstance(policy, str) else None  # a bad name fails before the env is built
     env = config.make()
-    act = _rule_act(env, moderator_rule(policy)) if isinstance(policy, str) else as_act(policy)
+    act = _rule_act(env, rule) if rule is not None else as_act(policy)
     try:
         return [run_episode(env, act, s) for s in seeds]
     finally:
         env.close()
+
+
+def tune_report_rules(
+    seeds: Sequence[int], config: EnvConfig | None = None, thresholds: Sequence[int] = (1, 2, 3, 4, 5)
+) -> dict:
+    """Pick each report rule's threshold by mean return on `seeds` (training seeds: never
+    the evaluation's), as PPO is fitted on training episodes. Returns {"report_threshold":
+    "report_threshold:T", "report_threshold_suspend": "report_threshold_suspend:T",
+    "scores": {rule name: mean return}}; ties go to the lower threshold."""
+    scores: dict[str, float] = {}
+    best: dict[str, str] = {}
+    for base in ("report_threshold", "report_threshold_suspend"):
+        for t in thresholds:
+            name = f"{base}:{int(t)}"
+            scores[name] = summarize(evaluate_moderator(name, seeds, config))["mean"]
+            if base not in best or scores[name] > scores[best[base]]:
+                best[base] = name
+    return {**best, "scores": scores}
 
 
 def summarize(runs: Sequence[dict], key: str = "return") -> dict:

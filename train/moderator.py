@@ -7,9 +7,11 @@ misinformation exposure compared with no moderation, and what it costs true post
 Steps (read top to bottom):
 1. env: the `misinfo_stream` scenario (1 000 ABM users, 5 misinformation superspreaders,
    reporting users, Twitter feeds); the moderator sees the 20 fastest-spreading posts.
-2. baselines on the evaluation sets (held-out seeds on the training population and on
-   another population, `report`): no moderation, the report-threshold rule (remove at 3
-   reports; and remove + suspend), and the oracle (`oracle_suspend`, the upper bound).
+2. the report rules' thresholds tuned on training seeds (`--tune-seeds`, >= 2**20 like
+   PPO's episodes; `evaluate.tune_report_rules`), then the baselines on the evaluation sets
+   (held-out seeds on the training population and on another population, `report`): no
+   moderation, the report-threshold rules (remove at 3 reports; remove + suspend; both
+   also at their tuned threshold), and the oracle (`oracle_suspend`, the upper bound).
 3. PPO (stable-baselines3) on `n_envs` subprocess envs under VecMonitor + VecNormalize,
    checkpoints, env-metrics TensorBoard callback, wall-clock limit.
 4. evaluation of the saved model (reloaded as `SB3Policy`) on the same sets: return,
@@ -49,6 +51,10 @@ class Args:
         "held-out episode seeds (< 2**20), run on the training population and on --other-population",
     )
     other_population: int = opt(1, "population seed of the held-out population")
+    tune_seeds: tuple[int, ...] = opt(
+        tuple(2**20 + 9000 + i for i in range(4)),
+        "training-distribution episode seeds (>= 2**20) on which the report rules' thresholds are tuned",
+    )
     eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
     lr: float = opt(1e-3, "learning rate")
     gamma: float = opt(0.9, "discount")
@@ -113,7 +119,33 @@ def _with_cut(runs: list[dict], none_runs: list[dict]) -> list[dict]:
     ]
 
 
-def train(args: Args) -> dict:
+def tuned_rules(args: Args, cache: dict | None = None) -> dict:
+    """The report rules' thresholds tuned on `args.tune_seeds` (training population only);
+    refuses tuning seeds an evaluation could use. `cache` (a dict) shares the result
+    between runs with the same settings (the bench's training seeds)."""
+    from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
+
+    from .evaluate import moderator_rule, tune_report_rules
+
+    bad = [s for s in args.tune_seeds if s < TRAIN_SEED_MIN]
+    if bad:
+        raise ValueError(f"tuning seeds {bad} could be evaluation seeds: use seeds >= {TRAIN_SEED_MIN}")
+    key = ("tune", tuple(args.tune_seeds), repr(args.env))
+    if cache is None:
+        cache = {}
+    if key not in cache:
+        tuned = tune_report_rules(args.tune_seeds, args.env)
+        for base in ("report_threshold", "report_threshold_suspend"):  # the default threshold: its own name
+            if moderator_rule(tuned[base]) == moderator_rule(base):
+                tuned[base] = base
+        cache[key] = tuned
+    return cache[key]
+
+
+def train(args: Args, cache: dict | None = None) -> dict:
+    """Tune the rules, evaluate the baselines, train PPO, evaluate it on the held-out sets
+    (module docstring). `cache` (a dict) keeps baseline runs and tuned thresholds between
+    calls with the same evaluation sets (the bench trains several seeds)."""
     from dataclasses import replace
 
     from oasis_gym.policies.sb3 import SB3Policy
@@ -126,8 +158,18 @@ def train(args: Args) -> dict:
     sets = default_eval_sets(args.eval_seeds, args.env.population_seed, args.other_population)
     check_disjoint(sets, args.ppo.seed, args.ppo.n_envs, args.env.population_seed)
     configs = {s.name: replace(args.env, population_seed=s.population_seed) for s in sets}
-    names = tuple(dict.fromkeys(("none", *args.baselines, "oracle_suspend")))
-    base_runs = {s.name: {name: evaluate_moderator(name, s.seeds, configs[s.name]) for name in names} for s in sets}
+    cache = {} if cache is None else cache
+    tuned = tuned_rules(args, cache)
+    extra = (tuned["report_threshold"], tuned["report_threshold_suspend"])
+    names = tuple(dict.fromkeys(("none", *args.baselines, *extra, "oracle_suspend")))
+
+    def base(name: str, s) -> list[dict]:
+        key = ("base", name, s.population_seed, s.seeds, repr(configs[s.name]))
+        if key not in cache:
+            cache[key] = evaluate_moderator(name, s.seeds, configs[s.name])
+        return cache[key]
+
+    base_runs = {s.name: {name: base(name, s) for name in names} for s in sets}
     probe_seeds = args.ppo.eval_seeds
 
     def probe(act) -> float:
@@ -143,7 +185,13 @@ def train(args: Args) -> dict:
     )
     _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     policy = SB3Policy.load(info["model"], agent="moderator_0")
-    result: dict = {"train": info, "eval_sets": {}, "tables": [], "upper_bound": "oracle_suspend"}
+    result: dict = {
+        "train": info,
+        "eval_sets": {},
+        "tables": [],
+        "upper_bound": "oracle_suspend",
+        "tuned_rules": {**tuned, "tune_seeds": list(args.tune_seeds)},
+    }
     for s in sets:
         none = base_runs[s.name]["none"]
         runs = evaluate_moderator(policy, s.seeds, configs[s.name])
@@ -173,6 +221,12 @@ def train(args: Args) -> dict:
                 f"WARNING: the oracle was beaten by {result['eval_sets'][s.name]['oracle_beaten']}"
                 " -- it is not an upper bound here"
             )
+    scores = ", ".join(f"{k} {v:.3f}" for k, v in tuned["scores"].items())
+    result["tables"].insert(
+        0,
+        f"report rules tuned on training seeds {list(args.tune_seeds)}: {tuned['report_threshold']}, "
+        f"{tuned['report_threshold_suspend']} (mean returns {scores})",
+    )
     first = result["eval_sets"][sets[0].name]
     result["ppo"] = first["candidates"]["ppo"]
     result["baselines"] = {n: c for n, c in first["candidates"].items() if n != "ppo"}
@@ -189,6 +243,7 @@ def train(args: Args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: train, print the tables and one JSON line; exit code 0."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     cli_args.add_arguments(p, Args)
     args = cli_args.parse_into(Args, p.parse_args(argv))

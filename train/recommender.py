@@ -80,7 +80,10 @@ COLUMNS = (
 )
 
 
-def train(args: Args) -> dict:
+def train(args: Args, cache: dict | None = None) -> dict:
+    """Evaluate the baselines, train PPO, evaluate it on the held-out sets (module
+    docstring). `cache` (a dict) keeps baseline runs between calls with the same
+    evaluation sets (the bench trains several seeds)."""
     from dataclasses import replace
 
     from oasis_gym.policies.sb3 import SB3Policy
@@ -93,9 +96,15 @@ def train(args: Args) -> dict:
     check_disjoint(sets, args.ppo.seed, args.ppo.n_envs, args.env.population_seed)
     configs = {s.name: replace(args.env, population_seed=s.population_seed) for s in sets}
     # 2. baselines on the evaluation sets (same scenario, same reward)
-    base_runs = {
-        s.name: {name: evaluate_recommender(name, s.seeds, configs[s.name]) for name in args.baselines} for s in sets
-    }
+    cache = {} if cache is None else cache  # baseline runs shared by calls on the same sets
+
+    def base(name: str, s) -> list[dict]:
+        key = ("base", name, s.population_seed, s.seeds, repr(configs[s.name]))
+        if key not in cache:
+            cache[key] = evaluate_recommender(name, s.seeds, configs[s.name])
+        return cache[key]
+
+    base_runs = {s.name: {name: base(name, s) for name in args.baselines} for s in sets}
     probe_seeds = args.ppo.eval_seeds
 
     def probe(act) -> float:  # the learning curve against the baselines (BaselineEvalCallback)
@@ -170,6 +179,7 @@ def args_from_namespace(ns: argparse.Namespace, kind: str, defaults: Args) -> Ar
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: train, print the tables and one JSON line; exit code 0."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(p)
     args = cli_args.parse_into(Args, p.parse_args(argv))

@@ -23,6 +23,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class EvalSet:
+    """An evaluation set: its name, population seed and episode seeds."""
+
     name: str
     population_seed: int
     seeds: tuple[int, ...]
@@ -63,6 +65,7 @@ def paired(runs: Sequence[dict], base_runs: Sequence[dict], key: str = "return",
 
 
 def mean_std(runs: Sequence[dict], key: str) -> str:
+    """`mean ± std` of one metric over runs, as printed in the tables."""
     x = np.array([r[key] for r in runs], dtype=np.float64)
     return f"{x.mean():.3f} ± {x.std(ddof=1) if len(x) > 1 else 0.0:.3f}"
 

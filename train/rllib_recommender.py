@@ -71,12 +71,15 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         self._episodes = 0
 
     def observation_space(self, agent: str):
+        """The observation space of one platform agent."""
         return self._spaces[agent][0]
 
     def action_space(self, agent: str):
+        """The action space of one platform agent."""
         return self._spaces[agent][1]
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        """Reset the simulation; the platform agents' first observations."""
         # a fresh seed per episode (from the given one, or a counter) keeps episodes varied
         episode_seed = seed if seed is not None else self._seed + self._episodes
         self._episodes += 1
@@ -85,6 +88,7 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         return self._observations(), {a: {} for a in self.agents}
 
     def step(self, actions: dict):
+        """One step: the platform agents' actions, the background users' own; PettingZoo's five dicts."""
         env = self._gym
         sim = env.sim
         if "moderator_0" in self.possible_agents:
@@ -107,6 +111,7 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         return {a: np.asarray(self._gym.sim.platform_obs[a], dtype=np.float32) for a in self.possible_agents}
 
     def close(self) -> None:
+        """Close the underlying env and its journal."""
         self._gym.close()
 
 
@@ -232,6 +237,7 @@ def write_curve(rows: list[dict], out_dir: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: train both platform agents with RLlib, print one JSON line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")

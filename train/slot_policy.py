@@ -40,13 +40,16 @@ class SlotExtractor(nn.Module):
         return th.cat([x, x.mean(dim=1, keepdim=True).expand_as(x)], dim=-1)
 
     def forward_actor(self, features: th.Tensor) -> th.Tensor:
+        """Per-slot actor latents, flattened slot-major: (B, M*H)."""
         return self.pi(self._slots(features)).flatten(1)
 
     def forward_critic(self, features: th.Tensor) -> th.Tensor:
+        """Critic latent: mean and max over slots of the per-slot hidden units, (B, 2H)."""
         h = self.vf(self._slots(features))
         return th.cat([h.mean(dim=1), h.amax(dim=1)], dim=-1)
 
     def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """(actor latent, critic latent)."""
         return self.forward_actor(features), self.forward_critic(features)
 
 
@@ -63,6 +66,7 @@ class SlotHead(nn.Module):
             self.linear.bias[0] = first_bias
 
     def forward(self, latent: th.Tensor) -> th.Tensor:
+        """Per-slot logits, slot-major like MultiDiscrete: (B, M*A)."""
         h = latent.reshape(latent.shape[0], self.n_slots, self.hidden)
         return self.linear(h).flatten(1)
 
