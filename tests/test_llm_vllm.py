@@ -232,3 +232,43 @@ def test_endpoint_interview_and_metrics_of_real_vllm_server(vllm_server):
     assert isinstance(answer, str) and answer  # free text from the random model
     metrics = httpx.get(url + "/metrics", timeout=5.0).text
     assert "vllm:prompt_tokens" in metrics and proc.poll() is None
+
+
+# ---- the CLI keeps vLLM quiet --------------------------------------------------------------------
+VLLM_LOG_LINE = r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d "
+
+
+def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tmp_path):
+    import re
+
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_LEVEL"}
+    res = subprocess.run(
+        [sys.executable, "-m", "oasis_gym.cli", "run", "--users", "8", "--steps", "1", "--policy", "hybrid"]
+        + [
+            "--core-users",
+            "2",
+            "--llm-backend",
+            "vllm",
+            "--llm-model",
+            str(tiny_model_dir),
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert re.search(r"^LLM users: vllm \S+ in-process on \w+, model ", res.stderr, re.M), res.stderr[-3000:]
+    noisy = re.findall(VLLM_LOG_LINE + r".*$", res.stderr, re.M)
+    assert not noisy, noisy[:5]
+    assert "Loading safetensors checkpoint shards" not in res.stderr
+
+
+def test_quiet_logs_keeps_a_level_the_user_chose(monkeypatch):
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    assert vb.quiet_logs() == {"VLLM_LOGGING_LEVEL": "ERROR"} and os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "INFO")
+    assert vb.quiet_logs() == {} and os.environ["VLLM_LOGGING_LEVEL"] == "INFO"

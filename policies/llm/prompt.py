@@ -156,10 +156,12 @@ class PromptBuilder:
 
     @property
     def system_prompt(self) -> str:
+        """The shared system message (identical for every agent and step)."""
         return self._system
 
     # ---- per-agent sections --------------------------------------------------------------
     def profile(self, view: dict) -> str:
+        """ "You are <name> (@handle)." plus persona, bio and demographics."""
         name = view.get("name") or view.get("realname") or view.get("user_name") or view.get("agent", "")
         handle = view.get("user_name") or view.get("username")
         same = handle and squash(handle) == squash(name)  # OASIS' "user_13" / "user13"
@@ -182,6 +184,7 @@ class PromptBuilder:
         return " ".join(parts)
 
     def memory(self, view: dict, entries: Sequence[str] | None = None) -> str:
+        """The agent's last ``memory_items`` actions, one line ("" if none)."""
         items = list(entries if entries is not None else view.get("memory") or ())
         items = items[-self.memory_items :] if self.memory_items > 0 else []
         return "Your recent actions: " + "; ".join(cut(e, self.max_memory_chars) for e in items) if items else ""
@@ -265,6 +268,7 @@ class PromptBuilder:
         return "Feed:\n" + "\n".join(line for p in posts for line in self._post_lines(p, post_cap, comment_cap))
 
     def feed(self, view: dict, caps: tuple[int, int] | None = None) -> str:
+        """The posts, one line each plus quote and comment lines, cut to ``caps``."""
         posts = list(view.get("posts") or ())
         if not posts:
             return "Your feed is empty."
@@ -313,6 +317,7 @@ class PromptBuilder:
     def sections(
         self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
     ) -> dict[str, str]:
+        """Each section of the user message by name (see :data:`SECTION_NAMES`)."""
         caps = self.feed_caps(view)
         return {
             "profile": self.profile(view),
@@ -326,6 +331,7 @@ class PromptBuilder:
     def user_message(
         self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
     ) -> str:
+        """The agent-specific message: ``user_template`` over the sections."""
         sec = self.sections(view, memory, allowed)
         if callable(self.user_template):
             return self.user_template(view, sec)

@@ -40,6 +40,7 @@ class TextCost:
         self.prefix = [0.0, *accumulate(token_weights(s, chars_per_token))]
 
     def __call__(self, cap: int) -> float:
+        """Estimated tokens of the text cut to ``cap`` characters."""
         return self.prefix[min(max(cap, 0), len(self.prefix) - 1)]
 
 

@@ -152,6 +152,7 @@ class OpenAIBackend:
     def body(
         self, messages: Messages, schema: dict | None, max_tokens: int, temperature: float, seed: int | None
     ) -> dict:
+        """The JSON body of one chat-completions request."""
         b: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -336,4 +337,5 @@ class OpenAIBackend:
         return res
 
     def endpoint_stats(self) -> list[dict]:
+        """Per endpoint: url, requests, failures, in flight, benched until."""
         return [{"url": e.url, "requests": e.requests, "failures": e.failures} for e in self.endpoints]

@@ -62,6 +62,19 @@ def cpu_env_defaults() -> dict[str, str]:
     return set_now
 
 
+def quiet_logs() -> dict[str, str]:
+    """Keep vLLM to errors (``VLLM_LOGGING_LEVEL=ERROR``) unless the environment sets a level.
+
+    Why: at its default INFO level (and even at WARNING: one line per weight whose dtype is
+    converted) vLLM floods a CLI's stderr with hundreds of lines around the one that matters.
+    For command-line front ends; ``VLLM_LOGGING_LEVEL=INFO`` brings the logs back. Must run
+    before vLLM is imported. Returns what it set."""
+    if "VLLM_LOGGING_LEVEL" in os.environ:
+        return {}
+    os.environ["VLLM_LOGGING_LEVEL"] = "ERROR"
+    return {"VLLM_LOGGING_LEVEL": "ERROR"}
+
+
 def _on_cpu() -> bool:
     try:
         from vllm.platforms import current_platform
@@ -110,6 +123,8 @@ class VLLMBackend:
             "seed": seed,
             "enable_prefix_caching": enable_prefix_caching,
             "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+            # the weight-loading progress bar only with vLLM's own INFO logs
+            "use_tqdm_on_load": os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() in ("INFO", "DEBUG"),
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
@@ -151,6 +166,7 @@ class VLLMBackend:
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> GenerationResult:
+        """All conversations in one ``LLM.chat`` call; per-request seeds ``seed + i``."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
         params = [
@@ -172,6 +188,7 @@ class VLLMBackend:
         return res
 
     def describe(self) -> str:
+        """ "vllm <version> in-process on <device>"."""
         return f"vllm {self.version} in-process on {self.device}"
 
     def close(self) -> None:
