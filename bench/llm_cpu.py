@@ -26,12 +26,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from llm_views_synthetic import synthetic_views  # noqa: E402 (bench/, next to this script)
+
 try:
     from oasis_gym.policies import llm as L
-    from oasis_gym.policies.llm.synthetic import synthetic_views
 except ModuleNotFoundError:  # before the editable install
     from policies import llm as L
-    from policies.llm.synthetic import synthetic_views
 
 from oasis_gym.actions import ACTION_NAMES, TWITTER_DEFAULT_ACTIONS  # noqa: E402 (after the fallback import)
 

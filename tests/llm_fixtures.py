@@ -12,6 +12,7 @@ via ``pytest_plugins``; the marker keeps pytest from warning about assertion rew
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,8 +37,18 @@ _CORPUS = [
 ]
 
 
+# Feed-view fixtures shared with the benchmarks live in bench/ (not in the package).
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+_IN_BENCH = {"synthetic": "llm_views_synthetic", "real_views": "llm_views_real"}
+
+
 def llm_module(name: str = ""):
-    """Import oasis_gym.policies.llm[.name]; before the editable install, policies.llm."""
+    """Import oasis_gym.policies.llm[.name] (before the editable install, policies.llm), or
+    the view fixtures in bench/ ("synthetic", "real_views")."""
+    if name in _IN_BENCH:
+        return importlib.import_module(_IN_BENCH[name])
     suffix = f".{name}" if name else ""
     try:
         return importlib.import_module(f"oasis_gym.policies.llm{suffix}")

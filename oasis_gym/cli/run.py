@@ -49,6 +49,9 @@ def make_llm_policy(args):
         raise ConfigError("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
+    from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
+
+    quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
     backend = llm_backend(
         args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
     )

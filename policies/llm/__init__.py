@@ -12,7 +12,7 @@ for a batch of agents; nothing here imports the env.
 
 from .backends.base import GenerationResult, LLMBackend
 from .core import LLMPolicyCore, describe
-from .defaults import default_backend, ensure_smollm2, smollm2_gguf
+from .defaults import default_backend, ensure_smollm2, make_backend, smollm2_gguf
 from .memory import AgentMemory
 from .parse import ParseResult, ParseStats, empty_action, parse_reply
 from .prompt import PromptBuilder
@@ -29,6 +29,7 @@ __all__ = [
     "SchemaConfig",
     "build_schema",
     "default_backend",
+    "make_backend",
     "describe",
     "empty_action",
     "ensure_smollm2",

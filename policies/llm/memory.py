@@ -33,6 +33,7 @@ class AgentMemory:
         q.append(str(entry)[: self.max_chars])
 
     def extend(self, agent: str, entries: Iterable[str]) -> None:
+        """Add several entries for ``agent``, oldest first."""
         for e in entries:
             self.add(agent, e)
 
@@ -41,6 +42,7 @@ class AgentMemory:
         return list(self._items.get(agent, ()))
 
     def clear(self, agent: str | None = None) -> None:
+        """Forget one agent's entries, or everyone's."""
         if agent is None:
             self._items.clear()
         else:
@@ -53,6 +55,7 @@ class AgentMemory:
         return agent in self._items
 
     def to_dict(self) -> dict:
+        """A JSON-able snapshot."""
         return {
             "max_items": self.max_items,
             "max_chars": self.max_chars,
@@ -61,14 +64,17 @@ class AgentMemory:
 
     @classmethod
     def from_dict(cls, d: dict) -> AgentMemory:
+        """Rebuild from :meth:`to_dict`."""
         mem = cls(int(d.get("max_items", 5)), int(d.get("max_chars", 160)))
         for agent, entries in (d.get("items") or {}).items():
             mem.extend(agent, entries)
         return mem
 
     def to_json(self) -> str:
+        """The snapshot as a JSON string."""
         return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
 
     @classmethod
     def from_json(cls, s: str) -> AgentMemory:
+        """Rebuild from :meth:`to_json`."""
         return cls.from_dict(json.loads(s))

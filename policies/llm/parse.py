@@ -69,6 +69,8 @@ def empty_action(reason: str = "") -> dict:
 
 @dataclass
 class ParseResult:
+    """The env action of one reply, whether it was valid, and why not."""
+
     action: dict
     ok: bool
     error: str = ""  # "" when ok, else the rejection code
@@ -82,6 +84,7 @@ class ParseStats:
     errors: Counter = field(default_factory=Counter)
 
     def add(self, res: ParseResult) -> None:
+        """Count one parse result."""
         if res.ok:
             self.ok += 1
         else:
@@ -89,9 +92,11 @@ class ParseStats:
 
     @property
     def invalid(self) -> int:
+        """Replies that were not valid actions."""
         return sum(self.errors.values())
 
     def as_dict(self) -> dict:
+        """``ok``, ``invalid`` and one ``invalid_<reason>`` count per reason."""
         return {"ok": self.ok, "invalid": self.invalid, **{f"invalid_{k}": v for k, v in sorted(self.errors.items())}}
 
 

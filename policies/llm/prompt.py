@@ -21,16 +21,17 @@ and the counts are about half of a compact feed's tokens.
 Budget: ``feed_tokens`` bounds the feed and users sections together, in estimated tokens:
 the markup (ids, counts, "#", "u", brackets; a digit is a token of its own) is measured by
 rendering the sections with empty texts and costs :data:`MARKUP_TOKENS_PER_CHAR` per
-character; the texts get the rest at ``chars_per_token`` characters per token (4.5;
-English tweets measure 4.6 with SmolLM2; lower it for CJK or emoji-heavy text). When
-every text fits at its per-item cap (``max_post_chars``, ``max_comment_chars``,
-``max_bio_chars``) it is shown whole (a 3-tweet feed is); otherwise comments, quoted texts
-and bios are cut first (one cap for all, so short ones stay whole) down to half the post
-cap, then posts and comments shrink together (comments at half the post cap) down to
-``min_post_chars`` / ``min_comment_chars``. Nothing with an id is ever dropped, so a feed
-whose markup alone nears the budget (many comments, searched users) overruns it rather than
-hiding something the agent could act on. ``feed_tokens=None`` disables the budget
-(per-item caps only). Cuts end on a word boundary when one is near, marked with "…".
+character; the texts get the rest, costed by :class:`.textfit.TextCost` (prose at
+``chars_per_token`` characters per token, 4.5; a digit 1 token, a non-ASCII character 2.5),
+so digit soup or emoji cannot blow the budget. When every text fits at its per-item cap
+(``max_post_chars``, ``max_comment_chars``, ``max_bio_chars``) it is shown whole (a 3-tweet
+feed is); otherwise comments, quoted texts and bios are cut first (one cap for all, so short
+ones stay whole) down to half the post cap, then posts and comments shrink together
+(comments at half the post cap) down to ``min_post_chars`` / ``min_comment_chars``. Nothing
+with an id is ever dropped, so a feed whose markup alone nears the budget (many comments,
+searched users) overruns it rather than hiding something the agent could act on.
+``feed_tokens=None`` disables the budget (per-item caps only). Cuts end on a word boundary
+when one is near, marked with "…". The shared system part lives in :mod:`.catalogue`.
 
 Measured with ``bench/prompt_tokens.py`` (views of a real ``Simulation`` over OASIS
 profiles and posts, SmolLM2's tokenizer and chat template), defaults, 10-post feeds of
@@ -47,12 +48,13 @@ key of the view, or a callable ``(view, sections) -> str``.
 from __future__ import annotations
 
 import copy
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 
 from oasis_gym.actions import ACTION_NAMES, ActionType
 
-from .schema import QUERY_ACTIONS, SchemaConfig, action_fields, feasible_actions, text_limit
+from .catalogue import COUNTS, changeable_counts, system_prompt
+from .schema import SchemaConfig, feasible_actions
+from .textfit import TextCost, author, cut, field, fill_cap, short_time, squash
 
 SECTION_NAMES = ("profile", "memory", "time", "feed", "users", "allowed")
 
@@ -63,80 +65,11 @@ DEFAULT_USER_TEMPLATE = "{profile}\n{memory}\n{time}\n{feed}\n{users}\n{allowed}
 _PERSONA_KEYS = ("persona", "user_char")
 _BIO_KEYS = ("bio", "description")
 _DEMO_KEYS = ("age", "gender", "mbti", "country", "profession")
-# Count fields of a post, their letter, and the actions that can make them non-zero.
-_COUNTS = (
-    ("likes", "L", (ActionType.LIKE_POST,)),
-    ("dislikes", "D", (ActionType.DISLIKE_POST,)),
-    ("reposts", "R", (ActionType.REPOST, ActionType.QUOTE_POST)),
-    ("comments", "C", (ActionType.CREATE_COMMENT,)),
-)
-_ISO_TIME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?$")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_WORD_BACKOFF = 12  # a cut moves back to a word boundary at most this many characters
 # Tokens per character of the feed's markup (ids, counts, "#", "u", brackets): measured with
 # SmolLM2's tokenizer on real feeds (a digit is a token of its own). Prose is ~4.6 chars/token.
 MARKUP_TOKENS_PER_CHAR = 0.8
 
 UserTemplate = str | Callable[[dict, dict], str]
-
-
-def _one_line(text) -> str:
-    return " ".join(str(text or "").split())
-
-
-def _cut(text: str | None, n: int) -> str:
-    """One-line text of at most n characters; a cut ends on a word boundary when one is
-    near (a split word costs extra tokens and reads badly) and is marked with "…"."""
-    s = _one_line(text)
-    if len(s) <= n:
-        return s
-    if n <= 1:
-        return "…"[: max(n, 0)]
-    head = s[: n - 1]
-    space = head.rfind(" ")
-    if space >= len(head) - _WORD_BACKOFF and space > 0:
-        head = head[:space]
-    return head.rstrip(" ,;:.-") + "…"
-
-
-def _squash(name) -> str:
-    return "".join(ch for ch in str(name).lower() if ch.isalnum())
-
-
-def _field(view: dict, keys: Iterable[str]):
-    prof = view.get("profile") if isinstance(view.get("profile"), dict) else {}
-    for k in keys:
-        for src in (view, prof):
-            v = src.get(k)
-            if v not in (None, "", [], ()):
-                return v
-    return None
-
-
-def _fill_cap(lengths: Sequence[int], budget: int, lo: int, hi: int) -> int | None:
-    """Largest cap c in [lo, hi] with sum(min(L, c)) <= budget ("water filling": items
-    shorter than c stay whole, longer ones are all cut to c); None if even lo overruns."""
-
-    def total(c: int) -> int:
-        return sum(min(x, c) for x in lengths)
-
-    if total(lo) > budget:
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if total(mid) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _author(user_id, name) -> str:
-    """``u<id>`` (what a follow reply needs) plus the handle unless it only restates the id."""
-    if user_id is None:
-        return f"@{name or '?'}"
-    uid = int(user_id)
-    return f"u{uid}" if not name or str(name) in (f"user{uid}", f"user_{uid}") else f"u{uid} @{name}"
 
 
 class PromptBuilder:
@@ -197,7 +130,7 @@ class PromptBuilder:
         # which post counts to show: by default those the platform's actions can change
         self._default_counts = counts is None
         self.counts = tuple(counts) if counts is not None else self._changeable_counts()
-        unknown = set(self.counts) - {k for k, _, _ in _COUNTS}
+        unknown = set(self.counts) - {k for k, _, _ in COUNTS}
         if unknown:
             raise ValueError(f"unknown post counts {sorted(unknown)}: likes, dislikes, reposts, comments")
         self.comment_authors = comment_authors
@@ -205,7 +138,10 @@ class PromptBuilder:
         self._system = system_prompt if system_prompt is not None else self._default_system()
 
     def _changeable_counts(self) -> tuple[str, ...]:
-        return tuple(k for k, _, acts in _COUNTS if any(a in self.action_set for a in acts))
+        return changeable_counts(self.action_set)
+
+    def _default_system(self) -> str:
+        return system_prompt(self.action_set, self.schema_config, self.counts)
 
     def for_action_set(self, action_set: Sequence[ActionType]) -> PromptBuilder:
         """This builder for another platform's action set: same settings, and the catalogue,
@@ -218,98 +154,27 @@ class PromptBuilder:
             other._system = other._default_system()
         return other
 
-    # ---- shared part -------------------------------------------------------------------
-    def _catalogue(self) -> list[str]:
-        """Actions grouped by the fields they take, in action-code order."""
-        groups: dict[tuple[str, ...], list[str]] = {}
-        for a in sorted(self.action_set):
-            fields = tuple(f for f in action_fields(a, self.schema_config) if f != "reason")
-            groups.setdefault(fields, []).append(ACTION_NAMES[a])
-        return [f"{', '.join(names)}: {', '.join(f) if f else '-'}" for f, names in groups.items()]
-
-    def _kinds(self) -> set[str]:
-        return {f for a in self.action_set for f in action_fields(a, self.schema_config)}
-
-    def _id_line(self) -> str:
-        """How feed ids map to reply fields, only for the target kinds this platform uses."""
-        ex = [
-            f"{tag}{n} {k} {n}"
-            for k, tag, n in (("post", "#", 7), ("comment", "c", 4), ("user", "u", 5))
-            if f"{k}_id" in self._kinds()
-        ]
-        ex[0:1] = [ex[0].replace(" ", " is ", 1)] if ex else []
-        return ("Ids: " + ", ".join(ex) + ".") if ex else ""
-
-    def _fields_line(self) -> str:
-        """Text limits (a search query's is shorter) and the stance range."""
-        cfg = self.schema_config
-        limits = {a: text_limit(a, cfg) for a in self.action_set if "text" in action_fields(a, cfg)}
-        text = ""
-        if limits:
-            longest = max(limits.values())
-            short = {n for a, n in limits.items() if n < longest and a in QUERY_ACTIONS}
-            text = f"text: max {longest} chars" + (f" ({min(short)} for search)." if short else ".")
-        return " ".join(p for p in (text, "stance: -1 against to 1 for." if "stance" in self._kinds() else "") if p)
-
-    def _counts_line(self) -> str:
-        legend = [f"{c} {k}" for k, c, _ in _COUNTS if k in self.counts]
-        return ("Counts: " + ", ".join(legend) + ".") if legend else ""
-
-    def _example(self) -> str:
-        """One reply in schema order, for an action of this platform (like_post if it has it)."""
-        values = {
-            "post_id": "7",
-            "comment_id": "4",
-            "user_id": "5",
-            "text": '"so true"',
-            "stance": "0.5",
-            "reason": '"funny"',
-        }
-        order = (
-            ActionType.LIKE_POST,
-            ActionType.REPOST,
-            ActionType.LIKE_COMMENT,
-            ActionType.FOLLOW,
-            ActionType.CREATE_POST,
-        )
-        act = next((a for a in order if a in self.action_set), min(self.action_set, default=ActionType.DO_NOTHING))
-        body = "".join(f',"{f}":{values[f]}' for f in action_fields(act, self.schema_config))
-        return f'{{"action":"{ACTION_NAMES[act]}"{body}}}'
-
-    def _default_system(self) -> str:
-        """The shared prefix: what to reply, the catalogue (action: fields), how feed ids map
-        to reply fields, the text/stance ranges, the count letters and one example."""
-        reason = ', "reason"' if self.schema_config.max_reason_chars else ""
-        lines = [
-            "You are a social media user. Choose one action now.",
-            f'Reply with JSON: "action", its fields{reason}. E.g. {self._example()}',
-            "Actions: fields",
-            *self._catalogue(),
-            self._id_line(),
-            self._fields_line(),
-            self._counts_line(),
-        ]
-        return "\n".join(line for line in lines if line)
-
     @property
     def system_prompt(self) -> str:
+        """The shared system message (identical for every agent and step)."""
         return self._system
 
     # ---- per-agent sections --------------------------------------------------------------
     def profile(self, view: dict) -> str:
+        """ "You are <name> (@handle)." plus persona, bio and demographics."""
         name = view.get("name") or view.get("realname") or view.get("user_name") or view.get("agent", "")
         handle = view.get("user_name") or view.get("username")
-        same = handle and _squash(handle) == _squash(name)  # OASIS' "user_13" / "user13"
+        same = handle and squash(handle) == squash(name)  # OASIS' "user_13" / "user13"
         head = f"You are {name}" + (f" (@{handle})." if handle and not same else ".")
         parts = [head]
-        persona = _field(view, _PERSONA_KEYS)
-        bio = _field(view, _BIO_KEYS)
+        persona = field(view, _PERSONA_KEYS)
+        bio = field(view, _BIO_KEYS)
         if persona:
-            parts.append(_cut(persona, self.max_persona_chars))
+            parts.append(cut(persona, self.max_persona_chars))
         if bio and (not persona or str(bio) not in str(persona)):
-            parts.append("Bio: " + _cut(bio, self.max_persona_chars // 2))
-        demo = [str(v) for v in (_field(view, (k,)) for k in _DEMO_KEYS) if v is not None]
-        topics = _field(view, ("interested_topics",))
+            parts.append("Bio: " + cut(bio, self.max_persona_chars // 2))
+        demo = [str(v) for v in (field(view, (k,)) for k in _DEMO_KEYS) if v is not None]
+        topics = field(view, ("interested_topics",))
         if topics:
             demo.append(
                 "interests: " + (", ".join(map(str, topics)) if isinstance(topics, (list, tuple)) else str(topics))
@@ -319,23 +184,17 @@ class PromptBuilder:
         return " ".join(parts)
 
     def memory(self, view: dict, entries: Sequence[str] | None = None) -> str:
+        """The agent's last ``memory_items`` actions, one line ("" if none)."""
         items = list(entries if entries is not None else view.get("memory") or ())
         items = items[-self.memory_items :] if self.memory_items > 0 else []
-        return "Your recent actions: " + "; ".join(_cut(e, self.max_memory_chars) for e in items) if items else ""
+        return "Your recent actions: " + "; ".join(cut(e, self.max_memory_chars) for e in items) if items else ""
 
     @staticmethod
     def time(view: dict) -> str:
         """``Now: <time>``; an ISO date-time loses its year and seconds ("Jan 1 08:06"):
         the digits of "2026-01-01 08:06:00" cost a token each."""
         t = view.get("time")
-        if t is None:
-            return ""
-        m = _ISO_TIME.match(str(t))
-        if m:
-            _, mo, d, hm = m.groups()
-            if 1 <= int(mo) <= 12:
-                t = f"{_MONTHS[int(mo) - 1]} {int(d)} {hm}"
-        return f"Now: {t}"
+        return "" if t is None else f"Now: {short_time(t)}"
 
     # ---- feed ------------------------------------------------------------------------------
     def _comments(self, p: dict) -> list[dict]:
@@ -347,24 +206,24 @@ class PromptBuilder:
         shown = len(self._comments(p))
         counts = " ".join(
             f"{int(p.get(k) or 0)}{c}"
-            for k, c, _ in _COUNTS
+            for k, c, _ in COUNTS
             if k in self.counts and int(p.get(k) or 0) and not (k == "comments" and int(p[k]) <= shown)
         )
-        head = f"#{p['post_id']} {_author(p.get('author_id'), p.get('author_name'))}"
+        head = f"#{p['post_id']} {author(p.get('author_id'), p.get('author_name'))}"
         if counts:
             head += f" [{counts}]"
         if p.get("label"):
             head += f" ({p['label']})"
-        out = [f"{head}: {_cut(p.get('text'), post_cap)}"]
+        out = [f"{head}: {cut(p.get('text'), post_cap)}"]
         if p.get("quoted_text"):
-            out.append(f"  quoting: {_cut(p['quoted_text'], comment_cap)}")
+            out.append(f"  quoting: {cut(p['quoted_text'], comment_cap)}")
         for c in self._comments(p):
             likes = int(c.get("likes") or 0)
             who = f" @{c.get('author_name', '?')}" if self.comment_authors else ""
             out.append(
                 f"  c{c['comment_id']}{who}"
                 + (f" [{likes}L]" if likes else "")
-                + f": {_cut(c.get('text'), comment_cap)}"
+                + f": {cut(c.get('text'), comment_cap)}"
             )
         return out
 
@@ -379,13 +238,14 @@ class PromptBuilder:
         if self.feed_tokens is None or not (posts or users):
             return pmax, cmax
         markup = (len(self._render(posts, 0, 0)) if posts else 0) + len(self._users_text(users, 0))
-        budget = int((self.feed_tokens - markup * MARKUP_TOKENS_PER_CHAR) * self.chars_per_token)
-        plen = [len(_one_line(p.get("text"))) for p in posts]
-        clen = [len(_one_line(p.get("quoted_text"))) for p in posts if p.get("quoted_text")]
-        clen += [len(_one_line(c.get("text"))) for p in posts for c in self._comments(p)]
-        clen += [min(len(_one_line(u.get("bio"))), self.max_bio_chars) for u in users]
+        budget = self.feed_tokens - markup * MARKUP_TOKENS_PER_CHAR
+        cpt = self.chars_per_token
+        pcost = [TextCost(p.get("text"), cpt) for p in posts]
+        ccost = [TextCost(p.get("quoted_text"), cpt) for p in posts if p.get("quoted_text")]
+        ccost += [TextCost(c.get("text"), cpt) for p in posts for c in self._comments(p)]
+        ccost += [TextCost(u.get("bio"), cpt, self.max_bio_chars) for u in users]
         c_floor = min(cmax, max(self.min_comment_chars, pmax // 2))
-        c_cap = _fill_cap(clen, budget - sum(min(x, pmax) for x in plen), c_floor, cmax)
+        c_cap = fill_cap(ccost, budget - sum(t(pmax) for t in pcost), c_floor, cmax)
         if c_cap is not None:  # comments are cut first, down to half the post cap ...
             return pmax, c_cap
 
@@ -394,7 +254,7 @@ class PromptBuilder:
 
         def fits(p: int) -> bool:
             c = comment_cap(p)
-            return sum(min(x, p) for x in plen) + sum(min(x, c) for x in clen) <= budget
+            return sum(t(p) for t in pcost) + sum(t(c) for t in ccost) <= budget
 
         lo, hi = self.min_post_chars, pmax
         if not fits(lo):
@@ -408,6 +268,7 @@ class PromptBuilder:
         return "Feed:\n" + "\n".join(line for p in posts for line in self._post_lines(p, post_cap, comment_cap))
 
     def feed(self, view: dict, caps: tuple[int, int] | None = None) -> str:
+        """The posts, one line each plus quote and comment lines, cut to ``caps``."""
         posts = list(view.get("posts") or ())
         if not posts:
             return "Your feed is empty."
@@ -428,7 +289,7 @@ class PromptBuilder:
     def _users_text(self, users: list[dict], bio_cap: int) -> str:
         cap = min(bio_cap, self.max_bio_chars)
         lines = [
-            _author(u["user_id"], u.get("user_name")) + (f": {_cut(u['bio'], cap)}" if u.get("bio") else "")
+            author(u["user_id"], u.get("user_name")) + (f": {cut(u['bio'], cap)}" if u.get("bio") else "")
             for u in users
         ]
         return "Users:\n" + "\n".join(lines) if lines else ""
@@ -456,6 +317,7 @@ class PromptBuilder:
     def sections(
         self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
     ) -> dict[str, str]:
+        """Each section of the user message by name (see :data:`SECTION_NAMES`)."""
         caps = self.feed_caps(view)
         return {
             "profile": self.profile(view),
@@ -469,6 +331,7 @@ class PromptBuilder:
     def user_message(
         self, view: dict, memory: Sequence[str] | None = None, allowed: Sequence[str] | None = None
     ) -> str:
+        """The agent-specific message: ``user_template`` over the sections."""
         sec = self.sections(view, memory, allowed)
         if callable(self.user_template):
             return self.user_template(view, sec)

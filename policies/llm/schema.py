@@ -99,6 +99,7 @@ def action_fields(action: ActionType, cfg: SchemaConfig) -> list[str]:
 
 
 def text_limit(action: ActionType, cfg: SchemaConfig) -> int:
+    """Maximum characters of an action's text (search queries are shorter)."""
     return cfg.max_query_chars if action in QUERY_ACTIONS else cfg.max_text_chars
 
 

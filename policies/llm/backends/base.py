@@ -33,6 +33,7 @@ class GenerationResult:
 
     @classmethod
     def failed(cls, n: int, error: str, latency_s: float = 0.0) -> GenerationResult:
+        """A result in which all ``n`` requests failed with ``error``."""
         return cls([""] * n, [0] * n, [0] * n, ["error"] * n, [error] * n, latency_s)
 
     def __len__(self) -> int:
@@ -53,9 +54,12 @@ class LLMBackend(Protocol):
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
-    ) -> GenerationResult: ...
+    ) -> GenerationResult:
+        """One reply per conversation, constrained by ``schemas[i]`` (None: free text)."""
+        ...
 
 
 def check_batch(conversations: list[Messages], schemas: list[dict | None]) -> None:
+    """Raise ValueError unless there is one schema per conversation."""
     if len(conversations) != len(schemas):
         raise ValueError(f"{len(conversations)} conversations but {len(schemas)} schemas")

