@@ -83,6 +83,7 @@ class EnvFactory:
         self.config, self.overrides = config, overrides
 
     def __call__(self):
+        """A new env of the configured settings."""
         return self.config.make(**self.overrides)
 
 
