@@ -27,7 +27,12 @@ import gymnasium as gym
 import numpy as np
 
 from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_point
-from oasis_gym.platform import MISINFO_LABEL, REMOVED, TRUE_LABEL
+from oasis_gym.actions import ActionType as A
+from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
+from oasis_gym.platform_agents import esteban_ray, exposure_stats
+from oasis_gym.recsys import DEFAULT_WEIGHTS
+
+from .social_env import SocialMediaEnv, load_population
 
 PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
 TRAIN_SEED_MIN = 2**20  # unseeded resets draw episode seeds >= this
@@ -117,7 +122,6 @@ class PlatformAgentEnv(gym.Env):
         return self.parallel_env.sim
 
     def _build(self) -> None:
-        from .social_env import SocialMediaEnv, load_population
 
         kw = dict(self._env_kwargs)
         users, pop_seed = kw.pop("users"), kw.pop("population_seed")
@@ -165,7 +169,6 @@ class PlatformAgentEnv(gym.Env):
         """Play the learner's action for one step; returns (obs, reward, terminated, truncated, info)."""
         if self._env is None or not self._env.agents:
             raise RuntimeError("step() called before reset() or after the episode ended")
-        from oasis_gym.platform_agents import exposure_stats
 
         env, sim = self._env, self._env.sim
         served = exposure_stats(sim)
@@ -182,7 +185,6 @@ class PlatformAgentEnv(gym.Env):
         return self._obs(), reward, False, truncated, info
 
     def _initial_weights(self) -> np.ndarray:
-        from oasis_gym.recsys import DEFAULT_WEIGHTS
 
         weights = self._env_kwargs.get("recsys_params", {}).get("weights")
         return np.asarray(weights if weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
@@ -198,8 +200,6 @@ class PlatformAgentEnv(gym.Env):
 
     def _info(self, sim, out, served_stats: tuple[float, float, int], before: tuple[np.ndarray, int]) -> dict:
         """Emergent metrics of this step (exposure of the feeds users acted on, actions, opinions)."""
-        from oasis_gym.actions import ActionType as A
-        from oasis_gym.platform_agents import esteban_ray
 
         ok = out.results == 0
         engaged = int(
@@ -269,7 +269,6 @@ def _moderation_counts(sim) -> tuple[np.ndarray, int]:
 
 def _moderated_since(sim, before: tuple[np.ndarray, int]) -> dict:
     """Posts that entered each moderation status this step, and users suspended this step."""
-    from oasis_gym.platform import DOWNRANKED, LABELLED
 
     status, suspended = before
     pf = sim.platform
@@ -315,7 +314,6 @@ class _EpisodeStats:
 def moderation_outcome(sim) -> dict:
     """Who the moderation hit: shares of misinformation / true / unlabelled original posts
     (quotes included, reposts excluded) with any moderation status."""
-    from oasis_gym.platform import REPOST
 
     pf = sim.platform
     original = pf.p_kind.a != REPOST

@@ -112,13 +112,16 @@ from typing import Any
 
 import numpy as np
 
+from oasis_gym.platform_agents import RECOMMENDER_FEATURES, RecommenderAgent
+from oasis_gym.recsys import CANDIDATE_FEATURES
+
 from .gym_registry import PlatformAgentEnv, PlatformRule, register_gym_envs
+from .platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
 
 __all__ = ["RecommenderEnv", "register_gym_envs"]
 
 
 def _moderator_rule(moderator) -> PlatformRule | None:
-    from .platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
 
     if moderator is None or callable(moderator):
         return moderator
@@ -148,7 +151,6 @@ class RecommenderEnv(PlatformAgentEnv):
 
     @staticmethod
     def _make_agent(params: dict):
-        from oasis_gym.platform_agents import RecommenderAgent
 
         return RecommenderAgent(**params)
 
@@ -169,7 +171,6 @@ class RecommenderEnv(PlatformAgentEnv):
     def _obs(self) -> np.ndarray:
         if self.feed is None:
             return super()._obs()
-        from oasis_gym.platform_agents import RECOMMENDER_FEATURES
 
         x = np.zeros(self.observation_space.shape, dtype=np.float32)
         x[: len(RECOMMENDER_FEATURES)] = self._scorer.observe(_PoolFree(self._env.sim))[: len(RECOMMENDER_FEATURES)]
@@ -198,6 +199,5 @@ class _PoolFree:
     @staticmethod
     def candidate_pool_stats(platform) -> np.ndarray:
         """Zeros: no candidate pool in feed mode."""
-        from oasis_gym.recsys import CANDIDATE_FEATURES
 
         return np.zeros(2 * len(CANDIDATE_FEATURES), dtype=np.float32)

@@ -14,8 +14,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from oasis_gym import population as popmod
 from oasis_gym.actions import NUM_ACTIONS, RESULT_NAMES
 from oasis_gym.errors import ConfigError
+from oasis_gym.platform.journal import read_meta
 from oasis_gym.platform.journal_file import check_distinct, connect_readonly
 from oasis_gym.platform.platform import action_name
 from oasis_gym.simulation import (
@@ -28,6 +30,7 @@ from oasis_gym.simulation import (
     Simulation,
     SimulationConfig,
     StepOutcome,
+    check_resumable,
 )
 
 _ID_HIGH = 2**62
@@ -35,7 +38,6 @@ _ID_HIGH = 2**62
 
 def load_population(users, population_seed: int = 0):
     """`users` may be a Population, a profile file path (.csv / .json) or a user count."""
-    from oasis_gym import population as popmod
 
     if isinstance(users, (bool, np.bool_)):
         raise ConfigError(f"users must be a user count, a profile path or a Population, got {users!r}")
@@ -103,8 +105,6 @@ class SocialMediaEnv(ParallelEnv):
         """Continue a run from its journal: the state after its last completed step, with the
         saved random generator states, so a non-LLM run continues bit-identically.
         `overrides` change config values (e.g. a larger `max_cycles`)."""
-        from oasis_gym.platform.journal import read_meta
-        from oasis_gym.simulation import check_resumable
 
         meta = check_resumable(read_meta(db_path), db_path)
         if overrides.get("platform", meta["config"]["platform"]) != meta["config"]["platform"]:

@@ -52,7 +52,9 @@ from .platform import ActionBatch, Journal, JournalError, Platform, PlatformConf
 from .platform.journal import RowWriter, Same, read_meta
 from .platform.journal_file import JournalLock
 from .platform.platform import REPOST
+from .recsys import make_recommender
 from .simulation_config import SimulationConfig, check_resumable, platform_config
+from .step_atomic import capture, restore
 from .step_input import check_step_input
 
 # the data types live in batches.py, the settings in simulation_config.py; policies and envs
@@ -84,7 +86,6 @@ class Simulation(Observer, FeedViews):
         reward_fn: RewardFn | None = None,
         setup: Callable[[Simulation], None] | None = None,
     ):
-        from .recsys import make_recommender
 
         self.population = population
         self.config = cfg = config or SimulationConfig()
@@ -253,7 +254,6 @@ class Simulation(Observer, FeedViews):
         the failed call never had."""
         self.require_live()
         checked = check_step_input(acts, platform_actions, self.platform_agents)
-        from .step_atomic import capture, restore
 
         saved = capture(self)
         try:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+from oasis_gym.envs.social_env import parse_action
 
 from oasis_gym.simulation import ActionArrays, ObsBatch
 
@@ -159,7 +160,6 @@ class FunctionPolicy(DictPolicy):
 
 def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
     """Columnar actions from PettingZoo-style action values (see social_env.parse_action)."""
-    from oasis_gym.envs.social_env import parse_action
 
     rows = [parse_action(a) for a in actions]
     n = len(rows)

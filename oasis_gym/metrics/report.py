@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oasis_gym.metrics.formulas import gini
+from oasis_gym.metrics.offline import offline_metrics
 from oasis_gym.metrics.report_plots import (
     Metrics,
     cascade_curves_plot,
@@ -31,6 +32,7 @@ from oasis_gym.metrics.report_plots import (
     table_exists,
 )
 from oasis_gym.metrics.tensorboard import read_metrics
+from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
 
 __all__ = ["make_report", "main", "opinion_grid"]
 
@@ -145,8 +147,6 @@ def _read_metric_table(conn: sqlite3.Connection, notes: list[str]) -> Metrics:
 def _offline_metrics(db_path: Path, notes: list[str]) -> Metrics:
     """No recorded metrics (an OASIS database, or a run without a recorder): the curves the
     tables allow, computed by the online recorder's code (metrics.offline)."""
-    from oasis_gym.metrics.offline import offline_metrics
-    from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
 
     try:
         metrics, more = offline_metrics(db_path)

@@ -28,6 +28,7 @@ from .apply import (
     REMOVE_PHASE,
     ApplyActions,
 )
+from .checkpoint import capture, restore
 from .config import (
     DOWNRANKED,
     EPOCH,
@@ -153,14 +154,12 @@ class Platform(ApplyActions, PlatformQueries):
         """Start recording: `rollback(cp)` then restores exactly the state of now (a step that
         fails midway leaves no trace). Costs O(columns) now and O(rows written) per write:
         appended rows are undone by length, rows written in place keep their old values."""
-        from .checkpoint import capture
 
         self._undo = []
         return capture(self)
 
     def rollback(self, cp: Checkpoint) -> None:
         """Restore the state of `checkpoint()` and stop recording."""
-        from .checkpoint import restore
 
         undo, self._undo = self._undo or [], None
         restore(self, cp, undo)

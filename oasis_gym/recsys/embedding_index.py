@@ -13,11 +13,11 @@ import numpy as np
 
 from ..platform import REPOST
 from ..platform.store import GrowArray
+from ..population import TOPICS
 from .embed import Embedder, l2_normalize, make_embedder
 
 
 def _topic_names() -> tuple[str, ...]:
-    from ..population import TOPICS
 
     return TOPICS
 

@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from oasis_gym.envs import reddit_v0, twitter_v0
+from oasis_gym.run import simulate
+
 from ..actions import ACTION_BY_NAME
 from ..metrics.online import MetricsRecorder
 from ..metrics.tensorboard import MetricsTable, TensorBoardLogger
@@ -112,7 +115,6 @@ class Scenario:
     def make_env(self, **overrides: Any):
         """The env with this scenario's population and `setup`; `env.scenario` holds the kind
         object (ids it seeded, its metrics). Keyword arguments override [env] values."""
-        from oasis_gym.envs import reddit_v0, twitter_v0
 
         handler = KINDS[self.kind](self.config)
         population = handler.population()
@@ -153,7 +155,6 @@ class Scenario:
         """Run the scenario and return its figures (JSON-able dict; `summary` holds the
         headline numbers, `run` the bookkeeping). `overwrite` lets it replace an existing
         journal at `db_path`."""
-        from oasis_gym.run import simulate
 
         steps = self.steps if steps is None else int(steps)
         seed = self.seed if seed is None else int(seed)
