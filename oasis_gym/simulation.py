@@ -272,7 +272,8 @@ class Simulation(Observer, FeedViews):
             raise RuntimeError("this env is closed (close() was called): call reset() to start a new episode")
 
     def _step(self, users: np.ndarray, cols: tuple, texts_in, stance_in, platform_actions: dict) -> StepOutcome:
-        pf, obs = self.platform, self.obs
+        """One step in named phases: platform agents act, the users' actions are admitted and
+        resolved to targets, the platform applies them, then the step is committed."""
         served = None
         if self.platform_agents:
             from .platform_agents import exposure_stats
@@ -280,6 +281,17 @@ class Simulation(Observer, FeedViews):
             served = exposure_stats(self)
         if "moderator_0" in platform_actions:
             self.platform_agents["moderator_0"].apply(self, platform_actions["moderator_0"])
+        batch, ignored = self._admit(users, cols, texts_in, stance_in)
+        out = self._apply(batch, ignored)
+        if "recommender_0" in platform_actions:
+            self.platform_agents["recommender_0"].apply(self, platform_actions["recommender_0"])
+        self._commit(out, served)
+        return out
+
+    def _admit(self, users: np.ndarray, cols: tuple, texts_in, stance_in) -> tuple[ActionBatch, np.ndarray]:
+        """The actions of active users (a user's first action only), their feed slots turned
+        into platform ids, texts and stances filled; and the users whose actions were ignored."""
+        obs = self.obs
         n = len(users)
         rows = np.searchsorted(obs.users, users)
         rows = np.minimum(rows, max(len(obs.users) - 1, 0))
@@ -303,10 +315,16 @@ class Simulation(Observer, FeedViews):
         texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
         stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
         if self.config.auto_text:
-            fill_text(pf, self.rng_text, users, action, texts, stance)
+            fill_text(self.platform, self.rng_text, users, action, texts, stance)
         if self.config.stance_scorer == "lexicon":
             score_stance(action, texts, stance)
-        res, new_ids = pf.apply(ActionBatch(users, action, target, texts, stance))
+        return ActionBatch(users, action, target, texts, stance), ignored
+
+    def _apply(self, batch: ActionBatch, ignored: np.ndarray) -> StepOutcome:
+        """The platform applies the batch; the outcome carries rewards and resolved targets."""
+        pf = self.platform
+        users, action, target, texts = batch.user, batch.action, batch.target, batch.text
+        res, new_ids = pf.apply(batch)
         self._record_views(users, action, texts, res)
         # the platform resolves reposts to roots; recompute the resolved target for rewards
         resolved = target.copy()
@@ -318,8 +336,13 @@ class Simulation(Observer, FeedViews):
         out.rewards = self.reward_fn(self, out)
         self.recsys.update(pf)
         self.last_outcome = out
-        if "recommender_0" in platform_actions:
-            self.platform_agents["recommender_0"].apply(self, platform_actions["recommender_0"])
+        return out
+
+    def _commit(self, out: StepOutcome, served) -> None:
+        """Journal the step (hooks first, in its transaction), advance the clock, activate the
+        next users and reward the platform agents; a failure anywhere leaves neither memory
+        nor journal changed (the caller restores memory, the journal aborts)."""
+        pf, obs = self.platform, self.obs
 
         def extra(conn):
             for hook in self.step_hooks:
@@ -348,4 +371,3 @@ class Simulation(Observer, FeedViews):
         except BaseException:
             journal.abort_step()
             raise
-        return out
