@@ -46,43 +46,62 @@ def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Calla
     if log.new_users:
         ids = np.unique(np.concatenate(log.new_users))  # a sign-up may repeat a new user
         _write_users(conn, sql, pf, ids, now)
-    if log.new_posts:
-        ids = np.concatenate(log.new_posts)
-        minutes = pf.p_minute.a[ids]
-        sql.rows(
-            "INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind,"
-            " step, minute, stance, label, status) VALUES ",
-            [
-                ids,
-                pf.p_author.a[ids],
-                [None if r < 0 else r for r in pf.p_root.a[ids].tolist()],
-                [pf.p_content[p] for p in ids.tolist()],
-                [pf.p_quote[p] for p in ids.tolist()],
-                [pf.created_at(m) for m in minutes.tolist()],
-                pf.p_kind.a[ids],
-                pf.p_step.a[ids],
-                minutes,
-                nan_to_null(pf.p_stance.a[ids]),
-                pf.p_label.a[ids],
-                pf.p_status.a[ids],
-            ],
-        )
-    if log.new_comments:
-        ids = np.concatenate(log.new_comments)
-        minutes = pf.c_minute.a[ids]
-        sql.rows(
-            "INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance) VALUES ",
-            [
-                ids,
-                pf.c_post.a[ids],
-                pf.c_author.a[ids],
-                [pf.c_content[c] for c in ids.tolist()],
-                [pf.created_at(m) for m in minutes.tolist()],
-                pf.c_step.a[ids],
-                minutes,
-                nan_to_null(pf.c_stance.a[ids]),
-            ],
-        )
+    _write_posts(sql, pf, log)
+    _write_comments(sql, pf, log)
+    _write_relations(sql, log, now)
+    _write_counters(sql, pf, log)
+    _write_history(sql, log, now, step)
+
+
+def _write_posts(sql: RowWriter, pf: Platform, log: StepLog) -> None:
+    """The step's new posts (reposts and quotes included)."""
+    if not log.new_posts:
+        return
+    ids = np.concatenate(log.new_posts)
+    minutes = pf.p_minute.a[ids]
+    sql.rows(
+        "INSERT INTO post(post_id, user_id, original_post_id, content, quote_content, created_at, kind,"
+        " step, minute, stance, label, status) VALUES ",
+        [
+            ids,
+            pf.p_author.a[ids],
+            [None if r < 0 else r for r in pf.p_root.a[ids].tolist()],
+            [pf.p_content[p] for p in ids.tolist()],
+            [pf.p_quote[p] for p in ids.tolist()],
+            [pf.created_at(m) for m in minutes.tolist()],
+            pf.p_kind.a[ids],
+            pf.p_step.a[ids],
+            minutes,
+            nan_to_null(pf.p_stance.a[ids]),
+            pf.p_label.a[ids],
+            pf.p_status.a[ids],
+        ],
+    )
+
+
+def _write_comments(sql: RowWriter, pf: Platform, log: StepLog) -> None:
+    """The step's new comments."""
+    if not log.new_comments:
+        return
+    ids = np.concatenate(log.new_comments)
+    minutes = pf.c_minute.a[ids]
+    sql.rows(
+        "INSERT INTO comment(comment_id, post_id, user_id, content, created_at, step, minute, stance) VALUES ",
+        [
+            ids,
+            pf.c_post.a[ids],
+            pf.c_author.a[ids],
+            [pf.c_content[c] for c in ids.tolist()],
+            [pf.created_at(m) for m in minutes.tolist()],
+            pf.c_step.a[ids],
+            minutes,
+            nan_to_null(pf.c_stance.a[ids]),
+        ],
+    )
+
+
+def _write_relations(sql: RowWriter, log: StepLog, now: str) -> None:
+    """Relation rows (follow, like, mute, report, ...) added and deleted by their row ids."""
     for name, chunks in log.inserts.items():
         table, id_col, col_a, col_b = RELATION_TABLES[name]
         a, b = unpack_keys(np.concatenate([keys for keys, _ in chunks]))
@@ -97,6 +116,10 @@ def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Calla
     for name, chunks in log.deletes.items():
         table, id_col, _, _ = RELATION_TABLES[name]
         sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
+
+
+def _write_counters(sql: RowWriter, pf: Platform, log: StepLog) -> None:
+    """The counters of the posts, comments and users the step touched."""
     # Counter updates as upserts of rows that exist (written at creation, earlier in this
     # transaction at the latest): half the cost of UPDATE ... FROM (VALUES ...), which
     # materializes and joins the values first.
@@ -109,6 +132,10 @@ def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Calla
             ids = np.unique(np.concatenate(touched))
             head, tail = _upsert_sql(table, key, tuple(columns))
             sql.rows(head, [ids, *(getattr(pf, attr).a[ids].astype(np.int64) for attr in columns.values())], tail)
+
+
+def _write_history(sql: RowWriter, log: StepLog, now: str, step: int) -> None:
+    """The step's trace rows, opinion records and moderation records."""
     for tr in log.traces:
         sql.rows(
             "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES ",
