@@ -1,4 +1,6 @@
-"""Acceptance benchmark: PPO platform agents vs fixed baselines on `misinfo_stream`.
+"""Acceptance benchmark: PPO platform agents vs fixed baselines on each env's default scenario
+(`misinfo_stream` for the recommender, `misinfo_brigading` -- the same plus report brigading --
+for the moderator).
 
     python bench/train_eval.py                          # both agents, training seeds 0 and 1
     python bench/train_eval.py --agents moderator --seeds 0 1 2
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     out: dict = {
         "bench": "train_eval",
-        "scenario": "misinfo_stream",
+        "scenario": {"recommender": "misinfo_stream", "moderator": "misinfo_brigading"},
         "users": args.users or 1000,
         "n_envs": args.n_envs,
         "eval_seeds": args.eval_seeds,

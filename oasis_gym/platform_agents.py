@@ -16,11 +16,14 @@ Recommender
                  + diversity_bonus * cross_cutting_share  (defaults 10, 1, 50, 0.2);
                  the components of the last step in `last_components`.
 Moderator
-    observation  Box(M * 15): the top-M visible posts by recent spread (velocity = likes +
+    observation  Box(M * 18): the top-M visible posts by recent spread (velocity = likes +
                  shares + comments per hour of age, over the last `window_minutes`), each:
                  log velocity, log likes, log shares, reports, log reports per hour of age,
                  age (h), log author followers, log author removed posts, log author posts
-                 fact-checked as misinformation, author suspended, fact-check verdict (+1 /
+                 fact-checked as misinformation, author suspended, log author posts
+                 fact-checked true, the share of its reporters with a false-report record
+                 (they reported another post fact-checked true), its reporters' mean log
+                 number of other reports (evidence against report brigading), fact-check verdict (+1 /
                  -1 / 0 none), fact-check pending, moderation status, hours since reset,
                  slot filled. Heavy-tailed counts are log1p-scaled (VecNormalize alone lets a
                  few viral posts dominate their statistics). No ground truth: labels reach it
@@ -67,6 +70,9 @@ MODERATOR_POST_FEATURES = (
     "log_author_removed",
     "log_author_flagged",
     "author_suspended",
+    "log_author_cleared",
+    "reporters_false_report_share",
+    "log_reporter_activity",
     "fact_check",
     "fact_check_pending",
     "status",
@@ -301,6 +307,8 @@ class ModeratorAgent:
             )
             age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
             reports = pf.p_reports.a[p]
+            checked = fc.verdicts[: pf.n_posts]
+            cleared = np.bincount(pf.p_author.a[: pf.n_posts][checked < 0], minlength=pf.n_users)
             x[filled] = np.stack(
                 [
                     np.log1p(self._velocity(pf, p)),
@@ -315,6 +323,8 @@ class ModeratorAgent:
                     np.log1p(removed[author]),
                     np.log1p(fc.author_flags[author]),
                     pf.u_suspended.a[author],
+                    np.log1p(cleared[author]),
+                    *self._reporter_evidence(pf, fc, p, reports),
                     fc.verdicts[p],
                     fc.pending(p),
                     pf.p_status.a[p],
@@ -324,6 +334,32 @@ class ModeratorAgent:
                 axis=1,
             )
         return x.reshape(-1)
+
+    @staticmethod
+    def _reporter_evidence(pf, fc, posts: np.ndarray, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Who reported each post, from the platform's report records (never the label):
+        the share of its reporters who reported some *other* post that fact-checks found
+        true (a false-report record), and the mean log1p of the number of other posts its
+        reporters reported (how prolific they are). 0 for a post without reports."""
+        from .platform.store import unpack_keys
+
+        share = np.zeros(len(posts), np.float32)
+        activity = np.zeros(len(posts), np.float32)
+        rel = pf.rel["report"]
+        if not len(rel) or not reports.any():
+            return share, activity
+        u, q = unpack_keys(rel.keys())
+        false = fc.verdicts[q] < 0  # the reported post was fact-checked true
+        n_false = np.bincount(u, weights=false, minlength=pf.n_users)
+        n_all = np.bincount(u, minlength=pf.n_users)
+        slot = np.full(pf.n_posts, -1, np.int64)
+        slot[posts] = np.arange(len(posts))
+        mine = slot[q] >= 0
+        u, s, own_false = u[mine], slot[q[mine]], false[mine]
+        k = np.maximum(np.bincount(s, minlength=len(posts)), 1)
+        share[:] = np.bincount(s, weights=(n_false[u] - own_false) > 0, minlength=len(posts)) / k
+        activity[:] = np.bincount(s, weights=np.log1p(n_all[u] - 1), minlength=len(posts)) / k
+        return share, activity
 
     def validate(self, action) -> np.ndarray | PostActions:
         """The action as one code per slot (a `PostActions` checked and kept), or ValueError
