@@ -32,7 +32,10 @@ view, the most reported unchecked ones, are sent to fact-checkers; the verdict c
 `MultiDiscrete([5] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
 3 remove, 4 remove and suspend the author. Effects are real and journaled: labels show
 in feeds, downranked posts rank lower, removed posts leave every feed, suspended users
-never activate again. Actions on empty slots are ignored.
+never activate again. Actions on empty slots are ignored. With `agent_params={"check_action":
+True}` the space is `MultiDiscrete([6] * top_m)` and code 5 sends the post to fact-checkers
+(the first `check_budget` such requests of a step, in view order; no moderation, no cost):
+the moderator then chooses which posts get checked, and the service picks none itself.
 
 ## Observation space
 `Box(-inf, inf, (top_m * 18,))`, float32, slot-major: per post slot log(1 + velocity)
@@ -80,7 +83,7 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   `f(sim) -> weights` for `recommender_0` (then `recsys="agent"` is used), e.g.
   `FixedWeights(...)` or a trained recommender.
 - `agent_params`: `ModeratorAgent` fields (`top_m`, `window_minutes`, `action_cost`,
-  `check_budget`, `check_delay`, `check_error`);
+  `check_budget`, `check_delay`, `check_error`, `check_action`);
   they override the scenario's (`misinfo_stream` sets `top_m=20`; without a scenario the
   `ModeratorAgent` default is 10).
 
@@ -89,6 +92,7 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   plus coordinated false reports; `scenario="misinfo_stream"` gives the previous one);
   18 features per slot (author's posts fact-checked true, reporters' false-report share,
   reporters' activity). Models trained on 15 features do not load into this space.
+  Optional `check_action`: fact-check requests as action code 5 (off by default).
 - v0 (issue 18): 15 features per slot (log-scaled counts, report velocity, author
   suspended, hours since reset); the label left the observation (fact-checks, author history instead);
   the oracle acts platform-wide; no stale action cost; `max_episode_steps=50`.

@@ -29,7 +29,8 @@ Moderator
                  few viral posts dominate their statistics). No ground truth: labels reach it
                  only through the noisy, delayed, budgeted fact-checks (oasis_gym.fact_check).
     action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
-                 remove + suspend the author. Effects are real and journaled: labels show in
+                 remove + suspend the author (`check_action`: MultiDiscrete([6] * M), code 5
+                 = request a fact-check of the post). Effects are real and journaled: labels show in
                  feeds and text, downranked posts score lower, removed posts leave every
                  feed, suspended users never activate again. `PostActions` (posts named
                  directly) is the privileged form the oracle upper bound uses.
@@ -245,12 +246,16 @@ class ModeratorAgent:
     check_budget: int = 2  # fact-checks sent per step (see oasis_gym.fact_check)
     check_delay: int = 2  # steps until a verdict comes back
     check_error: float = 0.1  # probability a verdict is wrong
+    # False: the service picks the checks (most reported first); True: the action picks them,
+    # code 5 of a slot = "send this post to fact-checkers" (within `check_budget`, by view order)
+    check_action: bool = False
 
     def __post_init__(self):
         from .fact_check import FactChecker
 
+        self.n_codes = len(MODERATION_ACTIONS) + (1 if self.check_action else 0)
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.top_m * len(MODERATOR_POST_FEATURES),), np.float32)
-        self.action_space = spaces.MultiDiscrete([len(MODERATION_ACTIONS)] * self.top_m)
+        self.action_space = spaces.MultiDiscrete([self.n_codes] * self.top_m)
         self.slots = np.full(self.top_m, -1, dtype=np.int64)
         self.fact_check = FactChecker(self.check_budget, self.check_delay, self.check_error)
         self.true_actions = 0
@@ -289,7 +294,7 @@ class ModeratorAgent:
         fc.deliver(sim)
         self.slots = self.candidates(sim)
         filled = self.slots >= 0
-        if filled.any():
+        if filled.any() and not self.check_action:
             fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
         return self.features(sim)
 
@@ -370,9 +375,7 @@ class ModeratorAgent:
             if posts.shape != kinds.shape or ((kinds < 1) | (kinds >= len(MODERATION_ACTIONS))).any():
                 raise ValueError("PostActions needs post ids and action codes 1-4 of the same length")
             return PostActions(posts, kinds, action.suspend_users)
-        err = ValueError(
-            f"moderator_0 action must be {self.top_m} integers in [0, {len(MODERATION_ACTIONS) - 1}], got {action!r}"
-        )
+        err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {self.n_codes - 1}], got {action!r}")
         try:
             a = np.asarray(action).reshape(-1)
         except (TypeError, ValueError):
@@ -381,7 +384,7 @@ class ModeratorAgent:
             raise err
         if not np.issubdtype(a.dtype, np.integer) and not (np.all(np.isfinite(a)) and np.all(a == np.round(a))):
             raise err
-        if np.any(a < 0) or np.any(a >= len(MODERATION_ACTIONS)):
+        if np.any(a < 0) or np.any(a >= self.n_codes):
             raise err
         return a.astype(np.int64)
 
@@ -395,8 +398,11 @@ class ModeratorAgent:
             if ((posts < 0) | (posts >= pf.n_posts)).any():
                 raise ValueError("PostActions needs existing post ids")
         else:
-            act = (a > 0) & (self.slots >= 0)
+            act = (a > 0) & (a < len(MODERATION_ACTIONS)) & (self.slots >= 0)
             posts, kinds = self.slots[act], a[act]
+            if self.check_action:  # fact-check requests: no moderation, no cost; on a copy, so
+                self.fact_check = self.fact_check.copy()  # a failed step gets the old service back
+                self.fact_check.request(sim, self.slots[(a == len(MODERATION_ACTIONS)) & (self.slots >= 0)])
         self.actions_taken = len(posts)
         self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
         for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):
