@@ -2,10 +2,13 @@
 rules on the same evidence the learner sees, on training-distribution seeds.
 
     python bench/moderator_headroom.py --seeds 6
+    python bench/moderator_headroom.py --seeds 6 --scenario misinfo_stream   # without brigading
 
 Every rule reads only what the moderator's observation holds (reports, post age, the
-author's followers, fact-check verdicts, the clock); none reads the label. Scored by the
-moderator's own return on `misinfo_stream` (1 000 ABM users, 50 steps), next to no
+author's followers, fact-check verdicts, who reported, the clock); none reads the label.
+Scored by the moderator's own return on Moderator-v0's default scenario
+(`misinfo_brigading`: `misinfo_stream` plus report brigading; 1 000 ABM users, 50 steps),
+or `--scenario`, next to no
 moderation and the oracle (`oracle_suspend`, the upper bound). Where the misinformation
 impressions happen is measured too: the share of them on posts at most one step old,
 served before any moderator has seen the post (its suspension of the source is the only
@@ -32,10 +35,15 @@ def rule(
     young: tuple[int, float] | None = None,
     early: tuple[int, int] | None = None,
     verdict: bool = False,
+    evidence: bool = False,
 ):
     """Remove + suspend at >= `threshold` reports; `young` (t, hours): also at >= t reports on
     posts younger than `hours`; `early` (t, steps): threshold t during the first steps;
-    `verdict`: also on a fact-check verdict of misinformation."""
+    `verdict`: also on a fact-check verdict of misinformation; `evidence`: not on posts whose
+    reports look like brigading (half or more of the reporters have a false-report record)
+    or whose author has more posts fact-checked true than as misinformation (thresholds
+    chosen a priori, from the feature's meaning)."""
+    from oasis_gym.platform_agents import MODERATOR_POST_FEATURES as F
 
     def act(obs):
         sim = env.sim
@@ -50,6 +58,12 @@ def rule(
             hit |= (rep >= young[0]) & ((pf.minute - pf.p_minute.a[p]) / 60.0 <= young[1])
         if verdict:
             hit |= agent.fact_check.verdicts[p] > 0
+        if evidence:
+            x = np.asarray(obs).reshape(agent.top_m, len(F))
+            col = {n: x[:, i] for i, n in enumerate(F)}
+            brigade_like = col["reporters_false_report_share"] >= 0.5
+            cleared = col["log_author_cleared"] > col["log_author_flagged"]
+            hit &= ~(brigade_like | cleared) | (agent.fact_check.verdicts[p] > 0)
         return np.where(ok & hit, 4, 0)
 
     return act
@@ -60,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, default=6)
     p.add_argument("--users", type=int, default=None)
+    p.add_argument("--scenario", default="misinfo_brigading", choices=("misinfo_brigading", "misinfo_stream"))
     args = p.parse_args(argv)
     from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
     from oasis_gym.train.common import EnvConfig
@@ -69,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
     start, load = time.perf_counter(), os.getloadavg()
     seeds = [TRAIN_SEED_MIN + 1 + i for i in range(args.seeds)]
-    config = EnvConfig(kind="moderator", users=args.users)
+    config = EnvConfig(kind="moderator", users=args.users, scenario=args.scenario)
     env = config.make()
     young_share: list[float] = []
 
@@ -90,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         "3, or 2 on posts < 6 min old": rule(env, 3, young=(2, 0.1)),
         "3, or 2 in the first 8 steps": rule(env, 3, early=(2, 8)),
         "3, or a misinformation verdict": rule(env, 3, verdict=True),
+        "3, not on brigade-like reports": rule(env, 3, evidence=True),
+        "2, not on brigade-like reports": rule(env, 2, evidence=True),
     }
     out: dict = {}
     for name, act in rules.items():
@@ -112,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "bench": "moderator_headroom",
+                "scenario": args.scenario,
                 "seeds": seeds,
                 "rules": out,
                 "wall_s": time.perf_counter() - start,

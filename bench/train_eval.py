@@ -1,7 +1,10 @@
-"""Acceptance benchmark: PPO platform agents vs fixed baselines on `misinfo_stream`.
+"""Acceptance benchmark: PPO platform agents vs fixed baselines on each env's default scenario
+(`misinfo_stream` for the recommender, `misinfo_brigading` -- the same plus report brigading --
+for the moderator).
 
     python bench/train_eval.py                          # both agents, training seeds 0 and 1
     python bench/train_eval.py --agents moderator --seeds 0 1 2
+    python bench/train_eval.py --agents moderator --mod-agent-param check_action=1  # PPO picks the checks
     python bench/train_eval.py --users 200 --rec-timesteps 400 --mod-timesteps 400 --eval-seeds 2  # smoke
 
 Scenario: 1 000 ABM users (`oasis_gym.scenarios.misinfo_stream`), 50-step episodes.
@@ -54,7 +57,8 @@ def _train_args(module, kind: str, args, seed: int, timesteps: int):
     from oasis_gym.train.common import EnvConfig
 
     a = module.Args()
-    a.env = EnvConfig(kind=kind, users=args.users)
+    params = dict(args.mod_agent_param) if kind == "moderator" else {}
+    a.env = EnvConfig(kind=kind, users=args.users, agent_params=params)
     a.eval_seeds = tuple(range(1000, 1000 + args.eval_seeds))
     a.ppo.total_timesteps, a.ppo.time_limit_s, a.ppo.n_envs = timesteps, None, args.n_envs
     a.ppo.seed, a.ppo.out_dir, a.ppo.checkpoint_every = seed, str(Path(args.out) / f"{kind}_seed{seed}"), 0
@@ -119,12 +123,22 @@ def run_agent(kind: str, args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the bench for the chosen agents; one JSON line on stdout."""
+    from oasis_gym.train.args import key_value
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--agents", nargs="+", choices=("recommender", "moderator"), default=["recommender", "moderator"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="PPO training seeds")
     p.add_argument("--rec-timesteps", type=int, default=8000, help="recommender PPO timesteps per training seed")
     p.add_argument("--mod-timesteps", type=int, default=14000, help="moderator PPO timesteps per training seed")
     p.add_argument("--n-envs", type=int, default=2)
+    p.add_argument(
+        "--mod-agent-param",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="moderator agent field, e.g. check_action=1 (repeatable)",
+    )
     p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
     p.add_argument("--eval-seeds", type=int, default=5)
     p.add_argument("--out", default="runs/bench_train_eval")
@@ -134,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     out: dict = {
         "bench": "train_eval",
-        "scenario": "misinfo_stream",
+        "scenario": {"recommender": "misinfo_stream", "moderator": "misinfo_brigading"},
         "users": args.users or 1000,
         "n_envs": args.n_envs,
+        "moderator_agent_params": dict(args.mod_agent_param),
         "eval_seeds": args.eval_seeds,
         "cpus": os.cpu_count(),
         "load_before": os.getloadavg(),

@@ -6,37 +6,45 @@ This environment is part of oasis-gym. Make it with
 
 | Action space       | `MultiDiscrete([5] * top_m)` (scenario default top_m = 20)      |
 |--------------------|-----------------------------------------------------------------|
-| Observation space  | `Box(-inf, inf, (top_m * 15,), float32)`                        |
+| Observation space  | `Box(-inf, inf, (top_m * 18,), float32)`                        |
 | Import             | `gymnasium.make("oasis_gym/Moderator-v0")`                      |
 
 ## Description
 The agent is the platform's content moderator (`moderator_0` of the PettingZoo env). Each
 step it sees the `top_m` visible original posts spreading fastest over the last
 `window_minutes` and may act on each of them. The users are simulated (by default the
-1 000 ABM users of the `misinfo_stream` scenario, see `oasis_gym.scenarios.misinfo_stream`: a stream of
-true news and extreme-stance misinformation, users who report what they disagree with);
+1 000 ABM users of the `misinfo_brigading` scenario, see `oasis_gym.scenarios.misinfo_stream`: a
+stream of true news and extreme-stance misinformation, users who report what they disagree
+with, and a report brigade: 20 accounts that mass-report the true posts of 5 of the 20
+outlets, so a post's report count alone misleads);
 feeds come from the platform's own recommender (Twitter-like by default) unless
 `recsys="agent"` with a `recommender` rule is given.
 
 The moderator never sees a post's true label. It has to learn from the platform's own
-evidence -- user reports (noisy: users report true posts they disagree with), spread,
-the author's history -- and a fact-check service (`oasis_gym.fact_check`, MOSAIC-style):
-each step up to `check_budget` (2) posts of the view, the most reported unchecked ones,
-are sent to fact-checkers; the verdict comes back `check_delay` (2) steps later and is
-wrong with probability `check_error` (0.1).
+evidence -- user reports (noisy: users report true posts they disagree with, brigaders
+report targeted outlets' posts en masse), who reported (their false-report record, how
+many posts they report), spread, the author's history -- and a fact-check service
+(`oasis_gym.fact_check`, MOSAIC-style): each step up to `check_budget` (2) posts of the
+view, the most reported unchecked ones, are sent to fact-checkers; the verdict comes back
+`check_delay` (2) steps later and is wrong with probability `check_error` (0.1).
 
 ## Action space
 `MultiDiscrete([5] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
 3 remove, 4 remove and suspend the author. Effects are real and journaled: labels show
 in feeds, downranked posts rank lower, removed posts leave every feed, suspended users
-never activate again. Actions on empty slots are ignored.
+never activate again. Actions on empty slots are ignored. With `agent_params={"check_action":
+True}` the space is `MultiDiscrete([6] * top_m)` and code 5 sends the post to fact-checkers
+(the first `check_budget` such requests of a step, in view order; no moderation, no cost):
+the moderator then chooses which posts get checked, and the service picks none itself.
 
 ## Observation space
-`Box(-inf, inf, (top_m * 15,))`, float32, slot-major: per post slot log(1 + velocity)
+`Box(-inf, inf, (top_m * 18,))`, float32, slot-major: per post slot log(1 + velocity)
 (likes + shares + comments per hour of age), log(1 + likes), log(1 + shares), reports,
 log(1 + reports per hour of age), age in hours, log(1 + author followers), log(1 + the
 author's removed posts), log(1 + the author's posts fact-checked as misinformation),
-author suspended (1 / 0), fact-check verdict (+1 misinformation, -1 true, 0 none yet),
+author suspended (1 / 0), log(1 + the author's posts fact-checked true), the share of the
+post's reporters who reported another post that was fact-checked true, the reporters' mean
+log(1 + their reports of other posts), fact-check verdict (+1 misinformation, -1 true, 0 none yet),
 fact-check pending (1 / 0), moderation status, hours since reset, slot filled (1) or
 empty (0, all features 0). Slots are ordered by velocity. No feature reads the label.
 
@@ -67,7 +75,7 @@ moderation counts of the step); at the last step `episode_metrics` also has
 moderation status), `non_misinfo_actioned_share` and `posts_actioned`.
 
 ## Arguments
-`ModeratorEnv(users=None, scenario="misinfo_stream", user_policy=None, recommender=None,
+`ModeratorEnv(users=None, scenario="misinfo_brigading", user_policy=None, recommender=None,
 agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_kwargs)`
 - `users`, `scenario`, `user_policy`, `max_cycles`, `population_seed`, `**env_kwargs`: as
   Recommender-v0 (e.g. `recsys="reddit"` for hot-score feeds).
@@ -75,11 +83,16 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   `f(sim) -> weights` for `recommender_0` (then `recsys="agent"` is used), e.g.
   `FixedWeights(...)` or a trained recommender.
 - `agent_params`: `ModeratorAgent` fields (`top_m`, `window_minutes`, `action_cost`,
-  `check_budget`, `check_delay`, `check_error`);
+  `check_budget`, `check_delay`, `check_error`, `check_action`);
   they override the scenario's (`misinfo_stream` sets `top_m=20`; without a scenario the
   `ModeratorAgent` default is 10).
 
 ## Version history
+- v0 (issue 18, report brigading): default scenario `misinfo_brigading` (`misinfo_stream`
+  plus coordinated false reports; `scenario="misinfo_stream"` gives the previous one);
+  18 features per slot (author's posts fact-checked true, reporters' false-report share,
+  reporters' activity). Models trained on 15 features do not load into this space.
+  Optional `check_action`: fact-check requests as action code 5 (off by default).
 - v0 (issue 18): 15 features per slot (log-scaled counts, report velocity, author
   suspended, hours since reset); the label left the observation (fact-checks, author history instead);
   the oracle acts platform-wide; no stale action cost; `max_episode_steps=50`.
@@ -101,9 +114,9 @@ class ModeratorEnv(PlatformAgentEnv):
 
     agent = "moderator_0"
 
-    def __init__(self, users=None, *, recommender=None, **kwargs: Any):
+    def __init__(self, users=None, *, recommender=None, scenario="misinfo_brigading", **kwargs: Any):
         self._recommender = recommender
-        super().__init__(users, **kwargs)
+        super().__init__(users, scenario=scenario, **kwargs)
         self._init_kwargs["recommender"] = recommender
 
     @staticmethod

@@ -26,7 +26,10 @@ GYMNASIUM_ENVS = {
 # max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N)
 GYMNASIUM_MAX_EPISODE_STEPS = 50
 # platform-agent scenarios by name (a scenario supplies the env defaults and the users)
-SCENARIOS = {"misinfo_stream": "oasis_gym.scenarios.misinfo_stream:MisinfoScenario"}
+SCENARIOS = {
+    "misinfo_stream": "oasis_gym.scenarios.misinfo_stream:MisinfoScenario",
+    "misinfo_brigading": "oasis_gym.scenarios.misinfo_stream:BrigadingScenario",
+}
 # the users of a platform-agent env made without a scenario or user policy: plain ABM users
 DEFAULT_USER_POLICY = "oasis_gym.policies.abm:abm_users"
 

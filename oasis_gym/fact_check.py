@@ -3,7 +3,8 @@
 The moderator never reads a post's true label. What it can learn from is the platform's
 own evidence (reports, spread, the author's history) and this service: at the start of
 every step it sends up to `budget` posts of the moderator's current view to fact-checkers
-(those not yet checked, most reported first, then fastest spreading); each verdict comes
+(those not yet checked, most reported first, then fastest spreading; with the moderator's
+`check_action` the moderator's action picks them instead, `request`); each verdict comes
 back `delay` steps later and is wrong with probability `error`. A verdict is a function of
 (episode seed, post id) only, so an episode replays exactly and a post checked twice would
 get the same verdict.
@@ -102,6 +103,15 @@ class FactChecker:
         for i in order:
             self.sent_step[int(view[i])] = int(sim.platform.step)
         if self.delay == 0:
+            self.deliver(sim)
+
+    def request(self, sim, posts: np.ndarray) -> None:
+        """Send the moderator's chosen posts (`check_action`): the first `budget` of them not
+        sent before, in the given order; the rest of the request is ignored."""
+        new = [int(p) for p in posts if int(p) not in self.sent_step][: self.budget]
+        for p in new:
+            self.sent_step[p] = int(sim.platform.step)
+        if new and self.delay == 0:
             self.deliver(sim)
 
     def pending(self, posts: np.ndarray) -> np.ndarray:

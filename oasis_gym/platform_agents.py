@@ -16,17 +16,21 @@ Recommender
                  + diversity_bonus * cross_cutting_share  (defaults 10, 1, 50, 0.2);
                  the components of the last step in `last_components`.
 Moderator
-    observation  Box(M * 15): the top-M visible posts by recent spread (velocity = likes +
+    observation  Box(M * 18): the top-M visible posts by recent spread (velocity = likes +
                  shares + comments per hour of age, over the last `window_minutes`), each:
                  log velocity, log likes, log shares, reports, log reports per hour of age,
                  age (h), log author followers, log author removed posts, log author posts
-                 fact-checked as misinformation, author suspended, fact-check verdict (+1 /
+                 fact-checked as misinformation, author suspended, log author posts
+                 fact-checked true, the share of its reporters with a false-report record
+                 (they reported another post fact-checked true), its reporters' mean log
+                 number of other reports (evidence against report brigading), fact-check verdict (+1 /
                  -1 / 0 none), fact-check pending, moderation status, hours since reset,
                  slot filled. Heavy-tailed counts are log1p-scaled (VecNormalize alone lets a
                  few viral posts dominate their statistics). No ground truth: labels reach it
                  only through the noisy, delayed, budgeted fact-checks (oasis_gym.fact_check).
     action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
-                 remove + suspend the author. Effects are real and journaled: labels show in
+                 remove + suspend the author (`check_action`: MultiDiscrete([6] * M), code 5
+                 = request a fact-check of the post). Effects are real and journaled: labels show in
                  feeds and text, downranked posts score lower, removed posts leave every
                  feed, suspended users never activate again. `PostActions` (posts named
                  directly) is the privileged form the oracle upper bound uses.
@@ -67,6 +71,9 @@ MODERATOR_POST_FEATURES = (
     "log_author_removed",
     "log_author_flagged",
     "author_suspended",
+    "log_author_cleared",
+    "reporters_false_report_share",
+    "log_reporter_activity",
     "fact_check",
     "fact_check_pending",
     "status",
@@ -239,12 +246,16 @@ class ModeratorAgent:
     check_budget: int = 2  # fact-checks sent per step (see oasis_gym.fact_check)
     check_delay: int = 2  # steps until a verdict comes back
     check_error: float = 0.1  # probability a verdict is wrong
+    # False: the service picks the checks (most reported first); True: the action picks them,
+    # code 5 of a slot = "send this post to fact-checkers" (within `check_budget`, by view order)
+    check_action: bool = False
 
     def __post_init__(self):
         from .fact_check import FactChecker
 
+        self.n_codes = len(MODERATION_ACTIONS) + (1 if self.check_action else 0)
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.top_m * len(MODERATOR_POST_FEATURES),), np.float32)
-        self.action_space = spaces.MultiDiscrete([len(MODERATION_ACTIONS)] * self.top_m)
+        self.action_space = spaces.MultiDiscrete([self.n_codes] * self.top_m)
         self.slots = np.full(self.top_m, -1, dtype=np.int64)
         self.fact_check = FactChecker(self.check_budget, self.check_delay, self.check_error)
         self.true_actions = 0
@@ -283,7 +294,7 @@ class ModeratorAgent:
         fc.deliver(sim)
         self.slots = self.candidates(sim)
         filled = self.slots >= 0
-        if filled.any():
+        if filled.any() and not self.check_action:
             fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
         return self.features(sim)
 
@@ -301,6 +312,8 @@ class ModeratorAgent:
             )
             age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
             reports = pf.p_reports.a[p]
+            checked = fc.verdicts[: pf.n_posts]
+            cleared = np.bincount(pf.p_author.a[: pf.n_posts][checked < 0], minlength=pf.n_users)
             x[filled] = np.stack(
                 [
                     np.log1p(self._velocity(pf, p)),
@@ -315,6 +328,8 @@ class ModeratorAgent:
                     np.log1p(removed[author]),
                     np.log1p(fc.author_flags[author]),
                     pf.u_suspended.a[author],
+                    np.log1p(cleared[author]),
+                    *self._reporter_evidence(pf, fc, p, reports),
                     fc.verdicts[p],
                     fc.pending(p),
                     pf.p_status.a[p],
@@ -325,6 +340,32 @@ class ModeratorAgent:
             )
         return x.reshape(-1)
 
+    @staticmethod
+    def _reporter_evidence(pf, fc, posts: np.ndarray, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Who reported each post, from the platform's report records (never the label):
+        the share of its reporters who reported some *other* post that fact-checks found
+        true (a false-report record), and the mean log1p of the number of other posts its
+        reporters reported (how prolific they are). 0 for a post without reports."""
+        from .platform.store import unpack_keys
+
+        share = np.zeros(len(posts), np.float32)
+        activity = np.zeros(len(posts), np.float32)
+        rel = pf.rel["report"]
+        if not len(rel) or not reports.any():
+            return share, activity
+        u, q = unpack_keys(rel.keys())
+        false = fc.verdicts[q] < 0  # the reported post was fact-checked true
+        n_false = np.bincount(u, weights=false, minlength=pf.n_users)
+        n_all = np.bincount(u, minlength=pf.n_users)
+        slot = np.full(pf.n_posts, -1, np.int64)
+        slot[posts] = np.arange(len(posts))
+        mine = slot[q] >= 0
+        u, s, own_false = u[mine], slot[q[mine]], false[mine]
+        k = np.maximum(np.bincount(s, minlength=len(posts)), 1)
+        share[:] = np.bincount(s, weights=(n_false[u] - own_false) > 0, minlength=len(posts)) / k
+        activity[:] = np.bincount(s, weights=np.log1p(n_all[u] - 1), minlength=len(posts)) / k
+        return share, activity
+
     def validate(self, action) -> np.ndarray | PostActions:
         """The action as one code per slot (a `PostActions` checked and kept), or ValueError
         (wrong shape, NaN, inf, not an integer, a code outside [0, 4])."""
@@ -334,9 +375,7 @@ class ModeratorAgent:
             if posts.shape != kinds.shape or ((kinds < 1) | (kinds >= len(MODERATION_ACTIONS))).any():
                 raise ValueError("PostActions needs post ids and action codes 1-4 of the same length")
             return PostActions(posts, kinds, action.suspend_users)
-        err = ValueError(
-            f"moderator_0 action must be {self.top_m} integers in [0, {len(MODERATION_ACTIONS) - 1}], got {action!r}"
-        )
+        err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {self.n_codes - 1}], got {action!r}")
         try:
             a = np.asarray(action).reshape(-1)
         except (TypeError, ValueError):
@@ -345,7 +384,7 @@ class ModeratorAgent:
             raise err
         if not np.issubdtype(a.dtype, np.integer) and not (np.all(np.isfinite(a)) and np.all(a == np.round(a))):
             raise err
-        if np.any(a < 0) or np.any(a >= len(MODERATION_ACTIONS)):
+        if np.any(a < 0) or np.any(a >= self.n_codes):
             raise err
         return a.astype(np.int64)
 
@@ -359,8 +398,11 @@ class ModeratorAgent:
             if ((posts < 0) | (posts >= pf.n_posts)).any():
                 raise ValueError("PostActions needs existing post ids")
         else:
-            act = (a > 0) & (self.slots >= 0)
+            act = (a > 0) & (a < len(MODERATION_ACTIONS)) & (self.slots >= 0)
             posts, kinds = self.slots[act], a[act]
+            if self.check_action:  # fact-check requests: no moderation, no cost; on a copy, so
+                self.fact_check = self.fact_check.copy()  # a failed step gets the old service back
+                self.fact_check.request(sim, self.slots[(a == len(MODERATION_ACTIONS)) & (self.slots >= 0)])
         self.actions_taken = len(posts)
         self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
         for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):

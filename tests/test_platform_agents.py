@@ -419,3 +419,36 @@ def test_train_cli_agent_params(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["train", "moderator", "--agent-param", "action_cost"])
     assert exc.value.code == 2
+
+
+def test_fact_check_requests_are_part_of_the_action():
+    """With `check_action` the moderator picks the fact-checks (code 5, within the budget, by
+    view order): nothing is sent on its own, a request neither moderates nor costs, the
+    verdicts come back after the delay; SB3's check_env passes; code 5 is refused without it."""
+    from stable_baselines3.common.env_checker import check_env
+
+    params = {"check_action": True, "check_budget": 2, "check_delay": 1, "check_error": 0.0}
+    env = ModeratorEnv(agent_params=params, **TINY)
+    check_env(env)
+    assert env.action_space.nvec.tolist() == [6] * env.action_space.shape[0]
+    env.reset(seed=5)
+    agent = env.sim.platform_agents["moderator_0"]
+    assert agent.fact_check.sent_step == {}  # the service sends nothing by itself
+    view = agent.slots.copy()
+    filled = view[view >= 0]
+    assert len(filled) >= 3
+    _, reward, *_ = env.step(np.where(view >= 0, 5, 0))
+    sent = sorted(agent.fact_check.sent_step)
+    assert sent == sorted(filled[:2].tolist())  # the budget, in view order
+    assert (env.sim.platform.p_status.a[filled] == 0).all() and agent.true_actions == 0
+    env.step(np.zeros(env.action_space.shape, np.int64))
+    fc = agent.fact_check
+    assert np.array_equal(fc.verdicts[sent] > 0, env.sim.platform.p_label.a[sent] == MISINFO_LABEL)
+    with pytest.raises(ValueError):
+        env.step(np.full(env.action_space.shape, 6))
+    env.close()
+    plain = ModeratorEnv(**TINY)
+    plain.reset(seed=5)
+    with pytest.raises(ValueError):
+        plain.step(np.full(plain.action_space.shape, 5))
+    plain.close()

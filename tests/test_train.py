@@ -75,7 +75,7 @@ def test_gymnasium_make_and_spaces():
     mod = gymnasium.make("oasis_gym/Moderator-v0", **TINY)
     top_m = TINY["scenario"].agent_params["moderator"]["top_m"]
     assert mod.action_space == spaces.MultiDiscrete([5] * top_m)
-    assert mod.observation_space.shape == (top_m * 15,)
+    assert mod.observation_space.shape == (top_m * 18,)
     for env in (rec, mod):
         obs, info = env.reset(seed=3)
         assert env.observation_space.contains(obs)
@@ -196,12 +196,12 @@ def test_subproc_vec_env_two_workers():
     try:
         vec.seed(0)
         obs = vec.reset()
-        assert obs.shape == (2, 20 * 15)
+        assert obs.shape == (2, 20 * 18)
         assert not np.array_equal(obs[0], obs[1])  # different seeds per worker
         ends = 0
         for _ in range(5):  # crosses an episode end: auto-reset
             obs, rew, done, infos = vec.step(np.stack([vec.action_space.sample() for _ in range(2)]))
-            assert obs.shape == (2, 20 * 15) and rew.shape == (2,)
+            assert obs.shape == (2, 20 * 18) and rew.shape == (2,)
             ends += int(done.sum())
             assert all("episode_metrics" in infos[i] for i in np.flatnonzero(done))
         assert ends == 2

@@ -52,11 +52,15 @@ class EnvConfig:
     kind: str = "recommender"
     users: Any = None  # None: the scenario's (1 000)
     max_cycles: int | None = None  # None: the scenario's (50)
-    scenario: Any = "misinfo_stream"
+    scenario: Any = "default"  # each env's default: misinfo_brigading (moderator), misinfo_stream
     scenario_params: dict = field(default_factory=dict)
     agent_params: dict = field(default_factory=dict)
     env_kwargs: dict = field(default_factory=dict)
     population_seed: int = 0  # the synthetic population (evaluation also uses another)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.scenario, str) and self.scenario == "default":
+            self.scenario = "misinfo_brigading" if self.kind == "moderator" else "misinfo_stream"
 
     def kwargs(self) -> dict:
         """The env's keyword arguments (the scenario built from its name and params)."""

@@ -120,7 +120,7 @@ def evaluate_moderator(policy, seeds: Sequence[int], config: EnvConfig | None = 
 
 
 def tune_report_rules(
-    seeds: Sequence[int], config: EnvConfig | None = None, thresholds: Sequence[int] = (1, 2, 3, 4, 5)
+    seeds: Sequence[int], config: EnvConfig | None = None, thresholds: Sequence[int] = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
 ) -> dict:
     """Pick each report rule's threshold by mean return on `seeds` (training seeds: never
     the evaluation's), as PPO is fitted on training episodes. Returns {"report_threshold":

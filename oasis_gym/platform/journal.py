@@ -236,16 +236,19 @@ class Journal:
         self.flush()
         step = platform.step + (1 if advance_minutes is not None else 0)
         minute = platform.minute + (advance_minutes or 0)
-        meta_rows = [
-            (k, json.dumps(v))
-            for k, v in {
-                "step": step,
-                "minute": minute,
-                "next_row_id": platform.next_row_id,
-                "platform_config": dataclasses.asdict(platform.config),
-                **(meta or {}),
-            }.items()
-        ]
+
+        def meta_rows_now() -> list:  # after `extra`: the row ids it used (a hook's reports) count
+            return [
+                (k, json.dumps(v))
+                for k, v in {
+                    "step": step,
+                    "minute": minute,
+                    "next_row_id": platform.next_row_id,
+                    "platform_config": dataclasses.asdict(platform.config),
+                    **(meta or {}),
+                }.items()
+            ]
+
         conn = self._conn
         handoff = self._writer is not None and self._started
         statements: list[tuple[str, list]] = []
@@ -253,6 +256,7 @@ class Journal:
         try:
             if extra is not None:  # first: what it changes on the platform (a scenario's posts) joins the step
                 extra(conn)
+            meta_rows = meta_rows_now()
             write_step(
                 conn,
                 platform,

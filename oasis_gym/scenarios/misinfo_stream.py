@@ -36,6 +36,25 @@ misinformation and `true_report_rate` for everything else. Users thus detect
 misinformation imperfectly, and report true posts they dislike: reports are a noisy
 signal that both platform agents and the report-threshold baseline can use.
 
+`misinfo_brigading` (`BrigadingScenario`, the documented default of `Moderator-v0`)
+--------------------------------------------------------------------------------------
+`misinfo_stream` plus report brigading, a documented real behaviour (coordinated groups
+mass-reporting the accounts and outlets they oppose to get them taken down):
+`n_brigade_accounts` (20) ordinary users (not sources) and `brigade_targets` (5) of the
+outlets are drawn from the episode seed (after the sources, so the sources are the same as
+without brigading); after every step each non-suspended brigader reports each original
+post of a targeted outlet at most `brigade_window_minutes` (9, three steps) old that it has
+not reported yet, with probability `brigade_rate` (0.2). Those are true posts: the
+brigade never reports misinformation. Its reports are ordinary platform reports (same
+action, reason text and journal rows as a user's), so a report count cannot tell them
+apart; who reports can (brigaders report many posts, and the ones fact-checked true).
+Chosen a priori, not tuned on evaluations: a brigaded post collects about 20 x 0.2 = 4
+reports a step, the scale of the reports misinformation gets (measured once on a
+training seed, no moderation: ~11 reports per brigaded post by the episode's end, ~6
+per misinformation post, ~0.4 per other true post), so a report-count threshold that
+catches misinformation also removes brigaded posts, and suspends their outlets.
+`Recommender-v0` keeps `misinfo_stream` (its ranking reads report counts too).
+
 Platform agents: the moderator watches the `top_m=20` fastest-spreading posts
 (`agent_params`); the recommender uses the `RecommenderAgent` defaults.
 
@@ -59,11 +78,12 @@ import numpy as np
 from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
 from oasis_gym.actions import ActionType as A
 from oasis_gym.content import template_text
-from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
+from oasis_gym.platform import MISINFO_LABEL, ORIGINAL, REMOVED, TRUE_LABEL
+from oasis_gym.platform.records import ActionBatch
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.reporting import ReportingUsers
 
-__all__ = ["MisinfoScenario"]
+__all__ = ["MisinfoScenario", "BrigadingScenario"]
 
 
 # --------------------------------------------------------------------------- news stream
@@ -73,10 +93,18 @@ class _Stream:
     """Per-simulation step hook creating the scenario's source posts after each step."""
 
     def __init__(
-        self, scenario: MisinfoScenario, rng: np.random.Generator, outlets: np.ndarray, misinfo_accounts: np.ndarray
+        self,
+        scenario: MisinfoScenario,
+        rng: np.random.Generator,
+        outlets: np.ndarray,
+        misinfo_accounts: np.ndarray,
+        brigaders: np.ndarray | None = None,
+        brigade_targets: np.ndarray | None = None,
     ):
         self.scenario, self.rng = scenario, rng
         self.outlets, self.misinfo_accounts = outlets, misinfo_accounts
+        self.brigaders = np.empty(0, np.int64) if brigaders is None else brigaders
+        self.brigade_targets = np.empty(0, np.int64) if brigade_targets is None else brigade_targets
 
     def post(self, sim, n_true: int, n_misinfo: int) -> np.ndarray:
         sc, rng, pf = self.scenario, self.rng, sim.platform
@@ -99,10 +127,37 @@ class _Stream:
 
     def __call__(self, sim, outcome, conn) -> None:
         self._rng_before = self.rng.bit_generator.state  # for `rollback_step`
+        if len(self.brigaders):
+            self.brigade(sim)
         n = int(self.rng.poisson(self.scenario.stream_rate))
         n_mis = int(self.rng.binomial(n, self.scenario.misinfo_fraction))
         if n:
             self.post(sim, n - n_mis, n_mis)
+
+    def brigade(self, sim) -> None:
+        """Coordinated false reports: every active brigader reports each recent original post
+        of a targeted outlet it has not reported yet with probability `brigade_rate`. The
+        reports go through the platform's ordinary report action (same reason text, same
+        journal rows as a user's report): one report is indistinguishable from another."""
+        sc, pf = self.scenario, sim.platform
+        n = pf.n_posts
+        start = np.searchsorted(pf.p_minute.a[:n], pf.minute - sc.brigade_window_minutes)
+        posts = np.arange(start, n, dtype=np.int64)
+        posts = posts[
+            np.isin(pf.p_author.a[posts], self.brigade_targets)
+            & (pf.p_kind.a[posts] == ORIGINAL)
+            & (pf.p_status.a[posts] != REMOVED)
+        ]
+        users = self.brigaders[~pf.u_suspended.a[self.brigaders]]
+        if not len(posts) or not len(users):
+            return
+        u, p = (a.reshape(-1) for a in np.meshgrid(users, posts, indexing="ij"))
+        pick = self.rng.random(len(u)) < sc.brigade_rate  # drawn for every pair: same seed, same reports
+        if len(pf.rel["report"]):
+            pick &= ~pf.rel["report"].contains(u, p)
+        if pick.any():
+            k = int(pick.sum())
+            pf.apply(ActionBatch(u[pick], np.full(k, int(A.REPORT_POST)), p[pick], ["misleading"] * k))
 
     def rollback_step(self, sim) -> None:
         """The step this hook ran in failed and was rolled back (its posts with it): the
@@ -125,6 +180,11 @@ class MisinfoScenario:
     topic: str = "the new health policy"
     misinfo_report_rate: float = 0.3
     true_report_rate: float = 0.01
+    # report brigading (off here; on in `BrigadingScenario`, Moderator-v0's default)
+    n_brigade_accounts: int = 0  # ordinary users who mass-report the targeted outlets' posts
+    brigade_targets: int = 0  # outlets the brigade opposes (drawn per episode seed)
+    brigade_rate: float = 0.0  # P(a brigader reports a targeted post) per step while it is recent
+    brigade_window_minutes: int = 9  # "recent": brigaders act on posts at most this old
     env_defaults: dict = field(
         default_factory=lambda: {
             "users": 1000,
@@ -147,7 +207,13 @@ class MisinfoScenario:
         outlets = np.sort(order[: self.n_outlets])
         rest = order[self.n_outlets :]
         misinfo_accounts = np.sort(rng.choice(rest, min(self.n_misinfo_accounts, len(rest)), replace=False))
-        stream = _Stream(self, rng, outlets, misinfo_accounts)
+        brigaders = targets = None
+        if self.n_brigade_accounts > 0 and self.brigade_targets > 0 and self.brigade_rate > 0:
+            # drawn after the sources, so the sources are those of the scenario without brigading
+            others = np.setdiff1d(rest, misinfo_accounts)
+            brigaders = np.sort(rng.choice(others, min(self.n_brigade_accounts, len(others)), replace=False))
+            targets = np.sort(rng.choice(outlets, min(self.brigade_targets, len(outlets)), replace=False))
+        stream = _Stream(self, rng, outlets, misinfo_accounts, brigaders, targets)
         sim.step_hooks[:] = [h for h in sim.step_hooks if not isinstance(h, _Stream)] + [stream]
         stream.post(sim, self.initial_true, self.initial_misinfo)
 
@@ -160,3 +226,16 @@ class MisinfoScenario:
     def env_kwargs(self, **overrides: Any) -> dict:
         """The env arguments of this scenario (users, activation, actions, ...), overridden."""
         return {**self.env_defaults, **overrides}
+
+
+@dataclass
+class BrigadingScenario(MisinfoScenario):
+    """`misinfo_stream` plus report brigading (Moderator-v0's default scenario, see the module
+    doc): 20 accounts mass-report the recent posts of 5 of the 20 outlets. Parameters chosen a
+    priori (not tuned on any evaluation): a brigaded post collects about 20 * 0.2 = 4 reports
+    a step for three steps, the scale of the reports misinformation gets."""
+
+    n_brigade_accounts: int = 20
+    brigade_targets: int = 5
+    brigade_rate: float = 0.2
+    name: str = "misinfo_brigading"
