@@ -103,6 +103,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from oasis_gym.moderator_agent import ModeratorAgent
+
 from .gym_registry import PlatformAgentEnv, register_gym_envs
 
 __all__ = ["ModeratorEnv", "register_gym_envs"]
@@ -121,7 +123,6 @@ class ModeratorEnv(PlatformAgentEnv):
 
     @staticmethod
     def _make_agent(params: dict):
-        from oasis_gym.platform_agents import ModeratorAgent
 
         return ModeratorAgent(**params)
 

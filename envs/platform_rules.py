@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oasis_gym.platform import MISINFO_LABEL
+from oasis_gym.platform import MISINFO_LABEL, REMOVED, REPOST
+from oasis_gym.moderator_agent import PostActions
+from oasis_gym.recsys import DEFAULT_WEIGHTS
 
 __all__ = ["NoModeration", "ReportThresholdModerator", "OracleModerator", "FixedWeights"]
 
@@ -72,8 +74,6 @@ class OracleModerator:
 
     def __call__(self, sim):
         """`PostActions` on every visible misinformation post (and, with action 4, its sources)."""
-        from oasis_gym.platform import REMOVED, REPOST
-        from oasis_gym.platform_agents import PostActions
 
         pf = sim.platform
         n = pf.n_posts
@@ -98,7 +98,6 @@ class FixedWeights:
 
     def __call__(self, sim) -> np.ndarray:
         """The recommender action of these weights (the raw weight vector without `recommender_0`)."""
-        from oasis_gym.recsys import DEFAULT_WEIGHTS
 
         w = np.asarray(self.weights if self.weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
         agent = sim.platform_agents.get("recommender_0")

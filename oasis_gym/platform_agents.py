@@ -1,4 +1,4 @@
-"""Trainable platform agents: the recommender (`recommender_0`) and the moderator (`moderator_0`).
+"""Trainable platform agents: the recommender (`recommender_0`) and what both agents share.
 
 Both act once per step with numeric spaces stable-baselines3 can use.
 
@@ -15,27 +15,8 @@ Recommender
                  - polarization_penalty * (opinion-std increase of the step)
                  + diversity_bonus * cross_cutting_share  (defaults 10, 1, 50, 0.2);
                  the components of the last step in `last_components`.
-Moderator
-    observation  Box(M * 18): the top-M visible posts by recent spread (velocity = likes +
-                 shares + comments per hour of age, over the last `window_minutes`), each:
-                 log velocity, log likes, log shares, reports, log reports per hour of age,
-                 age (h), log author followers, log author removed posts, log author posts
-                 fact-checked as misinformation, author suspended, log author posts
-                 fact-checked true, the share of its reporters with a false-report record
-                 (they reported another post fact-checked true), its reporters' mean log
-                 number of other reports (evidence against report brigading), fact-check verdict (+1 /
-                 -1 / 0 none), fact-check pending, moderation status, hours since reset,
-                 slot filled. Heavy-tailed counts are log1p-scaled (VecNormalize alone lets a
-                 few viral posts dominate their statistics). No ground truth: labels reach it
-                 only through the noisy, delayed, budgeted fact-checks (oasis_gym.fact_check).
-    action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
-                 remove + suspend the author (`check_action`: MultiDiscrete([6] * M), code 5
-                 = request a fact-check of the post). Effects are real and journaled: labels show in
-                 feeds and text, downranked posts score lower, removed posts leave every
-                 feed, suspended users never activate again. `PostActions` (posts named
-                 directly) is the privileged form the oracle upper bound uses.
-    reward       -misinfo_share of the next feeds - action_cost * (this step's actions on
-                 posts not labelled misinformation)  (action_cost 0.02)
+
+The moderator (`moderator_0`) lives in `moderator_agent.py` (re-exported here).
 """
 
 from __future__ import annotations
@@ -45,8 +26,22 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
+from .actions import ActionType as A
 from .metrics.exposure import served_exposure
-from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
+from .metrics.formulas import esteban_ray_polarization
+from .moderator_agent import MODERATION_ACTIONS, MODERATOR_POST_FEATURES, ModeratorAgent, PostActions
+from .recsys import CANDIDATE_FEATURES, USER_FEATURES
+
+__all__ = [
+    "MODERATION_ACTIONS",
+    "MODERATOR_POST_FEATURES",
+    "RECOMMENDER_FEATURES",
+    "ModeratorAgent",
+    "PostActions",
+    "RecommenderAgent",
+    "esteban_ray",
+    "exposure_stats",
+]
 
 RECOMMENDER_FEATURES = (
     "engagement_rate",
@@ -60,27 +55,6 @@ RECOMMENDER_FEATURES = (
     "active_fraction",
     "polarization_increase",
 )
-MODERATOR_POST_FEATURES = (
-    "log_velocity",
-    "log_likes",
-    "log_shares",
-    "reports",
-    "log_reports_per_hour",
-    "age_hours",
-    "log_author_followers",
-    "log_author_removed",
-    "log_author_flagged",
-    "author_suspended",
-    "log_author_cleared",
-    "reporters_false_report_share",
-    "log_reporter_activity",
-    "fact_check",
-    "fact_check_pending",
-    "status",
-    "hours_since_reset",
-    "filled",
-)
-MODERATION_ACTIONS = ("none", "label", "downrank", "remove", "remove_and_suspend")
 
 
 def exposure_stats(sim) -> tuple[float, float, int]:
@@ -93,7 +67,6 @@ def exposure_stats(sim) -> tuple[float, float, int]:
 
 def esteban_ray(x: np.ndarray, bins: int = 10, alpha: float = 1.6) -> float:
     """Esteban-Ray polarization of opinions `x` (0 when undefined, e.g. one bin)."""
-    from .metrics.formulas import esteban_ray_polarization
 
     v = esteban_ray_polarization(x, bins=bins, alpha=alpha)
     return float(v) if np.isfinite(v) else 0.0
@@ -117,7 +90,6 @@ class RecommenderAgent:
     ranking: str = "per_user"
 
     def __post_init__(self):
-        from .recsys import CANDIDATE_FEATURES, USER_FEATURES
 
         if self.ranking not in ("per_user", "global"):
             raise ValueError(f"ranking must be 'per_user' or 'global', got {self.ranking!r}")
@@ -192,7 +164,6 @@ class RecommenderAgent:
 
     @staticmethod
     def _engagement(out, impressions: int) -> float:
-        from .actions import ActionType as A
 
         if out is None or impressions == 0:
             return 0.0
@@ -222,206 +193,3 @@ class RecommenderAgent:
             - self.polarization_penalty * increase
             + self.diversity_bonus * cross
         )
-
-
-@dataclass
-class PostActions:
-    """A privileged moderator action naming posts directly instead of view slots: what the
-    oracle upper bound uses to act on every visible misinformation post, not only the
-    `top_m` the learner sees. `kinds` are MODERATION_ACTIONS codes (1-4)."""
-
-    posts: np.ndarray
-    kinds: np.ndarray
-    suspend_users: np.ndarray | None = None  # accounts to suspend without acting on a post
-
-
-@dataclass
-class ModeratorAgent:
-    """The trainable moderator: acts on the `top_m` fastest-spreading posts it sees, never
-    reads a label (module docstring); fact-checks come from `fact_check.FactChecker`."""
-
-    top_m: int = 10
-    window_minutes: int = 360
-    action_cost: float = 0.02
-    check_budget: int = 2  # fact-checks sent per step (see oasis_gym.fact_check)
-    check_delay: int = 2  # steps until a verdict comes back
-    check_error: float = 0.1  # probability a verdict is wrong
-    # False: the service picks the checks (most reported first); True: the action picks them,
-    # code 5 of a slot = "send this post to fact-checkers" (within `check_budget`, by view order)
-    check_action: bool = False
-
-    def __post_init__(self):
-        from .fact_check import FactChecker
-
-        self.n_codes = len(MODERATION_ACTIONS) + (1 if self.check_action else 0)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (self.top_m * len(MODERATOR_POST_FEATURES),), np.float32)
-        self.action_space = spaces.MultiDiscrete([self.n_codes] * self.top_m)
-        self.slots = np.full(self.top_m, -1, dtype=np.int64)
-        self.fact_check = FactChecker(self.check_budget, self.check_delay, self.check_error)
-        self.true_actions = 0
-        self.actions_taken = 0
-
-    def check(self, sim) -> None:
-        """Register the fact-check service's state with the simulation: saved in the journal
-        with every step, so a resumed run continues its checks (oasis_gym.fact_check)."""
-        from .fact_check import STATE_KEY
-
-        sim.state_providers[STATE_KEY] = lambda: self.fact_check.state_dict(sim)
-
-    def candidates(self, sim) -> np.ndarray:
-        """Top-M visible original posts of the window by spread velocity (ties: newer first)."""
-        pf = sim.platform
-        start = np.searchsorted(pf.p_minute.a, pf.minute - self.window_minutes)
-        cand = np.arange(start, pf.n_posts, dtype=np.int64)
-        cand = cand[(pf.p_kind.a[cand] != REPOST) & (pf.p_status.a[cand] != REMOVED)]
-        velocity = self._velocity(pf, cand)
-        top = cand[np.lexsort((-cand, -velocity))[: self.top_m]]
-        slots = np.full(self.top_m, -1, dtype=np.int64)
-        slots[: len(top)] = top
-        return slots
-
-    @staticmethod
-    def _velocity(pf, posts: np.ndarray) -> np.ndarray:
-        age_h = np.maximum((pf.minute - pf.p_minute.a[posts]) / 60.0, 1.0 / 20)
-        return (pf.p_likes.a[posts] + pf.p_shares.a[posts] + pf.p_comments.a[posts]) / age_h
-
-    def observe(self, sim) -> np.ndarray:
-        """The view's features; no ground truth: the label reaches the moderator only
-        through the fact-check service's noisy, delayed verdicts."""
-        pf = sim.platform
-        fc = self.fact_check = self.fact_check.copy()  # a failed step restores the previous one
-        fc.sync(sim)
-        fc.deliver(sim)
-        self.slots = self.candidates(sim)
-        filled = self.slots >= 0
-        if filled.any() and not self.check_action:
-            fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
-        return self.features(sim)
-
-    def features(self, sim) -> np.ndarray:
-        """The features of the current view (`slots`) and fact-check state; no side effects."""
-        pf = sim.platform
-        fc = self.fact_check
-        x = np.zeros((self.top_m, len(MODERATOR_POST_FEATURES)), dtype=np.float32)
-        filled = self.slots >= 0
-        p = self.slots[filled]
-        if len(p):
-            author = pf.p_author.a[p]
-            removed = np.bincount(
-                pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED], minlength=pf.n_users
-            )
-            age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
-            reports = pf.p_reports.a[p]
-            checked = fc.verdicts[: pf.n_posts]
-            cleared = np.bincount(pf.p_author.a[: pf.n_posts][checked < 0], minlength=pf.n_users)
-            x[filled] = np.stack(
-                [
-                    np.log1p(self._velocity(pf, p)),
-                    np.log1p(pf.p_likes.a[p]),
-                    np.log1p(pf.p_shares.a[p]),
-                    reports,
-                    # reports arrive with exposure: a young post with 2 reports is stronger
-                    # evidence than an old one with 3 (same age floor as the velocity)
-                    np.log1p(reports / np.maximum(age_h, 1.0 / 20)),
-                    age_h,
-                    np.log1p(pf.u_followers.a[author]),
-                    np.log1p(removed[author]),
-                    np.log1p(fc.author_flags[author]),
-                    pf.u_suspended.a[author],
-                    np.log1p(cleared[author]),
-                    *self._reporter_evidence(pf, fc, p, reports),
-                    fc.verdicts[p],
-                    fc.pending(p),
-                    pf.p_status.a[p],
-                    np.full(len(p), (pf.minute - sim.clock.start_minute) / 60.0),
-                    np.ones(len(p)),
-                ],
-                axis=1,
-            )
-        return x.reshape(-1)
-
-    @staticmethod
-    def _reporter_evidence(pf, fc, posts: np.ndarray, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Who reported each post, from the platform's report records (never the label):
-        the share of its reporters who reported some *other* post that fact-checks found
-        true (a false-report record), and the mean log1p of the number of other posts its
-        reporters reported (how prolific they are). 0 for a post without reports."""
-        from .platform.store import unpack_keys
-
-        share = np.zeros(len(posts), np.float32)
-        activity = np.zeros(len(posts), np.float32)
-        rel = pf.rel["report"]
-        if not len(rel) or not reports.any():
-            return share, activity
-        u, q = unpack_keys(rel.keys())
-        false = fc.verdicts[q] < 0  # the reported post was fact-checked true
-        n_false = np.bincount(u, weights=false, minlength=pf.n_users)
-        n_all = np.bincount(u, minlength=pf.n_users)
-        slot = np.full(pf.n_posts, -1, np.int64)
-        slot[posts] = np.arange(len(posts))
-        mine = slot[q] >= 0
-        u, s, own_false = u[mine], slot[q[mine]], false[mine]
-        k = np.maximum(np.bincount(s, minlength=len(posts)), 1)
-        share[:] = np.bincount(s, weights=(n_false[u] - own_false) > 0, minlength=len(posts)) / k
-        activity[:] = np.bincount(s, weights=np.log1p(n_all[u] - 1), minlength=len(posts)) / k
-        return share, activity
-
-    def validate(self, action) -> np.ndarray | PostActions:
-        """The action as one code per slot (a `PostActions` checked and kept), or ValueError
-        (wrong shape, NaN, inf, not an integer, a code outside [0, 4])."""
-        if isinstance(action, PostActions):
-            posts = np.asarray(action.posts, dtype=np.int64).reshape(-1)
-            kinds = np.asarray(action.kinds, dtype=np.int64).reshape(-1)
-            if posts.shape != kinds.shape or ((kinds < 1) | (kinds >= len(MODERATION_ACTIONS))).any():
-                raise ValueError("PostActions needs post ids and action codes 1-4 of the same length")
-            return PostActions(posts, kinds, action.suspend_users)
-        err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {self.n_codes - 1}], got {action!r}")
-        try:
-            a = np.asarray(action).reshape(-1)
-        except (TypeError, ValueError):
-            raise err from None
-        if a.shape != (self.top_m,) or np.issubdtype(a.dtype, np.bool_) or not np.issubdtype(a.dtype, np.number):
-            raise err
-        if not np.issubdtype(a.dtype, np.integer) and not (np.all(np.isfinite(a)) and np.all(a == np.round(a))):
-            raise err
-        if np.any(a < 0) or np.any(a >= self.n_codes):
-            raise err
-        return a.astype(np.int64)
-
-    def apply(self, sim, action) -> None:
-        """Apply the moderation action: statuses on the chosen posts, suspensions of their
-        authors (code 4); records what the reward's action cost needs."""
-        a = self.validate(action)
-        pf = sim.platform
-        if isinstance(a, PostActions):
-            posts, kinds = a.posts, a.kinds
-            if ((posts < 0) | (posts >= pf.n_posts)).any():
-                raise ValueError("PostActions needs existing post ids")
-        else:
-            act = (a > 0) & (a < len(MODERATION_ACTIONS)) & (self.slots >= 0)
-            posts, kinds = self.slots[act], a[act]
-            if self.check_action:  # fact-check requests: no moderation, no cost; on a copy, so
-                self.fact_check = self.fact_check.copy()  # a failed step gets the old service back
-                self.fact_check.request(sim, self.slots[(a == len(MODERATION_ACTIONS)) & (self.slots >= 0)])
-        self.actions_taken = len(posts)
-        self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
-        for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):
-            sel = posts[(kinds == code) & (pf.p_status.a[posts] < status)]
-            if len(sel):
-                pf.moderate(sel, status)
-        suspend = pf.p_author.a[posts[kinds == 4]]
-        if isinstance(action, PostActions) and action.suspend_users is not None:
-            suspend = np.concatenate([suspend, np.asarray(action.suspend_users, dtype=np.int64)])
-        suspend = np.unique(suspend)
-        suspend = suspend[~pf.u_suspended.a[suspend]]
-        if len(suspend):
-            pf.suspend(suspend)
-
-    def reward(self, sim) -> float:
-        """-misinformation share of the feeds just served - the cost of this step's actions
-        on posts that are not misinformation. The action counts are consumed here, so a
-        step without a moderator action costs nothing (no stale cost from an earlier step)."""
-        misinfo, _, _ = exposure_stats(sim)
-        cost = self.action_cost * self.true_actions
-        self.true_actions = self.actions_taken = 0
-        return -misinfo - cost

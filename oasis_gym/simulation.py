@@ -52,6 +52,7 @@ from .platform import ActionBatch, Journal, JournalError, Platform, PlatformConf
 from .platform.journal import RowWriter, Same, read_meta
 from .platform.journal_file import JournalLock
 from .platform.platform import REPOST
+from .platform_agents import ModeratorAgent, RecommenderAgent, exposure_stats
 from .recsys import make_recommender
 from .simulation_config import SimulationConfig, check_resumable, platform_config
 from .step_atomic import capture, restore
@@ -105,8 +106,6 @@ class Simulation(Observer, FeedViews):
         self.K, self.C, self.S = cfg.feed_size, cfg.comments_per_post, cfg.search_size
         self.platform_agents: dict = {}
         if cfg.recommender_agent or cfg.moderator_agent:
-            from .platform_agents import ModeratorAgent, RecommenderAgent
-
             params = cfg.platform_agent_params
             if cfg.recommender_agent:
                 self.platform_agents["recommender_0"] = RecommenderAgent(**params.get("recommender", {}))
@@ -276,8 +275,6 @@ class Simulation(Observer, FeedViews):
         resolved to targets, the platform applies them, then the step is committed."""
         served = None
         if self.platform_agents:
-            from .platform_agents import exposure_stats
-
             served = exposure_stats(self)
         if "moderator_0" in platform_actions:
             self.platform_agents["moderator_0"].apply(self, platform_actions["moderator_0"])
