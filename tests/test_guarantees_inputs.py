@@ -387,6 +387,9 @@ def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path, capsys):
         (["--llm-retries", "1.5"], "--llm-retries"),
         (["--llm-step-deadline", "-2"], "--llm-step-deadline"),
         (["--llm-step-deadline", "inf"], "--llm-step-deadline"),
+        (["--llm-frequency-penalty", "nan"], "--llm-frequency-penalty"),
+        (["--llm-frequency-penalty", "2.5"], "--llm-frequency-penalty"),
+        (["--llm-frequency-penalty", "abc"], "--llm-frequency-penalty"),
     ],
 )
 def test_cli_llm_fault_flags_are_validated(argv, msg, capsys):
@@ -452,6 +455,8 @@ def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):
                     "0.5",
                     "--llm-retries",
                     "0",
+                    "--llm-frequency-penalty",
+                    "1.5",
                     "--db",
                     str(db),
                     "--no-tensorboard",
@@ -465,6 +470,7 @@ def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):
         == 0
     )
     assert read_meta(str(db))["state"]["cli"]["llm_step_deadline"] == 0.5
+    assert read_meta(str(db))["state"]["cli"]["llm_frequency_penalty"] == 1.5
     assert (
         _guarded(
             lambda: main(["run", "--resume", str(db), "--steps", "2", "--llm-step-deadline", "0.25", "--quiet"]), 40.0
@@ -473,3 +479,18 @@ def test_cli_resume_may_change_the_llm_fault_limits(server, tmp_path):
     )
     cli = read_meta(str(db))["state"]["cli"]
     assert (cli["llm_step_deadline"], cli["llm_retries"], cli["steps"]) == (0.25, 0, 2)
+    assert cli["llm_frequency_penalty"] == 1.5  # kept on resume
+
+
+@pytest.mark.parametrize(
+    "argv,penalty", [([], 0.5), (["--llm-frequency-penalty", "1.5"], 1.5), (["--llm-frequency-penalty", "0"], None)]
+)
+def test_cli_frequency_penalty_reaches_the_llm_users(server, argv, penalty):
+    from oasis_gym.cli import make_llm_policy
+    from oasis_gym.cli.parser import build_parser
+
+    args = build_parser().parse_args(
+        ["run", "--policy", "llm", "--llm-backend", "openai", "--llm-endpoint", server.url("ok"), *argv]
+    )
+    sampling = make_llm_policy(args).core._sampling
+    assert sampling.get("frequency_penalty") == penalty

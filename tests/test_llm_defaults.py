@@ -52,6 +52,60 @@ def test_simulation_replies_carry_no_reason_unless_asked():
     )
 
 
+class _Recording:
+    """A backend that records the keywords of each call and replies do_nothing."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, conversations, schemas, *, max_tokens=256, temperature=0.0, seed=None, frequency_penalty=0.0):
+        self.calls.append({"frequency_penalty": frequency_penalty, "temperature": temperature})
+        n = len(conversations)
+        reply = json.dumps({"action": "do_nothing"})
+        return llm_module("backends.base").GenerationResult([reply] * n, [1] * n, [1] * n, ["stop"] * n, [None] * n)
+
+
+class _Legacy:
+    """A backend written before frequency_penalty existed."""
+
+    name = "legacy"
+
+    def generate(self, conversations, schemas, *, max_tokens=256, temperature=0.0, seed=None):
+        n = len(conversations)
+        reply = json.dumps({"action": "do_nothing"})
+        return llm_module("backends.base").GenerationResult([reply] * n, [1] * n, [1] * n, ["stop"] * n, [None] * n)
+
+
+def test_frequency_penalty_default_reaches_every_call_and_is_validated():
+    import pytest
+
+    L = llm_module()
+    views = llm_module("synthetic").synthetic_views(2, seed=1)
+    be = _Recording()
+    core = L.LLMPolicyCore(be)
+    actions, stats = core.decide(views)
+    core.interview(views[0], "How are you?")
+    assert stats["valid"] == 2 and [c["frequency_penalty"] for c in be.calls] == [0.5, 0.5]
+    L.LLMPolicyCore(be, frequency_penalty=0).decide(views)
+    assert be.calls[-1]["frequency_penalty"] == 0.0  # off: not sent, the backend's default
+    for bad in (float("nan"), 2.5, -3, "0.5", True, None):
+        with pytest.raises(ValueError, match="frequency_penalty"):
+            L.LLMPolicyCore(be, frequency_penalty=bad)
+
+
+def test_a_backend_without_frequency_penalty_still_works_with_one_warning():
+    import pytest
+
+    L = llm_module()
+    views = llm_module("synthetic").synthetic_views(2, seed=1)
+    with pytest.warns(RuntimeWarning, match="legacy.generate takes no frequency_penalty"):
+        core = L.LLMPolicyCore(_Legacy())
+    _, stats = core.decide(views)
+    assert stats["valid"] == 2 and stats["fallback"] == 0
+
+
 def test_cli_prints_the_backend_and_model_it_uses(tiny_model_dir, tmp_path):
     db = tmp_path / "run.db"
     res = subprocess.run(

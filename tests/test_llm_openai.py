@@ -184,6 +184,14 @@ def test_ok_endpoint_with_response_format(server):
     assert rf["json_schema"]["strict"] is True and "anyOf" in rf["json_schema"]["schema"]
     assert body["messages"][0]["role"] == "system" and body["model"] == "tiny" and "max_tokens" in body
     assert len({b["seed"] for b in server.bodies}) == 4  # one seed per agent
+    assert {b["frequency_penalty"] for b in server.bodies} == {0.5}  # the core's default
+
+
+def test_frequency_penalty_is_sent_only_when_set(server):
+    views = _views(2)
+    L.LLMPolicyCore(_backend(server.url("ok")), seed=3, frequency_penalty=1.25).decide(views)
+    L.LLMPolicyCore(_backend(server.url("ok")), seed=3, frequency_penalty=0).decide(views)
+    assert [b.get("frequency_penalty") for b in server.bodies] == [1.25, 1.25, None, None]
 
 
 def test_vllm_structured_outputs_field(server):

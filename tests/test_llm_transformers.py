@@ -87,6 +87,34 @@ def test_same_seed_same_actions_and_new_seed_differs(tiny_backend):
     assert a3 != a1
 
 
+def test_frequency_penalty_counts_reply_tokens_only():
+    import torch
+
+    tb = llm_module("backends.transformers_backend")
+    ids = torch.tensor([[5, 5, 1, 1, 1], [2, 5, 3, 3, 0]])  # prompt width 2, then the reply
+    scores = torch.zeros(2, 6)
+    out = tb._FrequencyPenalty(0.5, prompt_width=2)(ids, scores)
+    assert out.tolist() == [[0, -1.5, 0, 0, 0, 0], [-0.5, 0, 0, -1.0, 0, 0]]
+    assert tb._FrequencyPenalty(0.5, prompt_width=5)(ids, scores).tolist() == scores.tolist()
+
+
+def test_frequency_penalty_breaks_a_greedy_loop(tiny_backend):
+    """The tiny random model's greedy free text repeats tokens; a penalty lowers the count of
+    the most repeated one (and stays off when 0: same text as a call without it)."""
+    msgs = [[{"role": "user", "content": "Say something."}]]
+    tok = tiny_backend.tokenizer
+
+    def top_repeat(**kw):
+        text = tiny_backend.generate(msgs, [None], max_tokens=48, temperature=0.0, **kw).texts[0]
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        return text, max(ids.count(t) for t in set(ids))
+
+    plain, plain_top = top_repeat()
+    assert top_repeat(frequency_penalty=0.0)[0] == plain
+    _, penalized_top = top_repeat(frequency_penalty=2.0)
+    assert plain_top >= 4 and penalized_top < plain_top
+
+
 def test_prefix_sharing_gives_the_same_greedy_output(tiny_model_dir):
     tb = llm_module("backends.transformers_backend")
     views = _views(3, seed=14)

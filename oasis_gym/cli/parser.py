@@ -85,6 +85,17 @@ def _llm_retries(value: str) -> int:
     return int(value)
 
 
+def _llm_penalty(value: str) -> float:
+    """A frequency penalty in [-2, 2] (OpenAI's range)."""
+    try:
+        f = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [-2, 2], got {value!r}") from None
+    if not -2 <= f <= 2:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected a number in [-2, 2], got {value!r}")
+    return f
+
+
 class _Parser(argparse.ArgumentParser):
     """Errors in one line (no usage block): `oasis-gym run: error: ...`, exit code 2."""
 
@@ -134,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="openai backend: retries of a failed request (default 3; with the default timeout a "
         "hung endpoint costs up to 244 s per step)",
+    )
+    run.add_argument(
+        "--llm-frequency-penalty",
+        type=_llm_penalty,
+        default=None,
+        metavar="F",
+        help="penalty per repeat of a token within one LLM reply (default 0.5: small models loop "
+        "on digits and emoji; 0: off)",
     )
     run.add_argument(
         "--llm-step-deadline",

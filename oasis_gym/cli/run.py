@@ -55,8 +55,11 @@ def make_llm_policy(args):
     backend = llm_backend(
         args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
     )
+    options = {"step_deadline_s": getattr(args, "llm_step_deadline", None)}
+    if getattr(args, "llm_frequency_penalty", None) is not None:
+        options["frequency_penalty"] = args.llm_frequency_penalty
     try:
-        return llm_policy(backend, step_deadline_s=getattr(args, "llm_step_deadline", None))
+        return llm_policy(backend, **options)
     except ValueError as err:  # a deadline the backend cannot keep
         raise ConfigError(f"--llm-step-deadline: {err}") from err
 

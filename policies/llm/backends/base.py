@@ -42,7 +42,13 @@ class GenerationResult:
 
 @runtime_checkable
 class LLMBackend(Protocol):
-    """generate(conversations, schemas, *, max_tokens, temperature, seed) -> GenerationResult."""
+    """generate(conversations, schemas, *, max_tokens, temperature, seed, frequency_penalty)
+    -> GenerationResult.
+
+    ``frequency_penalty`` (OpenAI's sampling parameter): subtracted from a token's logit once per
+    time the token already occurs in this reply; it breaks the degenerate loops small models fall
+    into (digit runs, one emoji repeated up to the token limit). A backend whose ``generate`` has
+    no such parameter still works: `LLMPolicyCore` then warns once and sends none."""
 
     name: str
 
@@ -54,6 +60,7 @@ class LLMBackend(Protocol):
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
+        frequency_penalty: float = 0.0,
     ) -> GenerationResult:
         """One reply per conversation, constrained by ``schemas[i]`` (None: free text)."""
         ...

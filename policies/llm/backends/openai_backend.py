@@ -161,7 +161,13 @@ class OpenAIBackend:
 
     # ---- request body ----------------------------------------------------------------------
     def body(
-        self, messages: Messages, schema: dict | None, max_tokens: int, temperature: float, seed: int | None
+        self,
+        messages: Messages,
+        schema: dict | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        frequency_penalty: float = 0.0,
     ) -> dict:
         """The JSON body of one chat-completions request."""
         b: dict[str, Any] = {
@@ -170,6 +176,8 @@ class OpenAIBackend:
             self.max_tokens_field: max_tokens,
             "temperature": temperature,
         }
+        if frequency_penalty:  # left out at 0, the API's default, for servers without it
+            b["frequency_penalty"] = float(frequency_penalty)
         if seed is not None:
             b["seed"] = int(seed)
         if schema is not None and self.structured == "response_format":
@@ -319,13 +327,14 @@ class OpenAIBackend:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
+        frequency_penalty: float = 0.0,
         deadline_s: float | None = None,
     ) -> GenerationResult:
         """All requests concurrently; ``deadline_s`` (if set) caps this call below ``call_timeout``."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
         bodies = [
-            self.body(m, s, max_tokens, temperature, None if seed is None else seed + i)
+            self.body(m, s, max_tokens, temperature, None if seed is None else seed + i, frequency_penalty)
             for i, (m, s) in enumerate(zip(conversations, schemas))
         ]
         outs = self._run_sync(self._run(bodies, deadline_s)) if bodies else []

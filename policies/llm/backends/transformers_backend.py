@@ -84,6 +84,26 @@ class _GrammarProcessor:
         return m is None or m.is_terminated()
 
 
+class _FrequencyPenalty:
+    """OpenAI's ``frequency_penalty`` as a logits processor (transformers has none built in):
+    each token's logit loses ``penalty`` per occurrence in the reply so far (prompt excluded).
+    transformers runs the caller's processors before its temperature warper, so, as in vLLM
+    and OpenAI, the penalty comes before the temperature."""
+
+    def __init__(self, penalty: float, prompt_width: int) -> None:
+        self.penalty = penalty
+        self.width = prompt_width
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        reply = input_ids[:, self.width :]
+        if reply.shape[1]:
+            counts = torch.zeros_like(scores).scatter_add_(1, reply, torch.ones_like(reply, dtype=scores.dtype))
+            scores = scores - self.penalty * counts
+        return scores
+
+
 class TransformersBackend:
     """Local model directory (or hub id already in the local cache) -> batched generation."""
 
@@ -223,6 +243,7 @@ class TransformersBackend:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
+        frequency_penalty: float = 0.0,
         deadline_s: float | None = None,
     ) -> GenerationResult:
         """Batches of ``max_batch_size``; past ``deadline_s`` the remaining batches are not
@@ -240,7 +261,12 @@ class TransformersBackend:
                     getattr(res, name).extend(getattr(part, name))
                 break
             part = self._generate_chunk(
-                conversations[lo:hi], compiled[lo:hi], max_tokens, temperature, None if seed is None else seed + lo
+                conversations[lo:hi],
+                compiled[lo:hi],
+                max_tokens,
+                temperature,
+                None if seed is None else seed + lo,
+                frequency_penalty,
             )
             for name in ("texts", "prompt_tokens", "completion_tokens", "finish_reasons", "errors"):
                 getattr(res, name).extend(getattr(part, name))
@@ -249,7 +275,13 @@ class TransformersBackend:
         return res
 
     def _generate_chunk(
-        self, convs: list[Messages], compiled: list[Any | None], max_tokens: int, temperature: float, seed: int | None
+        self,
+        convs: list[Messages],
+        compiled: list[Any | None],
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        frequency_penalty: float,
     ) -> GenerationResult:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
@@ -257,6 +289,10 @@ class TransformersBackend:
         enc, prefix = self._encode([self.render(c) for c in convs])
         proc = _GrammarProcessor(compiled, self.vocab_size)
         sample = temperature > 0
+        width = enc["input_ids"].shape[1]
+        processors = [proc]
+        if frequency_penalty:  # before the grammar mask: a disallowed token stays -inf
+            processors.insert(0, _FrequencyPenalty(frequency_penalty, width))
         gcfg = GenerationConfig(
             max_new_tokens=max_tokens,
             do_sample=sample,
@@ -274,9 +310,8 @@ class TransformersBackend:
                 if seed is not None:
                     torch.manual_seed(int(seed) & 0x7FFFFFFF)
                 out = self.model.generate(
-                    **enc, generation_config=gcfg, logits_processor=LogitsProcessorList([proc]), **kwargs
+                    **enc, generation_config=gcfg, logits_processor=LogitsProcessorList(processors), **kwargs
                 )
-        width = enc["input_ids"].shape[1]
         new = out[:, width:].tolist()
         prompt_lens = enc["attention_mask"].sum(dim=1).tolist()
         stops = set(self.stop_ids)

