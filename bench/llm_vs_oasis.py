@@ -14,6 +14,11 @@ Systems (``--systems``, comma-separated; each prints ONE JSON line):
 * ``vllm``: oasis-gym's in-process vLLM (the default backend), in a fresh process.
 * ``transformers``: the transformers + xgrammar fallback, in a fresh process.
 
+Sampling: temperature 0.7 everywhere; oasis-gym's systems use its default frequency penalty
+(0.5; ``--frequency-penalty``), OASIS's rows none, as shipped (``--oasis-frequency-penalty``
+gives them the same); every row records its penalty. ``--server-threads`` sets the server's
+OpenMP threads (default: every core); each row records them.
+
 Server-side token counts come from vLLM's own ``/metrics``. Make the OASIS venv once:
 
     python3 -m venv /tmp/oasis-venv && /tmp/oasis-venv/bin/pip install torch==2.13.0 \
@@ -168,24 +173,29 @@ def users_csv(n: int, out: Path) -> Path:
 
 def run_oasis(args, server: Server, profiles: Path, workdir: Path, capped: bool, steps: int) -> dict:
     before = metrics(server.url)
-    cmd = [
-        args.oasis_python,
-        str(ROOT / "bench" / "oasis_runner.py"),
-        "--url",
-        server.url + "/v1",
-        "--model-dir",
-        args.model_dir,
-        "--profiles",
-        str(profiles),
-        "--steps",
-        str(steps),
-        "--db",
-        str(workdir / f"oasis_{'capped' if capped else 'defaults'}.db"),
-    ] + (["--max-tokens", "440"] if capped else [])
+    cmd = (
+        [
+            args.oasis_python,
+            str(ROOT / "bench" / "oasis_runner.py"),
+            "--url",
+            server.url + "/v1",
+            "--model-dir",
+            args.model_dir,
+            "--profiles",
+            str(profiles),
+            "--steps",
+            str(steps),
+            "--db",
+            str(workdir / f"oasis_{'capped' if capped else 'defaults'}.db"),
+        ]
+        + (["--max-tokens", "440"] if capped else [])
+        + ["--frequency-penalty", str(args.oasis_frequency_penalty)]
+    )
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=args.timeout)
     if res.returncode != 0:
         raise RuntimeError("OASIS run failed:\n" + res.stderr[-3000:])
     out = json.loads(res.stdout.strip().splitlines()[-1])
+    out["frequency_penalty"] = args.oasis_frequency_penalty
     return {**out, **_server_tokens(before, metrics(server.url), out["decisions"])}
 
 
@@ -207,7 +217,8 @@ def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
     from oasis_gym.run import simulate
 
     env = twitter_v0.parallel_env(users=str(profiles), max_cycles=args.steps, activation=1.0)
-    policy = LLMPolicy(backend, temperature=0.7, seed=0)
+    penalty = {} if args.frequency_penalty is None else {"frequency_penalty": args.frequency_penalty}
+    policy = LLMPolicy(backend, temperature=0.7, seed=0, **penalty)
     totals = {"decisions": 0, "valid": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached": 0}
 
     def count(env_, outcome) -> None:
@@ -230,6 +241,8 @@ def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
         "load_s": round(t_load, 1),
         "prompt_tokens_per_decision": round(totals["prompt_tokens"] / n, 1),
         "generated_tokens_per_decision": round(totals["completion_tokens"] / n, 1),
+        "frequency_penalty": policy.core._sampling.get("frequency_penalty", 0.0),
+        "omp_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     if totals["cached"]:
         out["prefix_cache_hit_rate"] = round(totals["cached"] / max(1, totals["prompt_tokens"]), 3)
@@ -259,6 +272,12 @@ def main() -> None:
         default="8x1",
         help="USERSxSTEPS for the 'oasis' (defaults) row, which runs at ~0.05 decisions/s: "
         "the first USERS of the same users, STEPS steps (the row says so); 'same' for --users x --steps",
+    )
+    ap.add_argument(
+        "--frequency-penalty", type=float, default=None, help="oasis-gym's systems (default: its default, 0.5)"
+    )
+    ap.add_argument(
+        "--oasis-frequency-penalty", type=float, default=0.0, help="OASIS's rows (default 0: OASIS as shipped)"
     )
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--profiles", default=None, help=argparse.SUPPRESS)
@@ -337,7 +356,7 @@ def main() -> None:
                 str(args.steps),
                 "--model-dir",
                 args.model_dir,
-            ]
+            ] + ([] if args.frequency_penalty is None else ["--frequency-penalty", str(args.frequency_penalty)])
             res = subprocess.run(
                 cmd,
                 capture_output=True,

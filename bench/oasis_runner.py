@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--db", required=True)
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--frequency-penalty", type=float, default=0.0, help="0: OASIS as shipped (none)")
     args = ap.parse_args()
 
     import oasis
@@ -61,6 +62,8 @@ def main() -> None:
     config = {"temperature": args.temperature}
     if args.max_tokens:
         config["max_tokens"] = args.max_tokens
+    if args.frequency_penalty:
+        config["frequency_penalty"] = args.frequency_penalty
     model = ModelFactory.create(
         model_platform=ModelPlatformType.VLLM,
         model_type=args.served_name,
