@@ -483,6 +483,19 @@ def test_report_of_a_file_that_is_not_a_journal_is_one_line(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["notes.db"]
 
 
+def test_report_of_a_journal_reads_it_and_leaves_nothing_beside_it(tmp_path, capsys):
+    """`oasis-gym report` writes only its own output: the journal keeps its bytes and gets no
+    -wal / -shm files (a mode=ro connection to a WAL database leaves both behind)."""
+    path = tmp_path / "run.db"
+    run_env(path)
+    before = snapshot(tmp_path)
+    code, err = cli(capsys, "report", str(path), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    after = snapshot(tmp_path)
+    assert sorted(after) == sorted([*before, "out"]) and all(after[k] == before[k] for k in before)
+    assert any(p.suffix == ".png" for p in (tmp_path / "out").iterdir())
+
+
 def test_a_refused_reset_leaves_no_live_episode(tmp_path):
     path = tmp_path / "notes.db"
     _text(path)

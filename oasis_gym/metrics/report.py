@@ -32,6 +32,7 @@ from oasis_gym.metrics.report_plots import (
     table_exists,
 )
 from oasis_gym.metrics.tensorboard import read_metrics
+from oasis_gym.platform.journal_file import read_uri
 from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
 
 __all__ = ["make_report", "main", "opinion_grid"]
@@ -192,7 +193,7 @@ def make_report(db_path: str | Path, out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
-    conn = sqlite3.connect(db_path.resolve().as_uri() + "?mode=ro", uri=True)
+    conn = sqlite3.connect(read_uri(db_path), uri=True)  # leaves no -wal / -shm beside a journal
     try:
         try:
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()

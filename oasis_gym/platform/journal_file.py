@@ -54,6 +54,14 @@ def file_uri(path: str | os.PathLike, mode: str = "ro") -> str:
     return "file:" + urllib.parse.quote(os.path.abspath(os.fspath(path))) + f"?mode={mode}"
 
 
+def read_uri(path: str | os.PathLike) -> str:
+    """A read-only `file:` URI of `path` that leaves nothing beside it. A database with no WAL
+    file beside it (nothing is writing it) is read as it is: ``immutable=1``, so SQLite makes
+    no -wal or -shm file (a plain ``mode=ro`` connection to a WAL journal leaves both behind).
+    With a WAL file, through it (``mode=ro``): its commits are part of the database."""
+    return file_uri(path, "ro") + ("" if _is_wal(f"{os.fspath(path)}-wal") else "&immutable=1")
+
+
 def connect_readonly(path: str | os.PathLike, **kwargs) -> sqlite3.Connection:
     """A connection that only reads the existing database at `path` (PRAGMA query_only).
     Opened read-write where the OS allows, so that, closing last, it removes the -wal and
@@ -82,9 +90,8 @@ def what_is(path: str | os.PathLike) -> str:
     if st.st_size == 0 and not wal:
         return "an empty file"
     try:
-        # Without a WAL beside it, the file is read as it is (immutable: no -wal or -shm is
-        # opened, so a user's files of those names stay untouched); with one, through it.
-        conn = sqlite3.connect(file_uri(path, "ro") + ("" if wal else "&immutable=1"), uri=True)
+        # read_uri: no -wal or -shm is opened without a WAL, so a user's files of those names stay untouched
+        conn = sqlite3.connect(read_uri(path), uri=True)
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

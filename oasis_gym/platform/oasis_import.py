@@ -22,7 +22,7 @@ instead). Relation rows naming a user, post or comment that does not exist (OASI
 follow of a missing user) or repeating an earlier pair are left out and counted in
 `OasisImport.dropped`; posts or comments of missing users or posts are an error.
 
-The OASIS file is opened read-only (`mode=ro`) and never written.
+The OASIS file is opened read-only (`journal_file.read_uri`) and never written.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 
 from .config import PlatformConfig, datetime_text
 from .journal import Journal
-from .journal_file import file_uri
+from .journal_file import read_uri
 from .kinds import ORIGINAL, QUOTE, REPOST
 from .oasis_rows import OASIS_RELATIONS, OasisProfiles, int_column, map_ids, time_steps
 from .platform import Platform
@@ -93,7 +93,7 @@ def is_oasis_db(path: str | Path) -> bool:
     """True for a database with OASIS's tables (`user` a table, `post`) and no oasis-gym `meta`."""
     if not Path(path).is_file():
         return False
-    conn = sqlite3.connect(file_uri(path), uri=True)
+    conn = sqlite3.connect(read_uri(path), uri=True)
     try:
         tables = _tables(conn)
     except sqlite3.DatabaseError:
@@ -116,7 +116,7 @@ def load_oasis(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no database at {path}")
-    conn = sqlite3.connect(file_uri(path), uri=True)
+    conn = sqlite3.connect(read_uri(path), uri=True)
     try:
         try:
             tables = _tables(conn)
@@ -310,7 +310,7 @@ def import_oasis(src: str | Path, out: str | Path, *, meta: dict | None = None, 
 def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_minute: int) -> None:
     """OASIS's trace rows, in order, with our user ids, step, time text and result 'ok' (their
     info JSON keeps OASIS's ids)."""
-    s = sqlite3.connect(file_uri(src), uri=True)
+    s = sqlite3.connect(read_uri(src), uri=True)
     try:
         if s.execute("SELECT 1 FROM sqlite_master WHERE name = 'trace'").fetchone() is None:
             return
