@@ -29,6 +29,7 @@ from gymnasium import spaces
 from .actions import ActionType as A
 from .metrics.exposure import served_exposure
 from .metrics.formulas import esteban_ray_polarization
+from .metrics.opinions import opinion_std
 from .moderator_agent import MODERATION_ACTIONS, MODERATOR_POST_FEATURES, ModeratorAgent, PostActions
 from .recsys import CANDIDATE_FEATURES, USER_FEATURES
 
@@ -137,7 +138,7 @@ class RecommenderAgent:
         """Remember the polarization at reset (every reset builds a new Platform)."""
         if sim.platform is not self._platform:
             self._platform = sim.platform
-            self.polarization0 = self.polarization_prev = float(sim.platform.u_opinion.a.std())
+            self.polarization0 = self.polarization_prev = opinion_std(sim.platform.u_opinion.a)
 
     def observe(self, sim) -> np.ndarray:
         """The observation of the step just played (see the module docstring)."""
@@ -154,11 +155,11 @@ class RecommenderAgent:
             misinfo,
             cross,
             float(op.mean()),
-            float(op.std()),
+            opinion_std(op),
             float(np.abs(op).mean()),
             esteban_ray(op),
             len(sim.obs.users) / max(pf.n_users, 1),
-            float(op.std()) - self.polarization0,
+            opinion_std(op) - self.polarization0,
         ]
         return np.concatenate([np.asarray(feats, np.float32), sim.recsys.candidate_pool_stats(pf)]).astype(np.float32)
 
@@ -179,7 +180,7 @@ class RecommenderAgent:
         self._sync(sim)
         misinfo, cross, impressions = served_before
         engagement = self._engagement(sim.last_outcome, impressions)
-        pol = float(sim.platform.u_opinion.a.std())
+        pol = opinion_std(sim.platform.u_opinion.a)
         increase, self.polarization_prev = pol - self.polarization_prev, pol
         self.last_components = {
             "engagement": engagement,
