@@ -4,14 +4,14 @@ for the moderator).
 
     python bench/train_eval.py                          # both agents, training seeds 0 and 1
     python bench/train_eval.py --agents moderator --seeds 0 1 2
-    python bench/train_eval.py --agents moderator --mod-agent-param check_action=1  # PPO picks the checks
+    python bench/train_eval.py --agents moderator --mod-agent-param check_action=0  # the service picks the checks
     python bench/train_eval.py --users 200 --rec-timesteps 400 --mod-timesteps 400 --eval-seeds 2  # smoke
 
 Scenario: 1 000 ABM users (`oasis_gym.scenarios.misinfo_stream`), 50-step episodes.
 Training: population 0, episode seeds drawn >= 2**20, a fixed number of timesteps per
 training seed (not wall time: the figures must not depend on the machine's load; the
-defaults are sized so one agent's whole bench, every training seed and the evaluation,
-takes about 15 minutes on an unloaded 2-core machine). Evaluation (`train.report`): two
+defaults are sized so that one training seed of one agent, training and evaluation, takes
+at most about 15 minutes on a 2-core machine). Evaluation (`train.report`): two
 sets disjoint from training, held-out seeds 1000.. on population 0 and the same seeds on
 population 1 (other users and follow graph).
 - Recommender (per-user ranking, Recommender-v0), scored with its own trade-off reward
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agents", nargs="+", choices=("recommender", "moderator"), default=["recommender", "moderator"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="PPO training seeds")
     p.add_argument("--rec-timesteps", type=int, default=8000, help="recommender PPO timesteps per training seed")
-    p.add_argument("--mod-timesteps", type=int, default=14000, help="moderator PPO timesteps per training seed")
+    p.add_argument("--mod-timesteps", type=int, default=40000, help="moderator PPO timesteps per training seed")
     p.add_argument("--n-envs", type=int, default=2)
     p.add_argument(
         "--mod-agent-param",
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="moderator agent field, e.g. check_action=1 (repeatable)",
+        help="moderator agent field, e.g. check_action=0 (repeatable)",
     )
     p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
     p.add_argument("--eval-seeds", type=int, default=5)
