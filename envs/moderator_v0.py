@@ -4,7 +4,7 @@ This environment is part of oasis-gym. Make it with
 ``gymnasium.make("oasis_gym/Moderator-v0", ...)`` (after `import oasis_gym`) or
 ``from oasis_gym.envs.moderator_v0 import ModeratorEnv``.
 
-| Action space       | `MultiDiscrete([5] * top_m)` (scenario default top_m = 20)      |
+| Action space       | `MultiDiscrete([6] * top_m)` (scenario default top_m = 20)      |
 |--------------------|-----------------------------------------------------------------|
 | Observation space  | `Box(-inf, inf, (top_m * 18,), float32)`                        |
 | Import             | `gymnasium.make("oasis_gym/Moderator-v0")`                      |
@@ -24,18 +24,18 @@ The moderator never sees a post's true label. It has to learn from the platform'
 evidence -- user reports (noisy: users report true posts they disagree with, brigaders
 report targeted outlets' posts en masse), who reported (their false-report record, how
 many posts they report), spread, the author's history -- and a fact-check service
-(`oasis_gym.fact_check`, MOSAIC-style): each step up to `check_budget` (2) posts of the
-view, the most reported unchecked ones, are sent to fact-checkers; the verdict comes back
+(`oasis_gym.fact_check`, MOSAIC-style): each step the moderator may send up to
+`check_budget` (2) posts of its view to fact-checkers; the verdict comes back
 `check_delay` (2) steps later and is wrong with probability `check_error` (0.1).
 
 ## Action space
-`MultiDiscrete([5] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
-3 remove, 4 remove and suspend the author. Effects are real and journaled: labels show
-in feeds, downranked posts rank lower, removed posts leave every feed, suspended users
-never activate again. Actions on empty slots are ignored. With `agent_params={"check_action":
-True}` the space is `MultiDiscrete([6] * top_m)` and code 5 sends the post to fact-checkers
-(the first `check_budget` such requests of a step, in view order; no moderation, no cost):
-the moderator then chooses which posts get checked, and the service picks none itself.
+`MultiDiscrete([6] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
+3 remove, 4 remove and suspend the author, 5 send the post to fact-checkers (the first
+`check_budget` such requests of a step, in view order; no moderation, no cost). Effects are
+real and journaled: labels show in feeds, downranked posts rank lower, removed posts leave
+every feed, suspended users never activate again. Actions on empty slots are ignored. With
+`agent_params={"check_action": False}` the space is `MultiDiscrete([5] * top_m)` and the
+service picks the checks itself (the most reported unchecked posts of the view).
 
 ## Observation space
 `Box(-inf, inf, (top_m * 18,))`, float32, slot-major: per post slot log(1 + velocity)
@@ -88,11 +88,15 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   `ModeratorAgent` default is 10).
 
 ## Version history
+- v0 (issue 18, fact-check requests by default): `check_action` is on, so the action space is
+  `MultiDiscrete([6] * top_m)` and the moderator picks which posts get checked (PPO trained this
+  way beats the report rules on held-out seeds and populations; with the service picking the
+  checks it tied them). Models trained with 5 codes: `agent_params={"check_action": False}`.
 - v0 (issue 18, report brigading): default scenario `misinfo_brigading` (`misinfo_stream`
   plus coordinated false reports; `scenario="misinfo_stream"` gives the previous one);
   18 features per slot (author's posts fact-checked true, reporters' false-report share,
   reporters' activity). Models trained on 15 features do not load into this space.
-  Optional `check_action`: fact-check requests as action code 5 (off by default).
+  Optional `check_action`: fact-check requests as action code 5.
 - v0 (issue 18): 15 features per slot (log-scaled counts, report velocity, author
   suspended, hours since reset); the label left the observation (fact-checks, author history instead);
   the oracle acts platform-wide; no stale action cost; `max_episode_steps=50`.

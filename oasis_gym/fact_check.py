@@ -2,9 +2,10 @@
 
 The moderator never reads a post's true label. What it can learn from is the platform's
 own evidence (reports, spread, the author's history) and this service: at the start of
-every step it sends up to `budget` posts of the moderator's current view to fact-checkers
-(those not yet checked, most reported first, then fastest spreading; with the moderator's
-`check_action` the moderator's action picks them instead, `request`); each verdict comes
+every step up to `budget` posts of the moderator's current view go to fact-checkers: by
+default those the moderator's action asks for (`check_action`, `request`), otherwise
+(`check_action=False`) the service picks them (not yet checked, most reported first, then
+fastest spreading); each verdict comes
 back `delay` steps later and is wrong with probability `error`. A verdict is a function of
 (episode seed, post id) only, so an episode replays exactly and a post checked twice would
 get the same verdict.

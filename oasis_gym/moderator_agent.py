@@ -14,9 +14,10 @@ Moderator
                  slot filled. Heavy-tailed counts are log1p-scaled (VecNormalize alone lets a
                  few viral posts dominate their statistics). No ground truth: labels reach it
                  only through the noisy, delayed, budgeted fact-checks (oasis_gym.fact_check).
-    action       MultiDiscrete([5] * M): per slot none / label / downrank / remove /
-                 remove + suspend the author (`check_action`: MultiDiscrete([6] * M), code 5
-                 = request a fact-check of the post). Effects are real and journaled: labels show in
+    action       MultiDiscrete([6] * M): per slot none / label / downrank / remove /
+                 remove + suspend the author / request a fact-check of the post (code 5;
+                 `check_action=False`: MultiDiscrete([5] * M), and the service picks the
+                 checks itself). Effects are real and journaled: labels show in
                  feeds and text, downranked posts score lower, removed posts leave every
                  feed, suspended users never activate again. `PostActions` (posts named
                  directly) is the privileged form the oracle upper bound uses.
@@ -81,9 +82,10 @@ class ModeratorAgent:
     check_budget: int = 2  # fact-checks sent per step (see oasis_gym.fact_check)
     check_delay: int = 2  # steps until a verdict comes back
     check_error: float = 0.1  # probability a verdict is wrong
-    # False: the service picks the checks (most reported first); True: the action picks them,
-    # code 5 of a slot = "send this post to fact-checkers" (within `check_budget`, by view order)
-    check_action: bool = False
+    # True: the action picks the checks, code 5 of a slot = "send this post to fact-checkers"
+    # (within `check_budget`, by view order); False: the service picks them (most reported
+    # first). True by default: PPO then beats the report rules under brigading (issue 18 notes)
+    check_action: bool = True
 
     def __post_init__(self):
 

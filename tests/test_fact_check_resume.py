@@ -29,11 +29,15 @@ def seed_posts(sim) -> None:
 
 
 def moderate(env) -> np.ndarray:
-    """Act on what the service says: remove posts checked as misinformation, label reported ones."""
+    """Act on the fact-checks: remove posts checked as misinformation, ask for checks of the
+    unchecked ones (code 5: the first `check_budget` are sent), label the rest if reported."""
     x = env.sim.platform_obs["moderator_0"].reshape(PARAMS["moderator"]["top_m"], -1)
     verdict = x[:, MODERATOR_POST_FEATURES.index("fact_check")]
+    pending = x[:, MODERATOR_POST_FEATURES.index("fact_check_pending")]
+    filled = x[:, MODERATOR_POST_FEATURES.index("filled")]
     reports = x[:, MODERATOR_POST_FEATURES.index("reports")]
-    return np.where(verdict > 0, 3, np.where(reports >= 1, 1, 0)).astype(np.int64)
+    ask = (verdict == 0) & (pending == 0) & (filled > 0)
+    return np.where(verdict > 0, 3, np.where(ask, 5, np.where(reports >= 1, 1, 0))).astype(np.int64)
 
 
 def make_env(path):
@@ -93,7 +97,7 @@ def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path,
     fc_at_stop = env.sim.platform_agents["moderator_0"].fact_check.state_dict(env.sim)
     run(env, policy, STEPS - STOP)
     fc_full = env.sim.platform_agents["moderator_0"].fact_check
-    assert len(fc_full.sent_step) > 4 and (fc_full.verdicts != 0).sum() >= 4  # the service did work
+    assert len(fc_full.sent_step) > 4 and (fc_full.verdicts != 0).sum() >= 4  # checks were asked for and came back
     env.close()
 
     # stopped after STOP steps, then resumed from the journal in a new env

@@ -169,8 +169,8 @@ def test_moderator_observation_has_no_label():
 
 def test_fact_checks_are_budgeted_delayed_and_noisy():
     """At most `budget` checks a step, verdicts back after `delay` steps, exact with error 0
-    and all wrong with error 1."""
-    params = {"check_budget": 2, "check_delay": 2, "check_error": 0.0}
+    and all wrong with error 1 (the service picking the checks: `check_action=False`)."""
+    params = {"check_budget": 2, "check_delay": 2, "check_error": 0.0, "check_action": False}
     env = ModeratorEnv(agent_params=params, **{**TINY, "max_cycles": 12})
     env.reset(seed=5)
     agent = env.sim.platform_agents["moderator_0"]
@@ -422,9 +422,9 @@ def test_train_cli_agent_params(capsys):
 
 
 def test_fact_check_requests_are_part_of_the_action():
-    """With `check_action` the moderator picks the fact-checks (code 5, within the budget, by
-    view order): nothing is sent on its own, a request neither moderates nor costs, the
-    verdicts come back after the delay; SB3's check_env passes; code 5 is refused without it."""
+    """With `check_action` (the default) the moderator picks the fact-checks (code 5, within the
+    budget, by view order): nothing is sent on its own, a request neither moderates nor costs,
+    the verdicts come back after the delay; SB3's check_env passes; code 5 is refused without it."""
     from stable_baselines3.common.env_checker import check_env
 
     params = {"check_action": True, "check_budget": 2, "check_delay": 1, "check_error": 0.0}
@@ -447,7 +447,8 @@ def test_fact_check_requests_are_part_of_the_action():
     with pytest.raises(ValueError):
         env.step(np.full(env.action_space.shape, 6))
     env.close()
-    plain = ModeratorEnv(**TINY)
+    assert ModeratorEnv(**TINY).action_space == env.action_space  # on by default
+    plain = ModeratorEnv(agent_params={"check_action": False}, **TINY)
     plain.reset(seed=5)
     with pytest.raises(ValueError):
         plain.step(np.full(plain.action_space.shape, 5))

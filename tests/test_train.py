@@ -74,7 +74,7 @@ def test_gymnasium_make_and_spaces():
     glob.close()
     mod = gymnasium.make("oasis_gym/Moderator-v0", **TINY)
     top_m = TINY["scenario"].agent_params["moderator"]["top_m"]
-    assert mod.action_space == spaces.MultiDiscrete([5] * top_m)
+    assert mod.action_space == spaces.MultiDiscrete([6] * top_m)  # 5: request a fact-check
     assert mod.observation_space.shape == (top_m * 18,)
     for env in (rec, mod):
         obs, info = env.reset(seed=3)
