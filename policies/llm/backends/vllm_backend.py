@@ -22,9 +22,10 @@ the engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and a tor
 usable core (``OMP_NUM_THREADS``); the backend then defaults to eager mode, the worker in the
 same process (``distributed_executor_backend="uni"``), a 2048-token context and no chunked
 prefill (see below). Threads, measured on 2 cores (32 users x 2 steps of
-``bench/llm_vs_oasis.py``): 1.96 decisions/s with 2 threads vs 1.46 with 1 on an idle machine,
-and 2.96 vs 2.01 (with the default frequency penalty) beside a ``nice -n 19`` training job;
-but when other processes at normal priority keep the cores busy (load 5-6 on 2 cores), an
+``bench/llm_vs_oasis.py``): 1.96 decisions/s with 2 threads vs 1.46 with 1 on an idle machine
+(no frequency penalty; beside a ``nice -n 19`` training job, with it: 2.96 vs 2.01; repeated
+runs with 2 threads vary by about 20 %, with the replies' lengths); but when other processes
+at normal priority keep the cores busy (load 5-6 on 2 cores), an
 OpenMP thread that loses its core stalls every parallel region: 0.30 decisions/s with 2
 threads vs 1.32 with 1. On a shared machine set ``OMP_NUM_THREADS`` to the cores you can
 count on. Reproducibility: with one thread the same seeds give the same replies run after run;
