@@ -9,6 +9,7 @@ import json
 import sqlite3
 
 import numpy as np
+import pytest
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 
 from oasis_gym.platform import MISINFO_LABEL, ORIGINAL, TRUE_LABEL
@@ -89,17 +90,24 @@ def test_brigade_reports_are_ordinary_journaled_reports(tmp_path):
     assert meta["report"] == max(r[0] for r in rows) + 1
 
 
-def test_observation_has_no_label_and_evidence_against_brigading():
+@pytest.mark.parametrize("check_action", [True, False])
+def test_observation_has_no_label_and_evidence_against_brigading(check_action):
     """Flipping every label leaves the observation unchanged; the reporters' record and the
-    authors' true verdicts set brigaded posts apart from misinformation."""
-    env = ModeratorEnv(**{**TINY, "max_cycles": 14}, agent_params={"check_error": 0.0})
-    env.reset(seed=1)
+    authors' true verdicts set brigaded posts apart from misinformation, whether the moderator
+    asks for the checks of the reported posts (code 5) or the service picks the most reported."""
+    params = {"check_error": 0.0, "check_action": check_action}
+    env = ModeratorEnv(**{**TINY, "max_cycles": 14}, agent_params=params)
+    obs, _ = env.reset(seed=1)
     agent = env.sim.platform_agents["moderator_0"]
     st = _stream(env.sim)
     f = {n: i for i, n in enumerate(MODERATOR_POST_FEATURES)}
     seen = {"brigaded": [], "misinfo": []}
     for _ in range(14):
-        obs, *_ = env.step(np.zeros(env.action_space.shape, np.int64))
+        x = obs.reshape(agent.top_m, -1)
+        unchecked = (x[:, f["fact_check"]] == 0) & (x[:, f["fact_check_pending"]] == 0)
+        ask = (x[:, f["reports"]] > 0) & unchecked & (x[:, f["filled"]] > 0)
+        action = np.where(ask, 5, 0) if check_action else np.zeros(env.action_space.shape, np.int64)
+        obs, *_ = env.step(action)
         x = obs.reshape(agent.top_m, -1)
         pf = env.sim.platform
         for i, p in enumerate(agent.slots):
