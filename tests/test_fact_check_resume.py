@@ -54,6 +54,20 @@ def make_env(path):
     )
 
 
+def users_policy(env) -> RandomPolicy:
+    """The users' random policy, seeded 7."""
+    policy = RandomPolicy()
+    policy.reset(env, np.arange(env.sim.platform.n_users), 7)
+    return policy
+
+
+def started(path):
+    """A new env at `path` reset with seed 7, and its users' policy."""
+    env = make_env(path)
+    env.reset(seed=7)
+    return env, users_policy(env)
+
+
 def run(env, policy, steps: int) -> None:
     """`steps` steps: the users' policy and the moderator acting on the fact-checks."""
     for _ in range(steps):
@@ -89,10 +103,7 @@ def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path,
         (tmp_path / d).mkdir()
     # the uninterrupted run (both journals are "run.db" in their folder: the saved config names the path)
     monkeypatch.chdir(tmp_path / "full")
-    env = make_env("run.db")
-    env.reset(seed=7)
-    policy = RandomPolicy()
-    policy.reset(env, np.arange(env.sim.platform.n_users), 7)
+    env, policy = started("run.db")
     run(env, policy, STOP)
     fc_at_stop = env.sim.platform_agents["moderator_0"].fact_check.state_dict(env.sim)
     run(env, policy, STEPS - STOP)
@@ -102,10 +113,7 @@ def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path,
 
     # stopped after STOP steps, then resumed from the journal in a new env
     monkeypatch.chdir(tmp_path / "stop")
-    env = make_env("run.db")
-    env.reset(seed=7)
-    policy = RandomPolicy()
-    policy.reset(env, np.arange(env.sim.platform.n_users), 7)
+    env, policy = started("run.db")
     run(env, policy, STOP)
     saved = policy.state_dict()
     env.close()
@@ -114,8 +122,7 @@ def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path,
     fc = env.sim.platform_agents["moderator_0"].fact_check
     assert fc.state_dict(env.sim) == fc_at_stop  # pending checks, verdicts, flags, seed
     assert any(fc.pending(np.array(sorted(fc.sent_step))))  # checks were in flight at the stop
-    policy = RandomPolicy()
-    policy.reset(env, np.arange(env.sim.platform.n_users), 7)
+    policy = users_policy(env)
     policy.load_state_dict(saved)
     run(env, policy, STEPS - STOP)
     env.close()
@@ -137,10 +144,7 @@ def test_the_state_saved_at_a_reset_is_the_new_episode_s(tmp_path, monkeypatch):
     from oasis_gym.platform.journal import read_meta
 
     monkeypatch.chdir(tmp_path)
-    env = make_env("run.db")
-    env.reset(seed=7)
-    policy = RandomPolicy()
-    policy.reset(env, np.arange(env.sim.platform.n_users), 7)
+    env, policy = started("run.db")
     run(env, policy, 4)
     assert env.sim.platform_agents["moderator_0"].fact_check.sent_step
     env.reset(seed=9)  # a new episode: the same journal path, replaced (it is this env's own)

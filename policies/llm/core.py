@@ -25,7 +25,6 @@ run that hits its deadline is not reproducible from its seed.
 from __future__ import annotations
 
 import inspect
-import math
 import time
 import warnings
 from collections import Counter
@@ -62,9 +61,8 @@ def describe(action: dict, view: dict) -> str:
 def _penalty_kwargs(backend: LLMBackend, frequency_penalty: float) -> dict:
     """The ``frequency_penalty`` keyword for ``backend.generate``: {} at 0, or (with a warning)
     for a backend whose ``generate`` has no such parameter."""
-    if isinstance(frequency_penalty, bool) or not isinstance(frequency_penalty, (int, float)):
-        raise ValueError(f"frequency_penalty must be a number in [-2, 2], got {frequency_penalty!r}")
-    if not (math.isfinite(frequency_penalty) and -2.0 <= frequency_penalty <= 2.0):
+    number = isinstance(frequency_penalty, (int, float)) and not isinstance(frequency_penalty, bool)
+    if not (number and -2.0 <= frequency_penalty <= 2.0):  # NaN fails the range test too
         raise ValueError(f"frequency_penalty must be a number in [-2, 2], got {frequency_penalty!r}")
     if frequency_penalty == 0:
         return {}
