@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from oasis_gym.metrics.llm_stats import llm_rates
+
 
 @dataclass
 class RunSummary:
@@ -24,7 +26,7 @@ class RunSummary:
     seconds: float = 0.0
     active_per_step: list[int] = field(default_factory=list)
     db_path: str | None = None
-    llm: dict = field(default_factory=dict)  # LLM users' counts over the run (agents, valid, deadline_noop, ...)
+    llm: dict = field(default_factory=dict)  # LLM users over the run: counts (agents, valid, ...) and rates
 
     @property
     def actions_per_s(self) -> float:
@@ -82,10 +84,24 @@ def simulate(
         if bar is not None:
             bar.close()
     summary.seconds = time.perf_counter() - start
+    if summary.llm:  # the LLM users' speed over the run: decisions/s, prefix-cache hit rate, ...
+        rates = {k: round(v, 3) for k, v in llm_rates(summary.llm).items()}
+        summary.llm["latency_s"] = round(summary.llm.get("latency_s", 0.0), 3)
+        summary.llm.update(rates)
     return summary
 
 
-_LLM_SUMMARY = ("agents", "valid", "invalid", "fallback", "deadline_noop", "prompt_tokens", "completion_tokens")
+_LLM_SUMMARY = (
+    "agents",
+    "valid",
+    "invalid",
+    "fallback",
+    "deadline_noop",
+    "prompt_tokens",
+    "completion_tokens",
+    "backend_cached_prompt_tokens",
+    "latency_s",
+)
 
 
 def _report_llm_stats(env, policy, totals: dict | None = None) -> None:
@@ -103,7 +119,7 @@ def _report_llm_stats(env, policy, totals: dict | None = None) -> None:
                 recorder.record_llm(stats)
             if totals is not None:
                 for k in _LLM_SUMMARY:
-                    if isinstance(stats.get(k), int):
+                    if isinstance(stats.get(k), (int, float)) and not isinstance(stats[k], bool):
                         totals[k] = totals.get(k, 0) + stats[k]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+import pytest
 from llm_fixtures import llm_module
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
@@ -52,6 +53,13 @@ def test_hybrid_llm_and_abm_users_end_to_end(tmp_path, tiny_backend):
     for call, acted in zip(llm.calls, actives):
         assert set(call.tolist()) == set(acted.tolist()) & set(core_users.tolist())
     assert llm.core.totals["agents"] == sum(len(c) for c in llm.calls) > 0
+    # the run summary: the LLM users' counts and speed (transformers reports no prefix-cache hits)
+    totals = llm.core.totals
+    assert {k: summary.llm[k] for k in ("agents", "valid", "prompt_tokens")} == {
+        k: totals[k] for k in ("agents", "valid", "prompt_tokens")
+    }
+    assert summary.llm["decisions_per_s"] == pytest.approx(totals["agents"] / totals["latency_s"], abs=1e-3)
+    assert "prefix_cache_hit_rate" not in summary.llm
     conn = sqlite3.connect(db)
     traced = conn.execute("SELECT COUNT(*) FROM trace").fetchone()[0]
     assert traced == summary.actions

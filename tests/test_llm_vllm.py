@@ -13,6 +13,7 @@ offset"), and stops it after the module.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -270,6 +271,8 @@ def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tm
     res = subprocess.run(
         [sys.executable, "-m", "oasis_gym.cli", "run", "--users", "8", "--steps", "1", "--policy", "hybrid"]
         + [
+            "--activation",
+            "1",
             "--core-users",
             "2",
             "--llm-backend",
@@ -290,6 +293,10 @@ def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tm
     noisy = re.findall(VLLM_LOG_LINE + r".*$", res.stderr, re.M)
     assert not noisy, noisy[:5]
     assert "Loading safetensors checkpoint shards" not in res.stderr
+    llm = json.loads(res.stdout.strip().splitlines()[-1])["llm"]  # the run summary's LLM speed
+    assert llm["agents"] == 2 and llm["decisions_per_s"] == pytest.approx(2 / llm["latency_s"], rel=0.02)
+    hit_rate = llm["backend_cached_prompt_tokens"] / llm["prompt_tokens"]
+    assert llm["prefix_cache_hit_rate"] == pytest.approx(hit_rate, abs=1e-3)
 
 
 def test_cpu_defaults_use_every_core_and_keep_what_the_user_set(monkeypatch):

@@ -81,8 +81,11 @@ def random_run(tmp_path_factory):
             users = rng.choice(pf.n_users, 20, replace=False)
             pf.set_opinions(users, np.clip(pf.u_opinion.a[users] * 1.5 + rng.normal(0, 0.2, 20), -1, 1))
         if step == 2:
-            rec.record_llm({"prompt_tokens": 100, "completion_tokens": 40, "latency_s": 2.0, "backend_error": None})
-            rec.record_llm({"prompt_tokens": 50, "completion_tokens": 20, "latency_s": 1.0})
+            rec.record_llm(
+                {"agents": 4, "prompt_tokens": 100, "completion_tokens": 40, "latency_s": 2.0, "backend_error": None}
+            )
+            rec.record_llm({"agents": 2, "prompt_tokens": 50, "completion_tokens": 20, "latency_s": 1.0})
+            rec.record_llm({"backend_cached_prompt_tokens": 45})
         opinions_seen[step] = pf.u_opinion.a.copy()
         actions = {a: space.sample(mask=obs[a]["action_mask"]) for a in env.agents if infos[a]["active"]}
         if step == 1:  # a malformed action: traced as a rejected "invalid" action
@@ -156,6 +159,8 @@ def test_tensorboard_equals_metrics_table(random_run):
     # llm stats are summed until the next logged step, then reset
     assert at(m, "llm/prompt_tokens", 2) == 150 and at(m, "llm/latency_s", 2) == 3.0
     assert at(m, "llm/completion_tokens_per_s", 2) == pytest.approx(20.0)
+    assert at(m, "llm/decisions_per_s", 2) == pytest.approx(2.0)
+    assert at(m, "llm/prefix_cache_hit_rate", 2) == pytest.approx(0.3)
     assert m["llm/prompt_tokens"][0].tolist() == [2]
 
 

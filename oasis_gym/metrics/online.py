@@ -60,7 +60,8 @@ Tags (counts cover the steps since the previous logged step; with ``every=1`` on
   post labelled misinformation or whose root is), ``exposure/cross_cutting_share``,
   ``exposure/feed_diversity`` (see ``metrics.exposure``).
 * ``herd/<group>_mean_score``: mean likes - dislikes of each treatment group.
-* ``llm/<key>``: what ``record_llm`` received since the previous logged step, summed.
+* ``llm/<key>``: what ``record_llm`` received since the previous logged step, summed, and
+  its rates (``metrics.llm_stats``): ``llm/decisions_per_s``, ``llm/prefix_cache_hit_rate``, ...
 
 Cascades (the repost forest, the ``cascade_curve`` table): see ``metrics.cascades``; the
 curves are dense from minute 0 to the last step a cascade was tracked, and ``finalize()``
@@ -86,6 +87,7 @@ from .cascades import CASCADE_CURVE_SCHEMA, CASCADE_TREE_SCHEMA, CascadeForest, 
 from .herd import herd_values
 from .interval import Interval as _Interval
 from .interval import count_actions, count_exposure, interval_values
+from .llm_stats import llm_rates
 from .recorder_state import RecorderState
 from .society import society_values
 from .tensorboard import MetricsTable, TensorBoardLogger
@@ -314,7 +316,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
     # ---------------------------------------------------------------- inputs from the caller
     def record_llm(self, stats: Mapping[str, Any]) -> None:
         """LLM call statistics (tokens, seconds, counts); numeric values are summed until the
-        next logged step and written as ``llm/<key>``, plus ``llm/completion_tokens_per_s``."""
+        next logged step and written as ``llm/<key>``, plus their rates (:func:`llm_rates`)."""
         for k, v in stats.items():
             if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)) and math.isfinite(v):
                 self._llm[k] = self._llm.get(k, 0.0) + float(v)
@@ -370,8 +372,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
             values |= self._tracked_values(tracked)
             values |= herd_values(pf, self.herd_groups, self.herd_kind)
             values |= {f"llm/{k}": v for k, v in self._llm.items()}
-            if self._llm.get("latency_s"):
-                values["llm/completion_tokens_per_s"] = self._llm.get("completion_tokens", 0.0) / self._llm["latency_s"]
+            values |= {f"llm/{k}": v for k, v in llm_rates(self._llm).items()}
         if full:
             values |= self._full_metrics(pf)
         conn.execute("SAVEPOINT metrics")
