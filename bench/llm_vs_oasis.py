@@ -19,6 +19,10 @@ Sampling: temperature 0.7 everywhere; oasis-gym's systems use its default freque
 gives them the same); every row records its penalty. ``--server-threads`` sets the server's
 OpenMP threads (default: every core); each row records them.
 
+Trade-off rows (not oasis-gym's defaults; each row records its values): ``--feed-tokens N``
+(the feed budget, default 270) and ``--max-text-chars N`` (the longest post, default 280)
+show how much of the time is what the agents read and write.
+
 Server-side token counts come from vLLM's own ``/metrics``. Make the OASIS venv once:
 
     python3 -m venv /tmp/oasis-venv && /tmp/oasis-venv/bin/pip install torch==2.13.0 \
@@ -212,13 +216,18 @@ def _server_tokens(before: dict, after: dict, decisions: int) -> dict:
 def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
     """oasis-gym: all users LLM users, all active every step; one batched call per step."""
     from oasis_gym.envs import twitter_v0
+    from oasis_gym.policies.llm import SchemaConfig
     from oasis_gym.policies.llm_policy import LLMPolicy
 
     from oasis_gym.run import simulate
 
     env = twitter_v0.parallel_env(users=str(profiles), max_cycles=args.steps, activation=1.0)
-    penalty = {} if args.frequency_penalty is None else {"frequency_penalty": args.frequency_penalty}
-    policy = LLMPolicy(backend, temperature=0.7, seed=0, **penalty)
+    kw = {} if args.frequency_penalty is None else {"frequency_penalty": args.frequency_penalty}
+    if args.max_text_chars is not None:  # a trade-off row, not the defaults (as is --feed-tokens)
+        kw["schema_config"] = SchemaConfig(max_reason_chars=0, max_text_chars=args.max_text_chars)
+    policy = LLMPolicy(backend, temperature=0.7, seed=0, **kw)
+    if args.feed_tokens is not None:
+        policy.core.prompt.feed_tokens = args.feed_tokens
     totals = {"decisions": 0, "valid": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached": 0}
 
     def count(env_, outcome) -> None:
@@ -242,6 +251,8 @@ def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
         "prompt_tokens_per_decision": round(totals["prompt_tokens"] / n, 1),
         "generated_tokens_per_decision": round(totals["completion_tokens"] / n, 1),
         "frequency_penalty": policy.core._sampling.get("frequency_penalty", 0.0),
+        "feed_tokens": policy.core.prompt.feed_tokens,
+        "max_text_chars": policy.core.schema_config.max_text_chars,
         "omp_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     if totals["cached"]:
@@ -278,6 +289,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--oasis-frequency-penalty", type=float, default=0.0, help="OASIS's rows (default 0: OASIS as shipped)"
+    )
+    ap.add_argument(
+        "--feed-tokens", type=int, default=None, help="oasis-gym's feed budget (default: PromptBuilder's, 270)"
+    )
+    ap.add_argument(
+        "--max-text-chars", type=int, default=None, help="oasis-gym's longest post text (default: SchemaConfig's, 280)"
     )
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--profiles", default=None, help=argparse.SUPPRESS)
@@ -356,7 +373,13 @@ def main() -> None:
                 str(args.steps),
                 "--model-dir",
                 args.model_dir,
-            ] + ([] if args.frequency_penalty is None else ["--frequency-penalty", str(args.frequency_penalty)])
+            ]
+            for flag, value in (
+                ("--frequency-penalty", args.frequency_penalty),
+                ("--feed-tokens", args.feed_tokens),
+                ("--max-text-chars", args.max_text_chars),
+            ):
+                cmd += [] if value is None else [flag, str(value)]
             res = subprocess.run(
                 cmd,
                 capture_output=True,
