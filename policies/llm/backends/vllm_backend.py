@@ -36,16 +36,20 @@ stays the default: torch.compile (``llm_kwargs={"enforce_eager": False}``) cut a
 iteration by 20-30 % (47 vs 59 ms at 32 sequences, 19 vs 24 ms at one; 2 threads) but took
 108 s to load, and 84 s with its compile cache warm.
 Where the time goes (``bench/llm_vs_oasis.py``, 32 users x 2 steps, bf16 on 2 AVX-512 cores):
-prefill runs at about 2,100 prompt tokens/s, near the cores' bf16 peak, and takes about 45 %
-of the run (about 390 uncached prompt tokens per decision once feeds are full); decode takes
-the rest: an iteration costs 13-15 ms at one sequence (reading the weights), 34 ms at 32
-sequences with short contexts and 63 ms with 550-token ones (reading the KV cache), and a
-step's longest reply (100-200 tokens, mostly emoji or digit runs) sets its iteration count.
-Tried on that workload without a gain: n-gram speculative decoding (3.05 and 3.48 decisions/s
-vs 3.62 and 3.56 without), ``block_size=32`` for finer prefix caching (3.56 and 3.37), two
-1-thread engines serving half the batch each (18.3 vs 19.3 s). An fp8 KV cache
-(``llm_kwargs={"kv_cache_dtype": "fp8"}``) cut that 63 ms iteration to 52 ms; it changes the
-numerics, so it is not the default.
+prefill (2,100-3,400 prompt tokens/s from run to run; its matmuls, about 60 % of it, run at
+the ~0.9 TFLOP/s a large bf16 matmul reaches on these cores, the eager RMSNorm takes 19 %,
+attention 13 %) is about 45 % of the run, with about 390 uncached prompt tokens per decision
+once feeds are full; decode is the rest: an iteration costs 13-15 ms at one sequence
+(reading the weights), 34 ms at 32 sequences with short contexts and 53-63 ms with 550-token
+ones (reading the KV cache), and a step's longest reply (100-200 tokens, mostly emoji or
+digit runs) sets its iteration count. Tried on that workload without a clear gain: n-gram
+speculative decoding (3.05 and 3.48 decisions/s vs 3.62 and 3.56 without), ``block_size=32``
+for finer prefix caching (3.56 and 3.37), two 1-thread engines serving half the batch each
+(18.3 vs 19.3 s). Measured, not shipped: an fp8 KV cache (``llm_kwargs={"kv_cache_dtype":
+"fp8"}``) cut the 63 ms iteration to 52 ms but changes the numerics; vLLM's compiled CPU
+RMSNorm in place of the eager one (vLLM 0.32 has no supported switch for it on CPU; it needs
+registering an implementation of its internal IR op) made prefill 16 % faster (4 paired runs)
+and a decode iteration 3 %, within the run-to-run spread of the whole bench.
 With ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` scripts that build the backend at import time need
 the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
