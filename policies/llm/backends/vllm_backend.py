@@ -46,10 +46,11 @@ digit runs) sets its iteration count. Tried on that workload without a clear gai
 speculative decoding (3.05 and 3.48 decisions/s vs 3.62 and 3.56 without), ``block_size=32``
 for finer prefix caching (3.56 and 3.37), two 1-thread engines serving half the batch each
 (18.3 vs 19.3 s). Measured, not shipped: an fp8 KV cache (``llm_kwargs={"kv_cache_dtype":
-"fp8"}``) cut the 63 ms iteration to 52 ms but changes the numerics; vLLM's compiled CPU
-RMSNorm in place of the eager one (vLLM 0.32 has no supported switch for it on CPU; it needs
-registering an implementation of its internal IR op) made prefill 16 % faster (4 paired runs)
-and a decode iteration 3 %, within the run-to-run spread of the whole bench.
+"fp8"}``) cut the 63 ms iteration to 52 ms in one pair of runs, but changes the numerics;
+vLLM's compiled CPU RMSNorm in place of the eager one (vLLM 0.32 has no supported switch for
+it on CPU: it needs registering an implementation of an internal IR op) made prefill 16 %
+faster (4 paired runs) and a decode iteration 3 %; whole-bench runs with it stayed within
+their run-to-run spread.
 With ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` scripts that build the backend at import time need
 the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
