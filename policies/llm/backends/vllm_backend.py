@@ -50,7 +50,12 @@ for finer prefix caching (3.56 and 3.37), two 1-thread engines serving half the 
 vLLM's compiled CPU RMSNorm in place of the eager one (vLLM 0.32 has no supported switch for
 it on CPU: it needs registering an implementation of an internal IR op) made prefill 16 %
 faster (4 paired runs) and a decode iteration 3 %; whole-bench runs with it stayed within
-their run-to-run spread.
+their run-to-run spread. float32 instead of vLLM's CPU default bf16 (downcast from the
+float32 checkpoint) made the same 12.8k-token prefill about 2x slower (10.9-12.1 vs 5.6-6.2 s);
+``block_size=16`` is refused by the CPU attention backend (multiples of 32). Capping replies
+at 96 or 128 tokens instead of the schema's bound gave 3.1-3.5 decisions/s (4 runs) against
+2.2-3.2 (5 runs), but 3 or 4 of 64 replies were cut mid-text and became do_nothing: speed
+bought with lost decisions, so the bound stays.
 With ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` scripts that build the backend at import time need
 the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 """
