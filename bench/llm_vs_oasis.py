@@ -223,7 +223,8 @@ def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
 
     env = twitter_v0.parallel_env(users=str(profiles), max_cycles=args.steps, activation=1.0)
     kw = {} if args.frequency_penalty is None else {"frequency_penalty": args.frequency_penalty}
-    if args.max_text_chars is not None:  # a trade-off row, not the defaults (as is --feed-tokens)
+    if args.max_text_chars is not None:  # a trade-off row, not the defaults (as is --feed-tokens);
+        # a schema_config replaces LLMPolicy's default one, so keep its "reason" off
         kw["schema_config"] = SchemaConfig(max_reason_chars=0, max_text_chars=args.max_text_chars)
     policy = LLMPolicy(backend, temperature=0.7, seed=0, **kw)
     if args.feed_tokens is not None:
