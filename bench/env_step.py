@@ -11,6 +11,7 @@ import sys
 import time
 
 import numpy as np
+
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.base import RandomPolicy
 

@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--max-model-len", type=int, default=2048)
     args = ap.parse_args()
     from llm_views_synthetic import synthetic_views  # bench/, next to this script
+
     from oasis_gym.policies import llm as L
     from oasis_gym.policies.llm.backends import vllm_backend as vb
 

@@ -110,10 +110,10 @@ def main() -> None:
 
     import torch
     from llm_views_synthetic import synthetic_views  # bench/, next to this script
-    from oasis_gym.policies import llm as L
-    from oasis_gym.policies.llm.backends.transformers_backend import TransformersBackend
 
     from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
+    from oasis_gym.policies import llm as L
+    from oasis_gym.policies.llm.backends.transformers_backend import TransformersBackend
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     t0 = time.perf_counter()

@@ -15,7 +15,7 @@ import numpy as np
 
 from oasis_gym.actions import ActionType
 from oasis_gym.population import data_path, load_twitter_csv
-from oasis_gym.simulation import ActionArrays, Simulation, SimulationConfig
+from oasis_gym.sim import ActionArrays, Simulation, SimulationConfig
 
 ALL_USER_ACTIONS = tuple(a for a in ActionType if a != ActionType.SIGN_UP)
 

@@ -218,7 +218,6 @@ def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
     from oasis_gym.envs import twitter_v0
     from oasis_gym.policies.llm import SchemaConfig
     from oasis_gym.policies.llm_policy import LLMPolicy
-
     from oasis_gym.run import simulate
 
     env = twitter_v0.parallel_env(users=str(profiles), max_cycles=args.steps, activation=1.0)

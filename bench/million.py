@@ -14,9 +14,9 @@ import tempfile
 import time
 
 import numpy as np
+
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
-
 from oasis_gym.population import synthetic
 
 N = int(os.environ.get("BENCH_USERS", 1_000_000))

@@ -43,7 +43,7 @@ def rule(
     reports look like brigading (half or more of the reporters have a false-report record)
     or whose author has more posts fact-checked true than as misinformation (thresholds
     chosen a priori, from the feature's meaning)."""
-    from oasis_gym.platform_agents import MODERATOR_POST_FEATURES as F
+    from oasis_gym.agents import MODERATOR_POST_FEATURES as F
 
     def act(obs):
         sim = env.sim
@@ -76,11 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=None)
     p.add_argument("--scenario", default="misinfo_brigading", choices=("misinfo_brigading", "misinfo_stream"))
     args = p.parse_args(argv)
-    from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
+    from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+    from oasis_gym.platform import MISINFO_LABEL
     from oasis_gym.train.common import EnvConfig
     from oasis_gym.train.evaluate import evaluate_moderator, run_episode
-
-    from oasis_gym.platform import MISINFO_LABEL
 
     start, load = time.perf_counter(), os.getloadavg()
     seeds = [TRAIN_SEED_MIN + 1 + i for i in range(args.seeds)]

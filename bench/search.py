@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from oasis_gym.content import TOPIC_WORDS as TOPICS  # noqa: E402
 from oasis_gym.platform import Platform  # noqa: E402
 from oasis_gym.platform.platform import REPOST  # noqa: E402
 from oasis_gym.population import synthetic  # noqa: E402
+from oasis_gym.sim.content import TOPIC_WORDS as TOPICS  # noqa: E402
 
 try:
     from oasis_gym.policies.abm_dynamics import template_text

@@ -13,6 +13,7 @@ import tempfile
 import time
 
 import numpy as np
+
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 

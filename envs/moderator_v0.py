@@ -24,7 +24,7 @@ The moderator never sees a post's true label. It has to learn from the platform'
 evidence -- user reports (noisy: users report true posts they disagree with, brigaders
 report targeted outlets' posts en masse), who reported (their false-report record, how
 many posts they report), spread, the author's history -- and a fact-check service
-(`oasis_gym.fact_check`, MOSAIC-style): each step the moderator may send up to
+(`oasis_gym/agents/fact_check.py`, MOSAIC-style): each step the moderator may send up to
 `check_budget` (2) posts of its view to fact-checkers; the verdict comes back
 `check_delay` (2) steps later and is wrong with probability `check_error` (0.1).
 
@@ -49,7 +49,7 @@ fact-check pending (1 / 0), moderation status, hours since reset, slot filled (1
 empty (0, all features 0). Slots are ordered by velocity. No feature reads the label.
 
 ## Rewards
-`ModeratorAgent.reward` (platform_agents): - misinformation share of the feeds served
+`ModeratorAgent.reward` (`oasis_gym/agents/moderator.py`): - misinformation share of the feeds served
 after the action - action_cost * (posts acted on that are not misinformation) (default
 cost 0.02). The reward follows the action of the same step; a step without a moderator
 action costs nothing.
@@ -107,9 +107,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from oasis_gym.moderator_agent import ModeratorAgent
+from oasis_gym.agents import ModeratorAgent
 
-from .gym_registry import PlatformAgentEnv, register_gym_envs
+from .platform_agent_env import PlatformAgentEnv, register_gym_envs
 
 __all__ = ["ModeratorEnv", "register_gym_envs"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oasis_gym.moderator_agent import PostActions
+from oasis_gym.agents import PostActions
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, REPOST
 from oasis_gym.recsys import DEFAULT_WEIGHTS
 

@@ -31,7 +31,7 @@ followed or shared by a followee), controversy (min/max of likes and dislikes), 
 (log_1000(1 + reports)), alignment (user opinion x post stance: > 0 is an echo chamber).
 Downranked posts are demoted; the top `feed_size` are served. `ranking="global"`:
 `Box(-1, 1, (8,))`, the weights over the candidate features for everyone.
-`RecommenderAgent(ranking=...).weights_action(w)` (platform_agents) gives the action of
+`RecommenderAgent(ranking=...).weights_action(w)` (`oasis_gym/agents/recommender.py`) gives the action of
 global weights in either variant.
 
 ## Observation space
@@ -42,7 +42,7 @@ values, of the step just played), then the candidate pool's 8 feature means and 
 (alignment and similarity over the (user, pool post) cells of the last ranking).
 
 ## Rewards
-`RecommenderAgent.reward` (platform_agents), a trade-off between engagement and what the
+`RecommenderAgent.reward` (`oasis_gym/agents/recommender.py`), a trade-off between engagement and what the
 ranking changes: `engagement_weight * engagement_rate - misinfo_penalty * misinfo_share
 - polarization_penalty * (opinion std now - opinion std one step ago)
 + diversity_bonus * cross_cutting_share` (defaults 10, 1, 50, 0.2; set them with
@@ -108,14 +108,15 @@ episode seeds >= 2**20, so evaluation seeds below that never replay a training e
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from oasis_gym.platform_agents import RECOMMENDER_FEATURES, RecommenderAgent
+from oasis_gym.agents import RECOMMENDER_FEATURES, RecommenderAgent
 from oasis_gym.recsys import CANDIDATE_FEATURES
 
-from .gym_registry import PlatformAgentEnv, PlatformRule, register_gym_envs
+from .platform_agent_env import PlatformAgentEnv, PlatformRule, register_gym_envs
 from .platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
 
 __all__ = ["RecommenderEnv", "register_gym_envs"]
@@ -166,14 +167,15 @@ class RecommenderEnv(PlatformAgentEnv):
     def _reward(self, sim, out, served) -> float:
         if self.feed is None:
             return float(out.platform_rewards[self.agent])
-        return float(self._scorer.reward(sim, served))
+        return float(self._scorer.score(sim.agent_view(), served))  # the same reward of the fixed feeds
 
     def _obs(self) -> np.ndarray:
         if self.feed is None:
             return super()._obs()
 
         x = np.zeros(self.observation_space.shape, dtype=np.float32)
-        x[: len(RECOMMENDER_FEATURES)] = self._scorer.observe(_PoolFree(self._env.sim))[: len(RECOMMENDER_FEATURES)]
+        view = replace(self._env.sim.agent_view(), recsys=_NoPool())
+        x[: len(RECOMMENDER_FEATURES)] = self._scorer.observe(view)[: len(RECOMMENDER_FEATURES)]
         return x
 
     def _other_actions(self, sim) -> dict:
@@ -186,15 +188,8 @@ class RecommenderEnv(PlatformAgentEnv):
         return info
 
 
-class _PoolFree:
-    """A view of a simulation whose recsys has no candidate pool: pool statistics read as 0."""
-
-    def __init__(self, sim):
-        self._sim = sim
-        self.recsys = self
-
-    def __getattr__(self, name):
-        return getattr(self._sim, name)
+class _NoPool:
+    """A fixed recsys seen by the recommender agent: no candidate pool, pool statistics read as 0."""
 
     @staticmethod
     def candidate_pool_stats(platform) -> np.ndarray:

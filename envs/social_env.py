@@ -16,11 +16,12 @@ from pettingzoo import ParallelEnv
 
 from oasis_gym import population as popmod
 from oasis_gym.actions import NUM_ACTIONS, RESULT_NAMES
+from oasis_gym.agents import make_platform_agents
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.platform.journal_file import check_distinct, connect_readonly
 from oasis_gym.platform.platform import action_name
-from oasis_gym.simulation import (
+from oasis_gym.sim import (
     COMMENT_FEATURES,
     FEED_FEATURES,
     SELF_FEATURES,
@@ -32,6 +33,9 @@ from oasis_gym.simulation import (
     StepOutcome,
     check_resumable,
 )
+from oasis_gym.sim.action_values import actions_from_dicts
+
+from . import agent_spaces
 
 _ID_HIGH = 2**62
 
@@ -86,9 +90,12 @@ class SocialMediaEnv(ParallelEnv):
         if isinstance(users, (str, os.PathLike)):  # the journal must not be the file it reads
             check_distinct(config.get("db_path"), {"profile file (users)": users})
         population = load_population(users, population_seed) if users is not None else None
-        self.sim = Simulation(
-            population, SimulationConfig(platform=platform, **config), reward_fn=reward_fn, setup=setup
+        sim_config = SimulationConfig(platform=platform, **config)
+        # the platform agents the config switches on, plugged into the engine by name
+        agents = make_platform_agents(
+            sim_config.recommender_agent, sim_config.moderator_agent, sim_config.platform_agent_params
         )
+        self.sim = Simulation(population, sim_config, reward_fn=reward_fn, setup=setup, platform_agents=agents)
         n = population.n if population is not None else _count_users(_resume_from)
         self.possible_agents = [f"user_{i}" for i in range(n)] + list(self.sim.platform_agents)
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
@@ -167,12 +174,12 @@ class SocialMediaEnv(ParallelEnv):
     def observation_space(self, agent: str) -> spaces.Space:
         """The agent's observation space (a platform agent's own, else the users' shared one)."""
         platform_agent = self.sim.platform_agents.get(agent)
-        return platform_agent.observation_space if platform_agent is not None else self._obs_space
+        return agent_spaces.observation_space(platform_agent) if platform_agent is not None else self._obs_space
 
     def action_space(self, agent: str) -> spaces.Space:
         """The agent's action space (a platform agent's own, else the users' shared one)."""
         platform_agent = self.sim.platform_agents.get(agent)
-        return platform_agent.action_space if platform_agent is not None else self._act_space
+        return agent_spaces.action_space(platform_agent) if platform_agent is not None else self._act_space
 
     # ------------------------------------------------------------------ core API
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -194,26 +201,9 @@ class SocialMediaEnv(ParallelEnv):
         if unknown:
             raise KeyError(f"unknown agent(s) in actions: {unknown[:5]}")
         platform_actions = {a: actions[a] for a in self.sim.platform_agents if a in actions}
-        obs = self.sim.obs
-        users, cols, texts, stances = [], [[], [], [], []], [], []
-        for u in obs.users.tolist():
-            name = self.possible_agents[u]
-            if name in actions:
-                users.append(u)
-                t, p, c, us, text, stance = parse_action(actions[name])
-                for col, v in zip(cols, (t, p, c, us)):
-                    col.append(v)
-                texts.append(text)
-                stances.append(stance)
-        out = self.sim.step(
-            ActionArrays(
-                np.array(users, dtype=np.int64),
-                *(np.array(c, dtype=np.int64) for c in cols),
-                texts,
-                np.array(stances, dtype=np.float32),
-            ),
-            platform_actions,
-        )
+        users = [u for u in self.sim.obs.users.tolist() if self.possible_agents[u] in actions]
+        values = [actions[self.possible_agents[u]] for u in users]
+        out = self.sim.step(actions_from_dicts(np.array(users, dtype=np.int64), values), platform_actions)
         self._cycles += 1  # only a step that went through uses a cycle (a failed one changed nothing)
         return self._after_step(out)
 
@@ -353,39 +343,3 @@ def _count_users(db_path: str | None) -> int:
         return conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
     finally:
         conn.close()
-
-
-def parse_action(action) -> tuple[int, int, int, int, str | None, float]:
-    """Decode one agent's action. Malformed actions decode to action code -1, which the
-    platform records as a rejected `invalid_action` (a no-op), never an exception."""
-    bad = (-1, 0, 0, 0, None, np.nan)
-    try:
-        if isinstance(action, Mapping):
-            fields = [action.get(k, 0) for k in ("type", "post", "comment", "user")]
-            text = action.get("text")
-            stance = action.get("stance")
-        elif isinstance(action, (int, np.integer)):
-            fields, text, stance = [action, 0, 0, 0], None, None
-        else:
-            arr = np.asarray(action)
-            if arr.shape != (4,):
-                return bad
-            fields, text, stance = list(arr), None, None
-        ints = []
-        for v in fields:
-            v = np.asarray(v)
-            if v.size != 1 or not (
-                np.issubdtype(v.dtype, np.integer)
-                or (np.issubdtype(v.dtype, np.floating) and np.isfinite(v) and v == np.round(v))
-            ):
-                return bad
-            ints.append(int(v.reshape(())))
-        if text is not None and not isinstance(text, str):
-            return bad
-        if any(abs(v) >= 2**31 for v in ints):
-            return bad
-        s = float(stance) if stance is not None else np.nan
-        s = float(np.clip(s, -1, 1)) if np.isfinite(s) else np.nan
-        return ints[0], ints[1], ints[2], ints[3], text, s
-    except (TypeError, ValueError, OverflowError):
-        return bad

@@ -75,7 +75,6 @@ TEXT_ACTIONS = frozenset(
         ActionType.REPORT_POST,
     }
 )
-INFO_ACTIONS = frozenset({ActionType.REFRESH, ActionType.TREND, ActionType.SEARCH_POSTS, ActionType.SEARCH_USER})
 
 # OASIS's default action sets (oasis.social_platform.typing.ActionType.get_default_*_actions).
 TWITTER_DEFAULT_ACTIONS: tuple[ActionType, ...] = (

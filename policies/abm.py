@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
-from oasis_gym.content import template_text
 from oasis_gym.platform import REPOST
-from oasis_gym.simulation import FEED_INDEX, ActionArrays, ObsBatch
+from oasis_gym.sim import FEED_INDEX, ActionArrays, ObsBatch
+from oasis_gym.sim.content import template_text
 
 from .base import BasePolicy, sim_of
 from .behaviour import BehaviourParams, choose_actions

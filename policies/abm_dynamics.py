@@ -8,12 +8,12 @@ over a batch of users, one module per concept:
 * `diffusion`: independent cascade and linear threshold;
 * `behaviour`: `choose_actions`, one action per user per step;
 * `blocks`: the shared argument checks and the blocked kernels;
-* template texts and the lexicon stance live in the core (`oasis_gym.content`), which needs them.
+* template texts and the lexicon stance live in the core (`oasis_gym.sim.content`), which needs them.
 """
 
 from __future__ import annotations
 
-from oasis_gym.content import _TEMPLATES, STANCE_LABELS, lexicon_stance, stance_label, template_text  # noqa: F401
+from oasis_gym.sim.content import _TEMPLATES, STANCE_LABELS, lexicon_stance, stance_label, template_text  # noqa: F401
 
 from . import behaviour, diffusion, opinion_dynamics
 from .behaviour import *  # noqa: F403 - the façade re-exports each module's __all__

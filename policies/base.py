@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
-from oasis_gym.envs.social_env import parse_action
 
-from oasis_gym.simulation import ActionArrays, ObsBatch
+from oasis_gym.sim import ActionArrays, ObsBatch
+from oasis_gym.sim.action_values import actions_from_dicts
 
 if TYPE_CHECKING:
-    from oasis_gym.simulation import Simulation
+    from oasis_gym.sim import Simulation
 
 
 def sim_of(env) -> Simulation:
@@ -156,20 +156,6 @@ class FunctionPolicy(DictPolicy):
 
     def __init__(self, fn: Callable[[str, dict, Any], Any], name: str = "function"):
         super().__init__(lambda observations, env: {a: fn(a, o, env) for a, o in observations.items()}, name)
-
-
-def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
-    """Columnar actions from PettingZoo-style action values (see social_env.parse_action)."""
-
-    rows = [parse_action(a) for a in actions]
-    n = len(rows)
-    cols = [np.array([r[k] for r in rows], dtype=np.int64).reshape(n) for k in range(4)]
-    return ActionArrays(
-        np.asarray(users, dtype=np.int64),
-        *cols,
-        [r[4] for r in rows],
-        np.array([r[5] for r in rows], dtype=np.float32).reshape(n),
-    )
 
 
 def check_actions(acts: ActionArrays, obs: ObsBatch) -> None:

@@ -39,7 +39,7 @@ import numpy as np
 
 from oasis_gym.actions import ActionType as A
 from oasis_gym.platform import REPOST
-from oasis_gym.simulation import FEED_INDEX, ActionArrays, ObsBatch
+from oasis_gym.sim import FEED_INDEX, ActionArrays, ObsBatch
 
 from .abm import ABMPolicy
 from .diffusion import independent_cascade

@@ -1,8 +1,9 @@
 """User policies built from settings: the one home of the command line's ``--policy`` and
 ``--llm-*`` flags and of a scenario's ``[policy.llm]`` table.
 
-The LLM part is imported lazily (the ``llm`` extra may be missing); a missing extra or a
-backend that cannot start is a `ConfigError` saying how to run without an LLM.
+The LLM policy's modules import no optional package at module level (its backends import
+torch, transformers, vLLM or httpx inside their functions); a missing extra or a backend
+that cannot start is a `ConfigError` saying how to run without an LLM.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from oasis_gym.errors import ConfigError
 from .abm import ABMPolicy
 from .base import RandomPolicy
 from .hybrid import HybridPolicy
+from .llm_policy import LLMPolicy, backend_label, make_backend
 
 USER_POLICIES = ("hybrid", "abm", "random", "llm")
 
@@ -35,13 +37,6 @@ def llm_backend(
     "openai"); `options` go to the backend (timeouts, device, ...). `without_llm` is the
     setting the error messages suggest; `announce` prints the backend and model to stderr."""
     try:
-        from .llm_policy import backend_label, make_backend
-    except ImportError as err:  # the llm extra is missing
-        raise ConfigError(
-            f"LLM users need the 'llm' extra: pip install 'oasis-gym[llm]' ({err}). "
-            f"Or run without an LLM: {without_llm}"
-        ) from err
-    try:
         backend = make_backend(kind, model=model, endpoints=endpoints, **options)
     except (ImportError, RuntimeError, FileNotFoundError) as err:
         raise ConfigError(f"no LLM backend available: {err}. Run without an LLM: {without_llm}") from err
@@ -55,8 +50,6 @@ def llm_policy(backend, **options):
     go to the policy (temperature, step_deadline_s, ...)."""
     if isinstance(backend, str):
         backend = llm_backend(backend)
-    from .llm_policy import LLMPolicy  # importable: a backend exists
-
     return LLMPolicy(backend, **options)
 
 

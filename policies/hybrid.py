@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from oasis_gym.simulation import ActionArrays, ObsBatch
+from oasis_gym.sim import ActionArrays, ObsBatch
 
 from .base import BasePolicy, Policy, check_actions, sim_of
 

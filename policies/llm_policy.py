@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 
 from oasis_gym.actions import ActionType
-from oasis_gym.simulation import ActionArrays, ObsBatch
+from oasis_gym.sim import ActionArrays, ObsBatch
 
 from .base import BasePolicy, actions_from_dicts, sim_of
 from .llm import LLMPolicyCore, SchemaConfig

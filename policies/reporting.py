@@ -10,7 +10,7 @@ import numpy as np
 
 from oasis_gym.actions import ActionType as A
 from oasis_gym.platform import MISINFO_LABEL
-from oasis_gym.simulation import ActionArrays, ObsBatch
+from oasis_gym.sim import ActionArrays, ObsBatch
 
 from .base import PolicyWrapper, filled, sim_of
 

@@ -32,7 +32,7 @@ from gymnasium import spaces
 
 from oasis_gym.actions import NUM_ACTIONS
 from oasis_gym.actions import ActionType as A
-from oasis_gym.simulation import ActionArrays, ObsBatch
+from oasis_gym.sim import ActionArrays, ObsBatch
 
 from .base import BasePolicy, sim_of
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
-from oasis_gym.simulation import FEED_INDEX, ActionArrays
+from oasis_gym.sim import FEED_INDEX, ActionArrays
 
 from .abm import ABMPolicy
 from .base import PolicyWrapper, filled, sim_of

@@ -10,11 +10,11 @@ import sqlite3
 
 import numpy as np
 import pytest
-from oasis_gym.envs.moderator_v0 import ModeratorEnv
 
+from oasis_gym.agents import MODERATOR_POST_FEATURES
+from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.platform import MISINFO_LABEL, ORIGINAL, TRUE_LABEL
 from oasis_gym.platform.store import unpack_keys
-from oasis_gym.platform_agents import MODERATOR_POST_FEATURES
 from oasis_gym.scenarios.misinfo_stream import BrigadingScenario
 
 SMALL = dict(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3)
@@ -118,7 +118,7 @@ def test_observation_has_no_label_and_evidence_against_brigading(check_action):
                     seen["brigaded"].append(x[i])
     pf = env.sim.platform
     pf.p_label.a[: pf.n_posts] = 1 - np.maximum(pf.p_label.a[: pf.n_posts], 0)
-    assert np.array_equal(obs, agent.features(env.sim))
+    assert np.array_equal(obs, agent.features(env.sim.agent_view()))
     b, m = (np.array(seen[k]) for k in ("brigaded", "misinfo"))
     assert len(b) and len(m)
     for name in ("reporters_false_report_share", "log_reporter_activity", "log_author_cleared"):

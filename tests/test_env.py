@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from importlib import import_module
 
 import numpy as np
 import pettingzoo
 import pytest
-from oasis_gym.envs import reddit_v0, twitter_v0
 from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
+import oasis_gym
 from oasis_gym.actions import ActionType as A
+from oasis_gym.envs import reddit_v0, twitter_v0
 
-ENVS = {"twitter": twitter_v0, "reddit": reddit_v0}
+# every registered PettingZoo env: its module name under oasis_gym.envs -> the module
+ENVS = {name: import_module(f"oasis_gym.envs.{name}") for name in oasis_gym.PETTINGZOO_ENVS.values()}
 
 
 def population_args(kind: str, shared_data) -> dict:
@@ -121,10 +124,14 @@ def test_same_seed_same_run(name, kind, shared_data, tmp_path):
     assert other[1] != first[1]
 
 
-def test_registry_makes_both_envs():
-    import oasis_gym  # noqa: F401  (registers on import)
+def test_the_registry_lists_both_platforms():
+    # the parametrized tests cover whatever the registry lists; these two at least
+    assert {twitter_v0, reddit_v0} <= set(ENVS.values())
+    assert {"oasis_gym/Twitter-v0", "oasis_gym/Reddit-v0"} <= set(oasis_gym.PETTINGZOO_ENVS)
 
-    for env_id in ("oasis_gym/Twitter-v0", "oasis_gym/Reddit-v0"):
+
+def test_registry_makes_every_env():
+    for env_id in oasis_gym.PETTINGZOO_ENVS:  # registered on `import oasis_gym`
         env = pettingzoo.make("parallel", env_id, users=20, max_cycles=3)
         obs, _ = env.reset(seed=0)
         assert len(obs) == 20

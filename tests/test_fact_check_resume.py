@@ -7,13 +7,13 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
-from oasis_gym.envs import twitter_v0
-from oasis_gym.policies.base import RandomPolicy
 
 from oasis_gym.actions import ActionType
-from oasis_gym.fact_check import STATE_KEY
+from oasis_gym.agents import MODERATOR_POST_FEATURES
+from oasis_gym.agents.fact_check import STATE_KEY
+from oasis_gym.envs import twitter_v0
 from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
-from oasis_gym.platform_agents import MODERATOR_POST_FEATURES
+from oasis_gym.policies.base import RandomPolicy
 
 ALL = tuple(int(a) for a in ActionType)
 PARAMS = {"moderator": {"top_m": 6, "check_budget": 2, "check_delay": 2, "check_error": 0.3}}
@@ -105,7 +105,7 @@ def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path,
     monkeypatch.chdir(tmp_path / "full")
     env, policy = started("run.db")
     run(env, policy, STOP)
-    fc_at_stop = env.sim.platform_agents["moderator_0"].fact_check.state_dict(env.sim)
+    fc_at_stop = env.sim.platform_agents["moderator_0"].fact_check.state_dict(env.sim.agent_view())
     run(env, policy, STEPS - STOP)
     fc_full = env.sim.platform_agents["moderator_0"].fact_check
     assert len(fc_full.sent_step) > 4 and (fc_full.verdicts != 0).sum() >= 4  # checks were asked for and came back
@@ -120,7 +120,7 @@ def test_stop_and_resume_with_a_moderator_equals_the_uninterrupted_run(tmp_path,
     env = twitter_v0.parallel_env.resume("run.db", setup=seed_posts)
     assert env.sim.platform.step == STOP
     fc = env.sim.platform_agents["moderator_0"].fact_check
-    assert fc.state_dict(env.sim) == fc_at_stop  # pending checks, verdicts, flags, seed
+    assert fc.state_dict(env.sim.agent_view()) == fc_at_stop  # pending checks, verdicts, flags, seed
     assert any(fc.pending(np.array(sorted(fc.sent_step))))  # checks were in flight at the stop
     policy = users_policy(env)
     policy.load_state_dict(saved)

@@ -17,11 +17,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from oasis_gym.envs import twitter_v0
-from oasis_gym.envs.social_env import SocialMediaEnv
 
 from oasis_gym.actions import ActionType
 from oasis_gym.cli import main
+from oasis_gym.envs import twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.platform import JournalError, Platform
 from oasis_gym.platform.journal import read_meta
 

@@ -8,12 +8,12 @@ import sqlite3
 
 import numpy as np
 import pytest
-from oasis_gym.envs import twitter_v0
-from oasis_gym.policies.base import RandomPolicy
 
+from oasis_gym.envs import twitter_v0
 from oasis_gym.platform.store import GrowArray
 from oasis_gym.platform.text import TextColumn
-from oasis_gym.simulation import ActionArrays, ObsBatch
+from oasis_gym.policies.base import RandomPolicy
+from oasis_gym.sim import ActionArrays, ObsBatch
 
 ALL = tuple(range(23))
 

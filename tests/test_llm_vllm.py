@@ -25,9 +25,9 @@ import httpx
 import pytest
 import torch
 from llm_fixtures import llm_module
-from oasis_gym.policies.llm_policy import backend_label, make_backend
 
 from oasis_gym.actions import ALL_ACTIONS, ActionType
+from oasis_gym.policies.llm_policy import backend_label, make_backend
 
 pytest_plugins = ["llm_fixtures"]
 pytestmark = pytest.mark.vllm

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import make_population
-from oasis_gym.envs import twitter_v0
-from oasis_gym.envs.social_env import SocialMediaEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from oasis_gym.actions import ACTION_NAMES, RESULT_NAMES
 from oasis_gym.actions import ActionType as A
+from oasis_gym.envs import twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.metrics import MetricsRecorder, make_report, read_cascade_curves, read_metrics
 from oasis_gym.metrics import formulas as F
 from oasis_gym.metrics.online import CascadeForest

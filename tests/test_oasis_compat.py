@@ -269,7 +269,6 @@ def test_offline_metrics_equal_the_online_recorder(tmp_path):
     online recorder wrote, for every tag that does not need served feeds or the follow graph
     over time."""
     from oasis_gym.envs import twitter_v0
-
     from oasis_gym.metrics import MetricsRecorder, read_metrics
     from oasis_gym.metrics.offline import offline_metrics
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
+
+from oasis_gym.agents import MODERATOR_POST_FEATURES, RecommenderAgent
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModerator
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
-
 from oasis_gym.platform import MISINFO_LABEL
-from oasis_gym.platform_agents import MODERATOR_POST_FEATURES, RecommenderAgent
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
 SCENARIO = MisinfoScenario(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3)
@@ -79,10 +79,9 @@ def test_readme_sampling_loop_runs_with_platform_agents():
 
 def test_no_stale_moderator_cost():
     """The action cost is charged on the step of the action only."""
+    from oasis_gym.agents import exposure_stats
     from oasis_gym.envs import twitter_v0
-
-    from oasis_gym.platform_agents import exposure_stats
-    from oasis_gym.simulation import ActionArrays
+    from oasis_gym.sim import ActionArrays
 
     env = twitter_v0.parallel_env(
         users=60,
@@ -99,9 +98,9 @@ def test_no_stale_moderator_cost():
     agent = sim.platform_agents["moderator_0"]
     assert (agent.slots >= 0).any()
     out = env.step_batch(ActionArrays.empty(), {"moderator_0": np.full(agent.top_m, 2)})  # downrank all
-    assert out.platform_rewards["moderator_0"] < -exposure_stats(sim)[0] - 0.4
+    assert out.platform_rewards["moderator_0"] < -exposure_stats(sim.agent_view())[0] - 0.4
     out = env.step_batch(ActionArrays.empty())  # no moderator action this step: no cost
-    assert out.platform_rewards["moderator_0"] == pytest.approx(-exposure_stats(sim)[0])
+    assert out.platform_rewards["moderator_0"] == pytest.approx(-exposure_stats(sim.agent_view())[0])
     env.close()
 
 
@@ -162,7 +161,7 @@ def test_moderator_observation_has_no_label():
     obs, _ = env.reset(seed=4)
     pf = env.sim.platform
     pf.p_label.a[: pf.n_posts] = 1 - np.maximum(pf.p_label.a[: pf.n_posts], 0)
-    again = env.sim.platform_agents["moderator_0"].features(env.sim)
+    again = env.sim.platform_agents["moderator_0"].features(env.sim.agent_view())
     assert np.array_equal(obs, again)
     env.close()
 
@@ -246,9 +245,9 @@ def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsy
     import json
 
     import torch
-    from oasis_gym.train import common
 
     from oasis_gym import cli
+    from oasis_gym.train import common
 
     torch.set_num_threads(1)
     # the scenario's 1 000 users are too slow for a test: the tiny scenario through EnvConfig
@@ -345,7 +344,7 @@ def test_moderator_features_read_reports_authors_and_clock():
     p = agent.slots[agent.slots >= 0]
     pf.p_reports.a[p[0]] = 4
     pf.u_suspended.a[pf.p_author.a[p[1]]] = True
-    x = agent.features(sim).reshape(agent.top_m, -1)[: len(p)]
+    x = agent.features(sim.agent_view()).reshape(agent.top_m, -1)[: len(p)]
     f = {name: x[:, i] for i, name in enumerate(MODERATOR_POST_FEATURES)}
     age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
     np.testing.assert_allclose(f["age_hours"], age_h, rtol=1e-6)
@@ -376,9 +375,10 @@ def test_reward_components_reach_tensorboard(tmp_path):
     """Each reward component is its own TensorBoard curve (reward/<name>), read back from
     the event file SB3 wrote."""
     import torch
-    from oasis_gym.train.callbacks import EnvMetricsCallback
     from stable_baselines3 import PPO
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from oasis_gym.train.callbacks import EnvMetricsCallback
 
     torch.set_num_threads(1)
     env = RecommenderEnv(**{**TINY, "users": 50, "max_cycles": 4})
@@ -400,9 +400,8 @@ def test_train_cli_agent_params(capsys):
     """--agent-param sets the reward weights; a bad one is one line and exit code 2."""
     import argparse
 
-    from oasis_gym.train.recommender import Args, add_arguments, args_from_namespace
-
     from oasis_gym import cli
+    from oasis_gym.train.recommender import Args, add_arguments, args_from_namespace
 
     p = argparse.ArgumentParser()
     add_arguments(p)

@@ -5,15 +5,15 @@ reporting wrapper once failed on a platform without posts)."""
 from __future__ import annotations
 
 import numpy as np
+
+from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
+from oasis_gym.actions import ActionType as A
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import sim_of
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.reporting import ReportingUsers
 from oasis_gym.policies.wrappers import CommentVoter
-
-from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
-from oasis_gym.actions import ActionType as A
 
 
 def _run(pass_sim: bool) -> list[tuple]:

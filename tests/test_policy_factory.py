@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from oasis_gym.actions import ActionType as A
+from oasis_gym.errors import ConfigError
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.factory import USER_POLICIES, llm_backend, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
-
-from oasis_gym.actions import ActionType as A
-from oasis_gym.errors import ConfigError
-from oasis_gym.simulation import ActionArrays
+from oasis_gym.sim import ActionArrays
 
 
 def test_user_policy_by_kind():

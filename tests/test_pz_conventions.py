@@ -4,20 +4,31 @@ metadata is static, and the registry (PettingZoo and Gymnasium) makes every env.
 from __future__ import annotations
 
 import warnings
+from importlib import import_module
 
 import gymnasium as gym
 import pettingzoo
 import pytest
-from oasis_gym.envs import reddit_v0, twitter_v0
-from oasis_gym.envs.social_env import SocialMediaEnv
 from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.utils import BaseWrapper
 from pettingzoo.utils.conversions import aec_to_parallel
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 import oasis_gym
+from oasis_gym.envs import reddit_v0, twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
 
-MODULES = {"twitter_v0": (twitter_v0, "twitter"), "reddit_v0": (reddit_v0, "reddit")}
+
+def _platform(env_id: str) -> str:
+    """The platform an id names: "oasis_gym/Twitter-v0" -> "twitter"."""
+    return env_id.rpartition("/")[2].rpartition("-v")[0].lower()
+
+
+# every registered PettingZoo env: module name under oasis_gym.envs -> (module, its platform)
+MODULES = {
+    name: (import_module(f"oasis_gym.envs.{name}"), _platform(env_id))
+    for env_id, name in oasis_gym.PETTINGZOO_ENVS.items()
+}
 SMALL = {"users": 12, "population_seed": 1, "activation": 0.5, "max_cycles": 3}
 
 
@@ -63,6 +74,12 @@ def test_metadata_is_static(name):
     assert SocialMediaEnv.metadata["name"] == "oasis_social_v0"  # the base is untouched
 
 
+def test_the_registries_list_every_env():
+    # the parametrized tests cover whatever the registry lists; these at least
+    assert MODULES["twitter_v0"] == (twitter_v0, "twitter") and MODULES["reddit_v0"] == (reddit_v0, "reddit")
+    assert {"oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"} <= set(oasis_gym.GYMNASIUM_ENVS)
+
+
 def test_versioned_env_keeps_its_platform():
     with pytest.raises(TypeError, match="twitter"):
         twitter_v0.parallel_env(platform="reddit", **SMALL)
@@ -79,8 +96,8 @@ def test_registry_ids_are_in_one_table_and_make_their_envs():
         aec = pettingzoo.make("aec", env_id, **SMALL)
         assert isinstance(aec, OrderEnforcingWrapper) and type(aec.unwrapped) is module.parallel_env
         assert pettingzoo.spec("parallel", env_id).entry_point == f"oasis_gym.envs.{module_name}:parallel_env"
-    for env_id in ("oasis_gym/Recommender-v0", "oasis_gym/Moderator-v0"):
-        assert env_id in gym.registry
+    for env_id, entry_point in oasis_gym.GYMNASIUM_ENVS.items():
+        assert env_id in gym.registry and gym.spec(env_id).entry_point == entry_point
 
 
 def test_resume_through_a_versioned_class_keeps_it(tmp_path):

@@ -7,12 +7,12 @@ import sys
 
 import gymnasium
 import pytest
-from oasis_gym.envs.gym_registry import make_scenario
+
+import oasis_gym
+from oasis_gym.envs.platform_agent_env import make_scenario
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.reporting import ReportingUsers
-
-import oasis_gym
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
 

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from oasis_gym.envs import twitter_v0
+from oasis_gym.platform import JournalError, Platform
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
-
-from oasis_gym.platform import JournalError, Platform
 from oasis_gym.run import resume, simulate
 
 ALL = tuple(range(23))

@@ -8,14 +8,14 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium import spaces  # noqa: E402
-from oasis_gym.envs.gym_registry import register_gym_envs  # noqa: E402
-from oasis_gym.envs.moderator_v0 import ModeratorEnv  # noqa: E402
-from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModerator  # noqa: E402
-from oasis_gym.envs.recommender_v0 import RecommenderEnv  # noqa: E402
-from oasis_gym.policies.sb3 import SB3Policy, flatten_user_obs, user_model_spaces  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 
+from oasis_gym.envs.moderator_v0 import ModeratorEnv  # noqa: E402
+from oasis_gym.envs.platform_agent_env import register_gym_envs  # noqa: E402
+from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModerator  # noqa: E402
+from oasis_gym.envs.recommender_v0 import RecommenderEnv  # noqa: E402
+from oasis_gym.policies.sb3 import SB3Policy, flatten_user_obs, user_model_spaces  # noqa: E402
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario  # noqa: E402
 
 TINY = dict(
@@ -186,8 +186,9 @@ def test_pickle_rebuilds_lazily():
 
 def test_subproc_vec_env_two_workers():
     """Two subprocess workers: different seeds, auto-reset at the episode end with `episode_metrics`."""
-    from oasis_gym.train.common import EnvConfig, EnvFactory
     from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from oasis_gym.train.common import EnvConfig, EnvFactory
 
     cfg = EnvConfig(
         kind="moderator", users=TINY["users"], max_cycles=4, scenario=TINY["scenario"], env_kwargs={"activation": 0.3}
@@ -227,8 +228,9 @@ def _mean_return(model, env, seeds, deterministic):
 
 def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
     """A short PPO run improves the moderator; the saved model reloads as an `SB3Policy` and drives another env."""
-    from oasis_gym.train.callbacks import EnvMetricsCallback
     from stable_baselines3.common.logger import configure
+
+    from oasis_gym.train.callbacks import EnvMetricsCallback
 
     # a clear signal for a short run: acting on a post that is not misinformation costs 0.2,
     # so the untrained policy (acting on ~4 of 5 posts a step) has a lot to gain
@@ -273,9 +275,10 @@ def test_ppo_improves_and_model_reloads_as_policy(tmp_path):
 
 def test_obs_normalizer_round_trip(tmp_path):
     """The saved VecNormalize statistics let `SB3Policy` act on raw observations as the model did."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
     from oasis_gym.policies.sb3 import normalizer_path
     from oasis_gym.train.common import save_obs_normalizer
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     env = tiny(RecommenderEnv)
     vec = VecNormalize(DummyVecEnv([lambda: env]), norm_reward=False)

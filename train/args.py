@@ -4,6 +4,9 @@ Each field with ``opt(...)`` metadata (or a plain default) becomes ``--field-nam
 field's default and help; the type comes from the default (or ``type=`` where the default
 is None). A tuple default takes ``nargs="+"``; ``cli=False`` keeps a field off the command
 line. `parse_into` turns the parsed namespace back into the dataclass.
+
+`TrainArgs` holds the settings both training scripts share; each script's `Args` subclasses
+it and `redeclare`s a field to change its default or help.
 """
 
 from __future__ import annotations
@@ -79,8 +82,69 @@ def key_value(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
 
 
+def redeclare(cls, name: str, default: Any = dataclasses.MISSING, help: str | None = None) -> Any:
+    """Field `name` of dataclass `cls` again, with another default and/or help and the same
+    command-line options otherwise: how a script's `Args` changes a field of `TrainArgs`."""
+    f = cls.__dataclass_fields__[name]
+    meta = f.metadata
+    return opt(
+        _default(f) if default is dataclasses.MISSING else default,
+        meta["help"] if help is None else help,
+        cli=meta["cli"],
+        **meta["argparse"],
+    )
+
+
+@dataclasses.dataclass
+class RunArgs:
+    """The first settings of `TrainArgs`: the run's budget, the env's size and the evaluation
+    sets. A script adds its own evaluation settings after them by deriving a class from this
+    one and putting it second among its `Args`' bases (`moderator.Args`)."""
+
+    timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
+    time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
+    n_envs: int = opt(2, "subprocess envs")
+    seed: int = opt(0, "training seed")
+    users: int | None = opt(None, "default: the scenario's 1000", type=int)
+    max_cycles: int | None = opt(None, "episode length (default 50)", type=int)
+    eval_seeds: tuple[int, ...] = opt(
+        (1000, 1001, 1002, 1003, 1004),
+        "held-out episode seeds (< 2**20), run on the training population and on --other-population",
+    )
+    other_population: int = opt(1, "population seed of the held-out population")
+
+
+@dataclasses.dataclass
+class TrainArgs(RunArgs):
+    """The settings both training scripts share, with their defaults (PPO's are `PPOConfig`'s;
+    `kind`, `out`, `baselines` and the `agent_param` help are each script's own). The command
+    line is generated from the fields (`--time-limit` for `time_limit`, ...). `env` and `ppo`
+    are built from them at construction: change a field with `dataclasses.replace`, or those
+    two objects directly."""
+
+    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
+    lr: float = opt(3e-4, "learning rate")
+    gamma: float = opt(0.9, "discount")
+    policy: str = opt("mlp", "network", choices=("mlp", "slot"))
+    n_steps: int = opt(250, "rollout steps per env")
+    batch_size: int = opt(250, cli=False)  # capped at n_steps * n_envs
+    first_bias: float = opt(0.0, cli=False)  # slot policy: initial logit bonus of "none"
+    ent_coef: float = opt(0.0, "entropy coefficient")
+    agent_param: dict = opt(
+        {}, "agent field (its reward weights; repeatable)", type=key_value, action="append", metavar="KEY=VALUE"
+    )
+    out: str = opt("runs/train", "output folder (model, checkpoints, TensorBoard, eval.json)")
+    baselines: tuple[str, ...] = opt((), cli=False)
+    kind: str = opt("recommender", cli=False)
+    env: EnvConfig = dataclasses.field(init=False)
+    ppo: PPOConfig = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.env, self.ppo = configs(self)
+
+
 def configs(a) -> tuple[EnvConfig, PPOConfig]:
-    """The (EnvConfig, PPOConfig) of a script's `Args` (the fields both scripts share)."""
+    """The (EnvConfig, PPOConfig) of a `TrainArgs` (a script's `Args`), built at its construction."""
     env = EnvConfig(kind=a.kind, users=a.users, max_cycles=a.max_cycles, agent_params=dict(a.agent_param))
     ppo = PPOConfig(
         total_timesteps=a.timesteps,

@@ -1,6 +1,6 @@
 """`oasis-gym train recommender|moderator`: the training scripts as a CLI subcommand.
 
-Wire-up (oasis_gym/cli.py):
+Wire-up (`oasis_gym/cli/parser.py` builds the parser, `oasis_gym/cli/__init__.py` dispatches):
 
     from oasis_gym.train.cli import add_train_parser, cmd_train
     add_train_parser(sub)            # in build_parser, with sub = parser.add_subparsers(...)
@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from dataclasses import fields
+
+from oasis_gym.agents import ModeratorAgent, RecommenderAgent
+
+from . import args as cli_args
+from . import moderator, recommender
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
     """Add `train` with the `recommender` and `moderator` targets; each target's options are
     generated from its script's `Args` (the same options and defaults as the script)."""
-    from . import args as cli_args
-    from . import moderator, recommender
-
     train = subparsers.add_parser(
         "train",
         help="train a platform agent with PPO (stable-baselines3)",
@@ -41,14 +45,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         import stable_baselines3  # noqa: F401
     except ImportError as err:
         raise SystemExit(f"training needs stable-baselines3: pip install stable-baselines3 ({err})") from err
-    import sys
-    from dataclasses import fields
-
-    from oasis_gym.platform_agents import ModeratorAgent, RecommenderAgent
-
-    from . import args as cli_args
-    from . import moderator, recommender
-
     agent_cls = RecommenderAgent if args.target == "recommender" else ModeratorAgent
     numeric = sorted(f.name for f in fields(agent_cls) if isinstance(f.default, (int, float)))
     bad = sorted({k for k, _ in args.agent_param} - set(numeric))

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
-ENV_IDS = {"recommender": "oasis_gym/Recommender-v0", "moderator": "oasis_gym/Moderator-v0"}
+from oasis_gym.envs.moderator_v0 import ModeratorEnv
+from oasis_gym.envs.platform_agent_env import make_scenario
+from oasis_gym.envs.recommender_v0 import RecommenderEnv
+from oasis_gym.policies.sb3 import normalizer_path
 
 
 def limit_threads(n: int = 1) -> None:
@@ -36,9 +41,6 @@ def limit_threads(n: int = 1) -> None:
 
 def env_class(kind: str):
     """The env class of an agent kind ("recommender" or "moderator")."""
-    from oasis_gym.envs.moderator_v0 import ModeratorEnv
-    from oasis_gym.envs.recommender_v0 import RecommenderEnv
-
     classes = {"recommender": RecommenderEnv, "moderator": ModeratorEnv}
     if kind not in classes:
         raise ValueError(f"kind must be one of {sorted(classes)}, got {kind!r}")
@@ -64,8 +66,6 @@ class EnvConfig:
 
     def kwargs(self) -> dict:
         """The env's keyword arguments (the scenario built from its name and params)."""
-        from oasis_gym.envs.gym_registry import make_scenario
-
         return {
             "users": self.users,
             "max_cycles": self.max_cycles,
@@ -151,9 +151,6 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return path
 
 
-Act = Callable[[np.ndarray], Any]
-
-
 # --------------------------------------------------------------------------- PPO
 
 
@@ -191,9 +188,6 @@ def train_ppo(
 ):
     """Train PPO on `env_config`; save model, observation statistics, checkpoints and
     TensorBoard logs under `cfg.out_dir`. Returns (model, VecNormalize, run info)."""
-    import time
-
-    from gymnasium import spaces
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.vec_env import VecNormalize
@@ -260,8 +254,6 @@ def train_ppo(
     seconds = time.perf_counter() - start
     model_path = out / "model.zip"
     model.save(str(model_path))
-    from oasis_gym.policies.sb3 import normalizer_path
-
     save_obs_normalizer(vec, normalizer_path(model_path))
     vec.close()
     info = {

@@ -15,8 +15,7 @@ scenario posts, user policy and seeds):
   and the scenario's sources: the upper bound, not a baseline; `oracle_check` verifies
   that nothing beat it).
 
-`summarize` gives mean, std, standard error, min and max over seeds; `relative_gain` the
-improvement of one mean over another relative to the baseline's magnitude.
+`summarize` gives mean, std, standard error, min and max over seeds.
 """
 
 from __future__ import annotations
@@ -25,6 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from oasis_gym.envs.platform_rules import FixedWeights, NoModeration, OracleModerator, ReportThresholdModerator
+from oasis_gym.policies.sb3 import SB3Policy
 
 from .common import EnvConfig
 
@@ -43,8 +45,6 @@ def run_episode(env, act: Callable[[np.ndarray], Any], seed: int) -> dict:
 
 def as_act(policy) -> Callable[[np.ndarray], Any]:
     """`act(obs) -> action` from an SB3 model, an `SB3Policy` or a plain function."""
-    from oasis_gym.policies.sb3 import SB3Policy
-
     if isinstance(policy, SB3Policy):
         return policy.predict
     if hasattr(policy, "predict"):
@@ -61,8 +61,6 @@ def _rule_act(env, rule) -> Callable[[np.ndarray], Any]:
 def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None = None) -> list[dict]:
     """Episode metrics (incl. "return") per seed. `policy`: a feed name of
     RECOMMENDER_FEEDS, "default_weights", or something `as_act` accepts."""
-    from oasis_gym.envs.platform_rules import FixedWeights
-
     config = config or EnvConfig(kind="recommender")
     if isinstance(policy, str) and policy in RECOMMENDER_FEEDS:
         env = config.make(feed=policy)
@@ -86,8 +84,6 @@ def evaluate_recommender(policy, seeds: Sequence[int], config: EnvConfig | None 
 def moderator_rule(name: str):
     """The fixed moderator of a MODERATOR_RULES name; the report rules also as
     "report_threshold:T" / "report_threshold_suspend:T" (act at >= T reports, T >= 1)."""
-    from oasis_gym.envs.platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
-
     base, sep, t = name.partition(":")
     if sep and base in ("report_threshold", "report_threshold_suspend"):
         if not t.isdigit() or int(t) < 1:
@@ -149,17 +145,6 @@ def summarize(runs: Sequence[dict], key: str = "return") -> dict:
         "max": float(x.max()),
         "values": x.tolist(),
     }
-
-
-def relative_gain(value: float, baseline: float) -> float:
-    """(value - baseline) / |baseline|: +0.1 means 10 % better for a higher-is-better score."""
-    return float((value - baseline) / abs(baseline)) if baseline else float("inf")
-
-
-def paired_gains(runs: Sequence[dict], baseline_runs: Sequence[dict], key: str = "return") -> dict:
-    """Per-seed relative gains (the same seeds in the same order) and their summary."""
-    g = np.array([relative_gain(a[key], b[key]) for a, b in zip(runs, baseline_runs)])
-    return {"mean": float(g.mean()), "min": float(g.min()), "max": float(g.max()), "values": g.tolist()}
 
 
 def oracle_check(runs: Sequence[dict], oracle_runs: Sequence[dict], tol: float = 0.0) -> dict:

@@ -25,61 +25,49 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+from oasis_gym.policies.sb3 import SB3Policy
+
 from . import args as cli_args
-from .args import key_value, opt
-from .common import EnvConfig, PPOConfig, limit_threads, write_json
+from .args import RunArgs, TrainArgs, opt, redeclare
+from .common import limit_threads, train_ppo, write_json
+from .evaluate import evaluate_moderator, moderator_rule, oracle_check, summarize, tune_report_rules
+from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
 
 
 @dataclass
-class Args:
-    """Every setting of the script, with its default; the command line is generated from the
-    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them at
-    construction: change a field with `dataclasses.replace`, or those two objects directly."""
+class _TuneArgs(RunArgs):
+    """The moderator's own evaluation setting (a class of its own, second among `Args`' bases,
+    so that the dataclass puts it right after the shared evaluation settings: `--help`)."""
 
-    timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
-    time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
-    n_envs: int = opt(2, "subprocess envs")
-    seed: int = opt(0, "training seed")
-    users: int | None = opt(None, "default: the scenario's 1000", type=int)
-    max_cycles: int | None = opt(None, "episode length (default 50)", type=int)
-    eval_seeds: tuple[int, ...] = opt(
-        (1000, 1001, 1002, 1003, 1004),
-        "held-out episode seeds (< 2**20), run on the training population and on --other-population",
-    )
-    other_population: int = opt(1, "population seed of the held-out population")
     tune_seeds: tuple[int, ...] = opt(
         tuple(2**20 + 9000 + i for i in range(4)),
         "training-distribution episode seeds (>= 2**20) on which the report rules' thresholds are tuned",
     )
-    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
-    lr: float = opt(1e-3, "learning rate")
-    gamma: float = opt(0.9, "discount")
-    policy: str = opt("slot", "network (slot: one net shared by the post slots)", choices=("mlp", "slot"))
-    n_steps: int = opt(100, "rollout steps per env")
-    batch_size: int = opt(100, cli=False)  # capped at n_steps * n_envs
-    first_bias: float = opt(3.0, cli=False)  # slot policy: initial logit bonus of "none"
-    ent_coef: float = opt(0.0, "entropy coefficient")
-    agent_param: dict = opt(
-        {},
-        "agent field, e.g. action_cost=0 (the moderator's reward weights; repeatable)",
-        type=key_value,
-        action="append",
-        metavar="KEY=VALUE",
-    )
-    out: str = opt("runs/moderator", "output folder (model, checkpoints, TensorBoard, eval.json)")
-    baselines: tuple[str, ...] = opt(
-        ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend"), cli=False
-    )
-    kind: str = opt("moderator", cli=False)
-    env: EnvConfig = field(init=False)
-    ppo: PPOConfig = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.env, self.ppo = cli_args.configs(self)
+
+@dataclass
+class Args(TrainArgs, _TuneArgs):
+    """The moderator script's settings: `TrainArgs` and the report rules' tuning seeds, with
+    the moderator's PPO defaults, agent fields, output folder and baselines."""
+
+    lr: float = redeclare(TrainArgs, "lr", 1e-3)
+    policy: str = redeclare(TrainArgs, "policy", "slot", "network (slot: one net shared by the post slots)")
+    n_steps: int = redeclare(TrainArgs, "n_steps", 100)
+    batch_size: int = redeclare(TrainArgs, "batch_size", 100)
+    first_bias: float = redeclare(TrainArgs, "first_bias", 3.0)
+    agent_param: dict = redeclare(
+        TrainArgs, "agent_param", help="agent field, e.g. action_cost=0 (the moderator's reward weights; repeatable)"
+    )
+    out: str = redeclare(TrainArgs, "out", "runs/moderator")
+    baselines: tuple[str, ...] = redeclare(
+        TrainArgs, "baselines", ("none", "report_threshold", "report_threshold_suspend", "oracle_suspend")
+    )
+    kind: str = redeclare(TrainArgs, "kind", "moderator")
 
 
 COLUMNS = (
@@ -92,8 +80,6 @@ COLUMNS = (
 
 def exposure_report(runs: list[dict], none_runs: list[dict]) -> dict:
     """Misinformation exposure cut vs no moderation (per seed, same seeds) and collateral."""
-    from .evaluate import summarize
-
     cut = np.array([1.0 - r["misinfo_impressions"] / max(b["misinfo_impressions"], 1) for r, b in zip(runs, none_runs)])
     return {
         "exposure_cut": {
@@ -123,10 +109,6 @@ def tuned_rules(args: Args, cache: dict | None = None) -> dict:
     """The report rules' thresholds tuned on `args.tune_seeds` (training population only);
     refuses tuning seeds an evaluation could use. `cache` (a dict) shares the result
     between runs with the same settings (the bench's training seeds)."""
-    from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
-
-    from .evaluate import moderator_rule, tune_report_rules
-
     bad = [s for s in args.tune_seeds if s < TRAIN_SEED_MIN]
     if bad:
         raise ValueError(f"tuning seeds {bad} could be evaluation seeds: use seeds >= {TRAIN_SEED_MIN}")
@@ -146,14 +128,6 @@ def train(args: Args, cache: dict | None = None) -> dict:
     """Tune the rules, evaluate the baselines, train PPO, evaluate it on the held-out sets
     (module docstring). `cache` (a dict) keeps baseline runs and tuned thresholds between
     calls with the same evaluation sets (the bench trains several seeds)."""
-    from dataclasses import replace
-
-    from oasis_gym.policies.sb3 import SB3Policy
-
-    from .common import train_ppo
-    from .evaluate import evaluate_moderator, oracle_check, summarize
-    from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
-
     limit_threads(1)
     sets = default_eval_sets(args.eval_seeds, args.env.population_seed, args.other_population)
     check_disjoint(sets, args.ppo.seed, args.ppo.n_envs, args.env.population_seed)

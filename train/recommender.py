@@ -24,53 +24,32 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+
+from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
-from .args import key_value, opt
-from .common import EnvConfig, PPOConfig, limit_threads, write_json
+from .args import TrainArgs, redeclare
+from .common import limit_threads, train_ppo, write_json
+from .evaluate import evaluate_recommender, summarize
+from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
 
 
 @dataclass
-class Args:
-    """Every setting of the script, with its default; the command line is generated from the
-    fields (`--time-limit` for `time_limit`, ...). `env` and `ppo` are built from them at
-    construction: change a field with `dataclasses.replace`, or those two objects directly."""
+class Args(TrainArgs):
+    """The recommender script's settings: `TrainArgs` (whose PPO defaults are the
+    recommender's) with its own agent fields, output folder and baselines."""
 
-    timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
-    time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
-    n_envs: int = opt(2, "subprocess envs")
-    seed: int = opt(0, "training seed")
-    users: int | None = opt(None, "default: the scenario's 1000", type=int)
-    max_cycles: int | None = opt(None, "episode length (default 50)", type=int)
-    eval_seeds: tuple[int, ...] = opt(
-        (1000, 1001, 1002, 1003, 1004),
-        "held-out episode seeds (< 2**20), run on the training population and on --other-population",
+    agent_param: dict = redeclare(
+        TrainArgs,
+        "agent_param",
+        help="agent field, e.g. misinfo_penalty=0 (the recommender's reward weights; repeatable)",
     )
-    other_population: int = opt(1, "population seed of the held-out population")
-    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
-    lr: float = opt(3e-4, "learning rate")
-    gamma: float = opt(0.9, "discount")
-    policy: str = opt("mlp", "network", choices=("mlp", "slot"))
-    n_steps: int = opt(250, "rollout steps per env")
-    batch_size: int = opt(250, cli=False)  # capped at n_steps * n_envs
-    first_bias: float = opt(0.0, cli=False)  # slot policy: initial logit bonus of "none"
-    ent_coef: float = opt(0.0, "entropy coefficient")
-    agent_param: dict = opt(
-        {},
-        "agent field, e.g. misinfo_penalty=0 (the recommender's reward weights; repeatable)",
-        type=key_value,
-        action="append",
-        metavar="KEY=VALUE",
+    out: str = redeclare(TrainArgs, "out", "runs/recommender")
+    baselines: tuple[str, ...] = redeclare(
+        TrainArgs, "baselines", ("reddit", "random", "chronological", "twitter", "default_weights")
     )
-    out: str = opt("runs/recommender", "output folder (model, checkpoints, TensorBoard, eval.json)")
-    baselines: tuple[str, ...] = opt(("reddit", "random", "chronological", "twitter", "default_weights"), cli=False)
-    kind: str = opt("recommender", cli=False)
-    env: EnvConfig = field(init=False)
-    ppo: PPOConfig = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.env, self.ppo = cli_args.configs(self)
+    kind: str = redeclare(TrainArgs, "kind", "recommender")
 
 
 COLUMNS = (
@@ -84,13 +63,6 @@ def train(args: Args, cache: dict | None = None) -> dict:
     """Evaluate the baselines, train PPO, evaluate it on the held-out sets (module
     docstring). `cache` (a dict) keeps baseline runs between calls with the same
     evaluation sets (the bench trains several seeds)."""
-    from dataclasses import replace
-
-    from oasis_gym.policies.sb3 import SB3Policy
-
-    from .evaluate import evaluate_recommender, summarize
-    from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
-
     limit_threads(1)
     sets = default_eval_sets(args.eval_seeds, args.env.population_seed, args.other_population)
     check_disjoint(sets, args.ppo.seed, args.ppo.n_envs, args.env.population_seed)
@@ -116,8 +88,6 @@ def train(args: Args, cache: dict | None = None) -> dict:
         else {}
     )
     # 3. PPO
-    from .common import train_ppo
-
     _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     # 4. the saved model, reloaded as a policy, on the evaluation sets
     policy = SB3Policy.load(info["model"], agent="recommender_0")

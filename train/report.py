@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+
 
 @dataclass(frozen=True)
 class EvalSet:
@@ -38,8 +40,6 @@ def default_eval_sets(seeds: Sequence[int], population_seed: int = 0, other_popu
 
 def check_disjoint(eval_sets: Sequence[EvalSet], train_seed: int, n_envs: int, train_population: int = 0) -> None:
     """Raise ValueError if an evaluation episode could replay a training episode."""
-    from oasis_gym.envs.gym_registry import TRAIN_SEED_MIN
-
     first = set(range(train_seed, train_seed + n_envs))  # the vector envs' first, explicit seeds
     for s in eval_sets:
         bad = [x for x in s.seeds if x >= TRAIN_SEED_MIN or (s.population_seed == train_population and x in first)]

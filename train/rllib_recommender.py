@@ -24,6 +24,7 @@ Spaces, rewards and the scenario are exactly those of `oasis_gym/Recommender-v0`
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from typing import Any
@@ -31,7 +32,15 @@ from typing import Any
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from oasis_gym.agents import ModeratorAgent, RecommenderAgent
+from oasis_gym.envs import agent_spaces
+from oasis_gym.envs.moderator_v0 import ModeratorEnv
+from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+from oasis_gym.envs.recommender_v0 import RecommenderEnv
+from oasis_gym.recsys import DEFAULT_WEIGHTS
+
 POLICY_OF_AGENT = {"recommender_0": "recommender", "moderator_0": "moderator"}
+_INSTANCES = itertools.count()  # PlatformAgentsParallelEnv instances made in this process
 
 
 def policy_mapping_fn(agent_id: str, episode: Any = None, **kwargs) -> str:
@@ -48,27 +57,34 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         self,
         users=None,
         max_cycles: int | None = None,
-        scenario: str = "misinfo_stream",
+        scenario=None,
         learn_moderator: bool = False,
         moderator_rule: str | None = None,
-        seed: int = 0,
+        seed: int | None = 0,
+        worker_index: int = 0,
         **env_kwargs,
     ):
-        from oasis_gym.envs.moderator_v0 import ModeratorEnv
-        from oasis_gym.envs.recommender_v0 import RecommenderEnv
-
         # the single-agent env supplies the scenario, users and fixed rules; this class only
-        # exposes its platform agents side by side
+        # exposes its platform agents side by side. scenario None: the single-agent env's
+        # default (Recommender-v0: misinfo_stream; with the moderator learning, Moderator-v0's
+        # misinfo_brigading), so RLlib trains on what SB3 trains on
         base = RecommenderEnv if not learn_moderator else ModeratorEnv
         extra = {"recommender": _LearnedSlot()} if learn_moderator else {"moderator": moderator_rule}
-        self._gym = base(users=users, max_cycles=max_cycles, scenario=scenario, **extra, **env_kwargs)
+        if scenario is not None:
+            extra["scenario"] = scenario
+        self._gym = base(users=users, max_cycles=max_cycles, **extra, **env_kwargs)
         self.possible_agents = ["recommender_0"] + (["moderator_0"] if learn_moderator else [])
         self.agents: list[str] = []
         self._spaces = {"recommender_0": _agent_spaces("recommender", self._gym)}
         if learn_moderator:
             self._spaces["moderator_0"] = (self._gym.observation_space, self._gym.action_space)
-        self._seed = seed
-        self._episodes = 0
+        # every env instance draws its episodes from a stream of its own, keyed by the run's
+        # seed, the env runner (worker index) and the instance's number in its process (RLlib
+        # makes a runner's sub-envs one after another): no two sub-envs of a run replay the
+        # same episodes, and all are training seeds (>= TRAIN_SEED_MIN), never evaluation ones
+        self._stream_key = (int(worker_index), next(_INSTANCES))
+        self._stream = self._seed_stream(seed)
+        self.episode_seeds: list[int] = []  # the episode seeds this env played, in order
 
     def observation_space(self, agent: str):
         """The observation space of one platform agent."""
@@ -78,11 +94,18 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         """The action space of one platform agent."""
         return self._spaces[agent][1]
 
+    def _seed_stream(self, seed: int | None) -> np.random.Generator:
+        return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=self._stream_key))
+
     def reset(self, seed: int | None = None, options: dict | None = None):
-        """Reset the simulation; the platform agents' first observations."""
-        # a fresh seed per episode (from the given one, or a counter) keeps episodes varied
-        episode_seed = seed if seed is not None else self._seed + self._episodes
-        self._episodes += 1
+        """Start the next training episode; the platform agents' first observations. A `seed`
+        seeds this env's stream of episode seeds (as Gymnasium's `reset(seed=)` seeds an env's
+        generator): the episode seed itself is drawn from the stream, in the training range
+        [TRAIN_SEED_MIN, 2**31), disjoint from every evaluation seed."""
+        if seed is not None:
+            self._stream = self._seed_stream(int(seed))
+        episode_seed = int(self._stream.integers(TRAIN_SEED_MIN, 2**31 - 1))
+        self.episode_seeds.append(episode_seed)
         self._gym.reset(seed=episode_seed)
         self.agents = list(self.possible_agents)
         return self._observations(), {a: {} for a in self.agents}
@@ -121,8 +144,6 @@ class _LearnedSlot:
     action: np.ndarray | None = None
 
     def __call__(self, sim) -> np.ndarray:
-        from oasis_gym.recsys import DEFAULT_WEIGHTS
-
         return (
             self.action
             if self.action is not None
@@ -131,17 +152,29 @@ class _LearnedSlot:
 
 
 def _agent_spaces(kind: str, gym_env) -> tuple:
-    from oasis_gym.platform_agents import ModeratorAgent, RecommenderAgent
-
     agent = RecommenderAgent() if kind == "recommender" else ModeratorAgent(**gym_env.agent_params)
-    return agent.observation_space, agent.action_space
+    return agent_spaces.observation_space(agent), agent_spaces.action_space(agent)
+
+
+def played_episode_seeds(runner) -> list[tuple[int, list[int]]]:
+    """(worker index, episode seeds played) of every sub-env of an RLlib env runner: pass it
+    to `algo.env_runner_group.foreach_env_runner(played_episode_seeds, local_env_runner=False)`
+    to check which episodes a run trained on."""
+    out = []
+    for sub in runner.env.unwrapped.envs:
+        env = sub
+        while not hasattr(env, "par_env"):  # gymnasium wrappers around RLlib's ParallelPettingZooEnv
+            env = env.env
+        out.append((int(runner.worker_index), list(env.par_env.episode_seeds)))
+    return out
 
 
 def make_rllib_env(env_config: dict):
     """RLlib env creator: ParallelPettingZooEnv around PlatformAgentsParallelEnv."""
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 
-    return ParallelPettingZooEnv(PlatformAgentsParallelEnv(**env_config))
+    worker = getattr(env_config, "worker_index", 0)  # an EnvContext: which env runner makes it
+    return ParallelPettingZooEnv(PlatformAgentsParallelEnv(**{"worker_index": worker, **env_config}))
 
 
 def build_config(
@@ -150,10 +183,13 @@ def build_config(
     minibatch_size: int = 100,
     num_epochs: int = 5,
     num_env_runners: int = 0,
+    num_envs_per_env_runner: int = 1,
     lr: float = 3e-4,
     gamma: float = 0.9,
 ):
-    """PPO on the new API stack: one RLModule per platform agent, only the learned ones trained."""
+    """PPO on the new API stack: one RLModule per platform agent, only the learned ones
+    trained; `num_env_runners` remote runners (0: the driver samples) of
+    `num_envs_per_env_runner` sub-envs each, every sub-env with its own episode seeds."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -165,7 +201,11 @@ def build_config(
         PPOConfig()
         .environment("oasis_platform_agents", env_config=env_config)
         .framework("torch")
-        .env_runners(num_env_runners=num_env_runners, rollout_fragment_length="auto")
+        .env_runners(
+            num_env_runners=num_env_runners,
+            num_envs_per_env_runner=num_envs_per_env_runner,
+            rollout_fragment_length="auto",
+        )
         .multi_agent(policies=set(learned), policy_mapping_fn=policy_mapping_fn, policies_to_train=learned)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={p: RLModuleSpec() for p in learned}))
         .training(
@@ -246,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--moderator-rule", default=None, help="fixed moderator rule, e.g. report_threshold")
     p.add_argument("--train-batch-size", type=int, default=200)
     p.add_argument("--env-runners", type=int, default=0)
+    p.add_argument("--envs-per-runner", type=int, default=1)
     args = p.parse_args(argv)
     env_config = {
         "users": args.users,
@@ -259,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         train_batch_size=args.train_batch_size,
         minibatch_size=min(100, args.train_batch_size),
         num_env_runners=args.env_runners,
+        num_envs_per_env_runner=args.envs_per_runner,
     ):
         print(json.dumps(row, default=str))
     return 0

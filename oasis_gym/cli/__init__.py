@@ -8,6 +8,9 @@ oasis-gym import oasis.db --out ours.db     # an OASIS database, continued by ru
 from __future__ import annotations
 
 from oasis_gym.errors import OasisGymError
+from oasis_gym.population import ProfileError
+from oasis_gym.scenarios.sweep import cmd_sweep
+from oasis_gym.train.cli import cmd_train
 
 from .import_db import cmd_import
 from .parser import POLICIES, build_parser, given_options
@@ -32,18 +35,12 @@ __all__ = [
 def main(argv: list[str] | None = None) -> int:
     """Run the command line. Bad input (arguments, files, journals) ends it with one line on
     stderr and exit code 2 (SystemExit); any other exception is a bug and keeps its traceback."""
-    from oasis_gym.population import ProfileError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "train":
-            from oasis_gym.train.cli import cmd_train
-
             return cmd_train(args)
         if args.command == "sweep":
-            from oasis_gym.scenarios.sweep import cmd_sweep
-
             return cmd_sweep(args)
         if args.command == "run":
             args.given = given_options(argv)

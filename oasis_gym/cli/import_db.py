@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from oasis_gym.platform.oasis_import import OasisImportError, import_oasis, load_oasis
-from oasis_gym.simulation import SimulationConfig
+from oasis_gym.sim import SimulationConfig
 
 from .parser import build_parser
 

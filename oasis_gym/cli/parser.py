@@ -9,7 +9,11 @@ import argparse
 import math
 import os
 
+from oasis_gym import recsys
 from oasis_gym.policies.factory import USER_POLICIES
+from oasis_gym.scenarios import add_scenario_args
+from oasis_gym.scenarios.sweep import add_sweep_parser
+from oasis_gym.train.cli import add_train_parser
 
 DESCRIPTION = "`oasis-gym` command line: run a simulation, make a report."
 POLICIES = USER_POLICIES  # the users' policies of `run --policy`
@@ -54,8 +58,6 @@ def _activation(value: str) -> str:
 
 
 def _recsys(value: str) -> str:
-    from oasis_gym import recsys
-
     names = set(recsys.RECOMMENDERS) | set(getattr(recsys, "_ALIASES", {}))
     if value not in names:
         raise argparse.ArgumentTypeError(f"unknown recommender {value!r}; choose from {sorted(names)}")
@@ -197,19 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DB",
         help="continue the run journaled in DB (same policy and settings) up to --steps total steps",
     )
-    from oasis_gym.scenarios import add_scenario_args
-
     add_scenario_args(run)
-    from oasis_gym.train.cli import add_train_parser
-
     add_train_parser(sub)
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db")
     report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
     add_import_parser(sub)
-    from oasis_gym.scenarios.sweep import add_sweep_parser  # `oasis-gym sweep`: scenario sensitivity
-
-    add_sweep_parser(sub)
+    add_sweep_parser(sub)  # `oasis-gym sweep`: scenario sensitivity
     return parser
 
 

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
+from oasis_gym.envs import reddit_v0, twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
+from oasis_gym.metrics import MetricsRecorder
 from oasis_gym.platform.journal_file import check_distinct
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
+from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
+from oasis_gym.run import simulate
+from oasis_gym.scenarios import run_scenario_cli
+from oasis_gym.sim.content import template_text
 
 from .resume import resumed_args, saved_settings
 
@@ -49,8 +56,6 @@ def make_llm_policy(args):
         raise ConfigError("--llm-timeout and --llm-retries apply to the openai backend (--llm-backend openai)")
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
-    from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
-
     quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
     backend = llm_backend(
         args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
@@ -85,13 +90,7 @@ def cmd_run(args) -> int:
     if getattr(args, "scenario", None):
         if args.resume:
             raise ConfigError("--resume continues an 'oasis-gym run' journal; a scenario runs from its start")
-        from oasis_gym.scenarios import run_scenario_cli
-
         return run_scenario_cli(args)
-    from oasis_gym.envs import reddit_v0, twitter_v0
-    from oasis_gym.envs.social_env import SocialMediaEnv
-    from oasis_gym.run import simulate
-
     if args.resume:
         args = resumed_args(args)
     # the LLM backend first: a missing one ends the run before any journal is written
@@ -130,8 +129,6 @@ def cmd_run(args) -> int:
         if args.resume and "policy" in env.sim.saved_state:
             policy.load_state_dict(env.sim.saved_state["policy"])
         if not args.no_tensorboard:
-            from oasis_gym.metrics import MetricsRecorder
-
             logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
             recorder = MetricsRecorder(logdir)
             recorder.attach(env.sim)
@@ -163,8 +160,6 @@ def seed_posts_setup(count: int):
     population starts with something to read."""
 
     def setup(sim) -> None:
-        from oasis_gym.content import template_text
-
         pf = sim.platform
         authors = pf.most_followed(max(1, min(count, pf.n_users)))
         authors = np.resize(authors, count)

@@ -17,7 +17,7 @@ from .exposure import ratio, served_exposure
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..platform import Platform
-    from ..simulation import StepOutcome
+    from ..sim import StepOutcome
 
 __all__ = ["Interval", "count_actions", "count_exposure", "interval_values", "POST_ENGAGEMENT", "OTHER_ENGAGEMENT"]
 

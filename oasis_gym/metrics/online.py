@@ -95,7 +95,7 @@ from .tracked_cascades import TrackedCascades
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..platform import Platform
-    from ..simulation import Simulation, StepOutcome
+    from ..sim import Simulation, StepOutcome
 
 __all__ = ["MetricsRecorder", "CascadeForest", "CASCADE_CURVE_SCHEMA", "read_cascade_curves"]
 

@@ -20,7 +20,7 @@ from .interval import Interval as _Interval
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..platform import Platform
-    from ..simulation import Simulation
+    from ..sim import Simulation
 
 IntArray = NDArray[np.int64]
 

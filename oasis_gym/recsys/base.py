@@ -77,7 +77,7 @@ class BaseRecommender:
 
     def checkpoint(self) -> tuple:
         """The state a step may change (small arrays copied; the index by its length), for
-        `rollback` when the step fails (see oasis_gym.step_atomic)."""
+        `rollback` when the step fails (see oasis_gym.sim.step_atomic)."""
         state = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(self).items()}
         return state, self.index.n_posts
 

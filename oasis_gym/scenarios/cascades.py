@@ -1,8 +1,11 @@
-"""Cascade measures of a run: every post's cascade root, one root's per-minute curves, NRMSE."""
+"""Cascade measures of a run: every post's cascade root, one root's per-minute curves, NRMSE
+(whole window, a window, and the in-sample / held-out split of spread_calibration)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +56,19 @@ def window_nrmse(sim: Sequence[float], real: Sequence[float], start: int, end: i
         return float("nan")
     s, r = pad_curve(sim, end + 1)[start:], pad_curve(real, end + 1)[start:]
     return float(np.sqrt(np.mean((s - r) ** 2)) / r[-1]) if r[-1] else float("nan")
+
+
+def split_errors(fig: Mapping[str, Any]) -> dict[str, float]:
+    """In-sample (minutes 0..fit of scale) and held-out (fit..end of every curve) NRMSE of one
+    information-spread run's figures; `end` is the scored window (nrmse_minutes)."""
+    fit = int(fig.get("fit_minutes", 60))
+    end = int(fig.get("nrmse_minutes", fig.get("horizon_minutes", 150)))
+    sim, real = fig["sim_curves"], fig["real_curves"]
+    out = {"insample_nrmse_scale": window_nrmse(sim["scale"], real["scale"], 0, min(fit, end))}
+    for k in CURVES:
+        out[f"heldout_nrmse_{k}"] = window_nrmse(sim[k], real[k], fit, end) if end > fit else math.nan
+    out["final_depth"] = float(sim["depth"][-1])
+    return out
 
 
 def pad_curve(x: Sequence[float], n: int) -> np.ndarray:

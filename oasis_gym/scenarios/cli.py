@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..errors import ConfigError
 from .config import list_scenarios, parse_sets
 from .scenario import _jsonable, load_scenario
 
@@ -37,8 +38,6 @@ def add_scenario_args(run_parser) -> None:
 def run_scenario_cli(args) -> int:
     """`oasis-gym run --scenario NAME [--set key=value ...]`: run it, print the headline figures
     as one JSON line (and write them all to --figures)."""
-    from ..errors import ConfigError
-
     try:  # a bad name, file or --set is the user's input: one line on the command line
         sets = parse_sets(getattr(args, "scenario_set", None) or [])
         scenario = load_scenario(args.scenario, sets)

@@ -9,7 +9,7 @@
   and related posts (reposts + quotes + comments); expected ordering rumour > news.
 * information_spread: NRMSE of scale / depth / max breadth against the real cascade, in
   sample (the calibration window of the scale curve) and held out (the later minutes, all
-  three curves); see spread_calibration.
+  three curves); see cascades.split_errors and spread_calibration.
 
 Every function returns a flat {name: float} (NaN when undefined), so a sweep can average it.
 """
@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..metrics.arrays import ratio
+from .cascades import split_errors
 from .herd import GROUPS
-from .spread_calibration import split_errors
 
 __all__ = ["effects", "ORDERINGS", "HEADLINE", "PAPER"]
 

@@ -77,11 +77,11 @@ import numpy as np
 
 from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
 from oasis_gym.actions import ActionType as A
-from oasis_gym.content import template_text
 from oasis_gym.platform import MISINFO_LABEL, ORIGINAL, REMOVED, TRUE_LABEL
 from oasis_gym.platform.records import ActionBatch
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.reporting import ReportingUsers
+from oasis_gym.sim.content import template_text
 
 __all__ = ["MisinfoScenario", "BrigadingScenario"]
 
@@ -161,7 +161,7 @@ class _Stream:
 
     def rollback_step(self, sim) -> None:
         """The step this hook ran in failed and was rolled back (its posts with it): the
-        stream draws again as if it never ran (see oasis_gym.step_atomic)."""
+        stream draws again as if it never ran (see oasis_gym.sim.step_atomic)."""
         self.rng.bit_generator.state = self._rng_before
 
 

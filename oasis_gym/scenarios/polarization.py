@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..content import lexicon_stance
 from ..metrics import formulas as F
 from ..population import Population, load_twitter_csv
+from ..sim.content import lexicon_stance
 from .config import _data_file
 from .kind import ScenarioKind
 from .policies import _llm_routes

@@ -21,6 +21,7 @@ from ..metrics.tensorboard import MetricsTable, TensorBoardLogger
 from ..policies.hybrid import HybridPolicy
 from ..policies.wrappers import CommentVoter
 from ..recsys.sampled import SampledFeed
+from .cascades import split_errors
 from .config import apply_overrides, parse_sets, scenario_path
 from .evidence import evidence, evidence_text
 from .herd import HerdEffect
@@ -30,7 +31,6 @@ from .polarization import GroupPolarization
 from .policies import _build_abm, _build_llm
 from .populations import _core_ids
 from .spread import InformationSpread
-from .spread_calibration import split_errors
 
 
 def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | Sequence[str] | None = None) -> Scenario:

@@ -22,22 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from .cascades import CURVES, window_nrmse
+from .cascades import CURVES, split_errors, window_nrmse
+from .scenario import load_scenario
+from .stats import mean_ci
 
 __all__ = ["window_nrmse", "split_errors", "calibrate_heldout", "CURVES"]
-
-
-def split_errors(fig: Mapping[str, Any]) -> dict[str, float]:
-    """In-sample (minutes 0..fit of scale) and held-out (fit..end of every curve) NRMSE of one
-    information-spread run's figures; `end` is the scored window (nrmse_minutes)."""
-    fit = int(fig.get("fit_minutes", 60))
-    end = int(fig.get("nrmse_minutes", fig.get("horizon_minutes", 150)))
-    sim, real = fig["sim_curves"], fig["real_curves"]
-    out = {"insample_nrmse_scale": window_nrmse(sim["scale"], real["scale"], 0, min(fit, end))}
-    for k in CURVES:
-        out[f"heldout_nrmse_{k}"] = window_nrmse(sim[k], real[k], fit, end) if end > fit else math.nan
-    out["final_depth"] = float(sim["depth"][-1])
-    return out
 
 
 def calibrate_heldout(
@@ -51,9 +40,6 @@ def calibrate_heldout(
     """Grid search on the in-sample error (scale, minutes 0..fit) with `calib_seeds`; the best
     point is then run on `eval_seeds` (must be disjoint) and both errors are reported with
     95% CIs. `grid` maps dotted config keys to values; `log(row)` sees every grid point."""
-    from .scenario import load_scenario  # here, not at the top: scenario.py imports this module
-    from .stats import mean_ci
-
     calib, evals = list(calib_seeds), list(eval_seeds)
     if set(calib) & set(evals):
         raise ValueError(f"evaluation seeds overlap the calibration seeds: {sorted(set(calib) & set(evals))}")

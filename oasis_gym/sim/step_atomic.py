@@ -16,10 +16,7 @@ happened in (same seed, same run).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .simulation import Simulation
+from typing import Any
 
 
 @dataclass
@@ -37,8 +34,8 @@ class StepState:
     agents: dict
 
 
-def capture(sim: Simulation) -> StepState:
-    """The state `restore` brings back if the step fails."""
+def capture(sim: Any) -> StepState:
+    """The state `restore` brings back if the step fails (`sim`: the `Simulation`)."""
     recsys_cp = sim.recsys.checkpoint() if hasattr(sim.recsys, "checkpoint") else None
     sim.hooks_ran = []
     return StepState(
@@ -54,7 +51,7 @@ def capture(sim: Simulation) -> StepState:
     )
 
 
-def restore(sim: Simulation, st: StepState) -> None:
+def restore(sim: Any, st: StepState) -> None:
     """Bring `sim` back to the state `capture` saw (the platform, generators, views, hooks, ...)."""
     sim.platform.rollback(st.platform)
     for g, state in zip(sim._generators(), st.rng):

@@ -1,5 +1,5 @@
-"""The trainable moderator (`moderator_0`): acts once per step with numeric spaces
-stable-baselines3 can use.
+"""The trainable moderator (`moderator_0`): acts once per step with numeric arrays (the
+envs wrap them in Gymnasium spaces: `envs/agent_spaces.py`).
 
 Moderator
     observation  Box(M * 18): the top-M visible posts by recent spread (velocity = likes +
@@ -13,7 +13,7 @@ Moderator
                  -1 / 0 none), fact-check pending, moderation status, hours since reset,
                  slot filled. Heavy-tailed counts are log1p-scaled (VecNormalize alone lets a
                  few viral posts dominate their statistics). No ground truth: labels reach it
-                 only through the noisy, delayed, budgeted fact-checks (oasis_gym.fact_check).
+                 only through the noisy, delayed, budgeted fact-checks (`fact_check.py`).
     action       MultiDiscrete([6] * M): per slot none / label / downrank / remove /
                  remove + suspend the author / request a fact-check of the post (code 5;
                  `check_action=False`: MultiDiscrete([5] * M), and the service picks the
@@ -28,14 +28,15 @@ Moderator
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-from gymnasium import spaces
 
+from ..platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
+from ..platform.store import unpack_keys
+from ..sim.agent_protocol import AgentView
+from .exposure import exposure_stats
 from .fact_check import STATE_KEY, FactChecker
-from .metrics.exposure import served_exposure
-from .platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
-from .platform.store import unpack_keys
 
 MODERATOR_POST_FEATURES = (
     "log_velocity",
@@ -79,33 +80,43 @@ class ModeratorAgent:
     top_m: int = 10
     window_minutes: int = 360
     action_cost: float = 0.02
-    check_budget: int = 2  # fact-checks sent per step (see oasis_gym.fact_check)
+    check_budget: int = 2  # fact-checks sent per step (see fact_check.py)
     check_delay: int = 2  # steps until a verdict comes back
     check_error: float = 0.1  # probability a verdict is wrong
     # True: the action picks the checks, code 5 of a slot = "send this post to fact-checkers"
     # (within `check_budget`, by view order); False: the service picks them (most reported
     # first). True by default: PPO then beats the report rules under brigading (issue 18 notes)
     check_action: bool = True
+    # the platform-agent protocol (oasis_gym.sim.agent_protocol): moderates before the users
+    # act (a removed post can no longer be rated this step); the fact-check service's state
+    # is saved in the journal with every step, so a resumed run continues its checks
+    acts_first: ClassVar[bool] = True
+    state_key: ClassVar[str | None] = STATE_KEY
 
     def __post_init__(self):
 
         self.n_codes = len(MODERATION_ACTIONS) + (1 if self.check_action else 0)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (self.top_m * len(MODERATOR_POST_FEATURES),), np.float32)
-        self.action_space = spaces.MultiDiscrete([self.n_codes] * self.top_m)
+        # observation: observation_size floats; action: one code per slot, action_nvec[i]
+        # codes for slot i (the envs make the Gymnasium spaces of these, envs/agent_spaces.py)
+        self.observation_size = self.top_m * len(MODERATOR_POST_FEATURES)
+        self.action_nvec = (self.n_codes,) * self.top_m
         self.slots = np.full(self.top_m, -1, dtype=np.int64)
         self.fact_check = FactChecker(self.check_budget, self.check_delay, self.check_error)
         self.true_actions = 0
-        self.actions_taken = 0
 
-    def check(self, sim) -> None:
-        """Register the fact-check service's state with the simulation: saved in the journal
-        with every step, so a resumed run continues its checks (oasis_gym.fact_check)."""
+    def check(self, recsys) -> None:
+        """Any simulation can host the moderator (it needs no particular recsys)."""
 
-        sim.state_providers[STATE_KEY] = lambda: self.fact_check.state_dict(sim)
+    def begin_step(self, view: AgentView) -> None:
+        """Nothing to remember before the step: the reward is of the next feeds."""
 
-    def candidates(self, sim) -> np.ndarray:
+    def state_dict(self, view: AgentView) -> dict:
+        """The fact-check service's state (`fact_check.FactChecker.state_dict`)."""
+        return self.fact_check.state_dict(view)
+
+    def candidates(self, view: AgentView) -> np.ndarray:
         """Top-M visible original posts of the window by spread velocity (ties: newer first)."""
-        pf = sim.platform
+        pf = view.platform
         start = np.searchsorted(pf.p_minute.a, pf.minute - self.window_minutes)
         cand = np.arange(start, pf.n_posts, dtype=np.int64)
         cand = cand[(pf.p_kind.a[cand] != REPOST) & (pf.p_status.a[cand] != REMOVED)]
@@ -120,22 +131,22 @@ class ModeratorAgent:
         age_h = np.maximum((pf.minute - pf.p_minute.a[posts]) / 60.0, 1.0 / 20)
         return (pf.p_likes.a[posts] + pf.p_shares.a[posts] + pf.p_comments.a[posts]) / age_h
 
-    def observe(self, sim) -> np.ndarray:
+    def observe(self, view: AgentView) -> np.ndarray:
         """The view's features; no ground truth: the label reaches the moderator only
         through the fact-check service's noisy, delayed verdicts."""
-        pf = sim.platform
+        pf = view.platform
         fc = self.fact_check = self.fact_check.copy()  # a failed step restores the previous one
-        fc.sync(sim)
-        fc.deliver(sim)
-        self.slots = self.candidates(sim)
+        fc.sync(view)
+        fc.deliver(view)
+        self.slots = self.candidates(view)
         filled = self.slots >= 0
         if filled.any() and not self.check_action:
-            fc.send(sim, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
-        return self.features(sim)
+            fc.send(view, self.slots, np.where(filled, pf.p_reports.a[np.maximum(self.slots, 0)], -1))
+        return self.features(view)
 
-    def features(self, sim) -> np.ndarray:
+    def features(self, view: AgentView) -> np.ndarray:
         """The features of the current view (`slots`) and fact-check state; no side effects."""
-        pf = sim.platform
+        pf = view.platform
         fc = self.fact_check
         x = np.zeros((self.top_m, len(MODERATOR_POST_FEATURES)), dtype=np.float32)
         filled = self.slots >= 0
@@ -168,7 +179,7 @@ class ModeratorAgent:
                     fc.verdicts[p],
                     fc.pending(p),
                     pf.p_status.a[p],
-                    np.full(len(p), (pf.minute - sim.clock.start_minute) / 60.0),
+                    np.full(len(p), (pf.minute - view.start_minute) / 60.0),
                     np.ones(len(p)),
                 ],
                 axis=1,
@@ -222,11 +233,11 @@ class ModeratorAgent:
             raise err
         return a.astype(np.int64)
 
-    def apply(self, sim, action) -> None:
+    def apply(self, view: AgentView, action) -> None:
         """Apply the moderation action: statuses on the chosen posts, suspensions of their
         authors (code 4); records what the reward's action cost needs."""
         a = self.validate(action)
-        pf = sim.platform
+        pf = view.platform
         if isinstance(a, PostActions):
             posts, kinds = a.posts, a.kinds
             if ((posts < 0) | (posts >= pf.n_posts)).any():
@@ -236,8 +247,7 @@ class ModeratorAgent:
             posts, kinds = self.slots[act], a[act]
             if self.check_action:  # fact-check requests: no moderation, no cost; on a copy, so
                 self.fact_check = self.fact_check.copy()  # a failed step gets the old service back
-                self.fact_check.request(sim, self.slots[(a == len(MODERATION_ACTIONS)) & (self.slots >= 0)])
-        self.actions_taken = len(posts)
+                self.fact_check.request(view, self.slots[(a == len(MODERATION_ACTIONS)) & (self.slots >= 0)])
         self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
         for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):
             sel = posts[(kinds == code) & (pf.p_status.a[posts] < status)]
@@ -251,12 +261,11 @@ class ModeratorAgent:
         if len(suspend):
             pf.suspend(suspend)
 
-    def reward(self, sim) -> float:
+    def reward(self, view: AgentView) -> float:
         """-misinformation share of the feeds just served - the cost of this step's actions
-        on posts that are not misinformation. The action counts are consumed here, so a
-        step without a moderator action costs nothing (no stale cost from an earlier step)."""
-        # 0.0, not NaN, when nothing was shown: it enters the reward (as in exposure_stats)
-        misinfo = float(np.nan_to_num(served_exposure(sim.platform, sim.obs).misinfo_share))
+        on posts that are not misinformation. The action count is consumed here, so a step
+        without a moderator action costs nothing (no stale cost from an earlier step)."""
+        misinfo = exposure_stats(view)[0]  # 0.0, not NaN, when nothing was shown
         cost = self.action_cost * self.true_actions
-        self.true_actions = self.actions_taken = 0
+        self.true_actions = 0
         return -misinfo - cost

@@ -1,23 +1,17 @@
-"""The arrays that cross the core's boundary: observations, actions, step outcomes, rewards.
+"""The arrays that cross the engine's boundary: observations, actions, step outcomes.
 
 ``Simulation`` builds an :class:`ObsBatch` for all active users at once and takes one
-columnar :class:`ActionArrays` batch per step; policies and envs speak these types.
+columnar :class:`ActionArrays` batch per step; policies and envs speak these types. The
+users' default reward is in `rewards.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-from .actions import ActionType as A
-from .actions import Result as R
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .simulation import Simulation
 
 FEED_FEATURES = (
     "followed_author",
@@ -125,22 +119,4 @@ class StepOutcome:
     new_ids: np.ndarray  # created post/comment ids or -1
     rewards: np.ndarray  # (n_users,) float32
     ignored: np.ndarray  # users who sent an action while inactive (not applied)
-    platform_rewards: dict = field(default_factory=dict)  # recommender_0 / moderator_0 rewards
-
-
-RewardFn = Callable[["Simulation", StepOutcome], np.ndarray]
-
-
-def engagement_reward(sim: Simulation, out: StepOutcome) -> np.ndarray:
-    """Default reward: engagement each user RECEIVED this step — likes on their posts and
-    comments, reposts/quotes and comments on their posts, and new followers (+1 each)."""
-    pf = sim.platform
-    rewards = np.zeros(pf.n_users, dtype=np.float32)
-    ok = out.results == R.OK
-    a, t = out.actions[ok], out.targets[ok]
-    on_post = np.isin(a, [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT])
-    np.add.at(rewards, pf.p_author.a[t[on_post]], 1.0)
-    on_comment = a == A.LIKE_COMMENT
-    np.add.at(rewards, pf.c_author.a[t[on_comment]], 1.0)
-    np.add.at(rewards, t[a == A.FOLLOW], 1.0)
-    return rewards
+    platform_rewards: dict = field(default_factory=dict)  # the platform agents' rewards, by name

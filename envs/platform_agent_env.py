@@ -1,4 +1,4 @@
-"""Gymnasium single-agent envs over one platform agent: the shared base, scenarios by name.
+"""The base class of the Gymnasium platform-agent envs (`PlatformAgentEnv`), scenarios by name.
 
 `PlatformAgentEnv` runs a `SocialMediaEnv` (the PettingZoo parallel env) in which one
 platform agent (`recommender_0` or `moderator_0`) is the learner, the users are driven by a
@@ -28,10 +28,11 @@ import numpy as np
 
 from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_point
 from oasis_gym.actions import ActionType as A
+from oasis_gym.agents import esteban_ray, exposure_stats
 from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
-from oasis_gym.platform_agents import esteban_ray, exposure_stats
 from oasis_gym.recsys import DEFAULT_WEIGHTS
 
+from . import agent_spaces
 from .social_env import SocialMediaEnv, load_population
 
 PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
@@ -85,8 +86,8 @@ class PlatformAgentEnv(gym.Env):
         self._users = None
         self._population = None
         agent = self._make_agent(self.agent_params)
-        self.observation_space = agent.observation_space
-        self.action_space = agent.action_space
+        self.observation_space = agent_spaces.observation_space(agent)
+        self.action_space = agent_spaces.action_space(agent)
 
     # ------------------------------------------------------------------ subclass hooks
     @staticmethod
@@ -171,7 +172,7 @@ class PlatformAgentEnv(gym.Env):
             raise RuntimeError("step() called before reset() or after the episode ended")
 
         env, sim = self._env, self._env.sim
-        served = exposure_stats(sim)
+        served = exposure_stats(sim.agent_view())
         acts = self._users.act(env, sim.obs)
         platform_actions = {**self._other_actions(sim), **self._learner_action(action)}
         before = _moderation_counts(sim)

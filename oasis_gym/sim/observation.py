@@ -1,51 +1,61 @@
 """Observations: each active user's feed, comments, users in view, own state and action masks.
 
-A mixin of ``Simulation`` (it reads the simulation's platform, recommender and pending
-info-action views): one vectorized pass for all the users of a step.
+`Observer` is the simulation's collaborator that builds them: given the platform, the
+recommender (and its generator) and the pending info-action views, one vectorized pass for
+all the users of a step. It holds only the slot sizes and the clock; every other input is
+an argument.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .actions import NUM_ACTIONS
-from .actions import ActionType as A
-from .actions import Result as R
+from ..actions import NUM_ACTIONS
+from ..actions import ActionType as A
+from ..actions import Result as R
+from ..platform import Platform
+from ..platform.platform import QUOTE
 from .batches import COMMENT_FEATURES, FEED_FEATURES, FEED_INDEX, USER_FEATURES, ObsBatch
-from .platform.platform import QUOTE
+from .clock import Clock
 
 # Info-action view kinds shaping a user's next observation
 _VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
 
 
 class Observer:
-    """``Simulation.observe`` and the feature / mask arrays it builds."""
+    """Builds `ObsBatch`es: K post slots (C comments each), U = K + S user slots."""
 
-    def _record_views(self, users, action, texts, res) -> None:
-        """Remember what the users' successful trend / search actions showed: their next
-        observation is that view."""
-        pf, K, S = self.platform, self.K, self.S
+    def __init__(self, feed_size: int, comments_per_post: int, search_size: int, clock: Clock):
+        self.K, self.C, self.S = feed_size, comments_per_post, search_size
+        self.U = self.K + self.S
+        self.clock = clock
+
+    def record_views(self, pf: Platform, views: dict, users, action, texts, res) -> None:
+        """Remember in `views` what the users' successful trend / search actions showed:
+        their next observation is that view."""
+        K, S = self.K, self.S
         ok = res == R.OK
         for i in np.flatnonzero(ok & np.isin(action, [A.TREND, A.SEARCH_POSTS, A.SEARCH_USER])):
             u, a = int(users[i]), action[i]
             if a == A.TREND:
-                self.views[u] = (_VIEW_TREND, pf.trending(u, K))
+                views[u] = (_VIEW_TREND, pf.trending(u, K))
             elif a == A.SEARCH_POSTS:
-                self.views[u] = (_VIEW_SEARCH_POSTS, pf.search_posts(u, texts[i], K))
+                views[u] = (_VIEW_SEARCH_POSTS, pf.search_posts(u, texts[i], K))
             else:
-                self.views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
+                views[u] = (_VIEW_SEARCH_USERS, pf.search_users(u, texts[i], S))
 
-    def observe(self, users: np.ndarray) -> ObsBatch:
-        """Build the observations of `users` (recsys feeds, or the view an info action asked for)."""
-        pf, K, S = self.platform, self.K, self.S
+    def observe(self, pf: Platform, recsys, rng: np.random.Generator, views: dict, users: np.ndarray) -> ObsBatch:
+        """The observations of `users`: the recommender's feeds (drawing from `rng`), or the
+        view an info action asked for (popped from `views`)."""
+        K, S = self.K, self.S
         users = np.asarray(users, dtype=np.int64)
         n = len(users)
-        post_ids = self.recsys.recommend(pf, users, K, self.rng_recsys) if n else np.empty((0, K), np.int64)
+        post_ids = recsys.recommend(pf, users, K, rng) if n else np.empty((0, K), np.int64)
         post_ids = np.asarray(post_ids, dtype=np.int64).reshape(n, K).copy()
         search_users = np.full((n, S), -1, dtype=np.int64)
-        if self.views:
+        if views:
             for row, u in enumerate(users.tolist()):
-                view = self.views.pop(u, None)
+                view = views.pop(u, None)
                 if view is None:
                     continue
                 kind, ids = view
@@ -59,10 +69,13 @@ class Observer:
         if valid.any():
             valid &= pf.visible_posts_mask(users[:, None], post_ids)
             post_ids[~valid] = -1
-        return self._features(users, post_ids, search_users)
+        return self.features(pf, recsys, users, post_ids, search_users)
 
-    def _features(self, users: np.ndarray, post_ids: np.ndarray, search_users: np.ndarray) -> ObsBatch:
-        pf, K, C = self.platform, self.K, self.C
+    def features(
+        self, pf: Platform, recsys, users: np.ndarray, post_ids: np.ndarray, search_users: np.ndarray
+    ) -> ObsBatch:
+        """The observations of `users` shown `post_ids` (n, K) and `search_users` (n, S)."""
+        K, C = self.K, self.C
         n = len(users)
         has = post_ids >= 0
         p = np.where(has, post_ids, 0)
@@ -81,7 +94,7 @@ class Observer:
             f[..., FEED_INDEX["reports"]] = pf.p_reports.a[p]
             f[..., FEED_INDEX["moderation"]] = pf.p_status.a[p]
             f[..., FEED_INDEX["author_followers"]] = pf.u_followers.a[np.maximum(authors, 0)]
-            f[..., FEED_INDEX["similarity"]] = self.recsys.similarity(pf, users, post_ids)
+            f[..., FEED_INDEX["similarity"]] = recsys.similarity(pf, users, post_ids)
             stance = pf.p_stance.a[p]
             f[..., FEED_INDEX["stance_known"]] = ~np.isnan(stance)
             f[..., FEED_INDEX["stance"]] = np.nan_to_num(stance)
@@ -129,7 +142,7 @@ class Observer:
             ],
             axis=1,
         ).astype(np.float32)
-        mask_type = self._type_mask(n, has, feed, cm, comments, um, user_feats)
+        mask_type = type_mask(pf.available, n, has, feed, cm, comments, um, user_feats)
         return ObsBatch(
             users,
             post_ids,
@@ -145,33 +158,34 @@ class Observer:
             um.astype(np.int8),
         )
 
-    def _type_mask(self, n, has, feed, cm, comments, um, user_feats) -> np.ndarray:
-        """Which action types can succeed for each user given what they see (joint validity of
-        a type with a particular slot is checked when the action is applied)."""
-        avail = self.platform.available
-        m = np.zeros((n, NUM_ACTIONS), dtype=bool)
-        for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
-            m[:, a] = True
-        liked, disliked, reposted = (
-            feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me")
-        )
-        m[:, A.LIKE_POST] = (has & ~liked).any(1)
-        m[:, A.UNLIKE_POST] = (has & liked).any(1)
-        m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
-        m[:, A.UNDO_DISLIKE_POST] = (has & disliked).any(1)
-        m[:, A.REPOST] = (has & ~reposted).any(1)
-        for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
-            m[:, a] = has.any(1)
-        cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
-        m[:, A.LIKE_COMMENT] = (cm & ~cl).any(1)
-        m[:, A.UNLIKE_COMMENT] = (cm & cl).any(1)
-        m[:, A.DISLIKE_COMMENT] = (cm & ~cd).any(1)
-        m[:, A.UNDO_DISLIKE_COMMENT] = (cm & cd).any(1)
-        followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
-        m[:, A.FOLLOW] = (um & ~followed).any(1)
-        m[:, A.UNFOLLOW] = (um & followed).any(1)
-        m[:, A.MUTE] = (um & ~muted).any(1)
-        m[:, A.UNMUTE] = (um & muted).any(1)
-        m &= avail[None, :]
-        m[:, A.DO_NOTHING] = True
-        return m.astype(np.int8)
+
+def type_mask(avail: np.ndarray, n: int, has, feed, cm, comments, um, user_feats) -> np.ndarray:
+    """Which action types can succeed for each user given what they see (joint validity of a
+    type with a particular slot is checked when the action is applied); `avail`: the
+    platform's available actions."""
+    m = np.zeros((n, NUM_ACTIONS), dtype=bool)
+    for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
+        m[:, a] = True
+    liked, disliked, reposted = (
+        feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me")
+    )
+    m[:, A.LIKE_POST] = (has & ~liked).any(1)
+    m[:, A.UNLIKE_POST] = (has & liked).any(1)
+    m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
+    m[:, A.UNDO_DISLIKE_POST] = (has & disliked).any(1)
+    m[:, A.REPOST] = (has & ~reposted).any(1)
+    for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
+        m[:, a] = has.any(1)
+    cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
+    m[:, A.LIKE_COMMENT] = (cm & ~cl).any(1)
+    m[:, A.UNLIKE_COMMENT] = (cm & cl).any(1)
+    m[:, A.DISLIKE_COMMENT] = (cm & ~cd).any(1)
+    m[:, A.UNDO_DISLIKE_COMMENT] = (cm & cd).any(1)
+    followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
+    m[:, A.FOLLOW] = (um & ~followed).any(1)
+    m[:, A.UNFOLLOW] = (um & followed).any(1)
+    m[:, A.MUTE] = (um & ~muted).any(1)
+    m[:, A.UNMUTE] = (um & muted).any(1)
+    m &= avail[None, :]
+    m[:, A.DO_NOTHING] = True
+    return m.astype(np.int8)

@@ -1,6 +1,5 @@
-"""Trainable platform agents: the recommender (`recommender_0`) and what both agents share.
-
-Both act once per step with numeric spaces stable-baselines3 can use.
+"""The trainable recommender (`recommender_0`): acts once per step with numeric arrays
+(the envs wrap them in Gymnasium spaces: `envs/agent_spaces.py`).
 
 Recommender
     observation  Box(10 + 16): engagement rate, impressions per active user, misinformation
@@ -15,34 +14,20 @@ Recommender
                  - polarization_penalty * (opinion-std increase of the step)
                  + diversity_bonus * cross_cutting_share  (defaults 10, 1, 50, 0.2);
                  the components of the last step in `last_components`.
-
-The moderator (`moderator_0`) lives in `moderator_agent.py` (re-exported here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-from gymnasium import spaces
 
-from .actions import ActionType as A
-from .metrics.exposure import served_exposure
-from .metrics.formulas import esteban_ray_polarization
-from .metrics.opinions import opinion_std
-from .moderator_agent import MODERATION_ACTIONS, MODERATOR_POST_FEATURES, ModeratorAgent, PostActions
-from .recsys import CANDIDATE_FEATURES, USER_FEATURES
-
-__all__ = [
-    "MODERATION_ACTIONS",
-    "MODERATOR_POST_FEATURES",
-    "RECOMMENDER_FEATURES",
-    "ModeratorAgent",
-    "PostActions",
-    "RecommenderAgent",
-    "esteban_ray",
-    "exposure_stats",
-]
+from ..actions import ActionType as A
+from ..metrics.opinions import opinion_std
+from ..recsys import CANDIDATE_FEATURES, USER_FEATURES
+from ..sim.agent_protocol import AgentView
+from .exposure import esteban_ray, exposure_stats
 
 RECOMMENDER_FEATURES = (
     "engagement_rate",
@@ -56,21 +41,6 @@ RECOMMENDER_FEATURES = (
     "active_fraction",
     "polarization_increase",
 )
-
-
-def exposure_stats(sim) -> tuple[float, float, int]:
-    """(misinformation share, cross-cutting share, impressions) of the feeds just served
-    (`metrics.exposure.served_exposure`); a share with nothing to count is 0.0 here, not NaN,
-    because it enters the reward."""
-    e = served_exposure(sim.platform, sim.obs)
-    return float(np.nan_to_num(e.misinfo_share)), float(np.nan_to_num(e.cross_cutting_share)), e.impressions
-
-
-def esteban_ray(x: np.ndarray, bins: int = 10, alpha: float = 1.6) -> float:
-    """Esteban-Ray polarization of opinions `x` (0 when undefined, e.g. one bin)."""
-
-    v = esteban_ray_polarization(x, bins=bins, alpha=alpha)
-    return float(v) if np.isfinite(v) else 0.0
 
 
 @dataclass
@@ -89,6 +59,10 @@ class RecommenderAgent:
     polarization_penalty: float = 50.0
     diversity_bonus: float = 0.2
     ranking: str = "per_user"
+    # the platform-agent protocol (oasis_gym.sim.agent_protocol): ranks the next feeds after
+    # the users acted; keeps no state in the journal beyond the ranking weights the recsys saves
+    acts_first: ClassVar[bool] = False
+    state_key: ClassVar[str | None] = None
 
     def __post_init__(self):
 
@@ -97,15 +71,18 @@ class RecommenderAgent:
         self.weight_shape = (
             (len(USER_FEATURES), len(CANDIDATE_FEATURES)) if self.ranking == "per_user" else (len(CANDIDATE_FEATURES),)
         )
-        n = len(RECOMMENDER_FEATURES) + 2 * len(CANDIDATE_FEATURES)
-        self.observation_space = spaces.Box(-np.inf, np.inf, (n,), np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (int(np.prod(self.weight_shape)),), np.float32)
+        # observation: a vector of observation_size floats; action: action_shape floats in
+        # [-1, 1] (the envs make the Gymnasium spaces of these, envs/agent_spaces.py)
+        self.observation_size = len(RECOMMENDER_FEATURES) + 2 * len(CANDIDATE_FEATURES)
+        self.action_shape = (int(np.prod(self.weight_shape)),)
+        self.action_bounds = (-1.0, 1.0)
         self._platform = None
+        self._served = (0.0, 0.0, 0)
         self.last_components: dict[str, float] = {}
 
-    def check(self, sim) -> None:
+    def check(self, recsys) -> None:
         """Raise ValueError unless the simulation's recsys takes ranking weights."""
-        if not hasattr(sim.recsys, "set_weights"):
+        if not hasattr(recsys, "set_weights"):
             raise ValueError("recommender_0 needs the agent-controlled recsys: pass recsys='agent'")
 
     def weights_action(self, weights) -> np.ndarray:
@@ -124,30 +101,39 @@ class RecommenderAgent:
             w = np.asarray(action, dtype=np.float32).reshape(-1)
         except (TypeError, ValueError, OverflowError):
             raise ValueError(
-                f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}"
+                f"recommender_0 action must be {self.action_shape} finite floats, got {action!r}"
             ) from None
-        if w.shape != self.action_space.shape or not np.all(np.isfinite(w)):
-            raise ValueError(f"recommender_0 action must be {self.action_space.shape} finite floats, got {action!r}")
-        return np.clip(w, -1.0, 1.0)
+        if w.shape != self.action_shape or not np.all(np.isfinite(w)):
+            raise ValueError(f"recommender_0 action must be {self.action_shape} finite floats, got {action!r}")
+        return np.clip(w, *self.action_bounds)
 
-    def apply(self, sim, action) -> None:
+    def begin_step(self, view: AgentView) -> None:
+        """Remember the exposure of the feeds just served: the reward's engagement and harm
+        are of the feeds the users act on this step."""
+        self._served = exposure_stats(view)
+
+    def apply(self, view: AgentView, action) -> None:
         """Set the next feeds' ranking weights from the (validated) action."""
-        sim.recsys.set_weights(self.validate(action).reshape(self.weight_shape))
+        view.recsys.set_weights(self.validate(action).reshape(self.weight_shape))
 
-    def _sync(self, sim) -> None:
+    def state_dict(self, view: AgentView) -> dict:
+        """No state of its own in the journal (the recsys saves the ranking weights)."""
+        return {}
+
+    def _sync(self, view: AgentView) -> None:
         """Remember the polarization at reset (every reset builds a new Platform)."""
-        if sim.platform is not self._platform:
-            self._platform = sim.platform
-            self.polarization0 = self.polarization_prev = opinion_std(sim.platform.u_opinion.a)
+        if view.platform is not self._platform:
+            self._platform = view.platform
+            self.polarization0 = self.polarization_prev = opinion_std(view.platform.u_opinion.a)
 
-    def observe(self, sim) -> np.ndarray:
+    def observe(self, view: AgentView) -> np.ndarray:
         """The observation of the step just played (see the module docstring)."""
-        self._sync(sim)
-        pf = sim.platform
-        out = sim.last_outcome
-        misinfo, cross, impressions = exposure_stats(sim)
+        self._sync(view)
+        pf = view.platform
+        out = view.last_outcome
+        misinfo, cross, impressions = exposure_stats(view)
         op = pf.u_opinion.a
-        active = max(len(sim.obs.users), 1)
+        active = max(len(view.feeds.users), 1)
         engagement = self._engagement(out, impressions)
         feats = [
             engagement,
@@ -158,10 +144,11 @@ class RecommenderAgent:
             opinion_std(op),
             float(np.abs(op).mean()),
             esteban_ray(op),
-            len(sim.obs.users) / max(pf.n_users, 1),
+            len(view.feeds.users) / max(pf.n_users, 1),
             opinion_std(op) - self.polarization0,
         ]
-        return np.concatenate([np.asarray(feats, np.float32), sim.recsys.candidate_pool_stats(pf)]).astype(np.float32)
+        pool = view.recsys.candidate_pool_stats(pf)
+        return np.concatenate([np.asarray(feats, np.float32), pool]).astype(np.float32)
 
     @staticmethod
     def _engagement(out, impressions: int) -> float:
@@ -172,15 +159,22 @@ class RecommenderAgent:
         engaged = np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.LIKE_COMMENT])
         return float(engaged.sum()) / impressions
 
-    def reward(self, sim, served_before: tuple[float, float, int]) -> float:
-        """Engagement with the feeds users acted on (ranked by the previous action) against
-        what the ranking changed: misinformation exposure, the polarization increase of this
-        step (opinion std; the episode return holds the increase since reset, not the
-        level), and feed diversity (cross-cutting share). Components: `last_components`."""
-        self._sync(sim)
-        misinfo, cross, impressions = served_before
-        engagement = self._engagement(sim.last_outcome, impressions)
-        pol = opinion_std(sim.platform.u_opinion.a)
+    def reward(self, view: AgentView) -> float:
+        """Engagement with the feeds users acted on (ranked by the previous action, measured
+        at `begin_step`) against what the ranking changed: misinformation exposure, the
+        polarization increase of this step (opinion std; the episode return holds the
+        increase since reset, not the level), and feed diversity (cross-cutting share).
+        Components: `last_components`."""
+        return self.score(view, self._served)
+
+    def score(self, view: AgentView, served: tuple[float, float, int]) -> float:
+        """The reward of the step just played, whose feeds had the exposure `served`
+        (`exposure_stats` before the step): what `reward` gives, and what the env gives a
+        fixed recommender's feeds (baselines)."""
+        self._sync(view)
+        misinfo, cross, impressions = served
+        engagement = self._engagement(view.last_outcome, impressions)
+        pol = opinion_std(view.platform.u_opinion.a)
         increase, self.polarization_prev = pol - self.polarization_prev, pol
         self.last_components = {
             "engagement": engagement,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .actions import ActionType as A
+from ..actions import ActionType as A
 from .batches import ActionArrays
 
 

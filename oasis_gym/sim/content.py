@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from .actions import ActionType as A
+from ..actions import ActionType as A
 
 # Topics of the text the core writes for users that post without text (and of the benches' posts).
 TOPIC_WORDS = (

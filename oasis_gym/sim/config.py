@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
-from .platform import JournalError, PlatformConfig
+from ..actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
+from ..platform import JournalError, PlatformConfig
 
 
 @dataclass
@@ -30,8 +30,10 @@ class SimulationConfig:
     auto_text: bool = True  # fill missing text of text actions from a template
     log_recs: bool = False  # journal every served feed into `rec`
     stance_scorer: str | None = "lexicon"  # stance of texts sent without one (None: unknown)
-    recommender_agent: bool = False  # add the trainable recommender_0
-    moderator_agent: bool = False  # add the trainable moderator_0
+    # which platform agents the envs plug in (oasis_gym.agents.make_platform_agents; the engine
+    # itself drives whatever agents it is given), saved with the journal so a resume has them
+    recommender_agent: bool = False  # the trainable recommender
+    moderator_agent: bool = False  # the trainable moderator
     platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
 
 

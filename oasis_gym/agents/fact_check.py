@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .platform import MISINFO_LABEL
+from ..platform import MISINFO_LABEL
+from ..sim.agent_protocol import AgentView
 
 # key of the service's state in the Simulation's saved state (journal meta "state")
 STATE_KEY = "moderator_0.fact_check"
@@ -58,19 +59,19 @@ class FactChecker:
         new.verdicts, new.author_flags = self.verdicts.copy(), self.author_flags.copy()
         return new
 
-    def sync(self, sim) -> None:
+    def sync(self, view: AgentView) -> None:
         """Follow the simulation to a new platform: every reset and resume builds one. After
         a reset the service starts over; after a resume it loads the state saved with the
-        journal's last step (`Simulation.saved_state`, read once)."""
-        pf = sim.platform
+        journal's last step (`AgentView.saved_state`, read once)."""
+        pf = view.platform
         if pf is not self._platform:
             self._platform = pf
-            saved = getattr(sim, "saved_state", None) or {}
+            saved = view.saved_state or {}
             if STATE_KEY in saved and saved is not getattr(self, "_loaded", None):
                 self._loaded = saved  # a later reset of the same simulation starts over
                 self.load_state_dict(saved[STATE_KEY])
             else:
-                self.clear(sim.seed)
+                self.clear(view.seed)
         if len(self.verdicts) < pf.n_posts:
             self.verdicts = np.concatenate([self.verdicts, np.zeros(pf.n_posts - len(self.verdicts), np.int8)])
         if len(self.author_flags) < pf.n_users:
@@ -83,9 +84,9 @@ class FactChecker:
         is_misinfo = (label == MISINFO_LABEL) != wrong
         return 1 if is_misinfo else -1
 
-    def deliver(self, sim) -> None:
+    def deliver(self, view: AgentView) -> None:
         """Hand back the verdicts whose delay has passed."""
-        pf = sim.platform
+        pf = view.platform
         due = [p for p, s in self.sent_step.items() if s + self.delay <= pf.step and self.verdicts[p] == 0]
         for p in due:
             v = self._verdict(p, int(pf.p_label.a[p]))
@@ -93,37 +94,37 @@ class FactChecker:
             if v > 0:
                 self.author_flags[pf.p_author.a[p]] += 1
 
-    def send(self, sim, view: np.ndarray, reports: np.ndarray) -> None:
-        """Send up to `budget` unchecked posts of the view (most reported first; the view is
-        ordered by velocity, which breaks ties)."""
+    def send(self, view: AgentView, slots: np.ndarray, reports: np.ndarray) -> None:
+        """Send up to `budget` unchecked posts of the moderator's view `slots` (most reported
+        first; the view is ordered by velocity, which breaks ties)."""
         if not self.budget:
             return
-        ok = np.flatnonzero(view >= 0)
-        ok = ok[[int(view[i]) not in self.sent_step for i in ok]]
+        ok = np.flatnonzero(slots >= 0)
+        ok = ok[[int(slots[i]) not in self.sent_step for i in ok]]
         order = ok[np.argsort(-reports[ok], kind="stable")][: self.budget]
         for i in order:
-            self.sent_step[int(view[i])] = int(sim.platform.step)
+            self.sent_step[int(slots[i])] = int(view.platform.step)
         if self.delay == 0:
-            self.deliver(sim)
+            self.deliver(view)
 
-    def request(self, sim, posts: np.ndarray) -> None:
+    def request(self, view: AgentView, posts: np.ndarray) -> None:
         """Send the moderator's chosen posts (`check_action`): the first `budget` of them not
         sent before, in the given order; the rest of the request is ignored."""
         new = [int(p) for p in posts if int(p) not in self.sent_step][: self.budget]
         for p in new:
-            self.sent_step[p] = int(sim.platform.step)
+            self.sent_step[p] = int(view.platform.step)
         if new and self.delay == 0:
-            self.deliver(sim)
+            self.deliver(view)
 
     def pending(self, posts: np.ndarray) -> np.ndarray:
         """1.0 where a post was sent and its verdict is not back yet, else 0.0."""
         return np.array([int(p) in self.sent_step and self.verdicts[p] == 0 for p in posts], dtype=np.float32)
 
-    def state_dict(self, sim) -> dict:
+    def state_dict(self, view: AgentView) -> dict:
         """The service's state as JSON values (saved in the journal's meta every step):
         the seed of the error draws, every sent check with its step, the verdicts back and
         the authors' flags (non-zero entries only)."""
-        self.sync(sim)  # right after a reset the state is the new episode's, not the last one's
+        self.sync(view)  # right after a reset the state is the new episode's, not the last one's
         v, f = np.flatnonzero(self.verdicts), np.flatnonzero(self.author_flags)
         return {
             "seed": self.seed,

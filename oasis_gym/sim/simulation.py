@@ -1,23 +1,26 @@
-"""The batched simulation core under the PettingZoo adapter.
+"""The batched simulation engine under the PettingZoo adapter.
 
 `Simulation` owns the platform, its SQLite journal, the recommender, the clock and the
 seeded random generators. Everything here works on arrays of active users: observations are
 built for all active users at once, and `step` takes one columnar batch of actions.
 
 One step:
-    check every input -> actions (slots) -> ids via the feeds the users saw -> Platform.apply
-    -> rewards -> step hooks + the step's rows (one transaction, not yet committed) -> clock
-    advance -> who is active next -> feeds -> obs -> commit
+    check every input -> platform agents act first -> actions (slots) -> ids via the feeds
+    the users saw -> Platform.apply -> rewards -> step hooks + the step's rows (one
+    transaction, not yet committed) -> clock advance -> who is active next -> feeds -> obs
+    -> commit
 
 The commit's SQL runs on the journal's writer thread while the next step is computed (see
 `Journal`); step hooks run in the calling thread, first in the step's transaction. A step is
 atomic: anything failing before the commit restores the state before the call
 (`step_atomic`), and the database never sees the step.
 
-The data types (`ObsBatch`, `ActionArrays`, `StepOutcome`) live in `batches.py`, the settings
-in `simulation_config.py`; building the observations in `observation.py` (`Observer`) and the
-LLM users' feed views in `feed_views.py` (`FeedViews`), both mixins of `Simulation`; the
-step's input checks in `step_input.py`; template texts and stances in `content.py`.
+Its collaborators, each in a module of its own: the data types (`batches.py`), the settings
+(`config.py`), the users' default reward (`rewards.py`), building observations
+(`observation.Observer`), the LLM users' feed views (`feed_views.FeedViews`), admitting the
+users' actions (`admission.py`), the input checks (`step_input.py`), template texts and
+stances (`content.py`). Platform agents plug in through `agent_protocol.PlatformAgent`: the
+engine names none of them.
 """
 
 from __future__ import annotations
@@ -25,60 +28,35 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .actions import COMMENT_TARGET, POST_TARGET, USER_TARGET
-from .batches import (
-    COMMENT_FEATURES,
-    FEED_FEATURES,
-    FEED_INDEX,
-    SELF_FEATURES,
-    USER_FEATURES,
-    ActionArrays,
-    ObsBatch,
-    RewardFn,
-    StepOutcome,
-    engagement_reward,
-)
+from ..actions import POST_TARGET
+from ..errors import ConfigError
+from ..platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
+from ..platform.journal import RowWriter, Same, read_meta
+from ..platform.journal_file import JournalLock
+from ..platform.platform import REPOST
+from ..recsys import make_recommender
+from .admission import admit
+from .agent_protocol import AgentView, PlatformAgent
+from .batches import ActionArrays, ObsBatch, StepOutcome
 from .clock import Clock, sample_active
+from .config import SimulationConfig, check_resumable, platform_config
 from .content import fill_text, score_stance
-from .errors import ConfigError
-from .feed_views import FeedViews
+from .feed_views import FeedViews, user_id
 from .observation import Observer
-from .platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
-from .platform.journal import RowWriter, Same, read_meta
-from .platform.journal_file import JournalLock
-from .platform.platform import REPOST
-from .platform_agents import ModeratorAgent, RecommenderAgent, exposure_stats
-from .recsys import make_recommender
-from .simulation_config import SimulationConfig, check_resumable, platform_config
+from .rewards import RewardFn, engagement_reward
 from .step_atomic import capture, restore
 from .step_input import check_step_input
 
-# the data types live in batches.py, the settings in simulation_config.py; policies and envs
-# import them from here too
-__all__ = [
-    "Simulation",
-    "SimulationConfig",
-    "check_resumable",
-    "ActionArrays",
-    "ObsBatch",
-    "StepOutcome",
-    "RewardFn",
-    "engagement_reward",
-    "FEED_FEATURES",
-    "COMMENT_FEATURES",
-    "USER_FEATURES",
-    "SELF_FEATURES",
-    "FEED_INDEX",
-]
 
-
-class Simulation(Observer, FeedViews):
-    """Batched social-media simulation over a fixed user population."""
+class Simulation:
+    """Batched social-media simulation over a fixed user population; `platform_agents`:
+    the platform-side agents by name (`agent_protocol`), driven in that order."""
 
     def __init__(
         self,
@@ -86,6 +64,7 @@ class Simulation(Observer, FeedViews):
         config: SimulationConfig | None = None,
         reward_fn: RewardFn | None = None,
         setup: Callable[[Simulation], None] | None = None,
+        platform_agents: Mapping[str, PlatformAgent] | None = None,
     ):
 
         self.population = population
@@ -103,28 +82,30 @@ class Simulation(Observer, FeedViews):
         self.step_hooks: list[Callable] = []
         # name -> fn() returning JSON-able state saved in the journal each step (policies, ...)
         self.state_providers: dict[str, Callable[[], dict]] = {}
-        self.K, self.C, self.S = cfg.feed_size, cfg.comments_per_post, cfg.search_size
-        self.platform_agents: dict = {}
-        if cfg.recommender_agent or cfg.moderator_agent:
-            params = cfg.platform_agent_params
-            if cfg.recommender_agent:
-                self.platform_agents["recommender_0"] = RecommenderAgent(**params.get("recommender", {}))
-            if cfg.moderator_agent:
-                self.platform_agents["moderator_0"] = ModeratorAgent(**params.get("moderator", {}))
-            for agent in self.platform_agents.values():
-                agent.check(self)
+        self.saved_state: dict = {}  # the states saved with the journal's last step (set by resume)
+        self.observer = Observer(cfg.feed_size, cfg.comments_per_post, cfg.search_size, self.clock)
+        self.views_renderer = FeedViews(self.observer)
+        self.K, self.C, self.S, self.U = self.observer.K, self.observer.C, self.observer.S, self.observer.U
+        self.platform_agents: dict[str, PlatformAgent] = dict(platform_agents or {})
+        for agent in self.platform_agents.values():
+            agent.check(self.recsys)
+            if agent.state_key is not None:  # saved with every step, loaded on resume
+                self.state_providers[agent.state_key] = lambda a=agent: a.state_dict(self.agent_view())
         self.platform_obs: dict[str, np.ndarray] = {}
         self.hooks_ran: list = []  # step hooks run by the step in progress
-        self.U = self.K + self.S
         self._tmpdir: str | None = None
         self.platform: Platform | None = None
         self.journal: Journal | None = None
+        self.seed: int | None = None
+        self.obs: ObsBatch | None = None
+        self.views: dict[int, tuple[int, np.ndarray]] = {}  # user -> pending info-action view
+        self.last_outcome: StepOutcome | None = None
         self.db_path: str | None = None
         self._journal_id: str | None = None  # of the journal this Simulation created (reset may replace it)
 
     # ------------------------------------------------------------------ lifecycle
     def platform_config(self) -> PlatformConfig:
-        """The platform's settings (`simulation_config.platform_config`)."""
+        """The platform's settings (`config.platform_config`)."""
         return platform_config(self.config)
 
     def reset(self, seed: int | None = None) -> ObsBatch:
@@ -153,8 +134,8 @@ class Simulation(Observer, FeedViews):
         if self.setup is not None:
             self.setup(self)
         self.recsys.reset(self.platform, self.rng_recsys)
-        self.views: dict[int, tuple[int, np.ndarray]] = {}  # user -> pending info-action view
-        self.last_outcome: StepOutcome | None = None
+        self.views = {}
+        self.last_outcome = None
         self.journal.commit_step(self.platform, meta=self._meta())
         return self._activate()
 
@@ -180,8 +161,6 @@ class Simulation(Observer, FeedViews):
         try:
             self.close()
             if self._tmpdir is not None:
-                import shutil
-
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
         except Exception:  # interpreter shutdown: modules may be gone
             pass
@@ -227,7 +206,45 @@ class Simulation(Observer, FeedViews):
         self.last_outcome = None
         return self._activate()
 
-    # ------------------------------------------------------------------ activation + observations
+    def agent_view(self) -> AgentView:
+        """What a platform agent may read of this simulation now (`agent_protocol`)."""
+        return AgentView(
+            self.platform,
+            self.obs,
+            self.last_outcome,
+            self.recsys,
+            self.seed,
+            self.clock.start_minute,
+            self.saved_state,
+        )
+
+    # ------------------------------------------------------------------ observations and views
+    def observe(self, users: np.ndarray) -> ObsBatch:
+        """Build the observations of `users` (recsys feeds, or the view an info action asked
+        for); draws from the recommender's generator."""
+        return self.observer.observe(self.platform, self.recsys, self.rng_recsys, self.views, users)
+
+    def feed_views(
+        self, users: np.ndarray, memories: dict[int, list[str]] | None = None, obs: ObsBatch | None = None
+    ) -> list[dict]:
+        """What an LLM user reads, one dict per user (`feed_views.FeedViews.feed_views`): an
+        active user's current observation; any other user's is a side-effect-free preview."""
+        obs = obs if obs is not None else self.obs
+        return self.views_renderer.feed_views(self.platform, obs, self.recsys, self.rng_recsys, users, memories)
+
+    def preview(self, users: np.ndarray) -> ObsBatch:
+        """The observations `users` would get from a refresh now, with no side effect."""
+        return self.views_renderer.preview(self.platform, self.recsys, self.rng_recsys, users)
+
+    def profile_views(self, users: np.ndarray) -> list[dict]:
+        """Feed views with an empty feed, for any user (an interview serves no feed)."""
+        return self.views_renderer.profile_views(self.platform, self.recsys, users)
+
+    def user_id(self, agent: str) -> int:
+        """The user id of the agent named `user_<id>`, or KeyError naming the agent."""
+        return user_id(self.platform, agent)
+
+    # ------------------------------------------------------------------ activation
     def _activate(self) -> ObsBatch:
         pf = self.platform
         act = self.config.activation
@@ -235,7 +252,8 @@ class Simulation(Observer, FeedViews):
         eligible = pf.u_signed_up.a & ~pf.u_suspended.a
         self.active = sample_active(self.rng_active, pf.u_activity.a, self.clock.hour(pf.minute), flat, eligible)
         self.obs = self.observe(self.active)
-        self.platform_obs = {name: agent.observe(self) for name, agent in self.platform_agents.items()}
+        view = self.agent_view()
+        self.platform_obs = {name: agent.observe(view) for name, agent in self.platform_agents.items()}
         return self.obs
 
     # ------------------------------------------------------------------ step
@@ -243,8 +261,9 @@ class Simulation(Observer, FeedViews):
         """Apply a batch of slot-based actions of active users, journal the step, advance the clock
         and activate the next users. Actions of inactive users are ignored (returned in `ignored`).
 
-        `platform_actions` holds the actions of `moderator_0` (applied first: removed posts can
-        no longer be rated this step) and `recommender_0` (ranking weights of the next feeds).
+        `platform_actions` holds the platform agents' actions by name: those that act first
+        (a moderator: removed posts can no longer be rated this step) are applied before the
+        users' actions, the others (a recommender: ranking weights of the next feeds) after.
 
         Atomic: every input is checked before anything is applied (a malformed one raises
         ValueError / KeyError), and if anything fails later (a step hook, a recommender), the
@@ -273,44 +292,25 @@ class Simulation(Observer, FeedViews):
     def _step(self, users: np.ndarray, cols: tuple, texts_in, stance_in, platform_actions: dict) -> StepOutcome:
         """One step in named phases: platform agents act, the users' actions are admitted and
         resolved to targets, the platform applies them, then the step is committed."""
-        served = None
-        if self.platform_agents:
-            served = exposure_stats(self)
-        if "moderator_0" in platform_actions:
-            self.platform_agents["moderator_0"].apply(self, platform_actions["moderator_0"])
+        view = self.agent_view()
+        for agent in self.platform_agents.values():
+            agent.begin_step(view)
+        self._platform_agents_act(platform_actions, first=True)
         batch, ignored = self._admit(users, cols, texts_in, stance_in)
         out = self._apply(batch, ignored)
-        if "recommender_0" in platform_actions:
-            self.platform_agents["recommender_0"].apply(self, platform_actions["recommender_0"])
-        self._commit(out, served)
+        self._platform_agents_act(platform_actions, first=False)
+        self._commit(out)
         return out
 
+    def _platform_agents_act(self, platform_actions: dict, first: bool) -> None:
+        for name, agent in self.platform_agents.items():
+            if name in platform_actions and agent.acts_first == first:
+                agent.apply(self.agent_view(), platform_actions[name])
+
     def _admit(self, users: np.ndarray, cols: tuple, texts_in, stance_in) -> tuple[ActionBatch, np.ndarray]:
-        """The actions of active users (a user's first action only), their feed slots turned
-        into platform ids, texts and stances filled; and the users whose actions were ignored."""
-        obs = self.obs
-        n = len(users)
-        rows = np.searchsorted(obs.users, users)
-        rows = np.minimum(rows, max(len(obs.users) - 1, 0))
-        is_active = (len(obs.users) > 0) & (obs.users[rows] == users) if len(obs.users) else np.zeros(n, bool)
-        first = np.zeros(n, dtype=bool)
-        first[np.unique(users, return_index=True)[1]] = True
-        take = np.flatnonzero(is_active & first)
-        ignored = users[~(is_active & first)]
-        rows, users = rows[take], users[take]
-        action, post, comment, uslot = (c[take] for c in cols)
-        target = np.full(len(take), -1, dtype=np.int64)
-
-        def pick(table: np.ndarray, slots: np.ndarray, sel: np.ndarray) -> np.ndarray:
-            ok = sel & (slots >= 0) & (slots < table.shape[1])
-            target[ok] = table[rows[ok], slots[ok]]
-            return ok
-
-        pick(obs.post_ids, post, np.isin(action, list(POST_TARGET)))
-        pick(obs.comment_ids, comment, np.isin(action, list(COMMENT_TARGET)))
-        pick(obs.user_ids, uslot, np.isin(action, list(USER_TARGET)))
-        texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
-        stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
+        """The admitted actions (`admission.admit`) with texts and stances filled, and the
+        users whose actions were ignored."""
+        users, action, target, texts, stance, ignored = admit(self.obs, users, cols, texts_in, stance_in)
         if self.config.auto_text:
             fill_text(self.platform, self.rng_text, users, action, texts, stance)
         if self.config.stance_scorer == "lexicon":
@@ -322,7 +322,7 @@ class Simulation(Observer, FeedViews):
         pf = self.platform
         users, action, target, texts = batch.user, batch.action, batch.target, batch.text
         res, new_ids = pf.apply(batch)
-        self._record_views(users, action, texts, res)
+        self.observer.record_views(pf, self.views, users, action, texts, res)
         # the platform resolves reposts to roots; recompute the resolved target for rewards
         resolved = target.copy()
         on_post = np.isin(action, list(POST_TARGET)) & (target >= 0) & (target < pf.n_posts)
@@ -335,7 +335,7 @@ class Simulation(Observer, FeedViews):
         self.last_outcome = out
         return out
 
-    def _commit(self, out: StepOutcome, served) -> None:
+    def _commit(self, out: StepOutcome) -> None:
         """Journal the step (hooks first, in its transaction), advance the clock, activate the
         next users and reward the platform agents; a failure anywhere leaves neither memory
         nor journal changed (the caller restores memory, the journal aborts)."""
@@ -359,11 +359,8 @@ class Simulation(Observer, FeedViews):
             pf.reset_pending()
             pf.advance(self.clock.minutes_per_step)
             self._activate()
-            out.platform_rewards = {}
-            if "recommender_0" in self.platform_agents:
-                out.platform_rewards["recommender_0"] = self.platform_agents["recommender_0"].reward(self, served)
-            if "moderator_0" in self.platform_agents:
-                out.platform_rewards["moderator_0"] = self.platform_agents["moderator_0"].reward(self)
+            view = self.agent_view()
+            out.platform_rewards = {name: agent.reward(view) for name, agent in self.platform_agents.items()}
             journal.finish_step(statements)
         except BaseException:
             journal.abort_step()

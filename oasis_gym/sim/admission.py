@@ -1,0 +1,41 @@
+"""Which of a step's actions count, and what their slots name: the users' actions admitted.
+
+Only active users act, and only a user's first action of the step counts; the others are
+returned as `ignored`. A slot (post, comment, user) becomes the platform id shown in that
+slot of the user's observation, or -1 when the slot was empty or out of range (the
+platform then answers with its own result code).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..actions import COMMENT_TARGET, POST_TARGET, USER_TARGET
+from .batches import ObsBatch
+
+
+def admit(obs: ObsBatch, users: np.ndarray, cols: tuple, texts_in, stance_in) -> tuple:
+    """(users, action, target, texts, stance, ignored) of the admitted actions, in input
+    order; `cols`: the (type, post, comment, user) columns checked by `step_input`."""
+    n = len(users)
+    rows = np.searchsorted(obs.users, users)
+    rows = np.minimum(rows, max(len(obs.users) - 1, 0))
+    is_active = (len(obs.users) > 0) & (obs.users[rows] == users) if len(obs.users) else np.zeros(n, bool)
+    first = np.zeros(n, dtype=bool)
+    first[np.unique(users, return_index=True)[1]] = True
+    take = np.flatnonzero(is_active & first)
+    ignored = users[~(is_active & first)]
+    rows, users = rows[take], users[take]
+    action, post, comment, uslot = (c[take] for c in cols)
+    target = np.full(len(take), -1, dtype=np.int64)
+
+    def pick(table: np.ndarray, slots: np.ndarray, sel: np.ndarray) -> None:
+        ok = sel & (slots >= 0) & (slots < table.shape[1])
+        target[ok] = table[rows[ok], slots[ok]]
+
+    pick(obs.post_ids, post, np.isin(action, list(POST_TARGET)))
+    pick(obs.comment_ids, comment, np.isin(action, list(COMMENT_TARGET)))
+    pick(obs.user_ids, uslot, np.isin(action, list(USER_TARGET)))
+    texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
+    stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
+    return users, action, target, texts, stance, ignored
