@@ -77,8 +77,9 @@ moderation status), `non_misinfo_actioned_share` and `posts_actioned`.
 ## Arguments
 `ModeratorEnv(users=None, scenario="misinfo_brigading", user_policy=None, recommender=None,
 agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_kwargs)`
-- `users`, `scenario`, `user_policy`, `max_cycles`, `population_seed`, `**env_kwargs`: as
-  Recommender-v0 (e.g. `recsys="reddit"` for hot-score feeds).
+- `users`, `scenario`, `user_policy`, `max_cycles`, `population_seed`, `journal` (the
+  training mode), `**env_kwargs`: as Recommender-v0 (e.g. `recsys="reddit"` for hot-score
+  feeds).
 - `recommender`: None (the `recsys` argument ranks the feeds) or a rule
   `f(sim) -> weights` for `recommender_0` (then `recsys="agent"` is used), e.g.
   `FixedWeights(...)` or a trained recommender.
@@ -88,6 +89,7 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   `ModeratorAgent` default is 10).
 
 ## Version history
+- v0 (issue 26): the `journal=False` training mode (results unchanged).
 - v0 (issue 18, fact-check requests by default): `check_action` is on, so the action space is
   `MultiDiscrete([6] * top_m)` and the moderator picks which posts get checked (PPO trained this
   way beats the report rules on held-out seeds and populations; with the service picking the

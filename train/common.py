@@ -94,10 +94,14 @@ class EnvFactory:
 def make_vec_env(config: EnvConfig, n_envs: int, seed: int, subproc: bool = True):
     """`n_envs` copies under VecMonitor (episode returns / lengths for SB3's rollout/ curves),
     seeded seed, seed + 1, ... . Subprocess workers (SB3's default forkserver start) get the
-    env factory pickled and inherit the thread limits set by `limit_threads`."""
+    env factory pickled and inherit the thread limits set by `limit_threads`. Training envs
+    run in the training mode (`journal=False`: the same episodes, nothing written) unless
+    the env settings ask for a journal (`journal` or a `db_path` file in `env_kwargs`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
-    fns = [EnvFactory(config) for _ in range(n_envs)]
+    kw = config.env_kwargs
+    journaled = "journal" in kw or kw.get("db_path") not in (None, ":memory:")
+    fns = [EnvFactory(config, **({} if journaled else {"journal": False})) for _ in range(n_envs)]
     vec = SubprocVecEnv(fns) if subproc and n_envs > 1 else DummyVecEnv(fns)
     vec.seed(seed)
     return VecMonitor(vec)

@@ -72,6 +72,8 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         extra = {"recommender": _LearnedSlot()} if learn_moderator else {"moderator": moderator_rule}
         if scenario is not None:
             extra["scenario"] = scenario
+        if "journal" not in env_kwargs and env_kwargs.get("db_path") in (None, ":memory:"):
+            env_kwargs["journal"] = False  # the training mode: the same episodes, nothing written
         self._gym = base(users=users, max_cycles=max_cycles, **extra, **env_kwargs)
         self.possible_agents = ["recommender_0"] + (["moderator_0"] if learn_moderator else [])
         self.agents: list[str] = []

@@ -29,6 +29,9 @@ class SimulationConfig:
     max_text_length: int = 5000
     auto_text: bool = True  # fill missing text of text actions from a template
     log_recs: bool = False  # journal every served feed into `rec`
+    # False: the training mode, no SQLite journal at all (nothing recorded, no resume; see
+    # sim/no_journal.py); the run itself is the journaled run's, same seed, same steps
+    journal: bool = True
     stance_scorer: str | None = "lexicon"  # stance of texts sent without one (None: unknown)
     # which platform agents the envs plug in (oasis_gym.agents.make_platform_agents; the engine
     # itself drives whatever agents it is given), saved with the journal so a resume has them

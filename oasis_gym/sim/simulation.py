@@ -48,6 +48,7 @@ from .clock import Clock, sample_active
 from .config import SimulationConfig, check_resumable, platform_config
 from .content import fill_text, score_stance
 from .feed_views import FeedViews, user_id
+from .no_journal import NoJournal
 from .observation import Observer
 from .rewards import RewardFn, engagement_reward
 from .step_atomic import capture, restore
@@ -73,6 +74,8 @@ class Simulation:
             raise ValueError("feed_size must be >= 1, comments_per_post and search_size >= 0")
         if isinstance(cfg.max_cycles, bool) or not isinstance(cfg.max_cycles, (int, np.integer)) or cfg.max_cycles < 1:
             raise ConfigError(f"max_cycles must be a whole number >= 1, got {cfg.max_cycles!r}")
+        if not cfg.journal and (cfg.db_path not in (None, ":memory:") or cfg.log_recs):
+            raise ConfigError("journal=False records nothing: it takes no db_path (a file) and no log_recs")
         self.clock = Clock(cfg.minutes_per_step, cfg.start_hour)
         self.recsys = make_recommender(cfg.recsys, **cfg.recsys_params)
         self.reward_fn = reward_fn or engagement_reward
@@ -122,15 +125,7 @@ class Simulation:
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
         self.platform = Platform(self.platform_config(), start_minute=self.clock.start_minute)
         self.platform.add_users(self.population)
-        self.db_path = self._fresh_db_path()
-        # a new episode, a new journal: never over a file that is not ours without `overwrite`
-        self.journal = Journal(
-            self.db_path,
-            new=True,
-            overwrite=self.config.overwrite or self._tmpdir is not None,
-            own_journal_id=self._journal_id,
-        )
-        self._journal_id = self.journal.journal_id
+        self.journal = self._new_journal()
         if self.setup is not None:
             self.setup(self)
         self.recsys.reset(self.platform, self.rng_recsys)
@@ -138,6 +133,21 @@ class Simulation:
         self.last_outcome = None
         self.journal.commit_step(self.platform, meta=self._meta())
         return self._activate()
+
+    def _new_journal(self) -> Journal | NoJournal:
+        """The new episode's journal (`NoJournal` in the training mode)."""
+        if not self.config.journal:
+            return NoJournal()
+        self.db_path = self._fresh_db_path()
+        # a new episode, a new journal: never over a file that is not ours without `overwrite`
+        journal = Journal(
+            self.db_path,
+            new=True,
+            overwrite=self.config.overwrite or self._tmpdir is not None,
+            own_journal_id=self._journal_id,
+        )
+        self._journal_id = journal.journal_id
+        return journal
 
     def _fresh_db_path(self) -> str:
         path = self.config.db_path
@@ -168,9 +178,12 @@ class Simulation:
     def _generators(self) -> tuple[np.random.Generator, ...]:
         return self.rng_active, self.rng_recsys, self.rng_text
 
-    def _meta(self) -> dict:
+    def _meta(self) -> dict | None:
         """Saved with every step: what `resume` needs to continue exactly (generator states as
-        they are before the next activation, pending info-action views, provider states)."""
+        they are before the next activation, pending info-action views, provider states);
+        None in the training mode (nothing is saved)."""
+        if not self.config.journal:
+            return None
         return {
             "config": dataclasses.asdict(self.config),
             "seed": self.seed,
@@ -184,6 +197,8 @@ class Simulation:
         """Continue from a journal: restore the platform, generators and pending views, then
         activate the next step's users exactly as the uninterrupted run would have."""
 
+        if not self.config.journal:
+            raise ConfigError("a resumed run goes on writing its journal: resume takes no journal=False")
         self.close()
         meta = check_resumable(read_meta(db_path), db_path)
         lock = JournalLock(str(db_path))  # the writer's lock first: nothing is read while another run writes
