@@ -90,7 +90,7 @@ def layer(module: str) -> int:
     def under(pkg: str) -> bool:
         return module == pkg or module.startswith(pkg + ".")
 
-    if under("oasis_gym.cli"):
+    if under("oasis_gym.cli") or module == "oasis_gym.__main__":  # `python -m oasis_gym`: the command line
         return LAYERS.index("cli")
     if under("oasis_gym.scenarios"):
         return LAYERS.index("scenarios")

@@ -43,3 +43,17 @@ def test_package_data_globs_match_files():
         folder = _folder_of(package, cfg["package-dir"])
         for pattern in globs:
             assert list(folder.glob(pattern)), f"{package}: {pattern} matches no file"
+
+
+def test_the_license_pyproject_names_is_at_the_root():
+    text = (ROOT / "LICENSE").read_text()
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]["text"] == "Apache-2.0"
+    assert text.lstrip().startswith("Apache License") and "Version 2.0, January 2004" in text
+
+
+def test_python_m_oasis_gym_is_the_command():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "oasis_gym", "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("usage: oasis-gym")

@@ -3,6 +3,12 @@
 Drawn with matplotlib's object API on an Agg canvas (no pyplot, no global backend switch), so
 importing this module never changes the caller's matplotlib state. A missing or unreadable
 table skips its plot and says why in ``notes`` (summary.txt lists them).
+
+Made to be read by people: steps and depths on whole-number axes, titles and axis labels in
+words (`metric_label`), `do_nothing` in a panel of its own (it would flatten every other
+action), y-ranges no tighter than 10% of the values' size (a nearly flat series says its
+range in its title instead of magnifying noise), a legend on every panel with several lines,
+and the Okabe-Ito colour-blind-safe palette.
 """
 
 from __future__ import annotations
@@ -15,7 +21,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "PALETTE",
     "Metrics",
+    "metric_label",
+    "actions_figure",
+    "series_figure",
+    "steady_ylim",
     "table_exists",
     "opinion_grid",
     "metric_plots",
@@ -29,19 +40,78 @@ Metrics = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
 
 _OPINION_BINS = 41
 _FETCH_ROWS = 500_000
+#: Okabe & Ito (2008), distinguishable with every common colour-vision deficiency
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+# words for the tag groups and the units of their values (the y-axis labels)
+_GROUP_WORDS = {
+    "activity": ("Activity", "count"),
+    "cascade": ("Cascades", "value"),
+    "engagement": ("Engagement", "rate"),
+    "exposure": ("Exposure of the served feeds", "share"),
+    "herd": ("Herd effect", "mean score"),
+    "invalid": ("Rejected actions", "count"),
+    "llm": ("LLM users", "value"),
+    "network": ("Follow network", "value"),
+    "opinion": ("Opinions", "value"),
+}
+# names whose unit the name itself says
+_UNIT_SUFFIXES = (
+    ("_share", "share of all (0-1)"),
+    ("_rate", "rate"),
+    ("_gini", "Gini (0-1)"),
+    ("_per_s", "per second"),
+)
+_CASCADE_UNITS = {"scale": "posts in the cascade", "depth": "depth (reposts)", "max breadth": "posts"}
 
 
-def _figure(n_panels: int = 1, width: float = 8.0, height: float = 4.5):
-    """Figure on an Agg canvas with n stacked-in-a-grid axes."""
+def _figure(n_panels: int = 1, width: float = 8.0, height: float = 4.5, stacked: bool = False):
+    """Figure on an Agg canvas with n axes in a grid of 2 columns (`stacked`: one column),
+    each with the colour-blind-safe palette; no empty panel is made."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    cols = 1 if n_panels == 1 else 2
+    cols = 1 if n_panels == 1 or stacked else 2
     rows = -(-n_panels // cols)
     fig = Figure(figsize=(width if cols == 1 else 1.25 * width, height if rows == 1 else 0.7 * height * rows))
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(rows, cols, i + 1) for i in range(n_panels)]
+    for ax in axes:
+        ax.set_prop_cycle(color=PALETTE)
     return fig, axes
+
+
+def _whole_numbers(axis) -> None:
+    """Ticks at whole numbers only (steps, depths): no 2.5 on an axis of whole steps."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def metric_label(tag: str) -> tuple[str, str]:
+    """(title, y-axis label) in words for a metric tag: "opinion/to_extreme_share" ->
+    ("Opinions: to extreme share", "share of all (0-1)")."""
+    group, _, name = tag.partition("/") if "/" in tag else ("misc", "", tag)
+    words, unit = _GROUP_WORDS.get(group, (group.capitalize(), "value"))
+    for suffix, said in _UNIT_SUFFIXES:
+        if name.endswith(suffix):
+            unit = said
+    return f"{words}: {name.replace('_', ' ')}", unit
+
+
+def steady_ylim(ax, values: np.ndarray) -> str:
+    """Widen the y-range to at least 10% of the values' size (never magnify noise); returns
+    " (nearly flat: lo to hi)" for the title when the values vary less than that, else ""."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return ""
+    lo, hi = float(v.min()), float(v.max())
+    floor = 0.1 * max(abs(lo), abs(hi))
+    if hi - lo >= floor or floor == 0.0:
+        return ""
+    mid = 0.5 * (lo + hi)
+    ax.set_ylim(mid - floor / 2, mid + floor / 2)
+    return f" (nearly flat: {lo:.4g} to {hi:.4g})"
 
 
 def _save(fig, path: Path) -> Path:
@@ -63,27 +133,43 @@ def _group(tag: str) -> str:
 # --------------------------------------------------------------------------- plots
 
 
-def _plot_series(metrics: Metrics, tags: Sequence[str], title: str, path: Path, one_axes: bool) -> Path:
-    """Lines over steps: all tags on one axes (counts) or one panel per tag (mixed scales)."""
-    if one_axes:
-        fig, (ax,) = _figure(1)
-        for tag in tags:
+def actions_figure(metrics: Metrics, tags: Sequence[str]):
+    """Actions per step: the actions on one axes, `do_nothing` in a panel of its own below
+    (its 60-80 a step would flatten every other line)."""
+    panels = [
+        ("Actions per step", [t for t in tags if t != "actions/do_nothing"]),
+        ("Users doing nothing (do_nothing actions)", [t for t in tags if t == "actions/do_nothing"]),
+    ]
+    panels = [(title, group) for title, group in panels if group]
+    fig, axes = _figure(len(panels), stacked=True)
+    for ax, (title, group) in zip(axes, panels):
+        for tag in group:
             steps, vals = metrics[tag]
-            ax.plot(steps, vals, label=tag.split("/", 1)[-1], linewidth=1.2, marker="o" if len(steps) == 1 else None)
+            marker = "o" if len(steps) == 1 else None  # one-point series: a marker
+            ax.plot(steps, vals, label=tag.split("/", 1)[-1].replace("_", " "), linewidth=1.2, marker=marker)
         ax.set_xlabel("step")
-        ax.set_ylabel("count per step")
-        ax.legend(fontsize=7, ncol=2 if len(tags) > 8 else 1, loc="upper left")
+        ax.set_ylabel("actions per step")
+        _whole_numbers(ax.xaxis)
+        if len(group) > 1:
+            ax.legend(fontsize=7, ncol=2 if len(group) > 8 else 1, loc="upper left")
         ax.set_title(title)
-        return _save(fig, path)
+    return fig
+
+
+def series_figure(metrics: Metrics, tags: Sequence[str], title: str):
+    """One panel per tag (mixed scales), each titled and labelled in words."""
     fig, axes = _figure(len(tags))
     for ax, tag in zip(axes, tags):
         steps, vals = metrics[tag]
         ax.plot(steps, vals, linewidth=1.2, marker="o" if len(steps) == 1 else None)  # one-point series: a marker
-        ax.set_title(tag, fontsize=9)
+        name, unit = metric_label(tag)
+        ax.set_title(name + steady_ylim(ax, vals), fontsize=9)
         ax.set_xlabel("step", fontsize=8)
+        ax.set_ylabel(unit, fontsize=8)
+        _whole_numbers(ax.xaxis)
         ax.tick_params(labelsize=7)
     fig.suptitle(title)
-    return _save(fig, path)
+    return fig
 
 
 def opinion_grid(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -143,6 +229,7 @@ def opinion_heatmap(conn: sqlite3.Connection, path: Path, notes: list[str]) -> P
     x_edges = np.r_[steps, steps[-1] + last_width].astype(np.float64)
     im = ax.pcolormesh(x_edges, edges, grid.T, cmap="viridis", shading="flat")
     fig.colorbar(im, ax=ax, label="share of users")
+    _whole_numbers(ax.xaxis)
     ax.set_xlabel("step")
     ax.set_ylabel("opinion")
     ax.set_title("Opinion distribution over time")
@@ -175,9 +262,12 @@ def cascade_curves_plot(conn: sqlite3.Connection, path: Path, notes: list[str], 
             )
             for ax, col, name in zip(axes, (1, 2, 3), ("scale", "depth", "max breadth")):
                 ax.plot(rows[:, 0], rows[:, col], linewidth=1.2, label=f"post {post}")
-                ax.set_title(f"cascade {name}", fontsize=9)
+                ax.set_title(f"Cascade {name} of the {len(posts)} largest cascades", fontsize=9)
                 ax.set_xlabel("minutes since the root post", fontsize=8)
-        axes[0].legend(fontsize=7)
+                ax.set_ylabel(_CASCADE_UNITS[name], fontsize=8)
+                _whole_numbers(ax.yaxis)  # scale, depth and breadth are whole numbers
+        for ax in axes:  # one legend per panel: each reads on its own
+            ax.legend(fontsize=7)
     except (sqlite3.DatabaseError, TypeError, ValueError, IndexError) as exc:
         notes.append(f"'cascade_curve' table unreadable ({exc}): per-minute cascade curves skipped")
         return None
@@ -213,16 +303,17 @@ def metric_plots(metrics: Metrics, out: Path, notes: list[str]) -> list[Path]:
     actions = [t for t in sorted(metrics) if t.startswith("actions/")]
     active = [t for t in actions if np.nansum(np.abs(metrics[t][1])) > 0]
     if active:
-        written.append(_plot_series(metrics, active, "Actions per step", out / "actions.png", True))
+        written.append(_save(actions_figure(metrics, active), out / "actions.png"))
     elif metrics:
         notes.append("no non-zero 'actions/' series: actions plot skipped")
     cascade = [t for t in sorted(metrics) if t.startswith("cascade/")]
     if cascade:
-        written.append(_plot_series(metrics, cascade, "Cascades", out / "cascade.png", False))
+        written.append(_save(series_figure(metrics, cascade, "Cascades"), out / "cascade.png"))
     elif metrics:
         notes.append("no 'cascade/' series: cascade plot skipped")
     groups = sorted({_group(t) for t in metrics} - {"actions", "cascade"})
     for g in groups:
         tags = [t for t in sorted(metrics) if _group(t) == g]
-        written.append(_plot_series(metrics, tags, g, out / f"metrics_{g}.png", False))
+        title = _GROUP_WORDS.get(g, (g.capitalize(),))[0]
+        written.append(_save(series_figure(metrics, tags, title), out / f"metrics_{g}.png"))
     return written
