@@ -3,7 +3,10 @@
 The interval is Student's t: mean +- t(0.975, n-1) * sd / sqrt(n) (sd with ddof=1); seeds are
 independent replications, so this is the textbook interval for the mean effect. The t
 quantiles are tabulated (no scipy dependency); beyond 30 degrees of freedom the table's
-values approach 1.96 and the normal quantile is used from df 121 on.
+values approach 1.96 and the normal quantile is used from df 121 on. A share (a value that
+lies in [0, 1] by definition) gets the same interval clipped to [0, 1] (`bounds`): with
+few seeds the t interval of a share can reach past both ends (-0.98 to 2.12 with n = 2),
+and the clipped one then honestly says the seeds pin nothing down.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["t975", "mean_ci", "ordering_share", "summarize"]
+__all__ = ["t975", "mean_ci", "is_share", "ordering_share", "summarize"]
 
 # t(0.975, df) for df = 1..30, then a few larger df (linear in 1/df between them)
 _T975 = [
@@ -66,9 +69,10 @@ def t975(df: int) -> float:
     return 1.960
 
 
-def mean_ci(values: Sequence[float]) -> dict[str, float]:
+def mean_ci(values: Sequence[float], bounds: tuple[float, float] | None = None) -> dict[str, float]:
     """{"mean", "lo", "hi", "sd", "n"} of the finite values; lo/hi are the 95% t interval (NaN
-    with fewer than 2 values, the mean NaN with none)."""
+    with fewer than 2 values, the mean NaN with none), clipped to `bounds` (e.g. (0, 1) for
+    a share) when given."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -79,7 +83,10 @@ def mean_ci(values: Sequence[float]) -> dict[str, float]:
         return {"mean": m, "lo": math.nan, "hi": math.nan, "sd": math.nan, "n": 1}
     sd = float(x.std(ddof=1))
     half = t975(n - 1) * sd / math.sqrt(n)
-    return {"mean": m, "lo": m - half, "hi": m + half, "sd": sd, "n": n}
+    lo, hi = m - half, m + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return {"mean": m, "lo": lo, "hi": hi, "sd": sd, "n": n}
 
 
 def ordering_share(rows: Sequence[Sequence[float]]) -> float:
@@ -92,7 +99,15 @@ def ordering_share(rows: Sequence[Sequence[float]]) -> float:
     return float(ok.mean())
 
 
+def is_share(name: str) -> bool:
+    """Whether an effect is a share, in [0, 1] by definition ("to_extreme_share",
+    "up_vote_share_up", "ordered_share"; not a lift or a difference of shares)."""
+    share = name.endswith("_share") or "_share_" in name
+    return share and not (name.startswith("d_") or "lift" in name or "minus" in name)
+
+
 def summarize(per_seed: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
-    """{effect name: mean_ci over seeds} for dicts of per-seed effects (same keys)."""
+    """{effect name: mean_ci over seeds} for dicts of per-seed effects (same keys); shares'
+    intervals stay in [0, 1]."""
     keys = list(per_seed[0]) if per_seed else []
-    return {k: mean_ci([row.get(k, math.nan) for row in per_seed]) for k in keys}
+    return {k: mean_ci([row.get(k, math.nan) for row in per_seed], (0.0, 1.0) if is_share(k) else None) for k in keys}
