@@ -154,9 +154,9 @@ def test_the_input_profile_file_is_never_the_journal(shared_data, tmp_path, caps
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("name", ["target.db-wal", "target.db-shm", "target.db-lock"])
+@pytest.mark.parametrize("name", ["target.db-wal", "target.db-shm", "target.db-new"])
 def test_odd_siblings_are_refused_and_left_alone(name, tmp_path):
-    """A FIFO where SQLite's -wal/-shm or the lock file would be: refused, never opened."""
+    """A FIFO where SQLite's -wal/-shm or where a new journal is first written: refused, never opened."""
     os.mkfifo(tmp_path / name)
     env = twitter_v0.parallel_env(db_path=str(tmp_path / "target.db"), **ENV)
     with pytest.raises(JournalError, match="target.db"):

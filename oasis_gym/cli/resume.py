@@ -54,7 +54,13 @@ def resumed_args(args) -> argparse.Namespace:
             f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
             f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db"
         )
-    state = read_meta(args.resume).get("state")
+    meta = read_meta(args.resume)
+    if "step" not in meta:
+        raise JournalError(
+            f"{args.resume} holds no step (its run ended before its first commit): start the run again"
+            " without --resume; it replaces this journal"
+        )
+    state = meta.get("state")
     saved = state.get("cli") if isinstance(state, dict) else None
     if saved is None:
         raise JournalError(

@@ -250,6 +250,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
         if self.logdir is not None:
             self.tb = TensorBoardLogger(self.episode_logdir(), flush_secs=self.flush_secs)
             self.tb.log_config(config, metric_tags=("opinion/std", "cascade/scale", "exposure/misinfo_share"))
+            self.tb.log_layout()  # the Custom Scalars page: the main curves, grouped
 
     def _writer(self) -> TensorBoardLogger | None:
         """The episode's TensorBoard writer, reopened if `finalize` closed it mid-episode."""

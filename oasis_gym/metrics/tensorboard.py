@@ -45,6 +45,34 @@ def _hparam_value(value: Any) -> bool | int | float | str:
     return json.dumps(value, default=str) if isinstance(value, (list, tuple)) else str(value)
 
 
+#: the Custom Scalars layout of a run (TensorBoardLogger.log_layout): tag regexes per chart
+MAIN_CURVES: dict[str, dict[str, list[str]]] = {
+    "1 opinions": {
+        "opinion spread and polarization": [r"opinion/(std|esteban_ray|bimodality)"],
+        "users moving to the extremes / to moderation": [r"opinion/to_.*_share"],
+    },
+    "2 exposure": {
+        "misinformation and cross-cutting shares of the served feeds": [r"exposure/.*_share"],
+        "feed diversity": [r"exposure/feed_diversity"],
+    },
+    "3 engagement and activity": {
+        "engagement rate": [r"engagement/.*"],
+        "active and acting users": [r"activity/(active|acting)_users"],
+        "posts, shares and comments created": [r"activity/.*_created"],
+    },
+    "4 cascades": {
+        "cascade size and shape": [r"cascade/(scale|depth|max_breadth|structural_virality)"],
+        "new shares and spreading cascades": [r"cascade/(new_shares|spread_count)"],
+    },
+    "5 actions": {
+        "actions per step (do_nothing apart)": [r"actions/(?!do_nothing)(?!invalid).*"],
+        "do_nothing per step": [r"actions/do_nothing"],
+        "rejected actions by reason": [r"invalid/.*"],
+    },
+    "6 network": {"inequality": [r"network/.*_gini"], "follows": [r"network/(new_follows|unfollows)"]},
+}
+
+
 class TensorBoardLogger:
     """Writes scalars, histograms and the run config to a TensorBoard log directory.
 
@@ -71,6 +99,18 @@ class TensorBoardLogger:
             v = float(value)
             if not math.isnan(v):
                 self._writer.add_scalar(tag, v, global_step=int(step))
+
+    def log_layout(self, layout: Mapping[str, Mapping[str, list[str]]] | None = None) -> None:
+        """The Custom Scalars dashboard's layout: {section: {chart: [tag regexes]}}, each chart
+        a multi-line plot of the tags it matches (default `MAIN_CURVES`: the main curves of a
+        run grouped by what they measure, `do_nothing` apart from the actions)."""
+        layout = MAIN_CURVES if layout is None else layout
+        self._writer.add_custom_scalars(
+            {
+                section: {chart: ["Multiline", list(tags)] for chart, tags in charts.items()}
+                for section, charts in layout.items()
+            }
+        )
 
     def log_histogram(self, tag: str, values: ArrayLike, step: int) -> None:
         """Histogram of the finite entries of ``values``; nothing is written when none is finite."""

@@ -13,7 +13,11 @@ writer thread while the simulation goes on (`Journal`). During the run, rows onl
 `close` builds the indexes analysis queries use.
 
 Files (`journal_file`): a Journal creates or replaces only oasis-gym journals (replacing one
-only when asked), holds a one-writer lock while open, and takes any legal file name.
+only when asked, or one a run left before its first commit), holds a one-writer lock on the
+journal file while open, and takes any legal file name. A journal appears complete (schema
+and id), so a run killed before its first commit leaves one that holds nothing, which the
+next new run replaces; a failed first commit (disk full) raises a one-line `JournalError`
+and leaves the journal so.
 
 Durability: WAL mode with synchronous=NORMAL. A process killed at any point (SIGKILL
 included) leaves a database holding exactly the committed steps; only an OS crash or power
@@ -22,23 +26,23 @@ loss may lose the last few commits (synchronous=FULL closes that gap at some cos
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sqlite3
 import threading
-import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from .journal_file import (
-    APPLICATION_ID,
     JOURNAL,
     MISSING,
     JournalError,
     JournalLock,
-    create_empty,
+    create_new,
     prepare_new,
     require_journal,
+    schema_sql,
     what_is,
 )
 from .journal_load import load_platform, read_meta
@@ -86,11 +90,11 @@ class Journal:
         """Open the journal at `path` to continue it, or create it if nothing is there.
 
         `new=True` starts a new journal: an existing journal at `path` is an error unless
-        `overwrite=True` or its id is `own_journal_id` (the caller's own, from an earlier
-        episode). Anything at `path` that is not an oasis-gym journal is refused, never
-        deleted (see `journal_file`). The writer holds the journal's lock until `close`: a
-        second writer gets a `JournalError` (`lock`: the lock of `path`, taken by the caller
-        to read the journal first, handed over).
+        `overwrite=True`, its id is `own_journal_id` (the caller's own, from an earlier
+        episode), or it holds nothing (no step was ever committed). Anything at `path` that
+        is not an oasis-gym journal is refused, never deleted (see `journal_file`). The writer
+        holds the journal's lock until `close`: a second writer gets a `JournalError` (`lock`:
+        the lock of `path`, taken by the caller to read the journal first, handed over).
         """
         self.path = str(path)
         self._lock: JournalLock | None = None
@@ -105,11 +109,13 @@ class Journal:
         try:
             if self._lock is not None:
                 if new or overwrite:
-                    prepare_new(self.path, overwrite, own_journal_id)
+                    prepare_new(self.path, overwrite, own_journal_id, self._lock)
                 elif (what := what_is(self.path)) == MISSING:
-                    create_empty(self.path)
+                    create_new(self.path, self._lock)
                 elif what != JOURNAL:
                     require_journal(self.path)
+                else:
+                    self._lock.take()  # (a lock handed over: still the file at the path, one name)
             self._conn = connect(self.path)
             self._open_schema()
         except BaseException as err:
@@ -136,13 +142,8 @@ class Journal:
                 "table), which this version cannot continue"
             )
         fresh = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
-        if fresh:
-            conn.executescript(
-                f"BEGIN; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} "
-                f"INSERT INTO meta(key, value) VALUES ('journal_id', '\"{uuid.uuid4().hex}\"'); COMMIT;"
-            )
-            if self.path not in (":memory:", ""):  # into the main file: its header says what it is
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if fresh:  # in memory (a journal file is created with its schema: `create_new`)
+            conn.executescript(f"BEGIN; {schema_sql()} COMMIT;")
         else:
             conn.executescript(SCHEMA)
         row = conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
@@ -180,14 +181,15 @@ class Journal:
         self._closed = True
         try:
             self.flush()
-            if query_indexes:
+            if query_indexes and self._started:  # (never committed: it holds nothing to index)
                 self.build_query_indexes()
         finally:
             if self._writer is not None:
                 self._writer.shutdown()
             try:
                 if self.path != ":memory:" and self._failed is None:
-                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    with contextlib.suppress(sqlite3.Error):  # (a full disk: the -wal keeps the steps)
+                        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self._conn.close()
             finally:
                 if self._lock is not None:
@@ -269,8 +271,9 @@ class Journal:
                     [x for row in meta_rows for x in row],
                 )
             )
-        except BaseException:
+        except BaseException as err:
             self.abort_step()
+            self._raise_first_commit(err)
             raise
         return statements
 
@@ -280,8 +283,22 @@ class Journal:
         if self._writer is not None and self._started:
             self._in_flight = self._writer.submit(self._finish, statements)
         else:
-            self._finish(statements)
+            try:
+                self._finish(statements)
+            except BaseException as err:
+                self._raise_first_commit(err)
+                raise
         self._started = True
+
+    def _raise_first_commit(self, err: BaseException) -> None:
+        """A failed first commit (a full disk, say) as one line: the journal holds no step, so
+        a new run replaces it without --overwrite. (A later in-place failure stays as it is:
+        its step stays pending and goes in once there is room.)"""
+        if not self._started and isinstance(err, sqlite3.Error):
+            raise JournalError(
+                f"{self.path}: the journal's first commit failed ({err}); it holds no step, so a new run "
+                "replaces it without --overwrite"
+            ) from err
 
     def abort_step(self) -> None:
         """Roll back a step `begin_step` opened (nothing of it reaches the database)."""

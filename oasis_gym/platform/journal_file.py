@@ -5,14 +5,27 @@ What a user can rely on (README, "Guarantees"):
 - Nothing is deleted or truncated that is not a regular file holding an oasis-gym journal
   (a text file, a profile file, a foreign SQLite database, a device node, a directory are
   refused with an error naming them), and a journal is replaced only when asked
-  (`overwrite=True`, `--overwrite`) or when it is the one the same Simulation wrote in an
-  earlier episode (`reset` starts a new episode at the same path).
-- One writer per journal: a writer holds an exclusive `flock` on `<journal>-lock` (next to
-  the resolved path) while its Journal is open. The OS drops the lock when the process dies,
-  so a killed run never blocks its resume. The lock file is a sidecar, never the database:
-  closing a second descriptor of the database would drop SQLite's own POSIX locks.
+  (`overwrite=True`, `--overwrite`), when the same Simulation wrote it in an earlier episode
+  (`reset`), or when it holds nothing: no step, no row (what a run killed before its first
+  commit, or whose first commit failed, leaves).
+- A new journal appears complete (header, application id, schema, journal id): written to
+  `<journal>-new`, then linked to its name; a killed run's `-new` is cleared by the next one.
+- One writer per journal: a writer holds an exclusive `flock` on the journal file itself (its
+  inode) while its Journal is open, so removing files beside it frees nothing and every name
+  of the file sees the lock; a file with two names (hard links) is never opened as a writer
+  (SQLite keeps a -wal beside each name). The lock dies with the process (and the children it
+  forked), so a killed run never blocks its resume.
 - Any legal file name works: writers open the path as a plain file name, readers quote it
   in their `file:` URI (`?`, `#`, `%` and spaces are data, not URI syntax).
+
+Why `flock` on the database is safe: SQLite locks it with POSIX `fcntl` locks, which belong to
+the process, and a process loses them when it closes ANY descriptor of the file. `flock`
+locks belong to the open file description and, on Linux and the BSDs, never interact with
+`fcntl` locks (NFS emulates `flock` with them; WAL needs a local filesystem anyway). So the
+lock's descriptor stays open for the writer's lifetime and is closed after the writer's
+connection (a reader of the journal in the same process loses its SQLite lock then), a second
+writer in the same process is refused before it opens the file, and one refused because
+another process holds the lock opens none when /proc/locks names that process.
 
 A journal is recognized by the application id in its SQLite header (set when it is
 created), or, for journals of older versions, by its `meta`, `post` and `trace` tables.
@@ -20,15 +33,18 @@ created), or, for journals of older versions, by its `meta`, `post` and `trace` 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
+import tempfile
 import urllib.parse
+import uuid
 import weakref
 from collections.abc import Mapping
-from pathlib import Path
 
 from ..errors import OasisGymError
+from .journal_schema import SCHEMA
 
 try:
     import fcntl
@@ -37,8 +53,7 @@ except ImportError:  # not POSIX: no lock (documented)
 
 APPLICATION_ID = 0x4F47594D  # "OGYM": PRAGMA application_id of every journal oasis-gym creates
 SIBLINGS = ("-wal", "-shm")  # SQLite's files beside a WAL database
-LOCK_SUFFIX = "-lock"
-_LOCK_MARK = b"oasis-gym journal lock\n"
+NEW_SUFFIX = "-new"  # a new journal's name while its first bytes are written
 JOURNAL, MISSING = "an oasis-gym journal", "missing"
 OVERWRITE_HINT = "--overwrite (overwrite=True in Python)"
 
@@ -147,13 +162,41 @@ def _is_wal(path: str) -> bool:
         return False
 
 
-def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -> None:
-    """Make way for a new journal at `path` (the caller holds its lock): nothing there, or a
-    journal that may be replaced (`overwrite`, or the caller's own from an earlier episode),
-    whose files are then deleted. Anything else is refused with `JournalError`."""
+def schema_sql(journal_id: str | None = None) -> str:
+    """The statements that make a new journal: its application id, schema and journal id."""
+    journal_id = journal_id or uuid.uuid4().hex
+    return (
+        f"PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} "
+        f"INSERT INTO meta(key, value) VALUES ('journal_id', '\"{journal_id}\"');"
+    )
+
+
+def _contents(path: str | os.PathLike) -> tuple[str | None, bool]:
+    """The id of the journal at `path`, and whether it holds nothing: no meta but its id, no
+    row in any table (what a run whose first commit never happened leaves: replacing it loses
+    nothing). (None, False) if it cannot be read."""
+    try:
+        conn = connect_readonly(path)
+        try:
+            meta = dict(conn.execute("SELECT key, CASE key WHEN 'journal_id' THEN value END FROM meta"))
+            tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'") if t != "meta"]
+            rows = any(conn.execute(f'SELECT 1 FROM "{t.replace(chr(34), chr(34) * 2)}"').fetchone() for t in tables)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None, False
+    return meta.get("journal_id"), set(meta) <= {"journal_id"} and not rows
+
+
+def prepare_new(path: str, overwrite: bool, own_journal_id: str | None, lock: JournalLock) -> None:
+    """Make way for a new journal at `path` and create it, locked by `lock` (which holds the
+    file at `path`, if any): nothing there, or a journal that may be replaced (`overwrite`,
+    the caller's own from an earlier episode, or one that holds nothing), whose files are
+    then deleted. Anything else is refused with `JournalError`."""
+    lock.take()  # (the file at the path now, should it have changed since the lock was made)
     what = what_is(path)
     if what == MISSING:
-        create_empty(path)
+        create_new(path, lock)
         return
     if what == "an empty file" and overwrite:
         pass  # nothing to lose
@@ -161,11 +204,13 @@ def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -
         raise JournalError(
             f"{path} exists and is {what}, not an oasis-gym journal: it is never replaced; choose another journal path"
         )
-    elif not overwrite and (own_journal_id is None or _journal_id(path) != own_journal_id):
-        raise JournalError(
-            f"{path} exists and is an oasis-gym journal: pass {OVERWRITE_HINT} to replace it, "
-            "or resume it (oasis-gym run --resume)"
-        )
+    elif not overwrite:
+        journal_id, empty = _contents(path)
+        if not empty and (own_journal_id is None or journal_id != own_journal_id):
+            raise JournalError(
+                f"{path} exists and is an oasis-gym journal: pass {OVERWRITE_HINT} to replace it, "
+                "or resume it (oasis-gym run --resume)"
+            )
     for suffix in SIBLINGS:
         sibling = path + suffix
         if os.path.lexists(sibling):
@@ -173,104 +218,188 @@ def prepare_new(path: str, overwrite: bool, own_journal_id: str | None = None) -
                 raise JournalError(f"{sibling} is not a regular file: it is never deleted; remove it yourself")
             os.remove(sibling)
     os.remove(path)  # last: a crash before leaves a journal, never a stray -wal
-    create_empty(path)
+    create_new(path, lock)  # (the old file stays locked until the new one is)
 
 
-def create_empty(path: str) -> None:
-    """Create the empty file of a new journal, failing if anything appeared at `path` (so
-    SQLite opens our file, never one that came in between), or if a -wal or -shm of some
-    earlier database is there (SQLite would replay, reset or delete it)."""
+def create_new(path: str, lock: JournalLock) -> None:
+    """Create a new journal at `path`, complete (schema and journal id) from its first
+    appearance, and hand it to `lock`. Fails if anything appeared at `path` (so SQLite opens
+    our file, never one that came in between), or if a -wal or -shm of some earlier database
+    is there (SQLite would replay, reset or delete it)."""
     for sibling in (path + suffix for suffix in SIBLINGS):
         if os.path.lexists(sibling):
             raise JournalError(
                 f"{sibling} exists without {path} (left over from a deleted database?): "
                 "it is never deleted; remove it yourself"
             )
+    new = path + NEW_SUFFIX
+    _clear_leftover(new, path)
+    image = _new_image()
+    f = _write_locked(new, image)
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.link(new, path)  # never replaces: fails if anything appeared at `path`
+    except OSError:  # that (then refused here too), or no hard links on this filesystem: written in place
+        f.close()
+        f = _write_locked(path, image)  # (a kill in there may leave a partial file)
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(new)
+    lock.adopt(f)
+
+
+def _new_image() -> bytes:
+    """The bytes of a new journal file: header (a WAL database, our application id), schema, id."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(schema_sql())
+        if hasattr(conn, "serialize"):
+            image = bytearray(conn.serialize())
+        else:  # a SQLite without the serialize API: through a file of our own
+            with tempfile.TemporaryDirectory(prefix="oasis_gym_") as folder:
+                conn.execute("VACUUM INTO ?", (os.path.join(folder, "new.db"),))
+                with open(os.path.join(folder, "new.db"), "rb") as f:
+                    image = bytearray(f.read())
+    finally:
+        conn.close()
+    image[18:20] = b"\x02\x02"  # the file format versions: 2, WAL (what `PRAGMA journal_mode=WAL` writes)
+    return bytes(image)
+
+
+def _write_locked(name: str, data: bytes):
+    """A new file `name` holding `data`, locked (its file object); removed if that fails."""
+    try:
+        f = open(os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666), "r+b", buffering=0)
     except FileExistsError:
-        raise JournalError(f"{path} appeared while the journal was being created: it is left as it is") from None
-
-
-def _journal_id(path: str) -> str | None:
+        raise JournalError(f"{name} appeared while the journal was being created: it is left as it is") from None
     try:
-        conn = connect_readonly(path)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
-    return row[0] if row else None
+        if fcntl is not None:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        view = memoryview(data)
+        while view:
+            view = view[f.write(view) :]
+    except BaseException as err:
+        f.close()
+        with contextlib.suppress(OSError):
+            os.remove(name)
+        if isinstance(err, OSError):
+            raise JournalError(f"cannot create the journal {name}: {err.strerror or err}") from err
+        raise
+    return f
 
 
-# realpath -> lock, for the journals this process writes (a clearer message for a second writer)
+def _clear_leftover(new: str, path: str) -> None:
+    """Remove `new` (`<journal>-new`) if a killed run left it there: a new journal that never
+    got its name (no one holds its lock, and it holds nothing). Anything else is refused."""
+    if not os.path.lexists(new):
+        return
+    if not stat.S_ISREG(os.lstat(new).st_mode):
+        raise JournalError(f"{new} is not a regular file: it is never deleted; remove it yourself")
+    with open(os.open(new, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:  # (no connection of ours has it open)
+        if fcntl is not None:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise JournalError(f"{path} is being created by another process: a journal has one writer") from None
+        if what_is(new) != JOURNAL or not _contents(new)[1]:
+            raise JournalError(f"{new} exists and is not a new journal left by a killed run: remove it yourself")
+        os.remove(new)
+
+
+# (st_dev, st_ino) -> lock, for the journal files this process writes: a second writer here is
+# refused before it opens the file (closing its descriptor would drop SQLite's POSIX locks)
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 class JournalLock:
-    """An exclusive, non-blocking `flock` on `<journal>-lock`, held by one writer."""
+    """An exclusive, non-blocking `flock` on the journal file at `path` (its inode), held by
+    one writer until `release`; nothing is held while no regular file is at `path` (the
+    journal created there is handed over: `adopt`). See the module's docstring."""
 
     def __init__(self, path: str):
-        self.db_path = path
-        self.path = str(lock_path(path))
+        self.db_path = str(path)
         self._file = None
-        if fcntl is None:
-            return
-        if os.path.lexists(self.path) and not stat.S_ISREG(os.lstat(self.path).st_mode):
-            raise JournalError(f"{self.path} (the lock of the journal {path}) is not a regular file")
-        while True:
+        self.take()
+
+    def take(self) -> None:
+        """Lock the regular file now at the path, unless this lock holds it already (then only
+        check its names). `JournalError` if another writer holds it or it has two names."""
+        while fcntl is not None:
             try:
-                f = open(self.path, "a+b")  # never truncates (a user's file of that name stays as it is)
+                st = os.stat(self.db_path)
+            except OSError:  # missing or unreadable (`what_is` says which)
+                return
+            if not stat.S_ISREG(st.st_mode):
+                return  # never opened (a FIFO would block): `what_is` refuses it
+            if self._file is not None and os.path.samestat(os.fstat(self._file.fileno()), st):
+                break
+            if (st.st_dev, st.st_ino) in _HELD:
+                raise JournalError(self._busy("another env or Journal of this process (close it first: env.close())"))
+            if pids := _flock_holders(st):
+                raise JournalError(self._busy(pids))
+            try:
+                f = open(os.open(self.db_path, os.O_RDONLY | os.O_NONBLOCK), "rb", buffering=0)
             except OSError as err:
-                raise JournalError(f"cannot create the lock file of the journal {path}: {err}") from err
+                raise JournalError(f"cannot open the journal {self.db_path}: {err.strerror or err}") from err
             try:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                f.seek(0)
-                holder = f.read(200)
                 f.close()
-                raise JournalError(self._busy_message(holder)) from None
-            try:  # the file we locked must still be the one at the path (a releasing writer unlinks it)
-                same = os.path.samestat(os.fstat(f.fileno()), os.stat(self.path))
-            except FileNotFoundError:
+                raise JournalError(self._busy(_flock_holders(st))) from None
+            try:  # the file locked must still be the one at the path (a writer replacing it unlinks it)
+                same = os.path.samestat(os.fstat(f.fileno()), os.stat(self.db_path))
+            except OSError:
                 same = False
             if same:
+                self.adopt(f)
                 break
             f.close()
-        self._file = f
-        f.seek(0)
-        if os.fstat(f.fileno()).st_size == 0 or f.read(len(_LOCK_MARK)) == _LOCK_MARK:
-            f.truncate(0)
-            f.write(_LOCK_MARK + f"pid {os.getpid()}\n".encode())
-            f.flush()
-        _HELD[os.path.realpath(path)] = self
+        if self._file is not None and os.fstat(self._file.fileno()).st_nlink > 1:
+            new = self.db_path + NEW_SUFFIX
+            with contextlib.suppress(OSError):  # a second name a killed `create_new` left: it adds nothing
+                if stat.S_ISREG(os.lstat(new).st_mode) and os.path.samefile(new, self.db_path):
+                    os.remove(new)
+            if (links := os.fstat(self._file.fileno()).st_nlink) > 1:
+                self.release()
+                raise JournalError(
+                    f"{self.db_path} has {links} names (hard links): a journal has one name (SQLite keeps its "
+                    "-wal beside the name it is opened by, so two names are two writers); remove the others"
+                )
 
-    def _busy_message(self, holder: bytes) -> str:
-        if os.path.realpath(self.db_path) in _HELD:
-            who = "another env or Journal of this process (close it first: env.close())"
-        else:
-            pid = holder[len(_LOCK_MARK) :].decode(errors="replace").strip() if holder.startswith(_LOCK_MARK) else ""
-            who = f"another process ({pid})" if pid else "another process"
+    def _busy(self, who: str | list[int]) -> str:
+        if not isinstance(who, str):  # the pids holding it
+            who = f"another process (pid {who[0]})" if who else "another process"
         return f"{self.db_path} is being written by {who}: a journal has one writer"
 
-    def release(self) -> None:
-        """Unlock, deleting the lock file if it is ours (it carries our mark)."""
-        f, self._file = self._file, None
-        if f is None:
-            return
-        try:
-            f.seek(0)
-            if f.read(len(_LOCK_MARK)) == _LOCK_MARK:
-                os.remove(self.path)  # while locked: a waiter that locked the old file sees it is gone
-        except OSError:
-            pass
-        finally:
+    def adopt(self, f) -> None:
+        """Hold the locked file object `f` (a journal just created at the path) from now on."""
+        if fcntl is None:  # no lock to hold (and an open file could not be replaced)
             f.close()
-            if _HELD.get(os.path.realpath(self.db_path)) is self:
-                del _HELD[os.path.realpath(self.db_path)]
+            return
+        old, self._file = self._file, f
+        st = os.fstat(f.fileno())
+        _HELD[(st.st_dev, st.st_ino)] = self
+        if old is not None:
+            self._close(old)
+
+    def release(self) -> None:
+        """Unlock (closing the lock's descriptor: call it after the writer's connection closed)."""
+        f, self._file = self._file, None
+        if f is not None:
+            self._close(f)
+
+    def _close(self, f) -> None:
+        key = (lambda st: (st.st_dev, st.st_ino))(os.fstat(f.fileno()))
+        if _HELD.get(key) is self:
+            del _HELD[key]
+        f.close()
 
 
-def lock_path(db_path: str | os.PathLike) -> Path:
-    """Where the writer's lock of the journal at `db_path` lives."""
-    return Path(os.path.realpath(db_path) + LOCK_SUFFIX)
+def _flock_holders(st: os.stat_result) -> list[int]:
+    """The other processes /proc/locks (Linux) names as holding a `flock` on the file of `st`."""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE <pid> <major:minor:inode> 0 EOF"
+            pids = {int(x[4]) for x in map(str.split, f) if x[1:2] == ["FLOCK"] and x[5:6] == [dev] and x[4].isdigit()}
+    except (OSError, IndexError):
+        return []
+    return sorted(pids - {os.getpid()})
