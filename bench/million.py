@@ -1,12 +1,21 @@
-"""The scale claim: 1,000,000 synthetic users, ABM policy, 1% activation (core users 10%),
-twitter recsys with the default embedder, journal on, 10 steps.
+"""The scale claim: N synthetic users (1,000,000 by default), ABM policy, 1% activation (core
+users 10%), twitter recsys with the default embedder, journal on, 10 steps.
 
-Prints one JSON line: setup seconds, seconds per step (median after the first step),
-actions/s, the closing seconds (the journal's indexes are built then) and peak RSS.
+Prints one JSON line: setup seconds (population + env + reset, with the reset's parts),
+seconds per step (median after the first step), actions/s, the follow edge count, the
+closing seconds (the journal's indexes are built then) and peak RSS.
+
+Usage: python bench/million.py [--users N] [--active FRACTION] [--core-active FRACTION]
+       [--steps S] [--seed K] [--max-core-followees M|none]
+The environment variables BENCH_USERS, BENCH_STEPS and BENCH_ACTIVE still set the defaults.
+``--max-core-followees none`` builds the population of the unbounded core-follow rule (the
+graph before the bound, quadratic in N) for before/after comparisons.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import os
 import resource
@@ -16,49 +25,107 @@ import time
 import numpy as np
 
 from oasis_gym.envs import twitter_v0
+from oasis_gym.platform.journal import Journal
+from oasis_gym.platform.platform import Platform
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.population import synthetic
 
-N = int(os.environ.get("BENCH_USERS", 1_000_000))
-STEPS = int(os.environ.get("BENCH_STEPS", 10))
+
+def _parse(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--users", type=int, default=int(os.environ.get("BENCH_USERS", 1_000_000)))
+    ap.add_argument(
+        "--active",
+        type=float,
+        default=float(os.environ.get("BENCH_ACTIVE", 0.01)),
+        help="activation probability of regular users per step [0.01, OASIS]",
+    )
+    ap.add_argument("--core-active", type=float, default=0.10, help="activation of core users [0.10]")
+    ap.add_argument("--steps", type=int, default=int(os.environ.get("BENCH_STEPS", 10)))
+    ap.add_argument("--seed", type=int, default=0, help="population and episode seed [0]")
+    ap.add_argument("--max-core-followees", default="20", help="synthetic()'s bound; 'none' = unbounded")
+    return ap.parse_args(argv)
 
 
-def main() -> None:
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _timing(parts: dict, name: str, cls, attr: str) -> None:
+    """Wrap cls.attr so its wall time (summed) lands in parts[name]."""
+    fn = getattr(cls, attr)
+
+    @functools.wraps(fn)
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            parts[name] = parts.get(name, 0.0) + time.perf_counter() - t
+
+    setattr(cls, attr, timed)
+
+
+def main(argv=None) -> None:
+    args = _parse(argv)
+    cap = None if args.max_core_followees.lower() == "none" else float(args.max_core_followees)
+    n = args.users
+    parts: dict[str, float] = {}
     t0 = time.perf_counter()
-    pop = synthetic(N, seed=0)
-    pop.activity[:] = 0.01  # OASIS regular users
-    pop.activity[pop.is_core] = 0.10  # core users
+    pop = synthetic(n, seed=args.seed, max_core_followees=cap)
+    pop.activity[:] = args.active  # OASIS regular users
+    pop.activity[pop.is_core] = args.core_active  # core users
+    population_s = time.perf_counter() - t0
+    rss_population = _peak_mb()
     db = os.path.join(tempfile.mkdtemp(), "million.db")
-    env = twitter_v0.parallel_env(users=pop, max_cycles=STEPS + 1, db_path=db, recsys="twitter")
-    env.reset(seed=0)
+    env = twitter_v0.parallel_env(users=pop, max_cycles=args.steps + 1, db_path=db, recsys="twitter")
+    _timing(parts, "add_users_s", Platform, "add_users")
+    _timing(parts, "first_commit_s", Journal, "commit_step")
+    _timing(parts, "recsys_reset_s", type(env.sim.recsys), "reset")
+    t = time.perf_counter()
+    env.reset(seed=args.seed)
+    reset_s = time.perf_counter() - t
+    reset_parts = {k: round(v, 1) for k, v in parts.items()}  # (later commits add to parts)
     policy = ABMPolicy()
-    policy.reset(env, np.arange(N), 0)
+    policy.reset(env, np.arange(n), args.seed)
     setup = time.perf_counter() - t0
+    rss_setup = _peak_mb()
     times, actions = [], 0
-    for _ in range(STEPS):
+    for _ in range(args.steps):
         t = time.perf_counter()
         acts = policy.act(env, env.sim.obs)
         env.step_batch(acts)
         times.append(time.perf_counter() - t)
         actions += len(acts)
+    rss_steps = _peak_mb()
     t = time.perf_counter()
     env.close()  # awaits the journal's last step, builds its indexes, checkpoints the WAL
     close = time.perf_counter() - t
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    steady = times[1:] if len(times) > 1 else times
     print(
         json.dumps(
             {
                 "bench": "million",
-                "users": N,
-                "steps": STEPS,
+                "users": n,
+                "active": args.active,
+                "steps": args.steps,
+                "edges": int(pop.num_edges),
+                "max_core_followees": cap,
                 "setup_s": round(setup, 1),
-                "median_step_s": round(float(np.median(times[1:] if len(times) > 1 else times)), 3),
-                "first_step_s": round(times[0], 3),
-                "actions_per_s": round(actions / sum(times)),
-                "actions_per_step": actions // STEPS,
+                "population_s": round(population_s, 1),
+                "reset_s": round(reset_s, 1),
+                "reset_parts_s": reset_parts,
+                "median_step_s": round(float(np.median(steady)), 3) if times else None,
+                "first_step_s": round(times[0], 3) if times else None,
+                "actions_per_s": round(actions / sum(times)) if times and sum(times) else 0,
+                "actions_per_step": actions // max(1, args.steps),
                 "close_s": round(close, 1),
-                "peak_rss_mb": round(rss),
+                "peak_rss_mb": round(_peak_mb()),
+                "peak_rss_after_population_mb": round(rss_population),
+                "peak_rss_after_setup_mb": round(rss_setup),
+                "peak_rss_after_steps_mb": round(rss_steps),
                 "db_mb": round(os.path.getsize(db) / 2**20),
+                "loadavg_1m": round(os.getloadavg()[0], 2),
             }
         )
     )

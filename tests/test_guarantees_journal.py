@@ -371,9 +371,11 @@ def _cli_journal(tmp_path: Path) -> Path:
     return path
 
 
-def _edit_meta(sql: str):
+def _edit_meta(sql: str, build=None):
+    """A file made by `build(tmp_path)` (default: an `oasis-gym run` journal), then edited by `sql`."""
+
     def make(tmp_path: Path) -> Path:
-        path = _cli_journal(tmp_path)
+        path = (build or _cli_journal)(tmp_path)
         conn = sqlite3.connect(path)
         conn.execute(sql)
         conn.commit()

@@ -15,7 +15,13 @@ import argparse
 import dataclasses
 from typing import Any
 
+from oasis_gym.checks import MAX_ID, finite_number, path_name, whole_number
+from oasis_gym.errors import ConfigError
+
 from .common import EnvConfig, PPOConfig
+from .report import check_disjoint, default_eval_sets
+
+MAX_ENVS = 256  # subprocess envs of one training run
 
 
 def opt(default: Any = dataclasses.MISSING, help: str = "", *, cli: bool = True, **argparse_kw: Any) -> Any:
@@ -77,9 +83,9 @@ def key_value(text: str) -> tuple[str, float]:
     try:
         if not sep or not key:
             raise ValueError
-        return key, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER, got {text!r}") from None
+        return key, finite_number(value)
+    except ValueError:  # a ConfigError too: NaN and infinities are no reward weights
+        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER (a finite number), got {text!r}") from None
 
 
 def redeclare(cls, name: str, default: Any = dataclasses.MISSING, help: str | None = None) -> Any:
@@ -101,7 +107,11 @@ class RunArgs:
     sets. A script adds its own evaluation settings after them by deriving a class from this
     one and putting it second among its `Args`' bases (`moderator.Args`)."""
 
-    timesteps: int = opt(60_000, "PPO timesteps (summed over envs)")
+    timesteps: int = opt(
+        60_000,
+        "PPO timesteps (summed over envs), >= 1; PPO learns in whole rollouts of --n-steps x --n-envs, so "
+        "a number that is no multiple is rounded up to one: the number used is printed and saved in eval.json",
+    )
     time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
     n_envs: int = opt(2, "subprocess envs")
     seed: int = opt(0, "training seed")
@@ -141,6 +151,7 @@ class TrainArgs(RunArgs):
 
     def __post_init__(self) -> None:
         self.env, self.ppo = configs(self)
+        check(self)
 
 
 def configs(a) -> tuple[EnvConfig, PPOConfig]:
@@ -162,3 +173,39 @@ def configs(a) -> tuple[EnvConfig, PPOConfig]:
         out_dir=a.out,
     )
     return env, ppo
+
+
+def rollout_timesteps(a) -> int:
+    """The timesteps PPO runs for `a.timesteps` (whole rollouts of n_steps x n_envs), unless
+    `--time-limit` stops it first."""
+    rollout = a.ppo.n_steps * a.ppo.n_envs
+    return -(-a.ppo.total_timesteps // rollout) * rollout
+
+
+def check(a) -> None:
+    """Every setting of a `TrainArgs` in its type and range, before anything is built: a
+    `ConfigError` (one line on the command line) naming the option."""
+    path_name(a.out, "--out")
+    whole_number(a.timesteps, "--timesteps", 1, MAX_ID)
+    whole_number(a.n_envs, "--n-envs", 1, MAX_ENVS)
+    whole_number(a.n_steps, "--n-steps", 1, MAX_ID)
+    if a.n_steps * a.n_envs < 2:
+        raise ConfigError("--n-steps x --n-envs: a PPO rollout needs at least 2 timesteps")
+    whole_number(a.seed, "--seed", 0)
+    whole_number(a.eval_every, "--eval-every", 0, MAX_ID)
+    whole_number(a.other_population, "--other-population", 0)
+    for value, name in ((a.users, "--users"), (a.max_cycles, "--max-cycles")):
+        if value is not None:
+            whole_number(value, name, 1, MAX_ID)
+    if a.time_limit is not None:
+        finite_number(a.time_limit, "--time-limit", 1e-3)
+    finite_number(a.lr, "--lr", 1e-12, 1.0)
+    finite_number(a.gamma, "--gamma", 0.0, 1.0)
+    finite_number(a.ent_coef, "--ent-coef", 0.0)
+    for seed in a.eval_seeds:
+        whole_number(seed, "--eval-seeds", 0)
+    sets = default_eval_sets(a.eval_seeds, a.env.population_seed, a.other_population)
+    try:
+        check_disjoint(sets, a.seed, a.n_envs, a.env.population_seed)
+    except ValueError as err:
+        raise ConfigError(f"--eval-seeds: {err}") from None

@@ -18,6 +18,7 @@ from oasis_gym.agents import ModeratorAgent, RecommenderAgent
 
 from . import args as cli_args
 from . import moderator, recommender
+from .outputs import train_output
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -35,7 +36,11 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
         ("recommender", "learn the feed ranking weights (Recommender-v0)", recommender),
         ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)", moderator),
     ):
-        cli_args.add_arguments(targets.add_parser(name, help=text), module.Args)
+        target = targets.add_parser(name, help=text)
+        cli_args.add_arguments(target, module.Args)
+        target.add_argument(
+            "--overwrite", action="store_true", help="replace an earlier training run's output in --out (nothing else)"
+        )
     return train
 
 
@@ -54,6 +59,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     module = recommender if args.target == "recommender" else moderator
     run_args = cli_args.parse_into(module.Args, args)
+    # a taken --out (a user's model.zip, an earlier run's without --overwrite): one line, exit code 2, before training
+    train_output(run_args.out, getattr(args, "overwrite", False)).check()
+    used = cli_args.rollout_timesteps(run_args)
+    if used != run_args.timesteps:  # PPO learns in whole rollouts: say what runs
+        print(
+            f"oasis-gym train {args.target}: --timesteps {run_args.timesteps} is rounded up to {used}"
+            f" (whole rollouts of --n-steps {run_args.n_steps} x --n-envs {run_args.n_envs})",
+            file=sys.stderr,
+        )
     result = module.train(run_args)
     print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
     if args.target == "recommender":
@@ -67,6 +81,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         json.dumps(
             {
                 **summary,
+                "timesteps": result["train"]["timesteps"],
                 "out": run_args.ppo.out_dir,
                 "eval_json": f"{run_args.ppo.out_dir}/eval.json",
                 "learning_curve_png": result["learning_curve_png"],

@@ -23,6 +23,9 @@ from oasis_gym.envs.platform_agent_env import make_scenario
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
 from oasis_gym.policies.sb3 import normalizer_path
 
+from .outputs import train_output
+from .report import plot_learning_curve
+
 
 def limit_threads(n: int = 1) -> None:
     """One BLAS / torch thread per process. On a small shared machine, multi-threaded
@@ -155,6 +158,15 @@ def write_json(path: str | Path, obj: Any) -> Path:
     return path
 
 
+def write_results(out_dir: str | Path, result: dict, curve, baselines: dict[str, float], title: str) -> None:
+    """learning_curve.png (`plot_learning_curve`) and eval.json (`result`, which gets the PNG's
+    path) in `out_dir`, written beside it and renamed into place together (oasis_gym.outputs)."""
+    with train_output(out_dir).staging() as tmp:
+        plot_learning_curve(curve, baselines, tmp / "learning_curve.png", title)
+        result["learning_curve_png"] = str(Path(out_dir) / "learning_curve.png")
+        write_json(tmp / "eval.json", result)
+
+
 # --------------------------------------------------------------------------- PPO
 
 
@@ -200,7 +212,7 @@ def train_ppo(
 
     limit_threads(1)
     out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    train_output(out).claim_trees()  # tb/ and checkpoints/ are this run's (oasis_gym.outputs)
     vec = VecNormalize(
         make_vec_env(env_config, cfg.n_envs, cfg.seed, cfg.subproc),
         norm_obs=True,
@@ -257,8 +269,9 @@ def train_ppo(
     model.learn(cfg.total_timesteps, callback=CallbackList(callbacks), tb_log_name=env_config.kind)
     seconds = time.perf_counter() - start
     model_path = out / "model.zip"
-    model.save(str(model_path))
-    save_obs_normalizer(vec, normalizer_path(model_path))
+    with train_output(out).staging() as tmp:  # renamed into place together (oasis_gym.outputs)
+        model.save(str(tmp / model_path.name))
+        save_obs_normalizer(vec, normalizer_path(tmp / model_path.name))
     vec.close()
     info = {
         "timesteps": int(model.num_timesteps),

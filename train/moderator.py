@@ -34,9 +34,9 @@ from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
 from .args import RunArgs, TrainArgs, opt, redeclare
-from .common import limit_threads, train_ppo, write_json
+from .common import limit_threads, train_ppo, write_results
 from .evaluate import evaluate_moderator, moderator_rule, oracle_check, summarize, tune_report_rules
-from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
+from .report import check_disjoint, default_eval_sets, paired, table
 
 
 @dataclass
@@ -205,14 +205,13 @@ def train(args: Args, cache: dict | None = None) -> dict:
     result["ppo"] = first["candidates"]["ppo"]
     result["baselines"] = {n: c for n, c in first["candidates"].items() if n != "ppo"}
     result["eval_seeds"] = list(args.eval_seeds)
-    png = plot_learning_curve(
+    write_results(
+        args.ppo.out_dir,
+        result,
         info["learning_curve"],
         {n: c["return"]["mean"] for n, c in result["baselines"].items()},
-        f"{args.ppo.out_dir}/learning_curve.png",
         "Moderator-v0: PPO training",
     )
-    result["learning_curve_png"] = str(png)
-    write_json(f"{args.ppo.out_dir}/eval.json", result)
     return result
 
 

@@ -30,9 +30,9 @@ from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
 from .args import TrainArgs, redeclare
-from .common import limit_threads, train_ppo, write_json
+from .common import limit_threads, train_ppo, write_results
 from .evaluate import evaluate_recommender, summarize
-from .report import check_disjoint, default_eval_sets, paired, plot_learning_curve, table
+from .report import check_disjoint, default_eval_sets, paired, table
 
 
 @dataclass
@@ -124,14 +124,9 @@ def train(args: Args, cache: dict | None = None) -> dict:
     }
     result["baseline_means"] = {n: b["return"]["mean"] for n, b in result["baselines"].items()}
     result["eval_seeds"] = list(args.eval_seeds)
-    png = plot_learning_curve(
-        info["learning_curve"],
-        result["baseline_means"],
-        f"{args.ppo.out_dir}/learning_curve.png",
-        "Recommender-v0: PPO training",
+    write_results(
+        args.ppo.out_dir, result, info["learning_curve"], result["baseline_means"], "Recommender-v0: PPO training"
     )
-    result["learning_curve_png"] = str(png)
-    write_json(f"{args.ppo.out_dir}/eval.json", result)
     return result
 
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from oasis_gym.platform.oasis_import import OasisImportError, import_oasis, load_oasis
+from oasis_gym.outputs import OutputError
+from oasis_gym.platform.oasis_import import (
+    OasisImportError,
+    import_oasis,
+    import_target,
+    journal_path,
+    load_oasis,
+)
 from oasis_gym.sim import SimulationConfig
+from oasis_gym.sim.clock import MAX_MINUTES_PER_STEP
 
 from .parser import build_parser
 
@@ -22,16 +29,19 @@ def cmd_import(args) -> int:
         print(f"oasis-gym import: error: {message}", file=sys.stderr)
         return 2
 
-    if Path(args.out).exists():
-        return fail(f"{args.out} exists: choose a new path for the journal")
-    if args.minutes_per_step < 1:
-        return fail("--minutes-per-step must be >= 1")
+    if not 1 <= args.minutes_per_step <= MAX_MINUTES_PER_STEP:  # (a week: the clock stays a date)
+        return fail(f"--minutes-per-step must be in [1, {MAX_MINUTES_PER_STEP}], got {args.minutes_per_step}")
+    args.out = str(journal_path(args.oasis_db, args.out))  # `--out folder/`: the journal goes inside
+    try:  # a taken --out: one line, exit code 2, before anything is read
+        import_target(args.out, args.overwrite)
+    except OutputError as err:
+        return fail(str(err))
     try:  # read first (a second, cheap pass writes): the saved settings need the platform's kind and step
         loaded = load_oasis(
             args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform, strict=args.strict
         )
     except (OasisImportError, FileNotFoundError) as err:
-        return fail(f"cannot import {args.oasis_db}: {err}")
+        return fail(f"cannot import {args.oasis_db}: {str(err).removeprefix(f'{args.oasis_db}: ')}")
     pf = loaded.platform
     name = pf.config.name
     config = SimulationConfig(
@@ -67,6 +77,7 @@ def cmd_import(args) -> int:
         minutes_per_step=args.minutes_per_step,
         platform=args.platform,
         strict=args.strict,
+        overwrite=args.overwrite,
     )
     print(json.dumps({"out": str(args.out), **result.summary()}))
     return 0

@@ -10,9 +10,11 @@ import math
 import os
 
 from oasis_gym import recsys
+from oasis_gym.checks import MAX_ID, argtype, path_name, whole_number
 from oasis_gym.policies.factory import USER_POLICIES
 from oasis_gym.scenarios import add_scenario_args
 from oasis_gym.scenarios.sweep import add_sweep_parser
+from oasis_gym.sim.clock import MAX_MINUTES_PER_STEP
 from oasis_gym.train.cli import add_train_parser
 
 DESCRIPTION = "`oasis-gym` command line: run a simulation, make a report."
@@ -22,27 +24,18 @@ POLICIES = USER_POLICIES  # the users' policies of `run --policy`
 def _users(value: str):
     if value.strip().lstrip("+-").isdigit():
         return _positive_int(value)
-    if not os.path.isfile(value):
+    if not os.path.isfile(_path(value)):
         raise argparse.ArgumentTypeError(f"{value!r} is neither a user count >= 1 nor a profile file")
     return value
 
 
-def _int_at_least(low: int):
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value!r}") from None
-        if number < low:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {value!r}")
-        return number
-
-    parse.__name__ = f"int>={low}"
-    return parse
+def _int_between(low: int, high: int = MAX_ID):
+    return argtype(whole_number, f"int in [{low}, {high}]", low=low, high=high)
 
 
-_positive_int = _int_at_least(1)
-_nonnegative_int = _int_at_least(0)
+_positive_int = _int_between(1)  # counts and steps: at most MAX_ID (ids are 31-bit)
+_nonnegative_int = _int_between(0)
+_seed = argtype(whole_number, "seed", low=0)  # any size: numpy seeds take big integers
 
 
 def _activation(value: str) -> str:
@@ -64,10 +57,7 @@ def _recsys(value: str) -> str:
     return value
 
 
-def _path(value: str) -> str:
-    if not value or "\0" in value:
-        raise argparse.ArgumentTypeError(f"expected a file path, got {value!r}")
-    return value
+_path = argtype(path_name, "path")  # a name the OS takes: no NUL, parts <= 255 bytes
 
 
 def _llm_seconds(value: str) -> float:
@@ -186,11 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace an existing oasis-gym journal at --db (anything else there is never replaced)",
+        help="replace an existing oasis-gym journal at --db and a scenario's earlier --figures file "
+        "(anything else there is never replaced)",
     )
-    run.add_argument("--logdir", default=None, help="TensorBoard log dir (default runs/<db stem>)")
+    run.add_argument("--logdir", type=_path, default=None, help="TensorBoard log dir (default runs/<db stem>)")
     run.add_argument("--no-tensorboard", action="store_true")
-    run.add_argument("--seed", type=_nonnegative_int, default=0)
+    run.add_argument("--seed", type=_seed, default=0)
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument(
         "--resume",
@@ -202,8 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_args(run)
     add_train_parser(sub)
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
-    report.add_argument("db")
-    report.add_argument("--out", default=None, help="output folder (default <db stem>_report)")
+    report.add_argument("db", type=_path)
+    report.add_argument("--out", type=_path, default=None, help="output folder (default <db stem>_report)")
+    report.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out (nothing else)")
     add_import_parser(sub)
     add_sweep_parser(sub)  # `oasis-gym sweep`: scenario sensitivity
     return parser
@@ -216,17 +208,28 @@ def add_import_parser(sub) -> None:
         help="convert an OASIS database into an oasis-gym journal that "
         "'run --resume' continues (the OASIS file is only read)",
     )
-    imp.add_argument("oasis_db")
-    imp.add_argument("--out", required=True, help="the new journal (must not exist)")
+    imp.add_argument("oasis_db", type=_path)
+    imp.add_argument(
+        "--out",
+        type=_path,
+        required=True,
+        help="the new journal, or a folder (an existing one, or a path ending in /) to write <OASIS file stem>.db into",
+    )
+    imp.add_argument("--overwrite", action="store_true", help="replace an earlier import at --out (nothing else)")
     imp.add_argument(
         "--platform",
         choices=("twitter", "reddit"),
         default=None,
         help="default: twitter for step clocks, reddit for datetime clocks",
     )
-    imp.add_argument("--minutes-per-step", type=int, default=3)
+    imp.add_argument(
+        "--minutes-per-step",
+        type=int,
+        default=3,
+        help=f"simulated minutes of one step, 1..{MAX_MINUTES_PER_STEP} (a week; checked by cmd_import)",
+    )
     imp.add_argument("--policy", choices=POLICIES, default="abm", help="the policy 'run --resume' continues with")
-    imp.add_argument("--seed", type=int, default=0)
+    imp.add_argument("--seed", type=_seed, default=0)
     imp.add_argument("--no-tensorboard", action="store_true", help="'run --resume' writes no TensorBoard logs")
     imp.add_argument("--strict", action="store_true", help="fail if a stored counter disagrees with the rows")
 

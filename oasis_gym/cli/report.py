@@ -14,7 +14,7 @@ def cmd_report(args) -> int:
     if not is_oasis_db(args.db):  # an OASIS database is reported from its own tables
         require_journal(args.db)
     out = args.out or f"{Path(args.db).with_suffix('')}_report"
-    paths = make_report(args.db, out)
+    paths = make_report(args.db, out, overwrite=args.overwrite)
     for p in paths:
         print(p)
     return 0

@@ -84,4 +84,12 @@ def resumed_args(args) -> argparse.Namespace:
     changes = {k: getattr(args, k) for k in given if k not in RUN_DEFINING and hasattr(args, k)}
     merged = {**vars(args), **saved, **changes}
     merged.update(resume=args.resume, db=args.resume, steps=args.steps or steps)
+    done = meta["step"]
+    if isinstance(done, int) and not isinstance(done, bool) and merged["steps"] <= done:
+        where = (
+            f"is at step {done}, so --steps {args.steps} has nothing to do"
+            if args.steps
+            else f"is complete at step {done}"
+        )
+        raise ConfigError(f"{args.resume} {where}: give --steps greater than {done} to continue it")
     return argparse.Namespace(**merged)

@@ -13,6 +13,7 @@ from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
 from oasis_gym.metrics import MetricsRecorder
+from oasis_gym.outputs import check_logdir, claim_logdir
 from oasis_gym.platform.journal_file import check_distinct
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
@@ -22,6 +23,7 @@ from oasis_gym.run import simulate
 from oasis_gym.scenarios import run_scenario_cli
 from oasis_gym.sim.content import template_text
 
+from .interrupt import run_stopped
 from .resume import resumed_args, saved_settings
 
 
@@ -93,6 +95,9 @@ def cmd_run(args) -> int:
         return run_scenario_cli(args)
     if args.resume:
         args = resumed_args(args)
+    logdir = None if args.no_tensorboard else args.logdir or str(Path("runs") / Path(args.db).stem)
+    if logdir is not None:
+        check_logdir(logdir)  # a file, or a folder of other files: one line, exit code 2, before anything runs
     # the LLM backend first: a missing one ends the run before any journal is written
     try:
         llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
@@ -120,7 +125,7 @@ def cmd_run(args) -> int:
     # saved with every commit from the journal's first on (read live: make_policy adds core_ids),
     # so a run killed before its first step is resumable
     env.sim.state_providers["cli"] = lambda: saved_settings(args)
-    recorder = None
+    recorder = stopped = None
     try:
         if not args.resume:
             env.reset(seed=args.seed)
@@ -128,16 +133,20 @@ def cmd_run(args) -> int:
         policy.reset(env, np.arange(env.sim.platform.n_users), args.seed)
         if args.resume and "policy" in env.sim.saved_state:
             policy.load_state_dict(env.sim.saved_state["policy"])
-        if not args.no_tensorboard:
-            logdir = args.logdir or str(Path("runs") / Path(args.db).stem)
+        if logdir is not None:
+            claim_logdir(logdir)
             recorder = MetricsRecorder(logdir)
             recorder.attach(env.sim)
             recorder.on_reset(env.sim)
         summary = simulate(env, policy, args.steps - env._cycles, seed=args.seed, reset=False, progress=not args.quiet)
+    except KeyboardInterrupt as err:  # Ctrl-C or SIGTERM: the steps done are committed by env.close()
+        stopped = (err, env.sim.journal is not None)  # this run's journal exists (reset or resume made it)
     finally:
         if recorder is not None:
             recorder.close()
         env.close()
+    if stopped is not None:
+        raise run_stopped(*stopped, db=args.db, steps=args.steps)
     print(
         json.dumps(
             {

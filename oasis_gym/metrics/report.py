@@ -32,10 +32,15 @@ from oasis_gym.metrics.report_plots import (
     table_exists,
 )
 from oasis_gym.metrics.tensorboard import read_metrics
+from oasis_gym.outputs import OutputDir
 from oasis_gym.platform.journal_file import read_uri
 from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
 
-__all__ = ["make_report", "main", "opinion_grid"]
+__all__ = ["make_report", "report_output", "main", "opinion_grid", "REPORT_FILES"]
+
+#: the names a report writes (`oasis_gym.outputs`): what `make_report`'s docstring lists
+REPORT_FILES = ("summary.txt", "actions.png", "cascade.png", "metrics_*.png", "opinion_heatmap.png")
+REPORT_FILES += ("follower_ccdf.png", "cascade_curves.png")
 
 
 def _count(conn: sqlite3.Connection, table: str, notes: list[str], note_missing: bool = True) -> int | None:
@@ -179,19 +184,33 @@ def _with_imported_steps(metrics: Metrics, db_path: Path, notes: list[str]) -> M
     return merged
 
 
-def make_report(db_path: str | Path, out_dir: str | Path) -> list[Path]:
+def report_output(out_dir: str | Path, overwrite: bool = False) -> OutputDir:
+    """The report's folder under the rule of `oasis_gym.outputs` (checked): its files are
+    summary.txt and the PNGs; an earlier report there is replaced only with `overwrite`."""
+    return OutputDir(out_dir, "report", REPORT_FILES, overwrite=overwrite).check()
+
+
+def make_report(db_path: str | Path, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
     """Write the run's plots (PNG) and summary.txt into ``out_dir``; return their paths.
 
     Plots: actions.png (tags "actions/*"), cascade.png ("cascade/*"), metrics_<group>.png
     for every other tag group ("opinion/*", "network/*", ...), opinion_heatmap.png (table
     ``opinion``) and follower_ccdf.png (``user.num_followers``). The database is opened
-    read-only; FileNotFoundError if it does not exist.
+    read-only; FileNotFoundError if it does not exist. ``out_dir`` follows `oasis_gym.outputs`:
+    a file of these names that is not an earlier report's is refused (`OutputError`) before
+    anything is read, an earlier report is replaced only with ``overwrite`` (its plots that
+    this report does not draw are removed), and the files appear together once all are drawn.
     """
     db_path = Path(db_path)
     if not db_path.is_file():
         raise FileNotFoundError(db_path)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    output = report_output(out_dir, overwrite)
+    with output.staging(prune=REPORT_FILES) as tmp:
+        written = _write_report(db_path, tmp)
+    return [output.path / p.relative_to(tmp) for p in written]
+
+
+def _write_report(db_path: Path, out: Path) -> list[Path]:
     notes: list[str] = []
     conn = sqlite3.connect(read_uri(db_path), uri=True)  # leaves no -wal / -shm beside a journal
     try:
@@ -229,8 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Plots and a summary from an oasis-gym run database.")
     ap.add_argument("db", type=Path, help="the run's SQLite database")
     ap.add_argument("out_dir", type=Path, help="folder for the PNGs and summary.txt")
+    ap.add_argument("--overwrite", action="store_true", help="replace an earlier report in out_dir")
     args = ap.parse_args(argv)
-    for path in make_report(args.db, args.out_dir):
+    for path in make_report(args.db, args.out_dir, overwrite=args.overwrite):
         print(path)
     return 0
 

@@ -17,6 +17,11 @@ MODERATION_NAMES = ("none", "label", "downrank", "remove")
 UNKNOWN_LABEL, TRUE_LABEL, MISINFO_LABEL = -1, 0, 1
 
 EPOCH = dt.datetime(2026, 1, 1)  # simulated time 0 (minute offsets are added to it)
+# the minute offsets a date can show: from the year 1 to the year 9999
+MINUTE_RANGE = (
+    -int((EPOCH - dt.datetime.min).total_seconds() // 60),
+    int((dt.datetime.max - EPOCH).total_seconds() // 60),
+)
 
 
 @dataclass

@@ -27,15 +27,19 @@ The OASIS file is opened read-only (`journal_file.read_uri`) and never written.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .config import PlatformConfig, datetime_text
+from ..errors import OasisGymError
+from ..outputs import OutputFile
+from .config import MINUTE_RANGE, PlatformConfig, datetime_text
 from .journal import Journal
-from .journal_file import read_uri
+from .journal_file import JOURNAL, SIBLINGS, JournalError, read_uri, what_is
+from .journal_load import read_meta
 from .kinds import ORIGINAL, QUOTE, REPOST
 from .oasis_rows import OASIS_RELATIONS, OasisProfiles, int_column, map_ids, time_steps
 from .platform import Platform
@@ -44,7 +48,7 @@ from .store import PairSet, pair_keys, unpack_keys
 __all__ = ["OasisImportError", "OasisImport", "is_oasis_db", "load_oasis", "import_oasis", "time_steps"]
 
 
-class OasisImportError(ValueError):
+class OasisImportError(OasisGymError, ValueError):
     """The file is not an OASIS database we can read, or (strict) its counters disagree with its rows."""
 
 
@@ -126,6 +130,12 @@ def load_oasis(
         if missing:
             raise OasisImportError(f"{path}: not an OASIS database (no {', '.join(missing)} table)")
         return _load(conn, tables, minutes_per_step, start_minute, platform, strict)
+    except sqlite3.Error as err:  # text that is no UTF-8 (a lone surrogate too), a damaged file
+        raise OasisImportError(f"{path}: a row cannot be read ({err})") from err
+    except ValueError as err:  # an id column holding text, a clock past the year 9999 (not an OasisImportError)
+        if isinstance(err, OasisImportError):
+            raise
+        raise OasisImportError(f"{path}: {err}") from err
     finally:
         conn.close()
 
@@ -152,12 +162,22 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
     # one clock for every table: steps, or minutes since the earliest datetime anywhere
     all_times = [r[4] for r in users] + [r[5] for r in posts] + [r[4] for r in comments] + trace_times
     step_all, minute_all, time_kind = time_steps(all_times, minutes_per_step)
+    first, last = start_minute + minute_all.min(initial=0), start_minute + minute_all.max(initial=0) + minutes_per_step
+    if first < MINUTE_RANGE[0] or last > MINUTE_RANGE[1]:
+        raise OasisImportError(
+            f"its clock (steps x --minutes-per-step {minutes_per_step}) reaches minute {max(-first, last):,}"
+            f" from the start, before the year 1 or past the year 9999: lower --minutes-per-step"
+        )
     cuts = np.cumsum([len(users), len(posts), len(comments)])
     u_min, p_min, c_min, t_min = np.split(minute_all, cuts)
     p_step, c_step, t_step = np.split(step_all, cuts)[1:]
     last_step = int(step_all.max(initial=-1))
 
-    ids = IdMaps(int_column(users, 0), int_column(posts, 0), int_column(comments, 0))
+    ids = IdMaps(
+        int_column(users, 0, label="user.user_id"),
+        int_column(posts, 0, label="post.post_id"),
+        int_column(comments, 0, label="comment.comment_id"),
+    )
     name = platform or ("reddit" if time_kind == "datetime" else "twitter")
     pf = Platform(PlatformConfig(name=name), start_minute=start_minute)
     out = OasisImport(pf, ids, time_kind)
@@ -168,8 +188,8 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
     pf.u_created_minute.a[:] = start_minute + u_min
 
     # posts: kinds, roots, content as ours (a repost carries what it shares)
-    author = map_ids(ids.user, int_column(posts, 1))
-    root_oasis = int_column(posts, 2)
+    author = map_ids(ids.user, int_column(posts, 1, label="post.user_id"))
+    root_oasis = int_column(posts, 2, label="post.original_post_id")
     root = np.where(root_oasis >= 0, map_ids(ids.post, root_oasis), -1)
     keep = author >= 0
     bad_root = (root_oasis >= 0) & (root < 0)
@@ -191,8 +211,8 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
     pf.pending.new_posts.clear()
 
     # comments
-    c_post = map_ids(ids.post, int_column(comments, 1))
-    c_author = map_ids(ids.user, int_column(comments, 2))
+    c_post = map_ids(ids.post, int_column(comments, 1, label="comment.post_id"))
+    c_author = map_ids(ids.user, int_column(comments, 2, label="comment.user_id"))
     bad = (c_post < 0) | (c_author < 0)
     if bad.any():
         raise OasisImportError(f"{int(bad.sum())} comments name posts or users missing from their tables")
@@ -210,19 +230,20 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
         extra = ", report_reason" if rel == "report" else ""
         rows = conn.execute(f"SELECT {col_a}, {col_b}{extra} FROM {table} ORDER BY {id_col}").fetchall()
         maps = {"user": ids.user, "post": ids.post, "comment": ids.comment}
-        a = map_ids(maps[kind_a], int_column(rows, 0))
-        b = map_ids(maps[kind_b], int_column(rows, 1))
+        name = table.strip('"')
+        a = map_ids(maps[kind_a], int_column(rows, 0, label=f"{name}.{col_a}"))
+        b = map_ids(maps[kind_b], int_column(rows, 1, label=f"{name}.{col_b}"))
         keys = pair_keys(np.maximum(a, 0), np.maximum(b, 0))
         ok = (a >= 0) & (b >= 0)
         valid = np.flatnonzero(ok)
         ok[valid] = False  # then only the first row of each pair
         ok[valid[np.unique(keys[valid], return_index=True)[1]]] = True
-        _drop(out, table.strip('"'), int((~ok).sum()))
+        _drop(out, name, int((~ok).sum()))
         keys = keys[ok]
         pf._add_pairs(rel, keys)
         if rel == "report":
             pf.pending.report_reasons.extend(r[2] or "" for r, good in zip(rows, ok.tolist()) if good)
-        out.counts[table.strip('"')] = int(ok.sum())
+        out.counts[name] = int(ok.sum())
     reposts = pf.p_kind.a == REPOST
     pf.rel["repost"] = PairSet(pair_keys(pf.p_author.a[reposts], pf.p_root.a[reposts]))
 
@@ -267,7 +288,7 @@ def _check_counters(out: OasisImport, users, posts, comments) -> None:
         ("comment", comments, 6, "num_dislikes", pf.c_dislikes, count("comment_dislike", 1, n_c)),
     ]
     for table, rows, k, column, col, counted in checks:
-        stored = int_column(rows, k, fill=0)
+        stored = int_column(rows, k, fill=0, label=f"{table}.{column}")
         wrong = np.flatnonzero(stored != counted)
         if wrong.size:
             out.mismatches[f"{table}.{column}"] = int(wrong.size)
@@ -276,16 +297,47 @@ def _check_counters(out: OasisImport, users, posts, comments) -> None:
     pf.p_comments.a[:] = np.bincount(pf.c_post.a, minlength=n_p).astype(np.int32)
 
 
-def import_oasis(src: str | Path, out: str | Path, *, meta: dict | None = None, **load_kwargs) -> OasisImport:
-    """Convert an OASIS database into a new oasis-gym journal at `out` (which must not exist):
-    every row, the id maps (table `oasis_id_map`) and OASIS's trace (with our step and
-    result='ok'; OASIS traces only accepted actions). `Platform.from_db(out)` then restores the
-    state and a run can go on from it. `src` is only read."""
-    src, out = Path(src), Path(out)
-    if out.exists():
-        raise FileExistsError(f"{out} exists: the import writes a new journal")
-    if src.resolve() == out.resolve():
+def journal_path(src: str | Path, out: str | Path) -> Path:
+    """Where `import_oasis(src, out)` writes: `out`, or inside it when it names a folder (it
+    ends with a slash, or is one): ``<out>/<src's stem>.db``."""
+    text = str(out)
+    if text.endswith(("/", os.sep)) or os.path.isdir(text):
+        return Path(text) / f"{Path(src).stem}.db"
+    return Path(text)
+
+
+def is_import(path: Path) -> bool:
+    """Whether `path` holds a journal `import_oasis` wrote that no run has continued since."""
+    try:
+        if what_is(path) != JOURNAL:
+            return False
+        meta = read_meta(path)
+    except JournalError:
+        return False
+    done = meta.get("oasis_import")
+    return isinstance(done, dict) and done.get("step") == meta.get("step")
+
+
+def import_target(out: str | Path, overwrite: bool = False) -> OutputFile:
+    """The journal file an import writes, checked (`oasis_gym.outputs`): missing, or an earlier
+    import (replaced only with `overwrite`); anything else raises `OutputError` naming it."""
+    return OutputFile(out, "import", is_import, overwrite=overwrite, siblings=SIBLINGS).check()
+
+
+def import_oasis(
+    src: str | Path, out: str | Path, *, meta: dict | None = None, overwrite: bool = False, **load_kwargs
+) -> OasisImport:
+    """Convert an OASIS database into a new oasis-gym journal at `out` (see `journal_path`): it
+    must not exist, or hold an earlier import and `overwrite` be given (`import_target`). Every
+    row, the id maps (table `oasis_id_map`) and OASIS's trace (with our step and result='ok';
+    OASIS traces only accepted actions). The journal is written under a temporary name beside
+    `out` and renamed into place, so an interrupted import leaves nothing (or the earlier
+    import). `Platform.from_db(out)` then restores the state and a run can go on from it. `src`
+    is only read."""
+    src, out = Path(src), journal_path(src, out)
+    if out.exists() and src.resolve() == out.resolve():
         raise OasisImportError("the output must be a new file, not the OASIS database")
+    target = import_target(out, overwrite)
     result = load_oasis(src, **load_kwargs)
     pf = result.platform
 
@@ -297,13 +349,16 @@ def import_oasis(src: str | Path, out: str | Path, *, meta: dict | None = None, 
             )
         _copy_trace(src, conn, result, load_kwargs.get("start_minute", 8 * 60))
 
-    journal = Journal(out, pipelined=False)
-    try:
-        journal.commit_step(
-            pf, extra=extra, meta={"oasis_import": {"source": str(src), **result.summary()}, **(meta or {})}
-        )
-    finally:
-        journal.close()
+    with target.staging() as tmp:
+        journal = Journal(tmp, pipelined=False)
+        try:
+            journal.commit_step(
+                pf, extra=extra, meta={"oasis_import": {"source": str(src), **result.summary()}, **(meta or {})}
+            )
+        finally:
+            journal.close()
+        if any(os.path.exists(f"{tmp}{suffix}") for suffix in SIBLINGS):  # (closed: SQLite removed them)
+            raise JournalError(f"{tmp}: the new journal was not closed cleanly")
     return result
 
 
@@ -317,7 +372,7 @@ def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_
         rows = s.execute("SELECT user_id, action, info FROM trace ORDER BY rowid").fetchall()
     finally:
         s.close()
-    user = map_ids(result.ids.user, int_column(rows, 0))
+    user = map_ids(result.ids.user, int_column(rows, 0, label="trace.user_id"))
     conn.executemany(
         "INSERT INTO trace(user_id, created_at, action, info, step, result) VALUES (?, ?, ?, ?, ?, 'ok')",
         [

@@ -71,9 +71,28 @@ def map_ids(oasis_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(oasis_ids[pos] == ids, pos, -1)
 
 
-def int_column(rows, k: int, fill: int = -1) -> np.ndarray:
-    """Column `k` of `rows` as int64, NULL as `fill`."""
-    return np.array([fill if r[k] is None else int(r[k]) for r in rows], dtype=np.int64)
+def int_column(rows, k: int, fill: int = -1, label: str = "a column") -> np.ndarray:
+    """Column `k` of `rows` as int64, NULL as `fill`; a value that is no whole number (text,
+    a blob, 2.5) is a ValueError naming `label` (``post.user_id``) and the row."""
+    try:
+        return np.array([fill if r[k] is None else _whole(r[k]) for r in rows], dtype=np.int64)
+    except (ValueError, TypeError, OverflowError) as err:
+        bad = next(((i, r[k]) for i, r in enumerate(rows) if r[k] is not None and not _is_int64(r[k])), None)
+        found = f"holds {bad[1]!r} (row {bad[0] + 1}), not a whole number" if bad else f"cannot be read ({err})"
+        raise ValueError(f"{label} {found}") from None
+
+
+def _whole(v) -> int:
+    if isinstance(v, float) and not v.is_integer():
+        raise ValueError(v)
+    return int(v)
+
+
+def _is_int64(v) -> bool:
+    try:
+        return -(2**63) <= _whole(v) < 2**63
+    except (ValueError, TypeError, OverflowError):
+        return False
 
 
 class OasisProfiles:

@@ -76,6 +76,16 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
     return keys
 
 
+def strictly_increasing(keys: np.ndarray, chunk: int = 1 << 22) -> bool:
+    """True if every key is greater than the one before (sorted and unique); chunk by chunk,
+    so the check costs no array the size of `keys`."""
+    for at in range(0, len(keys) - 1, chunk):
+        part = keys[at : at + chunk + 1]
+        if not np.all(part[1:] > part[:-1]):
+            return False
+    return True
+
+
 def _isin_sorted(sorted_arr: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if len(sorted_arr) == 0:
         return np.zeros(np.shape(keys), dtype=bool)
@@ -98,7 +108,12 @@ class PairSet:
     def __init__(self, keys: np.ndarray | None = None, values: np.ndarray | None = None):
         keys = np.asarray(keys if keys is not None else [], dtype=np.int64)
         self.has_values = values is not None
-        if self.has_values:  # keys must be unique here
+        if self.has_values and strictly_increasing(keys):  # e.g. a bulk build from sorted keys:
+            # taken as they are (no argsort, no copies: 24 bytes a pair less at the build); the
+            # set never writes them in place, and neither may the caller afterwards
+            self._base = np.ascontiguousarray(keys)
+            self._base_values = np.ascontiguousarray(values, dtype=np.int64)
+        elif self.has_values:  # keys must be unique here
             order = np.argsort(keys, kind="stable")
             self._base, self._base_values = keys[order], np.asarray(values, dtype=np.int64)[order]
         else:

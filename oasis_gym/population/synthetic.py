@@ -21,6 +21,7 @@ def synthetic(
     max_topics_per_user: int = 8,
     topic_zipf: float = 1.0,
     core_follow_prob: float = 0.2,
+    max_core_followees: float | None = 20.0,
     mean_followees: float = 10.0,
     followee_sigma: float = 1.0,
     in_degree_exponent: float = 2.3,
@@ -35,13 +36,25 @@ def synthetic(
 
     Structure (OASIS paper, large-scale user generation): a few *core* users (ids
     ``0..n_core-1``) and many ordinary users. Each ordinary user follows each core user
-    that shares at least one interest with it, independently with ``core_follow_prob``.
+    that shares at least one interest with it, independently with probability
+    ``min(core_follow_prob, max_core_followees / E)``, E being the mean number of
+    interest-sharing core users per ordinary user (exact, from the drawn interests).
     The rest of the follow graph is scale-free: out-degrees are heavy-tailed and followees
     are ordinary users drawn in proportion to a Pareto "attractiveness" (static
     scale-free model), so ordinary in-degrees follow a power law with exponent
     ``in_degree_exponent``. No self-follows, no duplicate edges. Edge order: scale-free
     edges sorted by (follower, followee), then the core follows grouped by core user
     (a global sort would cost ~2 s at 1M users; consumers that need CSR sort anyway).
+
+    Size: as n_core grows with n (``core_fraction``), so does E, and the unbounded rule
+    (``max_core_followees=None``) makes ~n * E ~ n**2 core edges: 17.6M at 1M users, 71M
+    at 2M, ~1.8B at 10M. The bound holds the mean number of core followees at
+    ``max_core_followees``: ~30 edges per user at any n (20 core + ~10 scale-free), built
+    in O(edges) time and memory. Where ``core_follow_prob * E <= max_core_followees`` the
+    probability is ``core_follow_prob`` itself and nothing is drawn differently, so the
+    population is the unbounded rule's, bit for bit: every default population up to ~1.1M
+    users (at 1M: 200 core users, 17.5 core followees) and the 196-core-user populations
+    of ``misinformation_1m`` (17.0 core followees, sd 0.6 over seeds).
 
     Parameters (defaults in brackets):
       n: number of users.
@@ -54,11 +67,21 @@ def synthetic(
       max_topics_per_user [8]: cap on draws per user.
       topic_zipf [1.0]: topic popularity ~ 1/rank**topic_zipf over TOPICS minus "Other".
       core_follow_prob [0.2]: P(ordinary user follows a core user sharing an interest).
+      max_core_followees [20.0]: upper bound on the mean number of core users an ordinary
+        user follows (None: no bound, edges ~ n * n_core). 20 is what the unbounded rule
+        gives at OASIS's scale of 1M users with ~200 core users (misinformation_1m: 196)
+        and p = 0.2 (17.0-17.5) plus a margin of ~4.5 standard deviations over seeds, so
+        no population used so far changes; with ``mean_followees`` it puts the mean
+        out-degree near 30 at any n, the order of Twitter's measured mean (Kwak et al.,
+        WWW 2010: 1.47B follow edges among 41.7M users, ~35 followees per user). How many
+        of a user's followees are "core" accounts is assumed, not measured.
       mean_followees [10.0]: mean number of scale-free (non-core) followees per user,
         before self/duplicate removal.
       followee_sigma [1.0]: lognormal sigma of the per-user out-degree rate (heavy tail).
       in_degree_exponent [2.3]: power-law exponent gamma of the in-degree distribution
-        (Twitter's follower distribution is ~2.2-2.3); must be > 2.
+        (Kwak et al. 2010 report ~2.28 for Twitter's follower counts, with a deviation
+        in the far tail; other crawls give 2-2.5); must be > 2. Core users sit above this tail: each gets
+        ~n * p * (share of users holding one of its topics) followers.
       homophily [0.5]: share of scale-free follows drawn among users whose first topic
         equals the follower's first topic (interest homophily / echo chambers).
       activity_median [0.02]: median per-step activation level of a user.
@@ -79,6 +102,7 @@ def synthetic(
         topics_per_user,
         max_topics_per_user,
         core_follow_prob,
+        max_core_followees,
         mean_followees,
         in_degree_exponent,
         homophily,
@@ -90,7 +114,8 @@ def synthetic(
         n_core = max(1, int(round(core_fraction * n))) if n > 0 else 0
     n_core = min(int(n_core), n)
     interests, primary = _synthetic_interests(rng, n, topics_per_user, max_topics_per_user, topic_zipf)
-    core_chunks = _core_follows(rng, interests, n_core, core_follow_prob)
+    p_core = _bounded_core_prob(interests, n_core, core_follow_prob, max_core_followees)
+    core_chunks = _core_follows(rng, interests, n_core, p_core)
     sf_key = _scale_free_follows(rng, n, n_core, primary, mean_followees, followee_sigma, in_degree_exponent, homophily)
     src, dst = _assemble_edges(n, sf_key, core_chunks)
     del core_chunks, sf_key
@@ -124,6 +149,7 @@ def _check_synthetic_args(
     topics_per_user: float,
     max_topics: int,
     p_core: float,
+    max_core_followees: float | None,
     mean_followees: float,
     gamma: float,
     homophily: float,
@@ -137,6 +163,7 @@ def _check_synthetic_args(
         (topics_per_user >= 1, "topics_per_user must be >= 1"),
         (1 <= max_topics <= 64, "max_topics_per_user must be in [1, 64]"),
         (0 <= p_core <= 1, "core_follow_prob must be in [0, 1]"),
+        (max_core_followees is None or max_core_followees >= 0, "max_core_followees must be >= 0 or None"),
         (mean_followees >= 0, "mean_followees must be >= 0"),
         (gamma > 2, "in_degree_exponent must be > 2 (finite mean in-degree)"),
         (0 <= homophily <= 1, "homophily must be in [0, 1]"),
@@ -161,6 +188,33 @@ def _synthetic_interests(
     draws = rng.choice(n_topics, size=int(k.sum()), p=pop / pop.sum())
     bits = np.left_shift(np.uint64(1), draws.astype(np.uint64))
     return np.bitwise_or.reduceat(bits, starts), draws[starts].astype(np.int64)
+
+
+def _bounded_core_prob(interests: np.ndarray, n_core: int, p: float, cap: float | None) -> float:
+    """``p``, or ``cap / E`` where ``p * E > cap`` (E: mean number of interest-sharing core
+    users per ordinary user). Draws nothing, so an unbound ``p`` leaves the stream as it was."""
+    n = interests.shape[0]
+    if cap is None or p == 0 or n_core == 0 or n == n_core:
+        return p
+    eligible = _mean_eligible_core(interests, n_core)
+    return p if p * eligible <= cap else cap / eligible
+
+
+def _mean_eligible_core(interests: np.ndarray, n_core: int) -> float:
+    """Mean over ordinary users of the number of core users sharing an interest with them.
+
+    Exact, in O(n log n + distinct core masks * distinct ordinary masks): users are grouped
+    by interest mask (~1e5 distinct masks at 1M users), never paired one by one.
+    """
+    n = interests.shape[0]
+    if n <= n_core:
+        return 0.0
+    masks, counts = np.unique(interests[n_core:], return_counts=True)
+    core_masks, mult = np.unique(interests[:n_core], return_counts=True)
+    pairs = 0
+    for m, k in zip(core_masks.tolist(), mult.tolist()):
+        pairs += k * int(counts[(masks & np.uint64(m)) != 0].sum())
+    return pairs / (n - n_core)
 
 
 def _core_follows(

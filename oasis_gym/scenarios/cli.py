@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..outputs import OutputFile, claim_logdir, is_signed, signed
 from .config import list_scenarios, parse_sets
 from .scenario import _jsonable, load_scenario
+
+FIGURES = "run --scenario --figures"  # the signature of a figures file (oasis_gym.outputs)
 
 
 def add_scenario_args(run_parser) -> None:
@@ -48,15 +51,22 @@ def run_scenario_cli(args) -> int:
     logdir = None
     if not getattr(args, "no_tensorboard", False):
         logdir = getattr(args, "logdir", None) or str(Path("runs") / Path(db).stem)
+    overwrite = getattr(args, "overwrite", False)
+    # the outputs' rule (oasis_gym.outputs) before anything runs: a taken path is one line, exit code 2
+    out = getattr(args, "figures", None)
+    out = out and OutputFile(out, FIGURES, is_signed(FIGURES), overwrite=overwrite, option="--figures").check()
+    if logdir is not None:
+        claim_logdir(logdir)
     figures = scenario.run(
         steps=getattr(args, "steps", None),
         db_path=db,
         logdir=logdir,
         progress=not getattr(args, "quiet", False),
         seed=seed,
-        overwrite=getattr(args, "overwrite", False),
+        overwrite=overwrite,
     )
-    if getattr(args, "figures", None):
-        Path(args.figures).write_text(json.dumps(_jsonable(figures), indent=1), encoding="utf-8")
+    if out:  # written beside it, then renamed into place; signed, so a later run knows it as its own
+        with out.staging() as tmp:
+            tmp.write_text(json.dumps(signed(_jsonable(figures), FIGURES), indent=1), encoding="utf-8")
     print(json.dumps(_jsonable({"scenario": scenario.name, **figures["summary"], **figures["run"]})))
     return 0

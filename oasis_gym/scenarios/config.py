@@ -9,7 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..checks import MAX_ID, finite_number, whole_number
+from ..errors import ConfigError
 from ..population import data_path
+from ..sim.clock import MAX_MINUTES_PER_STEP
 
 SECTIONS = (
     "scenario",
@@ -27,6 +30,35 @@ SECTIONS = (
     "sweep",
 )
 _ALIAS_SECTIONS = ("scenario", "population", "env", "policy")
+_ABSENT = object()
+_COUNT, _SHARE = (whole_number, 1, MAX_ID), (finite_number, 0.0, 1.0)
+# the settings whose type and range a scenario's check enforces, from its file or a --set
+SETTINGS: dict[str, tuple] = {
+    "scenario.steps": _COUNT,
+    "scenario.seed": (whole_number, 0, None),
+    "population.users": _COUNT,
+    "population.core_users": (whole_number, 0, MAX_ID),
+    "population.activation": _SHARE,
+    "population.core_activation": _SHARE,
+    "population.regular_activation": _SHARE,
+    "population.graph_seed": (whole_number, 0, None),
+    "population.graph_mean_following": (finite_number, 0.0, None),
+    "env.minutes_per_step": (whole_number, 1, MAX_MINUTES_PER_STEP),
+    "env.start_hour": (whole_number, 0, 23),
+    "env.feed_size": _COUNT,
+    "env.activation": _SHARE,  # or "activity" (WORDS)
+    "feed.sample_from": _COUNT,
+    "policy.core_users": (whole_number, 0, MAX_ID),
+    "policy.abm.post_rate": _SHARE,
+    "policy.abm.core_post_rate": _SHARE,
+    "policy.abm.cascade_p": _SHARE,
+    "policy.abm.cascade_half_life": (finite_number, 0.0, None),  # or "none" (WORDS)
+    "policy.comment_votes.vote_rate": _SHARE,
+    "metrics.every": _COUNT,
+    "metrics.every_full": _COUNT,
+    "interview.every": _COUNT,
+}
+WORDS = {"env.activation": ("activity",), "policy.abm.cascade_half_life": ("none", "")}  # a number's other values
 
 
 # =========================================================================== config files
@@ -101,8 +133,45 @@ def apply_overrides(config: Mapping[str, Any], overrides: Mapping[str, Any]) -> 
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise KeyError(f"{key!r}: {part!r} is a value, not a table")
+        _check_override(key, node.get(path[-1]), value, WORDS.get(".".join(path), ()))
         node[path[-1]] = value
     return cfg
+
+
+def _numbers(value: Any):
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, float):
+        yield value
+
+
+def _check_override(key: str, old: Any, new: Any, words: tuple = ()) -> None:
+    """No NaN or infinity; a setting that is a number stays one (or one of its `words`), a
+    true/false one stays so."""
+    for v in _numbers(new):
+        finite_number(v, key)
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if isinstance(old, bool) and not isinstance(new, bool):
+        raise ConfigError(f"{key}: expected true or false, got {new!r}")
+    if number(old) and not number(new) and new not in words:
+        raise ConfigError(f"{key}: expected a number, got {new!r}")
+
+
+def check_settings(config: Mapping[str, Any]) -> None:
+    """Raise `ConfigError` (one line naming the setting) if a setting of `SETTINGS` has a
+    value of the wrong type or out of its range."""
+    for key, (check, low, high) in SETTINGS.items():
+        node: Any = config
+        for part in key.split("."):
+            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+        if node is not _ABSENT and node not in WORDS.get(key, ()):
+            check(node, key, low, high)
 
 
 def _data_file(name: str) -> Path:

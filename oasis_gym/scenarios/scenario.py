@@ -22,7 +22,7 @@ from ..policies.hybrid import HybridPolicy
 from ..policies.wrappers import CommentVoter
 from ..recsys.sampled import SampledFeed
 from .cascades import split_errors
-from .config import apply_overrides, parse_sets, scenario_path
+from .config import apply_overrides, check_settings, parse_sets, scenario_path
 from .evidence import evidence, evidence_text
 from .herd import HerdEffect
 from .kind import ScenarioKind
@@ -94,7 +94,8 @@ class Scenario:
         return int(self.config["scenario"].get("seed", 0))
 
     def check(self) -> None:
-        """Raise ValueError on an unknown kind, platform or policy kind."""
+        """Raise ValueError on an unknown kind, platform or policy kind, or a setting of the
+        wrong type or out of range (`config.SETTINGS`)."""
         sc = self.config.get("scenario")
         if not isinstance(sc, Mapping) or sc.get("kind") not in KINDS:
             raise ValueError(f"{self.source}: [scenario] kind must be one of {sorted(KINDS)}")
@@ -104,6 +105,7 @@ class Scenario:
         kind = self.config.get("policy", {}).get("kind", "abm")
         if kind not in ("abm", "hybrid", "llm"):
             raise ValueError(f"{self.source}: policy.kind must be 'abm', 'hybrid' or 'llm', got {kind!r}")
+        check_settings(self.config)  # types and ranges (config.SETTINGS): a ConfigError, a ValueError
 
     def with_overrides(self, overrides: Mapping[str, Any] | Sequence[str]) -> Scenario:
         """A checked copy with ``--set``-style overrides (a mapping or KEY=VALUE strings) applied."""

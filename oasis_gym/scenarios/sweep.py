@@ -8,8 +8,11 @@ config path or a bare name found exactly once anywhere in the config (`rho` ->
 policy.abm.opinion_params.rho). Several --param make a full grid. Each grid point runs the
 same seeds (seed_start .. seed_start + seeds - 1; paired across points; a seed sets both the
 run and scenario.seed, so the population's random parts are redrawn too), without journals on
-disk or per-step metrics. Written to --out (refused if it holds an earlier sweep, unless
---overwrite):
+disk or per-step metrics. Written to --out under the rule of `oasis_gym.outputs` (a file
+there that is not an earlier sweep's is refused; an earlier sweep is replaced only with
+--overwrite, continued with --resume: `sweep_store`):
+
+* runs/<point>_seed<seed>.json: each run as soon as it finishes (what --resume skips);
 
 * runs.csv: one row per (grid point, seed): the parameters, the seed, every effect;
 * summary.csv / summary.json: per grid point and effect: mean, 95% CI (t), sd, n, and the
@@ -26,6 +29,7 @@ import csv
 import itertools
 import json
 import math
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -34,14 +38,17 @@ from typing import Any
 
 import numpy as np
 
+from ..checks import MAX_ID, path_name, whole_number
 from .config import parse_sets, parse_value
 from .effects import HEADLINE, ORDERINGS, effects
 from .scenario import load_scenario
-from .stats import mean_ci, ordering_share
+from .stats import ordering_share, summarize
+from .sweep_store import TABLES, SweepRuns, stable, stopped_line, sweep_output, sweep_settings
 
 __all__ = ["parse_param", "resolve_key", "plan_sweep", "run_sweep", "plot_sweep", "OUTPUTS"]
 
 OUTPUTS = ("runs.csv", "summary.csv", "summary.json")
+MAX_SWEEP_RUNS = 10_000  # grid points x seeds of one sweep (checked before it is planned)
 
 
 def parse_param(text: str) -> tuple[str, list[float | Any]]:
@@ -56,8 +63,8 @@ def parse_param(text: str) -> tuple[str, list[float | Any]]:
             lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
         except (ValueError, IndexError) as err:
             raise ValueError(f"--param {text!r}: a range is lo:hi:n with numbers lo, hi and an integer n") from err
-        if len(parts) != 3 or n < 1:
-            raise ValueError(f"--param {text!r}: a range is lo:hi:n with n >= 1")
+        if len(parts) != 3 or not 1 <= n <= MAX_SWEEP_RUNS or not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError(f"--param {text!r}: a range is lo:hi:n with finite lo, hi and n in [1, {MAX_SWEEP_RUNS}]")
         return key, [round(float(v), 10) for v in np.linspace(lo, hi, n)]
     values = [parse_value(v.strip()) for v in spec.split(",") if v.strip()]
     if not values:
@@ -100,9 +107,11 @@ def plan_sweep(
     sets: Mapping[str, Any] | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
+    resume: bool = False,
 ) -> dict:
     """Check every argument (and that each grid point's config loads) before anything runs;
-    raises ValueError / KeyError / FileExistsError / FileNotFoundError on bad input."""
+    raises ValueError / KeyError / FileExistsError / FileNotFoundError on bad input (an
+    `OutputError`, a FileExistsError, for a taken `out`; `resume`: continue the sweep there)."""
     base = load_scenario(scenario, dict(sets or {}))
     table = base.config.get("sweep", {})
     specs = list(params or [])
@@ -112,25 +121,24 @@ def plan_sweep(
     if not specs:
         raise ValueError(f"{base.name}: give --param key=lo:hi:n (the scenario has no [sweep] param)")
     parsed = [(resolve_key(base.config, k), v) for k, v in (parse_param(s) for s in specs)]
-    seeds = int(seeds if seeds is not None else table.get("seeds", 10))
-    seed_start = int(seed_start if seed_start is not None else table.get("seed_start", 0))
+    seeds = whole_number(seeds if seeds is not None else table.get("seeds", 10), "--seeds", 1, MAX_SWEEP_RUNS)
+    seed_start = whole_number(seed_start if seed_start is not None else table.get("seed_start", 0), "--seed-start", 0)
     steps = steps if steps is not None else table.get("steps")
-    if seeds < 1:
-        raise ValueError("--seeds must be >= 1")
-    out_dir = Path(out) if out is not None else None
-    if out_dir is not None:
-        existing = [n for n in OUTPUTS if (out_dir / n).exists()]
-        if existing and not overwrite:
-            raise FileExistsError(
-                f"{out_dir} already holds a sweep ({', '.join(existing)}); choose another --out or pass --overwrite"
-            )
-    if steps is not None and int(steps) < 1:
-        raise ValueError("--steps must be >= 1")
+    out_dir = Path(path_name(str(out), "--out")) if out is not None else None
+    if steps is not None:
+        steps = whole_number(steps, "--steps", 1, MAX_ID)
+    sizes = [len(values) for _, values in parsed]
+    if math.prod(sizes) * seeds > MAX_SWEEP_RUNS:  # before the grid is built: 10**8 points would take minutes
+        raise ValueError(
+            f"the sweep is {' x '.join(map(str, sizes))} grid points x {seeds} seeds = {math.prod(sizes) * seeds:,}"
+            f" runs; a sweep has at most {MAX_SWEEP_RUNS:,}: split it or use fewer values or seeds"
+        )
     extra = {"metrics.enabled": False, **dict(table.get("set", {})), **dict(sets or {})}
     grid = _grid(parsed)
-    for point in grid:
-        load_scenario(scenario, {**extra, **point})
-    return {
+    fixed = load_scenario(scenario, extra)
+    for point in grid:  # each point's settings checked (`Scenario.check`): a 10,000-point grid in about 1 s
+        fixed.with_overrides(point)
+    plan = {
         "scenario": scenario,
         "base": base,
         "parsed": parsed,
@@ -140,6 +148,10 @@ def plan_sweep(
         "seeds": list(range(seed_start, seed_start + seeds)),
         "out": out_dir,
     }
+    settings = sweep_settings(plan)
+    plan["output"] = None if out_dir is None else sweep_output(out_dir, settings, overwrite, resume)
+    plan["runs"] = SweepRuns(plan["output"], settings, resume, total=len(grid) * seeds)
+    return plan
 
 
 def run_sweep(scenario: str, *args: Any, plot: bool = True, log=None, plan: dict | None = None, **kwargs: Any) -> dict:
@@ -154,16 +166,21 @@ def run_sweep(scenario: str, *args: Any, plot: bool = True, log=None, plan: dict
     base, parsed, extra, steps = plan["base"], plan["parsed"], plan["extra"], plan["steps"]
     seed_list, out_dir = plan["seeds"], plan["out"]
     rows, points = [], []
-    for point in plan["grid"]:
+    runs = plan.get("runs") or SweepRuns(None, {}, False)
+
+    def one_run(point: dict, s: int) -> dict:  # scenario.seed too: each seed also redraws the population's random parts
+        sc = load_scenario(scenario, {**extra, **point, "scenario.seed": s})
+        return effects(sc.kind, sc.run(steps=steps, db_path=":memory:", seed=s))
+
+    for i, point in enumerate(plan["grid"]):
         t0 = time.perf_counter()
         per_seed = []
-        for s in seed_list:  # scenario.seed too: each seed also redraws the population's random parts
-            sc = load_scenario(scenario, {**extra, **point, "scenario.seed": s})
-            eff = effects(sc.kind, sc.run(steps=steps, db_path=":memory:", seed=s))
+        for s in seed_list:  # each finished run is kept at once (resume loads it)
+            eff = runs.run(i, point, s, lambda point=point, s=s: one_run(point, s))
             per_seed.append(eff)
             rows.append({**point, "seed": s, **eff})
-        order = ORDERINGS.get(sc.kind, ())
-        summary = {k: mean_ci([e[k] for e in per_seed]) for k in per_seed[0]}
+        order = ORDERINGS.get(base.kind, ())
+        summary = summarize(per_seed)  # shares' intervals stay in [0, 1]
         pt = {
             "point": point,
             "effects": summary,
@@ -184,10 +201,12 @@ def run_sweep(scenario: str, *args: Any, plot: bool = True, log=None, plan: dict
         "headline": list(HEADLINE.get(base.kind, ())),
         "points": points,
     }
-    if out_dir is not None:
-        _write(out_dir, rows, result)
-        if plot:
-            result["png"] = str(plot_sweep(result, out_dir))
+    if out_dir is not None:  # the tables and the PNG: written beside, then renamed into place together
+        with plan["output"].staging(prune=TABLES) as tmp:
+            _write(tmp, rows, result)
+            png = plot_sweep(result, tmp) if plot else None
+        if png is not None:
+            result["png"] = str(out_dir / png.name)
     return result
 
 
@@ -214,7 +233,7 @@ def _write(out_dir: Path, rows: list[dict], result: dict) -> None:
                     + [_num(s[c]) for c in ("mean", "lo", "hi", "sd")]
                     + [s["n"], _num(pt["ordered_share"]) if pt["ordered_share"] is not None else ""]
                 )
-    (out_dir / "summary.json").write_text(json.dumps(_clean(result), indent=1), encoding="utf-8")
+    (out_dir / "summary.json").write_text(json.dumps(_clean(stable(result)), indent=1), encoding="utf-8")
 
 
 def _clean(x: Any) -> Any:
@@ -278,7 +297,8 @@ def add_sweep_parser(sub) -> None:
         action="append",
         default=[],
         metavar="KEY=LO:HI:N",
-        help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table",
+        help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table. "
+        f"Grid points x seeds: at most {MAX_SWEEP_RUNS:,} runs",
     )
     p.add_argument("--seeds", type=int, default=None, help="seeds per grid point (default: [sweep] seeds or 10)")
     p.add_argument("--seed-start", type=int, default=None, help="first seed (default: [sweep] seed_start or 0)")
@@ -293,6 +313,11 @@ def add_sweep_parser(sub) -> None:
     )
     p.add_argument("--out", default=None, help="output folder (default sweeps/<scenario>)")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier sweep's tables in --out")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted sweep in --out (same settings), skipping its finished runs",
+    )
 
 
 def cmd_sweep(args) -> int:
@@ -301,7 +326,15 @@ def cmd_sweep(args) -> int:
         sets = parse_sets(args.sweep_set or [])
         out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)
         plan = plan_sweep(
-            args.scenario, args.param, args.seeds, args.seed_start, args.steps, sets, out, overwrite=args.overwrite
+            args.scenario,
+            args.param,
+            args.seeds,
+            args.seed_start,
+            args.steps,
+            sets,
+            out,
+            overwrite=args.overwrite,
+            resume=getattr(args, "resume", False),
         )
     except (ValueError, KeyError, FileExistsError, FileNotFoundError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
@@ -329,7 +362,12 @@ def cmd_sweep(args) -> int:
             flush=True,
         )
 
-    res = run_sweep(args.scenario, log=log, plan=plan)
+    try:  # Ctrl-C, or SIGTERM (raised as one by the command line): the finished runs are kept
+        res = run_sweep(args.scenario, log=log, plan=plan)
+    except KeyboardInterrupt as stop:
+        signum = getattr(stop, "signum", signal.SIGINT)
+        print(stopped_line(signum, plan["runs"], args, out), file=sys.stderr)
+        return 128 + signum
     print(
         json.dumps(
             {

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+MAX_MINUTES_PER_STEP = 7 * 24 * 60  # a week: a run's clock stays a readable date for 10**5 steps
+
 
 @dataclass
 class Clock:
@@ -21,8 +23,8 @@ class Clock:
     start_hour: int = 8
 
     def __post_init__(self) -> None:
-        if self.minutes_per_step <= 0:
-            raise ValueError(f"minutes_per_step must be positive, got {self.minutes_per_step}")
+        if not 0 < self.minutes_per_step <= MAX_MINUTES_PER_STEP:
+            raise ValueError(f"minutes_per_step must be in [1, {MAX_MINUTES_PER_STEP}], got {self.minutes_per_step}")
         if not 0 <= self.start_hour < 24:
             raise ValueError(f"start_hour must be in [0, 24), got {self.start_hour}")
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
 from ..platform import JournalError, PlatformConfig
@@ -78,6 +81,34 @@ def check_resumable(meta: dict, path) -> dict:
         problem = "its generator states are missing"
     elif not isinstance(meta.get("state", {}), dict) or not isinstance(meta.get("views", []), list):
         problem = "its saved state is damaged"
+    else:
+        problem = _damaged_values(meta)
     if problem:
         raise JournalError(f"{path}: cannot resume this journal: {problem}")
     return meta
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _damaged_values(meta: dict) -> str | None:
+    """What `Simulation.resume` would fail on in meta of the right shape, or None."""
+    if not _whole(meta["step"]):
+        return f"its step {meta['step']!r} is not a step count"
+    for view in meta.get("views", []):
+        if not (isinstance(view, list) and len(view) == 3 and _whole(view[0]) and _whole(view[1])) or not (
+            isinstance(view[2], list) and all(_whole(i) for i in view[2])
+        ):
+            return "its pending views are damaged"
+    weights = meta.get("recsys_weights")
+    if weights is not None and not (
+        isinstance(weights, list) and all(isinstance(w, (int, float)) and math.isfinite(w) for w in weights)
+    ):
+        return "its recommender weights are damaged"
+    try:
+        for state in meta["rng"]:
+            np.random.default_rng().bit_generator.state = state
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return "its generator states are damaged"
+    return None

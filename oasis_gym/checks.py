@@ -1,0 +1,109 @@
+"""Checks of the values a user gives (command-line options, scenario settings, training
+settings): types, ranges, finiteness, sizes.
+
+Each check returns the value it accepts (converted: ``"12"`` -> 12) or raises `ConfigError`
+with a one-line message, prefixed with the setting's name when one is given. `argtype` makes
+an argparse type of a check, whose error argparse prints as its one-line error (exit code 2).
+The checks run before any work, so a bad value costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable
+
+from .errors import ConfigError
+
+__all__ = ["MAX_ID", "NAME_MAX", "PATH_MAX", "whole_number", "finite_number", "path_name", "argtype"]
+
+MAX_ID = 2**31 - 1  # users, posts, steps: ids and counts are packed in 31 bits (platform.store)
+NAME_MAX = 255  # bytes of one file or folder name (Linux, macOS and Windows file systems)
+PATH_MAX = 4095  # bytes of a whole path (Linux)
+
+
+def _fail(name: str | None, message: str):
+    raise ConfigError(f"{name}: {message}" if name else message)
+
+
+def _bounds(low, high) -> str:
+    if low is not None and high is not None:
+        return f" in [{low}, {high}]"
+    return f" >= {low}" if low is not None else f" <= {high}" if high is not None else ""
+
+
+def _read(value, parse, name: str | None, message: str):
+    """A number, or the number `parse` reads from a text; anything else fails with `message`."""
+    if isinstance(value, str):
+        try:
+            return parse(value.strip())
+        except ValueError:
+            _fail(name, message)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(name, message)
+    return value
+
+
+def _shown(value) -> str:
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else f"a {len(str(value))}-digit number"
+    return text if len(text) <= 80 else text[:60] + "..." + text[-12:]
+
+
+def _within(number, low, high) -> bool:
+    return (low is None or number >= low) and (high is None or number <= high)
+
+
+def whole_number(value, name: str | None = None, low: int | None = None, high: int | None = None) -> int:
+    """`value` (an int, an integral float or the text of an int) as an int in [low, high]."""
+    message = f"expected a whole number{_bounds(low, high)}, got {_shown(value)}"
+    number = _read(value, int, name, message)
+    if isinstance(number, float):
+        if not (math.isfinite(number) and number.is_integer()):
+            _fail(name, message)
+        number = int(number)
+    if not _within(number, low, high):
+        _fail(name, message)
+    return number
+
+
+def finite_number(value, name: str | None = None, low: float | None = None, high: float | None = None) -> float:
+    """`value` (a number or its text) as a finite float in [low, high] (NaN and infinities fail)."""
+    message = f"expected a finite number{_bounds(low, high)}, got {_shown(value)}"
+    number = _read(value, float, name, message)
+    try:
+        number = float(number)
+    except OverflowError:  # an int past the float range
+        number = math.inf
+    if not (math.isfinite(number) and _within(number, low, high)):
+        _fail(name, message)
+    return number
+
+
+def path_name(value, name: str | None = None) -> str:
+    """`value` as a path the operating system can take: not empty, no NUL, every part of it
+    at most NAME_MAX bytes and the whole at most PATH_MAX (no file system access)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        _fail(name, f"expected a file path, got {value!r}")
+    size = len(os.fsencode(value))
+    longest = max((p for p in value.replace(os.sep, "/").split("/")), key=lambda p: len(os.fsencode(p)))
+    if len(os.fsencode(longest)) > NAME_MAX:
+        part = longest if len(longest) <= 40 else longest[:20] + "..." + longest[-12:]
+        _fail(name, f"the name {part!r} is {len(os.fsencode(longest))} bytes long; a file name has at most {NAME_MAX}")
+    if size > PATH_MAX:
+        _fail(name, f"the path is {size} bytes long; a path has at most {PATH_MAX}")
+    return value
+
+
+def argtype(check: Callable, label: str | None = None, **bounds) -> Callable[[str], object]:
+    """An argparse type running `check(text, **bounds)`: a refused value becomes argparse's
+    one-line error (``argument --seed: expected a whole number >= 0, got '-1'``)."""
+
+    def parse(text: str):
+        try:
+            return check(text, **bounds)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parse.__name__ = label or check.__name__  # argparse names a failed type by it
+    return parse

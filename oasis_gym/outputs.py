@@ -1,0 +1,414 @@
+"""What a command may write, and how: one rule for every file oasis-gym writes (README,
+"Guarantees"; the journal's own rules are `platform.journal_file`'s).
+
+- A command writes only into paths it created or that hold its own earlier output: a folder
+  (`report`, `sweep`, `train --out`) is recognised by the command's marker in it,
+  ``.oasis-gym-<command>.json`` (each file it wrote there with the SHA-256 of its bytes, and the
+  sub-folders it owns whole, SB3's ``tb/`` and ``checkpoints/``); a single file (`run --figures`,
+  an imported journal) by a signature in the file (`OutputFile`); a TensorBoard folder by its
+  marker and event files (`check_logdir`).
+- Anything else there (a user's file, a file of ours changed since, a link, a folder where a
+  file goes) is refused with one line naming it (`OutputError`: exit code 2) before anything is
+  computed and never touched, `--overwrite` or not; files the command would not write are
+  never looked at. Its own earlier output is replaced only with `--overwrite`.
+- Files are written under a temporary name in the same folder and renamed into place (a new name
+  by a hard link, which never replaces, as `journal_file.create_new` does): a killed command
+  leaves nothing or its previous output, plus at most a hidden ``.oasis-gym-tmp-<pid>-...``
+  entry the next command removes. The marker gets a file's new hash before its rename and loses
+  the old one after, so a kill at any moment leaves files the next run knows as its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import OasisGymError
+
+__all__ = ["OutputError", "OutputDir", "OutputFile", "check_logdir", "claim_logdir", "signed", "is_signed"]
+
+SIGNATURE = "oasis_gym_output"  # the first key of our JSON outputs and markers
+_TMP = ".oasis-gym-tmp-"
+_TMP_RE = re.compile(r"^\.oasis-gym-tmp-(\d+)-[0-9a-f]+")
+_EVENTS = "events.out.tfevents."
+_LOGDIR_MARKER = ".oasis-gym-tensorboard.json"
+_MAX_MARKER = 64 << 20
+
+
+class OutputError(OasisGymError, FileExistsError):
+    """A path a command would write holds what it may not replace (the message names it)."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _tmp_name(suffix: str = "") -> str:
+    return f"{_TMP}{os.getpid()}-{secrets.token_hex(4)}{suffix}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (another user's process)
+        pass
+    return True
+
+
+def clear_stale(folder: Path) -> None:
+    """Remove the temporary entries killed commands left in `folder` (their process is gone)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            m = _TMP_RE.match(name)
+            if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+                path = folder / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+
+
+def _install(tmp: Path, final: Path, replace: bool) -> None:
+    """Give the written file `tmp` its name `final`: replacing (os.replace) or, for a new name,
+    by a hard link that fails if anything appeared there."""
+    appeared = OutputError(f"{final} appeared while it was being written: it is left as it is")
+    if replace:
+        os.replace(tmp, final)
+        return
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        raise appeared from None
+    except OSError:  # no hard links here: the name is checked, then taken
+        if os.path.lexists(final):
+            raise appeared from None
+        os.replace(tmp, final)
+    else:
+        os.remove(tmp)
+
+
+def _is_file(path: Path) -> bool:
+    return stat.S_ISREG(os.lstat(path).st_mode)
+
+
+class OutputDir:
+    """The folder a command writes its files into, under the module's rule.
+
+    `files`: the names (glob patterns, relative, ``runs/*.json`` for one sub-folder) the command
+    may write there; `trees`: sub-folders whose files other code writes (SB3's ``tb``), owned
+    whole once claimed (`claim_trees`). `overwrite`: its own earlier files may be replaced;
+    `resume`: they may be written again without it (a sweep continued). `settings` are kept in
+    the marker (`stored_settings`). `check` refuses before anything is written; `staging`
+    yields a temporary folder whose files are installed at the same relative names."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        command: str,
+        files: Sequence[str] = (),
+        trees: Sequence[str] = (),
+        *,
+        overwrite: bool = False,
+        resume: bool = False,
+        settings: Any = None,
+        option: str = "--out",
+        own_hint: str = "pass --overwrite to replace it",
+    ):
+        self.path, self.command = Path(path), command
+        self.files, self.trees = tuple(files), tuple(trees)
+        self.overwrite, self.resume, self.settings = overwrite, resume, settings
+        self.option, self.own_hint = option, own_hint
+        self.marker = self.path / f".oasis-gym-{command}.json"
+        self._cache: tuple[tuple, dict] | None = None
+
+    def _foreign(self, path: Path) -> OutputError:
+        return OutputError(
+            f"{path} is not an output of oasis-gym {self.command}: it is never replaced (not even with "
+            f"--overwrite); move it, or choose another {self.option}"
+        )
+
+    def _load(self) -> dict:
+        """The marker's content (empty without one; a copy: the last one read or written is
+        kept while the file is unchanged); a file of its name that is not ours is refused."""
+        if not os.path.lexists(self.marker):
+            return {"files": {}, "trees": []}
+        try:
+            st = os.lstat(self.marker)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_MARKER:
+                raise ValueError
+            key = (st.st_ino, st.st_mtime_ns, st.st_size)
+            data = self._cache[1] if self._cache and self._cache[0] == key else None
+            if data is None:
+                data = json.loads(self.marker.read_text(encoding="utf-8"))
+            ok = isinstance(data, dict) and data.get(SIGNATURE) == self.command
+            if not (ok and isinstance(data.get("files"), dict) and isinstance(data.get("trees"), list)):
+                raise ValueError
+        except (OSError, ValueError, RecursionError):
+            raise self._foreign(self.marker) from None
+        self._cache = (key, data)
+        return {**data, "files": dict(data["files"]), "trees": list(data["trees"])}
+
+    def stored_settings(self) -> Any:
+        """The settings the marker holds (None without a marker or settings)."""
+        return self._load().get("settings") if self.path.is_dir() else None
+
+    def _matches(self) -> Iterator[tuple[str, Path]]:
+        """(relative name, path) of every existing entry a file pattern matches."""
+        folders: dict[str, list[str]] = {}
+        for pattern in self.files:
+            folder, _, name = pattern.rpartition("/")
+            folders.setdefault(folder, []).append(name)
+        for folder, names in folders.items():
+            where = self.path / folder if folder else self.path
+            if folder and os.path.lexists(where) and (where.is_symlink() or not where.is_dir()):
+                yield folder, where  # a folder we need is something else
+                continue
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                for entry in sorted(os.listdir(where)):
+                    if any(fnmatch.fnmatchcase(entry, n) for n in names) and not entry.startswith(_TMP):
+                        yield f"{folder}/{entry}" if folder else entry, where / entry
+
+    def _own(self, rel: str, path: Path, manifest: dict) -> bool:
+        return _is_file(path) and _sha256(path) in manifest["files"].get(rel, [])
+
+    def check(self) -> OutputDir:
+        """Refuse (`OutputError`, naming the path) unless every path the command would write is
+        missing or its own earlier output (`overwrite` / `resume` then allowing it)."""
+        if os.path.lexists(self.path) and not self.path.is_dir():
+            raise OutputError(f"{self.option} {self.path} exists and is not a folder: choose another {self.option}")
+        if not self.path.is_dir():
+            return self
+        manifest = self._load()
+        may_replace = self.overwrite or self.resume
+        for rel, path in self._matches():
+            if not self._own(rel, path, manifest):
+                raise self._foreign(path)
+            if not may_replace:
+                raise OutputError(f"{path} holds an earlier output of oasis-gym {self.command}: {self.own_hint}")
+        for tree in self.trees:
+            files = self._tree_files(tree, manifest)
+            if files and not may_replace:
+                raise OutputError(
+                    f"{self.path / tree} holds an earlier output of oasis-gym {self.command}: {self.own_hint}"
+                )
+        return self
+
+    def _tree_files(self, tree: str, manifest: dict) -> list[Path]:
+        """The files in sub-folder `tree`; `OutputError` if it is something else, or holds files
+        and is not this command's."""
+        where = self.path / tree
+        if not os.path.lexists(where):
+            return []
+        files = [] if where.is_symlink() or not where.is_dir() else list(_walk(where))
+        if tree not in manifest["trees"] and (where.is_symlink() or not where.is_dir() or files):
+            raise self._foreign(files[0] if files else where)
+        return files
+
+    def _save(self, manifest: dict) -> None:
+        manifest = {SIGNATURE: self.command, **{k: v for k, v in manifest.items() if k != SIGNATURE}}
+        if self.settings is not None:
+            manifest["settings"] = self.settings
+        tmp = self.path / _tmp_name(".json")
+        tmp.write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(tmp, self.marker)
+        st = os.lstat(self.marker)
+        self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size), manifest)
+
+    def _open(self) -> dict:
+        self.path.mkdir(parents=True, exist_ok=True)
+        clear_stale(self.path)
+        return self._load()
+
+    def claim_trees(self) -> OutputDir:
+        """Create the folder and record its `trees` as this command's, before other code writes
+        them: each must be missing, empty or already this command's (else `OutputError`)."""
+        manifest = self._open()
+        for tree in self.trees:
+            self._tree_files(tree, manifest)
+        manifest["trees"] = sorted(set(manifest["trees"]) | set(self.trees))
+        self._save(manifest)
+        return self
+
+    @contextlib.contextmanager
+    def staging(self, prune: Sequence[str] = ()) -> Iterator[Path]:
+        """A new temporary folder inside the output folder; when the block ends without an
+        exception, every file written there is installed at its relative name (own files
+        matching `prune` that it does not write again are removed); the folder always goes."""
+        self._open()
+        tmp = self.path / _tmp_name()
+        tmp.mkdir()
+        try:
+            yield tmp
+            self._install_all(tmp, prune)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def write(self, rel: str, data: bytes) -> Path:
+        """Write one file `rel` (its bytes `data`) under the rule; returns its path."""
+        with self.staging() as tmp:
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
+        return self.path / rel
+
+    def _install_all(self, tmp: Path, prune: Sequence[str]) -> None:
+        manifest = self._load()
+        new = {p.relative_to(tmp).as_posix(): p for p in _walk(tmp)}  # (sorted)
+        hashes = {rel: _sha256(p) for rel, p in new.items()}
+        old: dict[str, str] = {}
+        for rel in new:  # the rule again, now: something may have appeared since `check`
+            target = self.path / rel
+            if os.path.lexists(target):
+                if not self._own(rel, target, manifest):
+                    raise self._foreign(target)
+                old[rel] = _sha256(target)
+        pruned = [r for r in manifest["files"] if r not in new and any(fnmatch.fnmatchcase(r, p) for p in prune)]
+        stale = [r for r in pruned if os.path.lexists(self.path / r) and self._own(r, self.path / r, manifest)]
+        for rel, h in hashes.items():  # before the renames: the old and the new bytes are both ours
+            manifest["files"][rel] = sorted({h, *([old[rel]] if rel in old else [])})
+        self._save(manifest)
+        for rel, p in new.items():
+            (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
+            _install(p, self.path / rel, replace=rel in old)
+        for rel in stale:
+            os.remove(self.path / rel)
+            del manifest["files"][rel]
+        for rel, h in hashes.items():
+            manifest["files"][rel] = [h]
+        self._save(manifest)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every entry but folders under `folder` (links included, not followed), in sorted order."""
+    for root, dirs, names in os.walk(folder):
+        dirs.sort()
+        yield from (Path(root) / n for n in sorted(names + [d for d in dirs if os.path.islink(Path(root) / d)]))
+
+
+@dataclass
+class OutputFile:
+    """One file a command writes (a figures JSON, an imported journal), under the module's rule:
+    missing, or recognised as its own by `is_ours(path)` (then replaced only with `overwrite`).
+    `siblings` are the suffixes of files that belong to it (a journal's -wal, -shm): refused
+    beside a missing file, removed with the file they belong to when it is replaced."""
+
+    path: Path
+    command: str
+    is_ours: Callable[[Path], bool]
+    overwrite: bool = False
+    siblings: Sequence[str] = ()
+    option: str = "--out"
+
+    def __post_init__(self):
+        self.path = Path(self.path)
+
+    def check(self) -> OutputFile:
+        """Refuse (`OutputError`, naming the path) unless the file is missing, or is our own
+        earlier output and `overwrite` is given."""
+        p = self.path
+        if not os.path.lexists(p):
+            for sibling in self._siblings():  # a stray -wal would be read into the new file
+                raise OutputError(f"{sibling} exists without {p}: it is never replaced; remove it yourself")
+            if p.parent.exists() and not p.parent.is_dir():
+                raise OutputError(f"{p.parent} is not a folder: choose another {self.option}")
+            return self
+        if not _is_file(p) or not self.is_ours(p):
+            raise OutputError(
+                f"{p} exists and is not an output of oasis-gym {self.command}: it is never replaced "
+                f"(not even with --overwrite); choose another {self.option}"
+            )
+        if not self.overwrite:
+            raise OutputError(f"{p} exists and holds an earlier output of oasis-gym {self.command}: pass --overwrite")
+        for sibling in self._siblings():
+            if not _is_file(sibling):
+                raise OutputError(f"{sibling} is not a regular file: it is never replaced; remove it yourself")
+        return self
+
+    def _siblings(self) -> list[Path]:
+        return [Path(f"{self.path}{s}") for s in self.siblings if os.path.lexists(f"{self.path}{s}")]
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A temporary path in a new hidden folder beside the file; when the block ends without an
+        exception, the file written there is checked again and renamed into place."""
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        clear_stale(folder)
+        tmp = folder / _tmp_name()
+        tmp.mkdir()
+        try:
+            yield tmp / self.path.name
+            self.check()
+            replace = os.path.lexists(self.path)
+            for sibling in self._siblings() if replace else ():  # the earlier file's own (a -wal): they go first
+                os.remove(sibling)
+            _install(tmp / self.path.name, self.path, replace=replace)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def signed(obj: dict, command: str) -> dict:
+    """`obj` with our signature as its first key (how `is_signed` recognises the JSON file)."""
+    return {SIGNATURE: command, **{k: v for k, v in obj.items() if k != SIGNATURE}}
+
+
+def is_signed(command: str) -> Callable[[Path], bool]:
+    """A test of whether a JSON file begins with the signature of `command` (see `signed`)."""
+    head = re.compile(r'\A\s*\{\s*"' + SIGNATURE + r'"\s*:\s*' + re.escape(json.dumps(command)))
+
+    def test(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                return bool(head.match(f.read(4096).decode("utf-8", "replace")))
+        except OSError:
+            return False
+
+    return test
+
+
+def check_logdir(path: str | os.PathLike) -> Path:
+    """Refuse a TensorBoard folder that is not a folder, or holds anything but its oasis-gym
+    marker and event files (a folder without the marker: only if empty)."""
+    p = Path(path)
+    if not os.path.lexists(p):
+        return p
+    if not p.is_dir():
+        raise OutputError(f"--logdir {p} exists and is not a folder: choose another --logdir")
+    marker = p / _LOGDIR_MARKER
+    ours = os.path.lexists(marker) and is_signed("tensorboard")(marker)
+    for entry in _walk(p):
+        if entry == marker or entry.name.startswith(_TMP):
+            continue
+        if not (ours and _is_file(entry) and entry.name.startswith(_EVENTS)):
+            raise OutputError(
+                f"--logdir {p} holds {entry}, which is not an oasis-gym TensorBoard file: "
+                "it is never written into; choose another --logdir"
+            )
+    return p
+
+
+def claim_logdir(path: str | os.PathLike) -> Path:
+    """`check_logdir`, then create the folder and its marker (runs add event files to it)."""
+    p = check_logdir(path)
+    p.mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(p / _LOGDIR_MARKER):
+        note = {"note": "TensorBoard event files of oasis-gym runs: runs add theirs here"}
+        with OutputFile(p / _LOGDIR_MARKER, "tensorboard", is_signed("tensorboard")).staging() as tmp:
+            tmp.write_text(json.dumps(signed(note, "tensorboard")), encoding="utf-8")
+    return p

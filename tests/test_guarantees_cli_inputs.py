@@ -1,0 +1,230 @@
+"""Guarantees of the command line against bad input: one line on stderr and exit code 2,
+before any compute, nothing written; and a run stopped by a signal says where it stopped and
+how to continue it.
+
+Every case runs the real command (``python -m oasis_gym.cli ...``) in a subprocess with small
+settings. The values were found by a red-team pass: each gave a traceback (an OASIS database
+with text in an id column or text that is no UTF-8, an absurd --minutes-per-step, a 300-byte
+file name, a damaged journal, a negative --seed-start, ``--set users=abc``, ``train --n-envs
+0`` after two minutes), a hang (a sweep grid of 10**8 points) or a silently wrong run (NaN and
+infinite parameter values, ``train --timesteps 0``, ``--resume --steps 5`` of a journal at
+step 40). Journal and input guarantees of the library: tests/test_guarantees_journal.py,
+tests/test_guarantees_inputs.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from oasis_fixture import build_oasis_db
+from test_guarantees_journal import QUIET, RUN, _cli_journal, _edit_meta, snapshot, tables
+
+from oasis_gym.platform.journal import read_meta
+
+LONG = "n" * 300  # a file name of 300 bytes: the OS takes at most 255 (ENAMETOOLONG)
+QUICK_S = 40.0  # "before any compute": a refusal costs the interpreter's start, not a run
+SWEEP = ["sweep", "group_polarization", "--seeds", "1", "--steps", "1"]
+HERD = ["run", "--scenario", "reddit_herd_effect", "--steps", "1", *QUIET]
+MORE = ["--steps", "4"]  # a resume of the 2-step journal that has steps to do
+TRAIN = ["train", "recommender", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
+
+
+def oasis_cli(*argv, cwd: Path, timeout: float = 120.0) -> tuple[subprocess.CompletedProcess, float]:
+    """The real `oasis-gym` command in a subprocess: (its result, wall seconds)."""
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "oasis_gym.cli", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return proc, time.perf_counter() - start
+
+
+def _oasis(sql: str):
+    """An OASIS database (tests/oasis_fixture.py) damaged by `sql`."""
+    return _edit_meta(sql, build=lambda tmp_path: build_oasis_db(tmp_path / "oasis.db"))
+
+
+_good_oasis = _oasis("SELECT 1")
+
+# case -> (a function of tmp_path making the file the case is about, or None; the arguments,
+# "{}" standing for that file; a word the one line must hold)
+BAD = {
+    # import: an OASIS database's rows, the clock, the seed (named as import's, not run's)
+    "import_text_in_an_id_column": (_oasis("UPDATE post SET user_id = 'abc' WHERE post_id = 2"), [], "post.user_id"),
+    "import_text_not_utf8": (
+        _oasis("UPDATE post SET content = CAST(X'FFFE41' AS TEXT) WHERE post_id = 2"),
+        [],
+        "UTF-8",
+    ),
+    "import_lone_surrogate": (
+        _oasis("UPDATE post SET content = CAST(X'EDA080' AS TEXT) WHERE post_id = 2"),
+        [],
+        "UTF-8",
+    ),
+    "import_minutes_per_step_huge": (_good_oasis, ["--minutes-per-step", str(10**12)], "--minutes-per-step"),
+    "import_minutes_per_step_zero": (_good_oasis, ["--minutes-per-step", "0"], "--minutes-per-step"),
+    "import_minutes_per_step_negative": (_good_oasis, ["--minutes-per-step", "-1"], "--minutes-per-step"),
+    "import_minutes_per_step_nan": (_good_oasis, ["--minutes-per-step", "nan"], "--minutes-per-step"),
+    "import_clock_past_9999": (_oasis("UPDATE post SET created_at = '999999999999' WHERE post_id = 3"), [], "9999"),
+    "import_seed_negative": (_good_oasis, ["--seed", "-1"], "--seed"),
+    "import_out_name_too_long": (_good_oasis, ["--out", LONG + ".db"], "255"),
+    # file names the OS refuses (ENAMETOOLONG): one line naming the limit, nothing "exists"
+    "run_db_name_too_long": (None, [*RUN, "--steps", "1", "--db", LONG + ".db"], "255"),
+    "run_logdir_name_too_long": (None, ["run", "--users", "30", "--policy", "abm", "--logdir", LONG], "255"),
+    "resume_name_too_long": (None, ["run", "--resume", LONG + ".db"], "255"),
+    "report_db_name_too_long": (None, ["report", LONG + ".db"], "255"),
+    "report_out_name_too_long": (_cli_journal, ["report", "{}", "--out", LONG], "255"),
+    "sweep_out_name_too_long": (None, [*SWEEP, "--param", "rho=0.5", "--out", LONG], "255"),
+    "train_out_name_too_long": (None, [*TRAIN, "--out", LONG], "255"),
+    # scenario settings: types, ranges, finiteness
+    "scenario_users_text": (None, [*HERD, "--set", "users=abc"], "users"),
+    "scenario_users_negative": (None, [*HERD, "--set", "users=-5"], "users"),
+    "scenario_users_fraction": (None, [*HERD, "--set", "users=2.5"], "users"),
+    "scenario_value_nan": (None, [*HERD, "--set", "policy.comment_votes.herd_weight=nan"], "finite"),
+    "scenario_value_inf": (None, [*HERD, "--set", "policy.comment_votes.herd_weight=inf"], "finite"),
+    "scenario_minutes_per_step_huge": (None, [*HERD, "--set", f"env.minutes_per_step={10**12}"], "minutes_per_step"),
+    # sweep: values, seeds, the size of the grid (a hang before: 10**8 points planned for minutes)
+    "sweep_value_not_a_number": (None, [*SWEEP, "--param", "rho=abc"], "number"),
+    "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),
+    "sweep_value_inf": (None, [*SWEEP, "--param", "rho=inf"], "finite"),
+    "sweep_range_to_inf": (None, [*SWEEP, "--param", "rho=0:inf:3"], "finite"),
+    "sweep_set_nan": (None, [*SWEEP, "--param", "rho=0.5", "--set", "policy.abm.post_rate=nan"], "finite"),
+    "sweep_seed_start_negative": (None, [*SWEEP, "--param", "rho=0.5", "--seed-start", "-1"], "--seed-start"),
+    "sweep_grid_too_large": (None, [*SWEEP, "--param", "rho=0:1:10000", "--param", "alpha=0:1:10000"], "10,000"),
+    "sweep_range_too_long": (None, [*SWEEP, "--param", "rho=0:1:100000000"], "10000"),
+    "sweep_seeds_too_many": (
+        None,
+        ["sweep", "group_polarization", "--param", "rho=0.5", "--seeds", "20000"],
+        "--seeds",
+    ),
+    # train: refused before the baselines are evaluated (--n-envs 0 failed after two minutes)
+    "train_n_envs_zero": (None, [*TRAIN, "--n-envs", "0"], "--n-envs"),
+    "train_timesteps_zero": (None, [*TRAIN, "--timesteps", "0"], "--timesteps"),
+    "train_timesteps_negative": (None, [*TRAIN, "--timesteps", "-10"], "--timesteps"),
+    "train_time_limit_nan": (None, [*TRAIN, "--time-limit", "nan"], "--time-limit"),
+    "train_agent_param_inf": (None, [*TRAIN, "--agent-param", "misinfo_penalty=inf"], "--agent-param"),
+    # a damaged journal: the loader's JournalError, one line (an IndexError before)
+    "resume_author_out_of_range": (_edit_meta("UPDATE post SET user_id = 999 WHERE post_id = 0"), MORE, "damaged"),
+    "resume_shared_post_out_of_range": (
+        _edit_meta("UPDATE post SET original_post_id = 999 WHERE post_id = 0"),
+        MORE,
+        "damaged",
+    ),
+    "resume_follow_out_of_range": (_edit_meta("UPDATE follow SET followee_id = 999 WHERE rowid = 1"), MORE, "damaged"),
+    "resume_post_kind_unknown": (_edit_meta("UPDATE post SET kind = 99 WHERE post_id = 0"), MORE, "damaged"),
+    "resume_row_ids_reused": (
+        _edit_meta("""UPDATE meta SET value = '{"follow": 0}' WHERE key = 'next_row_id'"""),
+        MORE,
+        "damaged",
+    ),
+    "resume_step_infinite": (_edit_meta("UPDATE meta SET value = '1e999' WHERE key = 'step'"), MORE, "step inf"),
+    "resume_views_damaged": (_edit_meta("UPDATE meta SET value = '[1]' WHERE key = 'views'"), MORE, "views"),
+    # a resume with nothing to do: said, not a silent exit 0
+    "resume_steps_behind_the_journal": (_cli_journal, ["--steps", "1"], "at step 2"),
+    "resume_of_a_complete_run": (_cli_journal, [], "complete"),
+}
+
+
+def _argv(case: str, tmp_path: Path) -> list[str]:
+    make, args, _ = BAD[case]
+    target = str(make(tmp_path)) if make is not None else ""
+    if case.startswith("import_"):
+        out = [] if "--out" in args else ["--out", "ours.db"]
+        return ["import", target, *out, *args]
+    if case.startswith("resume_") and make is not None:
+        return ["run", "--resume", target, *QUIET, *args]
+    return [a.replace("{}", target) for a in args]
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line_exit_code_2_before_any_compute(case, tmp_path):
+    argv = _argv(case, tmp_path)
+    before = snapshot(tmp_path)
+    proc, seconds = oasis_cli(*argv, cwd=tmp_path, timeout=QUICK_S * 2)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines[0].startswith(f"oasis-gym {argv[0]}") and "error" in lines[0], lines[0]
+    assert BAD[case][2] in lines[0], lines[0]
+    assert seconds < QUICK_S and proc.stdout == ""  # refused before anything ran
+    assert snapshot(tmp_path) == before  # nothing written, nothing deleted
+
+
+def test_help_states_the_sweep_size_limit_and_how_timesteps_are_used(tmp_path):
+    sweep, _ = oasis_cli("sweep", "--help", cwd=tmp_path)
+    assert "at most 10,000 runs" in " ".join(sweep.stdout.split())
+    train, _ = oasis_cli("train", "recommender", "--help", cwd=tmp_path)
+    assert "rounded up" in " ".join(train.stdout.split())
+
+
+def test_train_says_the_timesteps_it_runs(tmp_path):
+    """--timesteps 1 quietly became 500 (PPO learns in whole rollouts): now the number used is
+    the first thing said, before the baselines run."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oasis_gym.cli", *TRAIN, "--timesteps", "1", "--out", str(tmp_path / "t")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, said = time.monotonic() + QUICK_S, ""
+        while time.monotonic() < deadline and "rounded up" not in said and proc.poll() is None:
+            said += proc.stderr.readline()
+        assert "--timesteps 1 is rounded up to 4 (whole rollouts of --n-steps 4 x --n-envs 1)" in said, said
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _step(db: Path) -> int:
+    try:
+        return int(read_meta(db).get("step", -1))
+    except Exception:  # not there yet, or being created
+        return -1
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exactly(signum, code, tmp_path):
+    """SIGINT printed a KeyboardInterrupt traceback (SIGTERM: a silent kill): now one line with
+    the step and the exact `oasis-gym run --resume` command, exit code 128 + the signal; that
+    command finishes the run as if it had never stopped."""
+    argv = [*RUN, "--users", "400", "--steps", "120", "--db", "run.db"]
+    assert oasis_cli(*argv[:-1], "full.db", cwd=tmp_path)[0].returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oasis_gym.cli", *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _step(tmp_path / "run.db") < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    lines = err.strip().splitlines()
+    assert proc.returncode == code and len(lines) == 1 and "Traceback" not in err, err
+    step = read_meta(tmp_path / "run.db")["step"]
+    assert 2 <= step < 120 and f"stopped by {signal.Signals(signum).name} at step {step} of 120" in lines[0], lines[0]
+    command = shlex.split(lines[0].split("continue it with: ", 1)[1])
+    assert command == ["oasis-gym", "run", "--resume", "run.db"] and out == ""
+    resumed, _ = oasis_cli(*command[1:], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == 120 - step
+    assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")
