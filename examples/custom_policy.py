@@ -13,7 +13,7 @@ paths play the same run: the script checks that they took the same actions and p
 how much faster the batched path was. Both runs are journaled (SQLite, OASIS's tables)
 into the output folder.
 
-Runs in about 5 s on 2 cores with the defaults (300 users, 15 steps).
+Runs in about 2 s on 2 cores with the defaults (1,000 users, 20 steps).
 
     python examples/custom_policy.py                      # output in a fresh temp folder
     python examples/custom_policy.py --users 2000 --steps 30 --out my_policy_run
@@ -121,8 +121,8 @@ def run_batched(args, db: Path) -> tuple[Counter, float]:
 def main(argv: list[str] | None = None) -> int:
     """Run both paths, compare them, print a summary."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--users", type=int, default=300, help="synthetic users (default 300)")
-    p.add_argument("--steps", type=int, default=15, help="steps per run (default 15)")
+    p.add_argument("--users", type=int, default=1000, help="synthetic users (default 1000)")
+    p.add_argument("--steps", type=int, default=20, help="steps per run (default 20)")
     p.add_argument("--activation", type=float, default=0.3, help="chance a user acts in a step (default 0.3)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="output folder (default: a fresh temp folder)")

@@ -12,8 +12,9 @@ At the end it reads the journal to compare what the LLM users and the ABM users 
 Any OpenAI-compatible server works: vLLM
 (`python -m vllm.entrypoints.openai.api_server --model M ...`, see docs/llm_backends.md),
 `transformers serve M`, SGLang, llama.cpp's server, a hosted API (`--api-key`).
-Time: the ABM part takes about a second on 2 cores; the rest is the server's (about
-10-30 s with a tiny model on the same 2 cores, 5 LLM users x 3 steps).
+Time: the ABM part takes about a second on 2 cores; the rest is the server's (with a tiny
+test model on the same 2 cores and the defaults, 5 LLM users x 3 steps: about 5 s on a vLLM
+server, 20 s on `transformers serve`).
 
     python examples/hybrid_llm_endpoint.py --endpoint http://127.0.0.1:8000/v1 --model tiny
     python examples/hybrid_llm_endpoint.py --endpoint URL/v1 --model NAME --users 2000 --core-users 20 --steps 10

@@ -18,7 +18,7 @@ A budget this small does not learn much: the point is the pipeline. The full scr
 observation normalization, checkpoints, TensorBoard and every baseline is
 `oasis-gym train recommender` (docs/training.md).
 
-About 1 minute on 2 cores with the defaults (200 users, 20-step episodes, 1000 timesteps).
+About 20 s on 2 cores with the defaults (200 users, 20-step episodes, 1000 timesteps).
 
     python examples/train_recommender.py                    # output in a fresh temp folder
     python examples/train_recommender.py --timesteps 20000 --out rec_run
