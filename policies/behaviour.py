@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oasis_gym.actions import NUM_ACTIONS, ActionType
+from oasis_gym.blas import matmul
 
 from .blocks import as_opinions, take_rows
 
@@ -165,7 +166,7 @@ def _choose_block(
     w = _engagement_weights(params, *feed)
     b, k = feed[2].shape
     ones = np.ones(k, dtype=np.float32)
-    totals = [(w[a] @ ones).astype(np.float64) * (params.rate_of(a) * allowed[..., a]) for a in ENGAGE_ACTIONS]
+    totals = [matmul(w[a], ones).astype(np.float64) * (params.rate_of(a) * allowed[..., a]) for a in ENGAGE_ACTIONS]
     scale = (1.0 - p_post) / np.maximum(1.0, np.sum(totals, axis=0))
     bound = p_post.copy()  # cumulative category bounds
     pick = (bound <= u_act).astype(np.int64)  # 0 create_post, 1.. engage, last nothing

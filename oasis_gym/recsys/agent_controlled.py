@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blas import matmul
 from ..platform.store import pair_keys, unpack_keys
 from .base import (
     BaseRecommender,
@@ -139,7 +140,7 @@ class AgentControlledRecommender(BaseRecommender):
         """(len(users), N_FEATURES) effective weights: z(u) @ W, the alignment weight times
         the user's opinion (the post side of that feature is the stance)."""
         W = self.weights.reshape(-1, N_FEATURES)
-        wu = user_features(platform, users, len(W)) @ W
+        wu = matmul(user_features(platform, users, len(W)), W)
         wu[:, F["alignment"]] *= platform.u_opinion.a[users]
         return wu
 
@@ -230,7 +231,7 @@ class AgentControlledRecommender(BaseRecommender):
         pmat = np.empty((len(pool), dim + 1 + nz), dtype=np.float32)
         pmat[:, :dim] = pvec
         pmat[:, dim] = stance
-        pmat[:, dim + 1 :] = x @ W.T
+        pmat[:, dim + 1 :] = matmul(x, W.T)
         umat = np.empty((len(users), dim + 1 + nz), dtype=np.float32)
         np.multiply(uvec, wu[:, F["similarity"], None], out=umat[:, :dim])
         umat[:, dim] = wu[:, F["alignment"]]
@@ -241,7 +242,7 @@ class AgentControlledRecommender(BaseRecommender):
         in_cells = self._in_network_cells(platform, users, pool, follows, items)
         n_in = 0
         for sl in chunked_rows(len(users), self.chunk):
-            score = umat[sl] @ pmat.T
+            score = matmul(umat[sl], pmat.T)
             for rows, cols in in_cells:  # disjoint cell lists: each cell gets the weight once
                 r, c = chunk_cells(rows, cols, sl)
                 score[r, c] += w_in[sl][r]
@@ -270,8 +271,8 @@ class AgentControlledRecommender(BaseRecommender):
         uvec = uvec[:: max(1, len(uvec) // sample)]
         pvec = pvec[:: max(1, len(pvec) // sample)]
         n = len(uvec) * len(pvec)
-        mean = float(uvec.sum(axis=0, dtype=np.float64) @ pvec.sum(axis=0, dtype=np.float64)) / n
-        sq = float(np.sum((uvec.T @ uvec).astype(np.float64) * (pvec.T @ pvec))) / n
+        mean = float(matmul(uvec.sum(axis=0, dtype=np.float64), pvec.sum(axis=0, dtype=np.float64))) / n
+        sq = float(np.sum(matmul(uvec.T, uvec).astype(np.float64) * matmul(pvec.T, pvec))) / n
         self._cell_stats[:4] = (mean, np.sqrt(max(sq - mean * mean, 0.0)), share, np.sqrt(share * (1 - share)))
 
     def _extra_scores(self, platform, uvec, rows, posts, shares, kth, wu) -> tuple[np.ndarray, ...]:

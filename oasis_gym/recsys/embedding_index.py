@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blas import matmul
 from ..platform import REPOST
 from ..platform.store import GrowArray
 from ..population import TOPICS
@@ -148,7 +149,7 @@ class EmbeddingIndex:
         vec = self.profile_weight * self.embedder.embed_texts(texts)
         topics = self._topic_matrix()
         bits = interest_bits(platform.u_interests.a[users], len(topics))
-        vec += self.topic_weight * l2_normalize(bits @ topics)
+        vec += self.topic_weight * l2_normalize(matmul(bits, topics))
         return vec
 
     def recent_post_ids(self, platform, users: np.ndarray) -> np.ndarray:

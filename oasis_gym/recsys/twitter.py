@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blas import matmul
 from .base import (
     BaseRecommender,
     as_users,
@@ -132,7 +133,7 @@ class TwitterRecommender(BaseRecommender):
         dr = downranked(platform, pool)
         brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
         for sl in chunked_rows(len(users), self.chunk):
-            score = umat[sl] @ pmat.T
+            score = matmul(umat[sl], pmat.T)
             if dr.any():
                 score = demote(score, dr[None, :], self.downrank_factor)
             r, c = chunk_cells(brow, bcol, sl)
