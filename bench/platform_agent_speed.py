@@ -1,17 +1,20 @@
-"""Platform-agent env throughput: the single env against K envs stepped together, both agents.
+"""Platform-agent env throughput: single envs against native vector envs, both agents, PPO too.
 
     python bench/platform_agent_speed.py                    # K = 8, 16, 32; PPO too
     python bench/platform_agent_speed.py --k 8 --no-ppo --steps 100
 
 One JSON line per configuration:
 
-* `single`: `gymnasium.make(id)`, one env, random actions (seeded), env steps/s;
-* `vector`: `gymnasium.make_vec(id, num_envs=K)`, aggregate env steps/s (K envs x steps /
-  wall time) and the ratio to `single`. The platform-agent ids register no native
-  `vector_entry_point` yet, so this is Gymnasium's `SyncVectorEnv` (a Python loop over the
-  envs): the row is the baseline a native vector env must beat 10x (issue 26);
-* `ppo`: SB3 PPO timesteps/s through `oasis_gym.train` settings on `make_vec_env` with
-  `--ppo-envs` envs, the rate `oasis-gym train` trains at.
+* `single`, version 0: `gymnasium.make("oasis_gym/<Agent>-v0")` as registered (journal in
+  memory), random actions (seeded), env steps/s: the reference the 10x goal is measured
+  against (issue 26);
+* `single`, version 1: `gymnasium.make("oasis_gym/<Agent>-v1")` (difficulty medium);
+* `vector`, version 1: `gymnasium.make_vec("oasis_gym/<Agent>-v1", num_envs=K)`, the native
+  vector env (one batched numpy step for all K), aggregate env steps/s (K x steps / wall
+  time), its ratio to the single v0 and to the single v1 env;
+* `ppo`, version 1: SB3 PPO timesteps/s as `oasis-gym train recommender-v1` runs it
+  (`LockstepSB3VecEnv` over the vector env with `--ppo-envs` envs, VecMonitor +
+  VecNormalize, 5 epochs of minibatches of 512), and the minutes a million timesteps take.
 
 Each row records the machine's load average at its start: figures from a loaded machine
 are not comparable with an idle one's.
@@ -29,27 +32,17 @@ import numpy as np
 
 import oasis_gym  # noqa: F401 - registers the ids
 
-IDS = {"recommender": "oasis_gym/Recommender-v0", "moderator": "oasis_gym/Moderator-v0"}
+AGENTS = {"recommender": "Recommender", "moderator": "Moderator"}
 
 
 def _row(kind: str, agent: str, **values) -> None:
-    print(
-        json.dumps(
-            {
-                "bench": "platform_agent_speed",
-                "kind": kind,
-                "agent": agent,
-                **values,
-                "load_avg_1m": round(os.getloadavg()[0], 2),
-            }
-        ),
-        flush=True,
-    )
+    values = {"bench": "platform_agent_speed", "kind": kind, "agent": agent, **values}
+    print(json.dumps({**values, "load_avg_1m": round(os.getloadavg()[0], 2)}), flush=True)
 
 
-def single(env_id: str, steps: int, seed: int = 0) -> float:
+def single(env_id: str, steps: int, seed: int = 0, **kwargs) -> float:
     """Env steps/s of one env over `steps` steps (resets included, as training sees them)."""
-    env = gym.make(env_id)
+    env = gym.make(env_id, **kwargs)
     env.action_space.seed(seed)
     env.reset(seed=seed)
     start, done = time.perf_counter(), 0
@@ -68,21 +61,29 @@ def vector(env_id: str, k: int, steps: int, seed: int = 0) -> float:
     envs = gym.make_vec(env_id, num_envs=k)
     envs.action_space.seed(seed)
     envs.reset(seed=seed)
+    actions = [envs.action_space.sample() for _ in range(steps)]
     start = time.perf_counter()
-    for _ in range(steps):
-        envs.step(envs.action_space.sample())
+    for a in actions:
+        envs.step(a)
     rate = k * steps / (time.perf_counter() - start)
     envs.close()
     return rate
 
 
 def ppo(agent: str, timesteps: int, n_envs: int) -> float:
-    """SB3 PPO timesteps/s on `n_envs` envs (model construction excluded)."""
+    """SB3 PPO timesteps/s on the native vector env (model construction excluded)."""
     from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-    vec = make_vec_env(IDS[agent], n_envs=n_envs, seed=0)
-    model = PPO("MlpPolicy", vec, n_steps=max(8, timesteps // n_envs), batch_size=64, n_epochs=1, seed=0, verbose=0)
+    from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
+    from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
+    from oasis_gym.train.common import limit_threads
+    from oasis_gym.train.sb3_vec_env import LockstepSB3VecEnv
+
+    limit_threads(1)
+    cls = RecommenderVectorEnv if agent == "recommender" else ModeratorVectorEnv
+    vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(cls(n_envs, autoreset_mode="SameStep"))), gamma=0.99)
+    model = PPO("MlpPolicy", vec, n_steps=64, batch_size=512, n_epochs=5, seed=0, verbose=0, device="cpu")
     start = time.perf_counter()
     model.learn(total_timesteps=timesteps)
     rate = model.num_timesteps / (time.perf_counter() - start)
@@ -94,36 +95,27 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--agents", default="recommender,moderator")
     p.add_argument("--k", default="8,16,32", help="vector sizes, comma-separated")
-    p.add_argument("--steps", type=int, default=200, help="env steps of the single env")
-    p.add_argument("--vector-steps", type=int, default=25, help="steps of each vector env (x K env steps)")
-    p.add_argument("--ppo-timesteps", type=int, default=1024)
-    p.add_argument("--ppo-envs", type=int, default=4)
+    p.add_argument("--steps", type=int, default=200, help="env steps of each single env")
+    p.add_argument("--vector-steps", type=int, default=100, help="steps of each vector env (x K env steps)")
+    p.add_argument("--ppo-timesteps", type=int, default=32768)
+    p.add_argument("--ppo-envs", type=int, default=32)
     p.add_argument("--no-ppo", action="store_true")
     args = p.parse_args()
     for agent in args.agents.split(","):
-        base = single(IDS[agent], args.steps)
-        _row("single", agent, env_steps_per_s=round(base, 1), steps=args.steps)
+        name = AGENTS[agent]
+        v0 = single(f"oasis_gym/{name}-v0", args.steps)
+        _row("single", agent, version=0, env_steps_per_s=round(v0, 1), steps=args.steps)
+        v1 = single(f"oasis_gym/{name}-v1", args.steps)
+        _row("single", agent, version=1, env_steps_per_s=round(v1, 1), steps=args.steps)
         for k in (int(x) for x in args.k.split(",")):
-            rate = vector(IDS[agent], k, args.vector_steps)
-            _row(
-                "vector",
-                agent,
-                num_envs=k,
-                mode="sync (no native vector env)",
-                env_steps_per_s=round(rate, 1),
-                ratio_to_single=round(rate / base, 2),
-                steps=args.vector_steps,
-            )
+            rate = vector(f"oasis_gym/{name}-v1", k, args.vector_steps)
+            _row("vector", agent, version=1, num_envs=k, mode="native", env_steps_per_s=round(rate, 1),
+                 ratio_to_single_v0=round(rate / v0, 2), ratio_to_single_v1=round(rate / v1, 2),
+                 steps=args.vector_steps)  # fmt: skip
         if not args.no_ppo:
             rate = ppo(agent, args.ppo_timesteps, args.ppo_envs)
-            _row(
-                "ppo",
-                agent,
-                timesteps_per_s=round(rate, 1),
-                n_envs=args.ppo_envs,
-                timesteps=args.ppo_timesteps,
-                hours_per_million=round(1e6 / rate / 3600, 2),
-            )
+            _row("ppo", agent, version=1, timesteps_per_s=round(rate, 1), n_envs=args.ppo_envs,
+                 timesteps=args.ppo_timesteps, minutes_per_million=round(1e6 / rate / 60, 1))  # fmt: skip
 
 
 if __name__ == "__main__":

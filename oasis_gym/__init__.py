@@ -21,9 +21,17 @@ PETTINGZOO_ENVS = {"oasis_gym/Twitter-v0": "twitter_v0", "oasis_gym/Reddit-v0": 
 GYMNASIUM_ENVS = {
     "oasis_gym/Recommender-v0": "oasis_gym.envs.recommender_v0:RecommenderEnv",
     "oasis_gym/Moderator-v0": "oasis_gym.envs.moderator_v0:ModeratorEnv",
+    "oasis_gym/Recommender-v1": "oasis_gym.envs.recommender_v1:RecommenderEnv",
+    "oasis_gym/Moderator-v1": "oasis_gym.envs.moderator_v1:ModeratorEnv",
 }
-# the registered TimeLimit: the misinfo_stream scenario's episode length. With a longer
-# max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N)
+# native vector envs (`gymnasium.make_vec(id, num_envs=K)` steps K episodes in one batched call)
+GYMNASIUM_VECTOR_ENVS = {
+    "oasis_gym/Recommender-v1": "oasis_gym.envs.recommender_v1:RecommenderVectorEnv",
+    "oasis_gym/Moderator-v1": "oasis_gym.envs.moderator_v1:ModeratorVectorEnv",
+}
+# the registered TimeLimit of the v0 ids: the misinfo_stream scenario's episode length. With a
+# longer max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N). The v1 envs
+# end their episodes themselves (`max_steps`) and register no TimeLimit.
 GYMNASIUM_MAX_EPISODE_STEPS = 50
 # platform-agent scenarios by name (a scenario supplies the env defaults and the users)
 SCENARIOS = {
@@ -56,8 +64,9 @@ def _register() -> None:
             gymnasium.register(
                 id=env_id,
                 entry_point=entry_point,
+                vector_entry_point=GYMNASIUM_VECTOR_ENVS.get(env_id),
                 disable_env_checker=False,
-                max_episode_steps=GYMNASIUM_MAX_EPISODE_STEPS,
+                max_episode_steps=None if env_id in GYMNASIUM_VECTOR_ENVS else GYMNASIUM_MAX_EPISODE_STEPS,
             )
 
 

@@ -13,14 +13,31 @@ import argparse
 import math
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from .errors import ConfigError
 
-__all__ = ["MAX_ID", "NAME_MAX", "PATH_MAX", "whole_number", "finite_number", "path_name", "argtype"]
+__all__ = [
+    "MAX_ID",
+    "MAX_USERS",
+    "NAME_MAX",
+    "PATH_MAX",
+    "whole_number",
+    "finite_number",
+    "population_size",
+    "path_name",
+    "argtype",
+]
 
 MAX_ID = 2**31 - 1  # users, posts, steps: ids and counts are packed in 31 bits (platform.store)
 NAME_MAX = 255  # bytes of one file or folder name (Linux, macOS and Windows file systems)
 PATH_MAX = 4095  # bytes of a whole path (Linux)
+# a synthetic population: at most MAX_USERS users (ten times the 1M-user scale bench/million.py
+# measures), and no more than the memory available holds at BYTES_PER_USER each (measured by
+# bench/million.py: 553 MB peak RSS at 200,000 users, the interpreter's ~130 MB included): a
+# lower bound of what a run needs, so a population refused for memory would never have fit
+MAX_USERS = 10_000_000
+BYTES_PER_USER = 2_100
 
 
 def _fail(name: str | None, message: str):
@@ -78,6 +95,43 @@ def finite_number(value, name: str | None = None, low: float | None = None, high
     if not (math.isfinite(number) and _within(number, low, high)):
         _fail(name, message)
     return number
+
+
+def available_memory() -> int | None:
+    """Bytes of memory a new allocation can get now: Linux's MemAvailable, lowered to what a
+    cgroup (v2) memory limit leaves; None where neither is known."""
+    found = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            found += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        cgroup = Path("/sys/fs/cgroup")
+        limit = (cgroup / "memory.max").read_text().strip()
+        if limit.isdigit():
+            found.append(int(limit) - int((cgroup / "memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    return max(0, min(found)) if found else None
+
+
+def population_size(
+    value, name: str | None = None, low: int = 1, high: int = MAX_USERS, available: int | None = None
+) -> int:
+    """`value` as a synthetic population's user count: a whole number in [low, high] whose
+    population fits in the memory `available` (bytes; default: `available_memory()`)."""
+    n = whole_number(value, name, low)
+    if n > high:
+        _fail(name, f"a synthetic population has at most {high:,} users, got {_shown(n)}")
+    available = available_memory() if available is None else available
+    if available is not None and n * BYTES_PER_USER > available:
+        _fail(
+            name,
+            f"{n:,} users need about {n * BYTES_PER_USER / 2**30:.1f} GiB of memory and "
+            f"{available / 2**30:.1f} GiB is available: at most {available // BYTES_PER_USER:,} users here",
+        )
+    return n
 
 
 def path_name(value, name: str | None = None) -> str:

@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -34,78 +32,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import OasisGymError
+from .interrupts import deferred
+from .output_files import (
+    TMP_PREFIX,
+    OutputError,
+    clear_stale,
+    file_sha256,
+    is_regular_file,
+    missing_folders,
+    remove_empty,
+    rename_into_place,
+    tmp_name,
+    walk_files,
+)
 
 __all__ = ["OutputError", "OutputDir", "OutputFile", "check_logdir", "claim_logdir", "signed", "is_signed"]
 
 SIGNATURE = "oasis_gym_output"  # the first key of our JSON outputs and markers
-_TMP = ".oasis-gym-tmp-"
-_TMP_RE = re.compile(r"^\.oasis-gym-tmp-(\d+)-[0-9a-f]+")
 _EVENTS = "events.out.tfevents."
 _LOGDIR_MARKER = ".oasis-gym-tensorboard.json"
 _MAX_MARKER = 64 << 20
-
-
-class OutputError(OasisGymError, FileExistsError):
-    """A path a command would write holds what it may not replace (the message names it)."""
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _tmp_name(suffix: str = "") -> str:
-    return f"{_TMP}{os.getpid()}-{secrets.token_hex(4)}{suffix}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # (another user's process)
-        pass
-    return True
-
-
-def clear_stale(folder: Path) -> None:
-    """Remove the temporary entries killed commands left in `folder` (their process is gone)."""
-    with contextlib.suppress(OSError):
-        for name in os.listdir(folder):
-            m = _TMP_RE.match(name)
-            if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
-                path = folder / name
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    os.remove(path)
-
-
-def _install(tmp: Path, final: Path, replace: bool) -> None:
-    """Give the written file `tmp` its name `final`: replacing (os.replace) or, for a new name,
-    by a hard link that fails if anything appeared there."""
-    appeared = OutputError(f"{final} appeared while it was being written: it is left as it is")
-    if replace:
-        os.replace(tmp, final)
-        return
-    try:
-        os.link(tmp, final)
-    except FileExistsError:
-        raise appeared from None
-    except OSError:  # no hard links here: the name is checked, then taken
-        if os.path.lexists(final):
-            raise appeared from None
-        os.replace(tmp, final)
-    else:
-        os.remove(tmp)
-
-
-def _is_file(path: Path) -> bool:
-    return stat.S_ISREG(os.lstat(path).st_mode)
 
 
 class OutputDir:
@@ -182,11 +128,11 @@ class OutputDir:
                 continue
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):
                 for entry in sorted(os.listdir(where)):
-                    if any(fnmatch.fnmatchcase(entry, n) for n in names) and not entry.startswith(_TMP):
+                    if any(fnmatch.fnmatchcase(entry, n) for n in names) and not entry.startswith(TMP_PREFIX):
                         yield f"{folder}/{entry}" if folder else entry, where / entry
 
     def _own(self, rel: str, path: Path, manifest: dict) -> bool:
-        return _is_file(path) and _sha256(path) in manifest["files"].get(rel, [])
+        return is_regular_file(path) and file_sha256(path) in manifest["files"].get(rel, [])
 
     def check(self) -> OutputDir:
         """Refuse (`OutputError`, naming the path) unless every path the command would write is
@@ -216,7 +162,7 @@ class OutputDir:
         where = self.path / tree
         if not os.path.lexists(where):
             return []
-        files = [] if where.is_symlink() or not where.is_dir() else list(_walk(where))
+        files = [] if where.is_symlink() or not where.is_dir() else list(walk_files(where))
         if tree not in manifest["trees"] and (where.is_symlink() or not where.is_dir() or files):
             raise self._foreign(files[0] if files else where)
         return files
@@ -225,7 +171,7 @@ class OutputDir:
         manifest = {SIGNATURE: self.command, **{k: v for k, v in manifest.items() if k != SIGNATURE}}
         if self.settings is not None:
             manifest["settings"] = self.settings
-        tmp = self.path / _tmp_name(".json")
+        tmp = self.path / tmp_name(".json")
         tmp.write_text(json.dumps(manifest), encoding="utf-8")
         os.replace(tmp, self.marker)
         st = os.lstat(self.marker)
@@ -250,15 +196,22 @@ class OutputDir:
     def staging(self, prune: Sequence[str] = ()) -> Iterator[Path]:
         """A new temporary folder inside the output folder; when the block ends without an
         exception, every file written there is installed at its relative name (own files
-        matching `prune` that it does not write again are removed); the folder always goes."""
+        matching `prune` that it does not write again are removed; a signal waits until all are
+        renamed); the folder always goes, and so do the folders it created when nothing was
+        installed."""
+        made, installed = missing_folders(self.path), False
         self._open()
-        tmp = self.path / _tmp_name()
+        tmp = self.path / tmp_name()
         tmp.mkdir()
         try:
             yield tmp
-            self._install_all(tmp, prune)
+            with deferred():
+                self._install_all(tmp, prune)
+                installed = True
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            if not installed:
+                remove_empty(made)
 
     def write(self, rel: str, data: bytes) -> Path:
         """Write one file `rel` (its bytes `data`) under the rule; returns its path."""
@@ -269,15 +222,15 @@ class OutputDir:
 
     def _install_all(self, tmp: Path, prune: Sequence[str]) -> None:
         manifest = self._load()
-        new = {p.relative_to(tmp).as_posix(): p for p in _walk(tmp)}  # (sorted)
-        hashes = {rel: _sha256(p) for rel, p in new.items()}
+        new = {p.relative_to(tmp).as_posix(): p for p in walk_files(tmp)}  # (sorted)
+        hashes = {rel: file_sha256(p) for rel, p in new.items()}
         old: dict[str, str] = {}
         for rel in new:  # the rule again, now: something may have appeared since `check`
             target = self.path / rel
             if os.path.lexists(target):
                 if not self._own(rel, target, manifest):
                     raise self._foreign(target)
-                old[rel] = _sha256(target)
+                old[rel] = file_sha256(target)
         pruned = [r for r in manifest["files"] if r not in new and any(fnmatch.fnmatchcase(r, p) for p in prune)]
         stale = [r for r in pruned if os.path.lexists(self.path / r) and self._own(r, self.path / r, manifest)]
         for rel, h in hashes.items():  # before the renames: the old and the new bytes are both ours
@@ -285,20 +238,13 @@ class OutputDir:
         self._save(manifest)
         for rel, p in new.items():
             (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
-            _install(p, self.path / rel, replace=rel in old)
+            rename_into_place(p, self.path / rel, replace=rel in old)
         for rel in stale:
             os.remove(self.path / rel)
             del manifest["files"][rel]
         for rel, h in hashes.items():
             manifest["files"][rel] = [h]
         self._save(manifest)
-
-
-def _walk(folder: Path) -> Iterator[Path]:
-    """Every entry but folders under `folder` (links included, not followed), in sorted order."""
-    for root, dirs, names in os.walk(folder):
-        dirs.sort()
-        yield from (Path(root) / n for n in sorted(names + [d for d in dirs if os.path.islink(Path(root) / d)]))
 
 
 @dataclass
@@ -328,7 +274,7 @@ class OutputFile:
             if p.parent.exists() and not p.parent.is_dir():
                 raise OutputError(f"{p.parent} is not a folder: choose another {self.option}")
             return self
-        if not _is_file(p) or not self.is_ours(p):
+        if not is_regular_file(p) or not self.is_ours(p):
             raise OutputError(
                 f"{p} exists and is not an output of oasis-gym {self.command}: it is never replaced "
                 f"(not even with --overwrite); choose another {self.option}"
@@ -336,7 +282,7 @@ class OutputFile:
         if not self.overwrite:
             raise OutputError(f"{p} exists and holds an earlier output of oasis-gym {self.command}: pass --overwrite")
         for sibling in self._siblings():
-            if not _is_file(sibling):
+            if not is_regular_file(sibling):
                 raise OutputError(f"{sibling} is not a regular file: it is never replaced; remove it yourself")
         return self
 
@@ -346,21 +292,27 @@ class OutputFile:
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
         """A temporary path in a new hidden folder beside the file; when the block ends without an
-        exception, the file written there is checked again and renamed into place."""
+        exception, the file written there is checked again and renamed into place (a signal
+        waits for the rename); the folders it created go again when nothing was installed."""
         folder = self.path.parent
+        made, installed = missing_folders(folder), False
         folder.mkdir(parents=True, exist_ok=True)
         clear_stale(folder)
-        tmp = folder / _tmp_name()
+        tmp = folder / tmp_name()
         tmp.mkdir()
         try:
             yield tmp / self.path.name
-            self.check()
-            replace = os.path.lexists(self.path)
-            for sibling in self._siblings() if replace else ():  # the earlier file's own (a -wal): they go first
-                os.remove(sibling)
-            _install(tmp / self.path.name, self.path, replace=replace)
+            with deferred():
+                self.check()
+                replace = os.path.lexists(self.path)
+                for sibling in self._siblings() if replace else ():  # the earlier file's own (a -wal): they go first
+                    os.remove(sibling)
+                rename_into_place(tmp / self.path.name, self.path, replace=replace)
+                installed = True
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            if not installed:
+                remove_empty(made)
 
 
 def signed(obj: dict, command: str) -> dict:
@@ -392,10 +344,10 @@ def check_logdir(path: str | os.PathLike) -> Path:
         raise OutputError(f"--logdir {p} exists and is not a folder: choose another --logdir")
     marker = p / _LOGDIR_MARKER
     ours = os.path.lexists(marker) and is_signed("tensorboard")(marker)
-    for entry in _walk(p):
-        if entry == marker or entry.name.startswith(_TMP):
+    for entry in walk_files(p):
+        if entry == marker or entry.name.startswith(TMP_PREFIX):
             continue
-        if not (ours and _is_file(entry) and entry.name.startswith(_EVENTS)):
+        if not (ours and is_regular_file(entry) and entry.name.startswith(_EVENTS)):
             raise OutputError(
                 f"--logdir {p} holds {entry}, which is not an oasis-gym TensorBoard file: "
                 "it is never written into; choose another --logdir"

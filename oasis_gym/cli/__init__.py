@@ -7,13 +7,15 @@ oasis-gym import oasis.db --out ours.db     # an OASIS database, continued by ru
 
 from __future__ import annotations
 
+import sys
+
 from oasis_gym.errors import OasisGymError
 from oasis_gym.population import ProfileError
 from oasis_gym.scenarios.sweep import cmd_sweep
 from oasis_gym.train.cli import cmd_train
 
 from .import_db import cmd_import
-from .interrupt import RunStopped, interrupted, stop_signals
+from .interrupt import RunStopped, command_stopped, interrupted, stop_signals
 from .parser import POLICIES, build_parser, given_options
 from .report import cmd_report
 from .resume import RUN_DEFINING
@@ -36,25 +38,26 @@ __all__ = [
 def main(argv: list[str] | None = None) -> int:
     """Run the command line. Bad input (arguments, files, journals) ends it with one line on
     stderr and exit code 2 (SystemExit); any other exception is a bug and keeps its traceback.
-    A run stopped by SIGINT or SIGTERM ends with one line (its step, the command that resumes
-    it) and exit code 130 or 143 (`interrupt`)."""
+    A command stopped by SIGINT or SIGTERM ends with one line (what is kept, the command that
+    resumes or repeats it) and exit code 130 or 143 (`interrupt`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "train":
-            return cmd_train(args)
-        if args.command == "run":
-            args.given = given_options(argv)
-        with stop_signals(args.command in ("run", "sweep")):  # SIGTERM stops a run or a sweep as Ctrl-C does
-            if args.command == "sweep":  # (it says itself how to resume: its finished runs are kept)
-                return cmd_sweep(args)
-            return {"run": cmd_run, "report": cmd_report, "import": cmd_import}[args.command](args)
+        with stop_signals():  # SIGTERM stops every command as Ctrl-C does (oasis_gym.interrupts)
+            if args.command == "run":
+                args.given = given_options(argv)
+            # (a sweep stopped while it runs says itself how to resume: its finished runs are kept)
+            commands = {"run": cmd_run, "report": cmd_report, "import": cmd_import, "sweep": cmd_sweep}
+            return commands.get(args.command, cmd_train)(args)
     except (OasisGymError, ProfileError) as err:
         parser.exit(2, f"oasis-gym {args.command}: error: {' '.join(str(err).splitlines())}\n")
     except RunStopped as stop:  # where the run stopped and how to continue it
-        parser.exit(stop.code, f"oasis-gym run: {stop}\n")
-    except KeyboardInterrupt as err:  # a run stopped before its steps began
-        if args.command != "run":
-            raise
-        stop = interrupted(err, scenario=bool(getattr(args, "scenario", None)))
-        parser.exit(stop.code, f"oasis-gym run: {stop}\n")
+        parser.exit(stop.code, f"oasis-gym run: {stop.again(argv)}\n")
+    except KeyboardInterrupt as err:  # stopped before a run's steps began, or another command
+        if args.command == "run":
+            stop = interrupted(err, args, argv)
+        else:
+            stop = command_stopped(err, args, argv)
+        name = args.command if args.command != "train" else f"train {args.target}"
+        parser.exit(stop.code, f"oasis-gym {name}: {stop}\n")

@@ -1,82 +1,95 @@
-"""Ctrl-C (SIGINT) and SIGTERM during `oasis-gym run`: no traceback, one line saying where
-the run stopped and the command that continues it, exit code 128 + the signal (130, 143).
+"""What a command stopped by Ctrl-C (SIGINT) or SIGTERM says: no traceback, one line, exit
+code 128 + the signal (130, 143). The signals themselves are `oasis_gym.interrupts`'.
 
-Stopping is safe: a step interrupted midway is rolled back (`sim.step_atomic`) and
-`env.close()` commits the steps done, so `oasis-gym run --resume DB` goes on exactly as the
-uninterrupted run would have.
+`oasis-gym run` says where the run stopped and the command that continues it. Stopping is
+safe: a step interrupted midway is rolled back (`sim.step_atomic`) and `env.close()` commits
+the steps done, so `oasis-gym run --resume DB` goes on exactly as the uninterrupted run would
+have. `report`, `import`, `train` and a sweep being planned say what is kept (their outputs
+are written beside and renamed into place: `oasis_gym.outputs`, so nothing new, or the
+previous output) and the command that does it again; a running sweep says how to resume it
+(`scenarios.sweep_store.stopped_line`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import shlex
-import signal
-import threading
+from pathlib import Path
 
+from oasis_gym.interrupts import Stopped, exit_code, signal_name, stop_signals
 from oasis_gym.platform.journal import JournalError, read_meta
+from oasis_gym.train.outputs import TREES as TRAIN_TREES
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class Stopped(KeyboardInterrupt):
-    """SIGINT or SIGTERM, raised as a KeyboardInterrupt (every `finally` runs)."""
-
-    def __init__(self, signum: int = signal.SIGINT) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+__all__ = ["Stopped", "RunStopped", "stop_signals", "run_stopped", "interrupted", "command_stopped"]
 
 
 class RunStopped(Exception):
-    """A run ended by a signal: its one line (`str`) and exit code (`code`)."""
+    """A run ended by a signal: its one line (`str`) and exit code (`code`); `rerun`: the line
+    ends with the command line run again (`again`: nothing was kept to continue)."""
 
-    def __init__(self, message: str, code: int) -> None:
+    def __init__(self, message: str, code: int, rerun: bool = False) -> None:
         super().__init__(message)
-        self.code = code
+        self.code, self.rerun = code, rerun
 
-
-@contextlib.contextmanager
-def stop_signals(active: bool = True):
-    """While the block runs, SIGINT and SIGTERM raise `Stopped` (a KeyboardInterrupt), once:
-    later ones are ignored until the block ends, so the journal's last commit is not cut
-    short. Only in the main thread (elsewhere, or not `active`, nothing changes)."""
-    if not active or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        for s in _SIGNALS:
-            signal.signal(s, signal.SIG_IGN)
-        raise Stopped(signum)
-
-    previous = {s: signal.signal(s, handler) for s in _SIGNALS}
-    try:
-        yield
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, old)
-
-
-def _signum(err: BaseException) -> int:
-    return getattr(err, "signum", signal.SIGINT)
+    def again(self, argv: list[str]) -> str:
+        """The one line, with the command that runs it again when nothing was kept."""
+        return f"{self}; run it again: {shlex.join(['oasis-gym', *argv])}" if self.rerun else str(self)
 
 
 def run_stopped(err: KeyboardInterrupt, journaled: bool, *, db: str, steps: int) -> RunStopped:
     """What a run stopped by `err` says once its env is closed: the step its journal `db` holds
     and the `--resume` command, or that there is none (`journaled`: the run made its journal)."""
-    signum = _signum(err)
-    name = signal.Signals(signum).name
+    name = signal_name(err)
     try:
         meta = read_meta(db)
     except JournalError:
         meta = {}
     if not journaled or "step" not in meta:
-        return RunStopped(f"stopped by {name} before its journal held a step: nothing to resume", 128 + signum)
+        return RunStopped(f"stopped by {name} before its journal held a step: nothing to resume", exit_code(err), True)
     command = f"oasis-gym run --resume {shlex.quote(db)}"
-    return RunStopped(f"stopped by {name} at step {meta['step']} of {steps}; continue it with: {command}", 128 + signum)
+    return RunStopped(
+        f"stopped by {name} at step {meta['step']} of {steps}; continue it with: {command}", exit_code(err)
+    )
 
 
-def interrupted(err: KeyboardInterrupt, scenario: bool) -> RunStopped:
-    """A run stopped before it had an env (or a scenario run, which does not resume)."""
-    name = signal.Signals(_signum(err)).name
-    what = "a scenario run starts from its beginning: run it again" if scenario else "nothing to resume"
-    return RunStopped(f"stopped by {name}; {what}", 128 + _signum(err))
+def interrupted(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
+    """A run stopped before it had an env (or a scenario run, which does not resume): the
+    journal a `--resume` continues is as it was; a scenario's journal is replaced by its next
+    run (with --overwrite, added here when the stopped run left one)."""
+    name, again = signal_name(err), ["oasis-gym", *argv]
+    if getattr(args, "scenario", None):
+        db = Path(args.db)
+        if db.exists() and "--overwrite" not in argv:
+            again.append("--overwrite")
+        what = "a scenario run starts from its beginning; run it again"
+    elif args.resume:
+        what = f"{args.resume} is as it was; continue it with"
+    else:
+        what = "nothing to resume; run it again"
+    return RunStopped(f"stopped by {name}; {what}: {shlex.join(again)}", exit_code(err))
+
+
+def _train_logs(out: Path) -> bool:
+    """Whether SB3 wrote logs or checkpoints into `out` (then a new run needs --overwrite)."""
+    return any(p.is_file() for tree in TRAIN_TREES for p in (out / tree).rglob("*"))
+
+
+def command_stopped(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
+    """What `oasis-gym report`, `import`, `train` or a sweep stopped while it was being planned
+    say (`err`: the signal): what is kept (their outputs are staged: nothing new, or the
+    previous output) and the command that does it again (`argv`: the command line's)."""
+    again = ["oasis-gym", *argv]
+    if args.command == "report":
+        out = args.out or f"{Path(args.db).with_suffix('')}_report"
+        kept = f"no new report was written ({out} holds what it held before)"
+    elif args.command == "import":
+        kept = f"no journal was written ({args.out} is as it was before)"
+    elif args.command == "sweep":
+        kept = "while planning the sweep: nothing was run or written"
+    else:  # train
+        out = Path(args.out)
+        kept = f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)"
+        if _train_logs(out):
+            kept += f"; its TensorBoard logs and checkpoints so far are in {out / 'tb'} and {out / 'checkpoints'}"
+            if "--overwrite" not in argv:
+                again.append("--overwrite")
+    return RunStopped(f"stopped by {signal_name(err)}; {kept}; run it again: {shlex.join(again)}", exit_code(err))

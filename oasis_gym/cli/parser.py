@@ -10,7 +10,7 @@ import math
 import os
 
 from oasis_gym import recsys
-from oasis_gym.checks import MAX_ID, argtype, path_name, whole_number
+from oasis_gym.checks import BYTES_PER_USER, MAX_ID, MAX_USERS, argtype, path_name, population_size, whole_number
 from oasis_gym.policies.factory import USER_POLICIES
 from oasis_gym.scenarios import add_scenario_args
 from oasis_gym.scenarios.sweep import add_sweep_parser
@@ -23,7 +23,7 @@ POLICIES = USER_POLICIES  # the users' policies of `run --policy`
 
 def _users(value: str):
     if value.strip().lstrip("+-").isdigit():
-        return _positive_int(value)
+        return _population(value)
     if not os.path.isfile(_path(value)):
         raise argparse.ArgumentTypeError(f"{value!r} is neither a user count >= 1 nor a profile file")
     return value
@@ -36,6 +36,11 @@ def _int_between(low: int, high: int = MAX_ID):
 _positive_int = _int_between(1)  # counts and steps: at most MAX_ID (ids are 31-bit)
 _nonnegative_int = _int_between(0)
 _seed = argtype(whole_number, "seed", low=0)  # any size: numpy seeds take big integers
+_population = argtype(population_size, "user count")  # at most MAX_USERS, and what the memory holds
+USERS_HELP = (
+    f"user count (synthetic: at most {MAX_USERS:,}, and no more than the available memory holds at "
+    f"about {BYTES_PER_USER / 1000:.1f} kB a user) or a profile file (.csv/.json)"
+)
 
 
 def _activation(value: str) -> str:
@@ -101,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a simulation")
     run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
-    run.add_argument("--users", type=_users, default=1000, help="user count (synthetic) or a profile file (.csv/.json)")
+    run.add_argument("--users", type=_users, default=1000, help=USERS_HELP)
     run.add_argument(
         "--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)"
     )

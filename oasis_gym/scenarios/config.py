@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..checks import MAX_ID, finite_number, whole_number
+from ..checks import MAX_ID, MAX_USERS, finite_number, population_size, whole_number
 from ..errors import ConfigError
 from ..population import data_path
 from ..sim.clock import MAX_MINUTES_PER_STEP
@@ -36,7 +36,7 @@ _COUNT, _SHARE = (whole_number, 1, MAX_ID), (finite_number, 0.0, 1.0)
 SETTINGS: dict[str, tuple] = {
     "scenario.steps": _COUNT,
     "scenario.seed": (whole_number, 0, None),
-    "population.users": _COUNT,
+    "population.users": (population_size, 1, MAX_USERS),  # and what the memory holds (checks.BYTES_PER_USER)
     "population.core_users": (whole_number, 0, MAX_ID),
     "population.activation": _SHARE,
     "population.core_activation": _SHARE,

@@ -16,77 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from oasis_gym.metrics.intervals import mean_ci, t975
+
 __all__ = ["t975", "mean_ci", "is_share", "ordering_share", "summarize"]
-
-# t(0.975, df) for df = 1..30, then a few larger df (linear in 1/df between them)
-_T975 = [
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-]
-_T975_LARGE = [(30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980)]
-
-
-def t975(df: int) -> float:
-    """The 97.5% quantile of Student's t with `df` degrees of freedom (df >= 1)."""
-    if df < 1:
-        raise ValueError("t975 needs df >= 1")
-    if df <= 30:
-        return _T975[df - 1]
-    if df > 120:
-        return 1.960
-    for (d0, t0), (d1, t1) in zip(_T975_LARGE, _T975_LARGE[1:]):
-        if df <= d1:  # interpolate in 1/df, as t quantile tables advise
-            w = (1 / d0 - 1 / df) / (1 / d0 - 1 / d1)
-            return t0 + w * (t1 - t0)
-    return 1.960
-
-
-def mean_ci(values: Sequence[float], bounds: tuple[float, float] | None = None) -> dict[str, float]:
-    """{"mean", "lo", "hi", "sd", "n"} of the finite values; lo/hi are the 95% t interval (NaN
-    with fewer than 2 values, the mean NaN with none), clipped to `bounds` (e.g. (0, 1) for
-    a share) when given."""
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    if n == 0:
-        return {"mean": math.nan, "lo": math.nan, "hi": math.nan, "sd": math.nan, "n": 0}
-    m = float(x.mean())
-    if n == 1:
-        return {"mean": m, "lo": math.nan, "hi": math.nan, "sd": math.nan, "n": 1}
-    sd = float(x.std(ddof=1))
-    half = t975(n - 1) * sd / math.sqrt(n)
-    lo, hi = m - half, m + half
-    if bounds is not None:
-        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
-    return {"mean": m, "lo": lo, "hi": hi, "sd": sd, "n": n}
 
 
 def ordering_share(rows: Sequence[Sequence[float]]) -> float:

@@ -29,7 +29,6 @@ import csv
 import itertools
 import json
 import math
-import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import MAX_ID, path_name, whole_number
+from ..interrupts import exit_code, signum_of
 from .config import parse_sets, parse_value
 from .effects import HEADLINE, ORDERINGS, effects
 from .scenario import load_scenario
@@ -362,12 +362,11 @@ def cmd_sweep(args) -> int:
             flush=True,
         )
 
-    try:  # Ctrl-C, or SIGTERM (raised as one by the command line): the finished runs are kept
+    try:  # Ctrl-C, or SIGTERM (raised as one by the command line: oasis_gym.interrupts): the finished runs are kept
         res = run_sweep(args.scenario, log=log, plan=plan)
     except KeyboardInterrupt as stop:
-        signum = getattr(stop, "signum", signal.SIGINT)
-        print(stopped_line(signum, plan["runs"], args, out), file=sys.stderr)
-        return 128 + signum
+        print(stopped_line(signum_of(stop), plan["runs"], args, out), file=sys.stderr)
+        return exit_code(stop)
     print(
         json.dumps(
             {

@@ -8,8 +8,8 @@ sweep's settings; the folder's marker keeps those settings. `oasis-gym sweep ...
 Fresh and loaded runs' effects both pass through the same JSON round trip, and the tables hold
 no wall-clock times, so a resumed sweep's runs.csv, summary.csv and summary.json equal an
 uninterrupted sweep's byte for byte. Stopped by Ctrl-C or SIGTERM (the command line raises
-both as a KeyboardInterrupt: `cli.interrupt`), `oasis-gym sweep` prints one line saying how
-to resume (`stopped_line`), exit code 128 + the signal.
+both as a KeyboardInterrupt: `oasis_gym.interrupts`), `oasis-gym sweep` prints one line saying
+how to resume (`stopped_line`), exit code 128 + the signal.
 """
 
 from __future__ import annotations

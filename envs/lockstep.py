@@ -1,0 +1,151 @@
+"""The Gymnasium side of the batched v1 tasks: a native vector env and the single env beside it.
+
+`LockstepVectorEnv` is a `gymnasium.vector.VectorEnv` over one task of K episodes
+(`oasis_gym.batched.tasks`): `step` advances all K in one call of batched numpy, with
+Gymnasium 1.x autoreset (`AutoresetMode.NEXT_STEP` by default, `SAME_STEP` for SB3: the
+final observation then goes to `infos["final_obs"]`). `LockstepEnv` is the single
+`gymnasium.Env`: the same task with K = 1, so env i of a vector env reset with seed s + i
+plays exactly the single env's episode with seed s + i (tested). Seeds: `reset(seed=s)`
+gives env i the seed s + i (Gymnasium's convention); an episode that starts without a
+seed, by autoreset or `reset()`, gets `next_episode_seed` of the one before (>= 2**20,
+never an evaluation seed); the first `reset()` without any seed draws from the OS.
+`info["episode_seed"]` of a step is the seed of the episode that made it (with SAME_STEP,
+the finished one's, not the one started in its place).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from oasis_gym.batched.rng import TRAIN_SEEDS_FROM, next_episode_seed
+
+MAX_EPISODE_SEED = 2**62
+
+
+def _seeds(seed, k: int) -> np.ndarray:
+    """Episode seeds of k envs from a reset's `seed` (None, an int or k ints)."""
+    if seed is None:
+        return TRAIN_SEEDS_FROM + np.random.default_rng().integers(0, 2**40, k)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        seeds = np.arange(k, dtype=np.int64) + int(seed)
+    else:
+        seeds = np.asarray(list(seed))
+        if seeds.shape != (k,) or not np.issubdtype(seeds.dtype, np.integer):
+            raise ValueError(f"seed must be None, an int or {k} ints, got {seed!r}")
+        seeds = seeds.astype(np.int64)
+    if (seeds < 0).any() or (seeds >= MAX_EPISODE_SEED).any():
+        raise ValueError(f"seeds must be in [0, 2**62), got {seed!r}")
+    return seeds
+
+
+class _Lockstep:
+    """Shared by both envs: the task, its spaces and the episode seeds."""
+
+    task_factory: Callable  # (k) -> task
+
+    def _setup(self, k: int, task, single_action_space) -> None:
+        self.task = task
+        self.max_steps = task.max_steps
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (task.obs_size,), np.float32)
+        self.single_action_space = single_action_space
+        self.episode_seeds = np.full(k, -1, np.int64)
+
+    def _start(self, rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        self.episode_seeds[rows] = seeds
+        self.task.reset(rows, seeds)
+        return self.task.reset_obs(rows)
+
+
+class LockstepVectorEnv(_Lockstep, VectorEnv):
+    """K episodes of a v1 task stepped together (module docstring)."""
+
+    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, task, single_action_space, autoreset_mode=AutoresetMode.NEXT_STEP):
+        mode = AutoresetMode(autoreset_mode)
+        if mode == AutoresetMode.DISABLED:
+            raise ValueError("autoreset_mode must be NEXT_STEP or SAME_STEP")
+        self.num_envs = task.k
+        self._setup(task.k, task, single_action_space)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self.autoreset_mode = mode
+        self._autoreset = np.zeros(self.num_envs, bool)
+        self._started = False
+
+    def reset(self, *, seed=None, options=None):
+        """Start all K episodes (seed: None, s -> s + i, or K seeds)."""
+        seeds = _seeds(seed, self.num_envs)
+        super().reset(seed=None if seed is None else int(seeds[0]))
+        obs = self._start(np.arange(self.num_envs), seeds)
+        self._autoreset[:] = False
+        self._started = True
+        return obs, {"episode_seed": seeds.copy(), "_episode_seed": np.ones(self.num_envs, bool)}
+
+    def step(self, actions):
+        """Step every episode; autoreset per `autoreset_mode`."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        k, infos = self.num_envs, {}
+        stepping = ~self._autoreset
+        resetting = np.flatnonzero(self._autoreset)
+        if len(resetting):  # NEXT_STEP: these envs start their next episode now, ignoring the action
+            reset_obs = self._start(resetting, next_episode_seed(self.episode_seeds[resetting]))
+        obs, reward, step_info = self.task.step(actions, stepping=None if stepping.all() else stepping)
+        truncated = stepping & (self.task.state.t >= self.max_steps)
+        terminated = np.zeros(k, bool)
+        for name, value in step_info.items():
+            infos[name], infos["_" + name] = value, stepping.copy()
+        if len(resetting):
+            obs[resetting] = reset_obs
+            reward[resetting] = 0.0
+        infos["episode_seed"], infos["_episode_seed"] = self.episode_seeds.copy(), np.ones(k, bool)
+        done = np.flatnonzero(truncated | terminated)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and len(done):
+            final = np.empty(k, dtype=object)
+            final[done] = list(obs[done])
+            infos["final_obs"], infos["_final_obs"] = final, truncated | terminated
+            infos["final_info"] = {name: value for name, value in infos.items() if not name.startswith(("final", "_"))}
+            infos["_final_info"] = truncated | terminated
+            obs[done] = self._start(done, next_episode_seed(self.episode_seeds[done]))
+            self._autoreset[:] = False
+        else:
+            self._autoreset = truncated | terminated
+        return obs, reward.astype(np.float64), terminated, truncated, infos
+
+
+class LockstepEnv(_Lockstep, gym.Env):
+    """One episode of a v1 task: the task with K = 1 (module docstring)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, task, action_space):
+        self._setup(1, task, action_space)
+        self.observation_space, self.action_space = self.single_observation_space, action_space
+        self._started = False
+
+    def reset(self, *, seed=None, options=None):
+        """Start an episode (seed None: the next of the chain, see the module docstring)."""
+        if seed is None and self.episode_seeds[0] >= 0:
+            seeds = next_episode_seed(self.episode_seeds[:1])
+        else:
+            seeds = _seeds(seed, 1)
+        super().reset(seed=None if seed is None else int(seeds[0]))
+        self._started = True
+        return self._start(np.zeros(1, np.int64), seeds)[0], {"episode_seed": int(seeds[0])}
+
+    def step(self, action):
+        """One step: observation, reward, terminated (never), truncated (at max_steps), info."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        obs, reward, info = self.task.step(np.asarray(action)[None])
+        truncated = bool(self.task.state.t[0] >= self.max_steps)
+        info = {name: float(value[0]) for name, value in info.items()}
+        info["episode_seed"] = int(self.episode_seeds[0])
+        return obs[0], float(reward[0]), False, truncated, info

@@ -1,0 +1,90 @@
+"""Moderator-v1: moderate a platform whose adversaries adapt, with a fact-check budget and costly mistakes.
+
+Make it with ``gymnasium.make("oasis_gym/Moderator-v1", difficulty="medium")`` (after
+`import oasis_gym`), K of them with ``gymnasium.make_vec("oasis_gym/Moderator-v1",
+num_envs=K)`` (a native vector env), or import `ModeratorEnv` / `ModeratorVectorEnv`.
+
+| Action space       | `MultiDiscrete([4] * 16)`                                       |
+|--------------------|-----------------------------------------------------------------|
+| Observation space  | `Box(-inf, inf, (227,), float32)`                               |
+| Import             | `gymnasium.make("oasis_gym/Moderator-v1")`                      |
+
+## Description
+The agent is the platform's trust and safety team. Each step it sees a review queue of the
+16 most urgent recent posts (most engaged and most reported first) and decides per post.
+The feeds are ranked by the platform's default ranking; the 1 000 simulated users
+(`oasis_gym.batched`; rule-based, not LLMs) are as in Recommender-v1. Misinformation comes
+mostly from 1 % of accounts drawn per episode. In medium and hard, suspended
+misinformation accounts come back as new accounts after a few steps (no followers, no
+record), brigades of users report the posts of targeted true outlets (the targets move
+every 10 steps in hard), misinformation campaigns come and go, and in hard misinformation
+mimics true posts' arousal and users report less reliably. Wrongly moderated authors post
+less and are less satisfied; a wrongly suspended user is lost. Public signals are not
+enough in hard: the fact-check budget is what tells true from false
+(`bench/moderator_v1_auc.py` measures how much).
+
+## Action space
+`MultiDiscrete([4] * 16)`, per queue slot (`moderation.ACTIONS`): 0 none, 1 fact-check
+(at most `fact_check_budget` a step: 4 easy, 2 medium, 1 hard; checks beyond it are
+ignored, in slot order; the verdict is right with probability 0.95 / 0.95 / 0.9 and shows
+in the next observation), 2 remove the post, 3 remove it and suspend its author (all
+their posts leave). An action on an empty slot does nothing.
+
+## Observation space
+`Box(-inf, inf, (16 * 14 + 3,))` float32: per slot the `QUEUE_FEATURES` (age, log likes,
+log reposts, log reports, log reports this step, log author followers, log account age,
+author's earlier removals, arousal score, |stance|, share of reports from frequent
+reporters, like rate, fact-check verdict (+1 true / -1 misinformation / 0 none), filled),
+then time, the platform's reports per impression, the budget as a share of the queue.
+No labels.
+
+## Rewards
+`ModeratorReward`: -20 x misinformation impressions / N + 1 x engagements / N - 0.05 x
+(true posts removed + 10 x true users suspended). A false positive costs now and later
+(the author's and their audience's lost engagement).
+
+## Episode end
+No termination; truncation after `max_steps` (100) steps.
+
+## Arguments
+`ModeratorEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100,
+reward=None)`; `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`.
+Nothing is journaled (see Recommender-v1).
+
+## Version history
+- v1 (issues 26, 30): the batched engine, adaptive adversaries, budgeted fact-checks,
+  tiers, a native vector env. Bump the version whenever a change could change any result.
+"""
+
+from __future__ import annotations
+
+from gymnasium.spaces import MultiDiscrete
+from gymnasium.vector import AutoresetMode
+
+from oasis_gym.batched.tasks import ModeratorReward, ModeratorTask
+
+from .lockstep import LockstepEnv, LockstepVectorEnv
+
+__all__ = ["ModeratorEnv", "ModeratorVectorEnv", "ModeratorReward"]
+
+
+def _space(task) -> MultiDiscrete:
+    return MultiDiscrete([task.n_codes] * task.queue_size)
+
+
+class ModeratorEnv(LockstepEnv):
+    """One Moderator-v1 episode at a time (module docstring)."""
+
+    def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
+                 reward: ModeratorReward | None = None):  # fmt: skip
+        task = ModeratorTask(1, users, difficulty, population_seed, max_steps, reward)
+        super().__init__(task, _space(task))
+
+
+class ModeratorVectorEnv(LockstepVectorEnv):
+    """`num_envs` Moderator-v1 episodes stepped together (module docstring)."""
+
+    def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
+                 reward: ModeratorReward | None = None, autoreset_mode=AutoresetMode.NEXT_STEP):  # fmt: skip
+        task = ModeratorTask(num_envs, users, difficulty, population_seed, max_steps, reward)
+        super().__init__(task, _space(task), autoreset_mode)

@@ -1,0 +1,121 @@
+"""K social platforms stepped in lockstep: the engine of the v1 platform-agent tasks.
+
+One `step` runs, for every simulation at once: the moderator's actions on the queue it
+saw, the campaign regimes, brigade retargeting, returning accounts and users, the visits
+(activity x satisfaction; churned and suspended users stay away), the ranking of every
+visitor's candidates with the simulation's weights W, the users' responses and what they
+do to them, new posts and brigade reports. It returns per-simulation counts (K,) from
+which the tasks compute rewards. No Python loop runs over simulations or users; all
+randomness is counter-based (`rng.py`), so simulation i with seed s is the same alone or
+beside others.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import feed, moderation, posting, rng, users
+from .population import Population, make_population
+from .state import S_ACTIVE, S_RETURN, State
+from .tiers import Dynamics, tier
+
+FEED_SIZE = 10
+# the platform's default ranking (what the moderator task's feeds use): global weights
+DEFAULT_WEIGHTS = np.array([1.0, 0.5, 0.3, 0.6, 0.5, 0.3, 0.0, 0.3, 0.5], np.float32)
+
+
+def global_weights(w: np.ndarray) -> np.ndarray:
+    """W (6, 9) of one weight vector over the candidate features for every user."""
+    out = np.zeros((len(feed.USER_FEATURES), len(feed.CANDIDATE_FEATURES)), np.float32)
+    out[0] = w
+    return out
+
+
+class Engine:
+    """K simulations of one population and tier (`difficulty` or explicit `dynamics`)."""
+
+    def __init__(self, k: int, users: int = 1000, difficulty: str = "medium", population_seed: int = 0,
+                 dynamics: Dynamics | None = None, population: Population | None = None):  # fmt: skip
+        self.dynamics = dynamics if dynamics is not None else tier(difficulty)
+        self.population = (
+            population if population is not None else make_population(users, self.dynamics, population_seed)
+        )
+        self.state = State(k, self.population, self.dynamics)
+        self.k, self.n = self.state.k, self.state.n
+
+    def reset(self, rows, seeds) -> None:
+        """New episodes in `rows` with `seeds` (arrays of equal length)."""
+        self.state.reset(np.asarray(rows), np.asarray(seeds))
+
+    def step(self, weights=None, queue_ids=None, codes=None, stepping=None) -> dict[str, np.ndarray]:
+        """One step of every simulation. `weights` (K, 6, 9): the ranking W of each (None:
+        DEFAULT_WEIGHTS for everyone); `queue_ids`/`codes` (K, QUEUE): moderator actions on
+        the queue it saw; `stepping` (K,) bool: only these simulations step, the others are
+        left exactly as they are (None: all). Returns per-simulation counts, each (K,)."""
+        st, dyn = self.state, self.dynamics
+        go = np.ones(self.k, bool) if stepping is None else np.asarray(stepping, bool)
+        out = {}
+        if queue_ids is not None:
+            out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, moderation.NONE)))
+        st.t += go
+        st.step_reports[go] = 0
+        posting.switch_campaigns(st, go)
+        if dyn.brigade_move_every > 0:
+            st.retarget(np.flatnonzero(go & (st.t % dyn.brigade_move_every == 0)))
+        posting.return_accounts(st, go)
+        active = self._visits(go)
+        ka, ua = np.nonzero(active)
+        ids, flat, in_net, valid = feed.candidates(st, ka, ua)
+        x = feed.features(st, ka, ua, flat, in_net)
+        z = feed.user_features(st, ka, ua)
+        if weights is None:
+            weights = np.broadcast_to(global_weights(DEFAULT_WEIGHTS), (self.k, 6, len(DEFAULT_WEIGHTS)))
+        demoted = st.downranked.reshape(-1)[flat]
+        top, served_ok = feed.rank(x, z, np.asarray(weights, np.float32)[ka], valid, demoted, FEED_SIZE)
+        served = np.take_along_axis(ids, top, 1)
+        served_flat = np.take_along_axis(flat, top, 1)
+        engaged, shared, reported = users.respond(st, ka, ua, served, served_flat, served_ok)
+        users.count_on_posts(st, ka, ua, served_flat, served_ok, engaged, shared, reported)
+        users.update_users(st, ka, ua, served, served_flat, served_ok, engaged, shared)
+        st.visit_ema[go] = 0.9 * st.visit_ema[go] + 0.1 * active[go]
+        st.last_visit[active] = np.broadcast_to(st.t[:, None], active.shape)[active]
+        made = posting.post(st, ka, ua)
+        posting.brigade(st, go)
+        mis = st.misinfo.reshape(-1)[served_flat] & served_ok
+        aroused = st.arousal_score.reshape(-1)[served_flat] * served_ok
+        out.update(
+            active=np.bincount(ka, minlength=self.k),
+            impressions=np.bincount(ka, weights=served_ok.sum(1), minlength=self.k),
+            engagements=np.bincount(ka, weights=engaged.sum(1), minlength=self.k),
+            misinfo_impressions=np.bincount(ka, weights=mis.sum(1), minlength=self.k),
+            reports=np.bincount(ka, weights=reported.sum(1), minlength=self.k),
+            arousal_served=np.bincount(ka, weights=aroused.sum(1), minlength=self.k),
+            posts=made,
+            opinion_std=st.opinion.std(axis=1),
+            abs_opinion=np.abs(st.opinion).mean(axis=1),
+            churned=st.churned.mean(axis=1),
+            satisfaction=st.satisfaction.mean(axis=1),
+            campaign=st.campaign.copy(),
+        )  # fmt: skip
+        self._pool_stats(ka, x, valid, out)
+        return out
+
+    def _visits(self, go: np.ndarray) -> np.ndarray:
+        """Who visits this step: (K, N) bool. A churned user comes back with return_prob
+        (satisfaction reset to 0.5) and visits at once; suspended users never visit."""
+        st, dyn = self.state, self.dynamics
+        users_ = np.arange(self.n)[None, :]
+        back = st.churned & (rng.uniform(st.key[:, None], st.t[:, None], S_RETURN, users_) < dyn.return_prob)
+        back &= go[:, None]
+        st.churned &= ~back
+        st.satisfaction[back] = 0.5
+        p = self.population.activity[None, :] * (0.4 + 1.2 * st.satisfaction)
+        draw = rng.uniform(st.key[:, None], st.t[:, None], S_ACTIVE, users_)
+        return (back | (draw < np.minimum(p, 0.9))) & ~st.churned & (st.suspended_at < 0) & go[:, None]
+
+    def _pool_stats(self, ka: np.ndarray, x: np.ndarray, valid: np.ndarray, out: dict) -> None:
+        """Per-simulation means of each candidate feature over the valid cells."""
+        cells = np.bincount(ka, weights=valid.sum(1), minlength=self.k)
+        per_pair = np.einsum("fmc,mc->mf", x, valid.astype(np.float32))
+        sums = np.stack([np.bincount(ka, weights=per_pair[:, f], minlength=self.k) for f in range(x.shape[0])], 1)
+        out["pool_means"] = sums / np.maximum(cells, 1)[:, None]

@@ -1,0 +1,150 @@
+"""Feeds of every active user of K simulations at once: candidates, features, ranking.
+
+An active user's candidates are the newest post of each followee and the newest repost of
+`SHARES_SEEN` of them (in-network, the followees taken in turn step by step; a returned
+account has lost its followers, so its posts are in-network for nobody) and
+`OUT_OF_NETWORK` posts drawn from the ring (out-of-network), duplicates and dead posts
+masked. Each candidate has the `CANDIDATE_FEATURES` a ranking service would
+compute (no labels: arousal is a classifier's noisy score), each user the `USER_FEATURES`
+(history summaries). The score of a candidate is x . w(u), w(u) = z(u) @ W, with the
+ranking weights W of the user's simulation; the top `feed_size` are served in score order.
+Every operation is over the flat list of (simulation, user) pairs, so a step costs the
+same Python for 1 or 64 simulations, and a row's numbers never depend on the other rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rng
+from .population import FOLLOWEES
+from .state import S_CANDIDATE, State
+
+SHARES_SEEN = 8
+OUT_OF_NETWORK = 8
+IN_NETWORK = FOLLOWEES + SHARES_SEEN
+CANDIDATES = IN_NETWORK + OUT_OF_NETWORK
+CANDIDATE_FEATURES = (
+    "recency",  # exp(-age / 3 steps)
+    "popularity",  # log(1 + likes + shares) / log(1000)
+    "author_fans",  # log(1 + author's followers) / log(1000)
+    "similarity",  # user interests . post topic (cosine)
+    "in_network",  # 1 if from a followee's post or repost
+    "arousal",  # the arousal classifier's score in [0, 1] (outrage, moral-emotional wording)
+    "reports",  # log(1 + reports) / log(100)
+    "alignment",  # user opinion x post stance (> 0: agreeing)
+    "like_rate",  # (likes + shares) / (impressions + 5)
+)
+USER_FEATURES = (
+    "bias",  # 1
+    "opinion",  # the stance the user's engagement shows, in [-1, 1]
+    "abs_opinion",
+    "engagement_rate",  # moving average of engaged / served over the user's visits
+    "visit_rate",  # moving average of visits per step
+    "arousal_affinity",  # moving average of 4 * mean(engaged * (arousal - 0.5))
+)
+_LOG1000, _LOG100 = np.log(1000.0), np.log(100.0)
+
+
+def candidates(state: State, ka: np.ndarray, ua: np.ndarray):
+    """Candidate post ids (M, CANDIDATES) of active pairs, their flat indexes, in-network
+    flags and validity."""
+    rows = ka[:, None]
+    fol = rows * state.n + state.pop.followees[ua]  # flat (simulation, followee) indexes
+    reach = state.account_start.reshape(-1)[fol] == 0
+    own_post = np.where(reach, state.last_post.reshape(-1)[fol], -1)
+    turn = (state.t[rows] + np.arange(SHARES_SEEN)) % FOLLOWEES
+    shared = state.last_share.reshape(-1)[np.take_along_axis(fol, turn, 1)]
+    draw = rng.uniform(state.key[rows], state.t[rows], S_CANDIDATE, ua[:, None], np.arange(OUT_OF_NETWORK))
+    out = state.post_id.reshape(-1)[rows * state.p + (draw * state.p).astype(np.int64)]
+    ids = np.concatenate([own_post, shared, out], axis=1)
+    # dedupe: sort the keys 2 id + (out-of-network) and drop repeated ids, so the in-network
+    # copy of a post is the one kept; the keys decode back into ids and flags
+    code = ids * 2
+    code[:, IN_NETWORK:] += 1
+    code.sort(axis=1)
+    ids = code >> 1
+    in_net = (code & 1) == 0
+    flat = state.flat(ka, ids)
+    valid = state.live_flat(ids, flat)
+    valid[:, 1:] &= ids[:, 1:] != ids[:, :-1]
+    valid &= state.author.reshape(-1)[flat] != ua[:, None]
+    return ids, flat, in_net, valid
+
+
+def similarity(state: State, ka: np.ndarray, ua: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """Cosine of user interests and post topics at flat post indexes (M, C)."""
+    interest = state.pop.interest[ua]
+    planes = state.topic.reshape(state.topic.shape[0], -1)
+    out = planes[0][flat] * interest[:, None, 0]
+    for d in range(1, len(planes)):
+        out += planes[d][flat] * interest[:, None, d]
+    return out
+
+
+def features(state: State, ka: np.ndarray, ua: np.ndarray, flat: np.ndarray, in_net: np.ndarray) -> np.ndarray:
+    """The CANDIDATE_FEATURES of the candidates at `flat` of pairs (ka, ua): (9, M, C)
+    float32, feature-major."""
+
+    def at(a: np.ndarray) -> np.ndarray:
+        return a.reshape(-1)[flat]
+
+    age = (state.t[ka][:, None] - at(state.created)).astype(np.float32)
+    likes, shares = at(state.likes), at(state.shares)
+    author = ka[:, None] * state.n + at(state.author)
+    x = np.empty((len(CANDIDATE_FEATURES), *flat.shape), np.float32)
+    np.exp(-age / 3.0, out=x[0])
+    np.log1p(likes + shares, out=x[1])
+    x[1] /= _LOG1000
+    np.log1p(state.fans.reshape(-1)[author], out=x[2])
+    x[2] /= _LOG1000
+    x[3] = similarity(state, ka, ua, flat)
+    x[4] = in_net
+    x[5] = at(state.arousal_score)
+    np.log1p(at(state.reports), out=x[6])
+    x[6] /= _LOG100
+    np.multiply(state.opinion[ka, ua][:, None], at(state.stance), out=x[7])
+    np.divide(likes + shares, at(state.impressions) + 5.0, out=x[8])
+    return x
+
+
+def user_features(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
+    """The USER_FEATURES of pairs (ka, ua): (M, 6) float32."""
+    z = np.empty((len(ka), len(USER_FEATURES)), np.float32)
+    z[:, 0] = 1.0
+    z[:, 1] = state.opinion[ka, ua]
+    z[:, 2] = np.abs(z[:, 1])
+    z[:, 3] = state.eng_ema[ka, ua]
+    z[:, 4] = state.visit_ema[ka, ua]
+    z[:, 5] = state.arousal_ema[ka, ua]
+    return z
+
+
+def rank(
+    x: np.ndarray, z: np.ndarray, weights: np.ndarray, valid: np.ndarray, demoted: np.ndarray, feed_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (M, feed_size) into the candidates, best first, and whether each is a post.
+
+    `x` (9, M, C) feature-major; `weights` (M, 6, 9) are the ranking weights W of each pair's simulation. The scores are
+    einsum's sum of products per cell (no BLAS, a fixed order per cell), so a row's scores
+    are bit-identical whatever the batch (tested). Demoted (downranked) candidates lose 2."""
+    w = np.einsum("mi,mif->mf", z, weights)
+    score = np.einsum("fmc,mf->mc", x, w)
+    np.subtract(score, np.float32(2.0), out=score, where=demoted)
+    np.copyto(score, np.float32(-np.inf), where=~valid)
+    top = top_columns(score, feed_size)
+    return top, np.take_along_axis(valid, top, 1)
+
+
+def top_columns(score: np.ndarray, k: int) -> np.ndarray:
+    """Columns of the k highest scores per row (M, C <= 32), best first, ties to the lower
+    column. One int32 sort: each float32 score becomes an order-preserving int32 whose low
+    5 bits are replaced by its column (the scores lose their 5 lowest mantissa bits, a
+    relative 4e-6, for the ranking only)."""
+    assert score.shape[1] <= 32, "top_columns packs the column into 5 bits"
+    bits = score.view(np.int32)
+    key = np.where(bits < 0, bits ^ np.int32(0x7FFFFFFF), bits)
+    key = (-(key >> 5)) << 5
+    key |= np.arange(score.shape[1], dtype=np.int32)
+    key.sort(axis=1)
+    return (key[:, :k] & 31).astype(np.int64)

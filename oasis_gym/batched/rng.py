@@ -1,0 +1,66 @@
+"""Counter-based random numbers: every draw is a pure function of (key, counters).
+
+The batched engine steps K simulations at once. With one `numpy.random.Generator` per
+simulation the draws would need a Python loop over the simulations, and with one shared
+generator a simulation's draws would depend on how many others run beside it. Here a
+draw is `hash(episode key, step, stream, index)` (SplitMix64's finaliser, applied in
+turn to each part), so simulation i with seed s draws exactly the same numbers alone or as
+one of K, in any order, and a whole (K, N) block is drawn in a few array operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S40 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(40)
+_TO_UNIT = np.float32(2.0**-24)
+_S16, _LOW24 = np.uint64(16), np.uint64(0xFFFFFF)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (a bijection of uint64, good avalanche)."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+def hash64(*parts) -> np.ndarray:
+    """One uint64 per broadcast element of the parts (ints or integer arrays)."""
+    with np.errstate(over="ignore"):
+        h = np.uint64(0)
+        for part in parts:
+            h = _mix(h ^ (np.asarray(part).astype(np.uint64, copy=False) + _GOLDEN))
+        return np.asarray(h, dtype=np.uint64)
+
+
+def episode_key(seed) -> np.ndarray:
+    """The key of an episode seed (or an array of them)."""
+    return hash64(np.asarray(seed, dtype=np.int64).astype(np.uint64), 0x0A515)
+
+
+def uniform(*parts) -> np.ndarray:
+    """float32 in [0, 1) (24 random bits), one per broadcast element of the parts."""
+    return (hash64(*parts) >> _S40).astype(np.float32) * _TO_UNIT
+
+
+def normal(*parts) -> np.ndarray:
+    """float32 standard normal draws (Box-Muller on two 24-bit uniforms of one hash)."""
+    h = hash64(*parts)
+    u1 = (h >> _S40).astype(np.float32) * _TO_UNIT
+    u2 = ((h >> _S16) & _LOW24).astype(np.float32) * _TO_UNIT
+    return np.sqrt(np.float32(-2.0) * np.log1p(-u1)) * np.cos(np.float32(2.0 * np.pi) * u2)
+
+
+TRAIN_SEEDS_FROM = 2**20  # unseeded episodes draw seeds >= this; evaluation uses seeds below
+
+
+def next_episode_seed(seed) -> np.ndarray:
+    """The seed of the episode after one with `seed` when the next reset names none: a fixed
+    function, so an env alone and the same env inside a vector env play the same chain of
+    episodes, always >= TRAIN_SEEDS_FROM (never an evaluation seed)."""
+    return (TRAIN_SEEDS_FROM + hash64(np.asarray(seed, np.int64).astype(np.uint64), 0x5EED) % np.uint64(2**40)).astype(
+        np.int64
+    )

@@ -1,0 +1,212 @@
+"""The v1 platform-agent tasks on the batched engine: observations, actions, rewards of K episodes.
+
+A task owns an `Engine` of K simulations and turns its per-simulation counts into what a
+learner sees. Both tasks step all K episodes at once (`step`), optionally only some of
+them (`stepping`, for the vector env's autoreset), and start new episodes in any rows
+(`reset`). The envs (`envs/recommender_v1.py`, `envs/moderator_v1.py`) add the spaces,
+seeding and autoreset; nothing here imports gymnasium.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import moderation
+from .engine import DEFAULT_WEIGHTS, Engine, global_weights
+from .feed import CANDIDATE_FEATURES, USER_FEATURES
+
+RECOMMENDER_OBS = (
+    "engagements_per_visitor",
+    "visitor_share",
+    "dormant_share",  # users not seen for 10 steps or more (the service knows who stays away)
+    "reports_per_impression",
+    "arousal_served",  # mean arousal score of the served posts
+    "opinion_mean",
+    "opinion_std",
+    "opinion_std_change",  # since the episode's start
+    "abs_opinion_mean",
+    "time",  # step / max_steps
+    *(f"pool_{f}" for f in CANDIDATE_FEATURES),
+)
+MODERATOR_GLOBALS = ("time", "reports_per_impression", "fact_check_budget_share")
+
+
+@dataclass(frozen=True)
+class RecommenderReward:
+    """r = engagement_weight * engagements / N - misinfo_penalty * misinformation impressions / N
+    - polarization_penalty * (opinion std now - a step ago). Divided by all N users, not
+    the visitors: a user who leaves contributes nothing, so retention is worth reward."""
+
+    engagement_weight: float = 10.0
+    misinfo_penalty: float = 20.0
+    polarization_penalty: float = 50.0
+
+
+@dataclass(frozen=True)
+class ModeratorReward:
+    """r = -misinfo_penalty * misinformation impressions / N + engagement_weight *
+    engagements / N - action_cost * (true posts removed + 10 x true users suspended): the
+    cost of a false positive is immediate (action_cost) and lasting (the chilled or lost
+    user's engagement)."""
+
+    misinfo_penalty: float = 20.0
+    engagement_weight: float = 1.0
+    action_cost: float = 0.05
+
+
+class _Task:
+    """What both tasks share: the engine, the episode clock, per-episode opinion baselines."""
+
+    def __init__(self, k: int, users: int, difficulty: str, population_seed: int, max_steps: int, population=None):
+        for name, value, low in (
+            ("num_envs", k, 1),
+            ("max_steps", max_steps, 1),
+            ("population_seed", population_seed, 0),
+        ):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        self.engine = Engine(k, users, difficulty, population_seed, population=population)
+        self.k, self.n, self.max_steps = self.engine.k, self.engine.n, int(max_steps)
+        self._prev_std = np.zeros(self.k, np.float32)
+
+    @property
+    def state(self):
+        return self.engine.state
+
+    def reset(self, rows: np.ndarray, seeds: np.ndarray) -> None:
+        """New episodes in `rows`."""
+        self.engine.reset(rows, seeds)
+        self._prev_std[rows] = self.state.opinion_std0[rows]
+
+    def _common(self, out: dict) -> dict:
+        """Per-episode info values of one step, (K,) arrays."""
+        n = float(self.n)
+        return {
+            "engagements": out["engagements"] / n,
+            "misinfo_impressions": out["misinfo_impressions"] / n,
+            "misinfo_share": out["misinfo_impressions"] / np.maximum(out["impressions"], 1),
+            "visitors": out["active"] / n,
+            "churned": out["churned"],
+            "satisfaction": out["satisfaction"],
+            "opinion_std": out["opinion_std"],
+            "campaign": out["campaign"].astype(np.float32),
+        }
+
+
+class RecommenderTask(_Task):
+    """Recommender-v1's logic: the action is the ranking W (per-user) or w (global)."""
+
+    def __init__(self, k, users=1000, difficulty="medium", population_seed=0, max_steps=100, ranking="per_user",
+                 reward: RecommenderReward | None = None, population=None):  # fmt: skip
+        if ranking not in ("per_user", "global"):
+            raise ValueError(f"ranking must be 'per_user' or 'global', got {ranking!r}")
+        super().__init__(k, users, difficulty, population_seed, max_steps, population)
+        self.ranking = ranking
+        self.reward_params = reward or RecommenderReward()
+        shape = (len(USER_FEATURES), len(CANDIDATE_FEATURES))
+        self.action_size = shape[0] * shape[1] if ranking == "per_user" else shape[1]
+        self.obs_size = len(RECOMMENDER_OBS)
+
+    def weights(self, actions: np.ndarray) -> np.ndarray:
+        """Ranking weights (K, 6, 9) of actions (K, action_size) in [-1, 1] (clipped)."""
+        a = np.clip(np.asarray(actions, np.float32).reshape(self.k, -1), -1.0, 1.0)
+        if self.ranking == "per_user":
+            return a.reshape(self.k, len(USER_FEATURES), len(CANDIDATE_FEATURES))
+        w = np.zeros((self.k, len(USER_FEATURES), len(CANDIDATE_FEATURES)), np.float32)
+        w[:, 0] = a
+        return w
+
+    def reset_obs(self, rows: np.ndarray) -> np.ndarray:
+        """Observations of freshly reset rows: no flows yet, the opinions, time 0."""
+        st = self.state
+        obs = np.zeros((len(rows), self.obs_size), np.float32)
+        op = st.opinion[rows]
+        obs[:, 5], obs[:, 6], obs[:, 8] = op.mean(1), op.std(1), np.abs(op).mean(1)
+        return obs
+
+    def step(self, actions: np.ndarray, stepping: np.ndarray | None = None):
+        """One step of the episodes in `stepping` (all if None): obs, reward, info arrays."""
+        out = self.engine.step(self.weights(actions), stepping=stepping)
+        st, p = self.state, self.reward_params
+        impressions = np.maximum(out["impressions"], 1)
+        obs = np.empty((self.k, self.obs_size), np.float32)
+        obs[:, 0] = out["engagements"] / np.maximum(out["active"], 1)
+        obs[:, 1] = out["active"] / self.n
+        obs[:, 2] = (st.t[:, None] - np.maximum(st.last_visit, 0) >= 10).mean(1)
+        obs[:, 3] = out["reports"] / impressions
+        obs[:, 4] = out["arousal_served"] / impressions
+        obs[:, 5] = st.opinion.mean(1)
+        obs[:, 6] = out["opinion_std"]
+        obs[:, 7] = out["opinion_std"] - st.opinion_std0
+        obs[:, 8] = out["abs_opinion"]
+        obs[:, 9] = st.t / self.max_steps
+        obs[:, 10:] = out["pool_means"]
+        info = self._common(out)
+        d_std = out["opinion_std"] - self._prev_std
+        self._prev_std = np.where(self._stepped(stepping), out["opinion_std"], self._prev_std).astype(np.float32)
+        reward = (
+            p.engagement_weight * info["engagements"]
+            - p.misinfo_penalty * info["misinfo_impressions"]
+            - p.polarization_penalty * d_std
+        )
+        info["polarization_increase"] = d_std
+        return obs, reward.astype(np.float32), info
+
+    def _stepped(self, stepping):
+        return np.ones(self.k, bool) if stepping is None else np.asarray(stepping, bool)
+
+
+class ModeratorTask(_Task):
+    """Moderator-v1's logic: the action is one code per review-queue slot."""
+
+    def __init__(self, k, users=1000, difficulty="medium", population_seed=0, max_steps=100,
+                 reward: ModeratorReward | None = None, population=None):  # fmt: skip
+        super().__init__(k, users, difficulty, population_seed, max_steps, population)
+        self.reward_params = reward or ModeratorReward()
+        self.queue_size, self.n_codes = moderation.QUEUE, len(moderation.ACTIONS)
+        self.obs_size = moderation.QUEUE * len(moderation.QUEUE_FEATURES) + len(MODERATOR_GLOBALS)
+        self.queue_ids = np.full((self.k, moderation.QUEUE), -1, np.int64)
+        self._weights = np.broadcast_to(
+            global_weights(DEFAULT_WEIGHTS), (self.k, len(USER_FEATURES), len(DEFAULT_WEIGHTS))
+        )
+
+    def reset(self, rows, seeds) -> None:
+        """New episodes in `rows`, their review queues empty."""
+        super().reset(rows, seeds)
+        self.queue_ids[rows] = -1
+
+    def reset_obs(self, rows: np.ndarray) -> np.ndarray:
+        """Observations of freshly reset rows (their queues are made now)."""
+        return self.observe(rows)[rows]
+
+    def observe(self, rows=None) -> np.ndarray:
+        """Observations (K, obs_size) of the review queues now (and remember the queues)."""
+        st = self.state
+        ids = moderation.queue(st)
+        if rows is not None:
+            keep = np.ones(self.k, bool)
+            keep[rows] = False
+            ids = np.where(keep[:, None], self.queue_ids, ids)
+        self.queue_ids = ids
+        x = moderation.queue_features(st, ids).reshape(self.k, -1)
+        g = np.zeros((self.k, len(MODERATOR_GLOBALS)), np.float32)
+        g[:, 0] = st.t / self.max_steps
+        g[:, 1] = st.reports.sum(1) / np.maximum(st.impressions.sum(1), 1)
+        g[:, 2] = st.dyn.fact_check_budget / moderation.QUEUE
+        return np.concatenate([x, g], axis=1)
+
+    def step(self, codes: np.ndarray, stepping: np.ndarray | None = None):
+        """Apply the codes to the queues last observed, step, observe: obs, reward, info."""
+        codes = np.asarray(codes, np.int64).reshape(self.k, moderation.QUEUE)
+        out = self.engine.step(self._weights, self.queue_ids, codes, stepping=stepping)
+        p = self.reward_params
+        info = self._common(out)
+        wrong = out["removed_true"] + 10 * out["suspended_true"]
+        reward = -p.misinfo_penalty * info["misinfo_impressions"] + p.engagement_weight * info["engagements"]
+        reward = reward - p.action_cost * wrong
+        for name in ("fact_checks", "removed_misinfo", "removed_true", "suspended_misinfo", "suspended_true"):
+            info[name] = out[name].astype(np.float32)
+        obs = self.observe()
+        return obs, reward.astype(np.float32), info

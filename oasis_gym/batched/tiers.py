@@ -1,0 +1,119 @@
+"""The dynamics of the v1 platform-agent tasks, one set of constants per difficulty tier.
+
+Every constant is chosen a priori from the mechanism it stands for (documented beside it),
+never tuned on evaluation episodes. `easy` is the sanity tier: one kind of user, no
+retention dynamics, harm independent of engagement, so a well-chosen constant ranking is
+close to optimal. `medium` adds what makes the recommender's problem sequential: users
+whose satisfaction follows what they are shown and who leave and come back (churn and
+return), outrage that draws engagement and carries misinformation, misinformation
+campaigns that come and go, three kinds of user. `hard` adds lasting opinion change,
+a noisier arousal classifier and longer campaigns; for the moderator it adds adversaries
+whose public signals mimic true posts, brigades that move, and costly false positives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """Constants of one tier (see the module docstring and `oasis_gym/batched/engine.py`)."""
+
+    # users: kinds (shares of casual / outrage-prone / news-seeking users)
+    kind_shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    # engagement logit = base + sim * similarity + quality[kind] * q + arousal[kind] * r
+    #                    + align * alignment - position * rank
+    engage_base: float = -2.2
+    engage_similarity: float = 1.2
+    engage_quality: tuple[float, float, float] = (1.2, 0.4, 2.2)
+    engage_arousal: tuple[float, float, float] = (0.8, 2.6, -1.2)
+    engage_alignment: float = 0.8
+    engage_position: float = 0.08
+    share_given_engage: float = 0.25
+    # satisfaction s in [0, 1]: s <- (1 - rate) s + rate * sigmoid(4 * session value + 0.5),
+    # session value = mean over the feed of quality_gain (q - 0.5) + engaged_gain * engaged
+    # - arousal_cost[kind] * r - misinfo_cost * m (hate-scrolling engages and sours)
+    satisfaction_rate: float = 0.0
+    quality_gain: float = 1.0
+    engaged_gain: float = 0.5
+    arousal_cost: tuple[float, float, float] = (0.6, 0.9, 1.6)
+    misinfo_cost: float = 0.5
+    # activation: p = activity * (0.4 + 1.2 s); churn: an active user with s < churn_below
+    # leaves with churn_prob; a churned user returns with return_prob a step (s reset to 0.5)
+    churn_below: float = 0.3
+    churn_prob: float = 0.0
+    return_prob: float = 0.02
+    # posts: misinformation probability = author base + arousal_link * max(r - 0.5, 0)
+    misinfo_base: float = 0.03
+    misinfo_account_base: float = 0.85
+    misinfo_arousal_link: float = 0.0
+    arousal_score_noise: float = 0.1  # sd of the arousal classifier's error
+    # campaigns: a hidden regime per simulation in which misinformation accounts post
+    # campaign_boost times more; on with campaign_on, off with campaign_off a step
+    campaign_on: float = 0.0
+    campaign_off: float = 0.2
+    campaign_boost: float = 4.0
+    # opinions: bounded-confidence pull towards engaged stances within confidence, and an
+    # outward push of aroused engagement (lasting: nothing pulls opinions back)
+    opinion_pull: float = 0.0
+    opinion_confidence: float = 0.5
+    opinion_arousal_push: float = 0.0
+    # moderator side: brigades (users reporting targeted true authors' posts), how often the
+    # targets move, suspended misinformation accounts returning as new accounts after
+    # return_delay steps, mimicry (misinformation arousal drawn like true posts'),
+    # false-positive effects (a wrongly moderated author posts less and is less satisfied)
+    brigaders: int = 0
+    brigade_targets: int = 3
+    brigade_move_every: int = 0  # 0: targets fixed for the episode
+    brigade_report_prob: float = 0.5
+    account_return_delay: int = 0  # 0: suspended accounts never return
+    mimicry: float = 0.0  # 0: misinformation arousal as in its own distribution, 1: as true posts'
+    chill_factor: float = 1.0  # post-rate multiplier of a wrongly moderated author
+    chill_satisfaction: float = 0.0
+    fact_check_budget: int = 4
+    fact_check_accuracy: float = 0.95
+    misinfo_report_prob: float = 0.08  # per impression, times disagreement (+ 0.5)
+    true_report_prob: float = 0.01
+    extra: dict = field(default_factory=dict)
+
+
+EASY = Dynamics()
+MEDIUM = replace(
+    EASY,
+    kind_shares=(0.5, 0.3, 0.2),
+    satisfaction_rate=0.3,
+    churn_prob=0.15,
+    misinfo_arousal_link=0.5,
+    campaign_on=0.05,
+    brigaders=20,
+    account_return_delay=4,
+    chill_factor=0.5,
+    chill_satisfaction=0.3,
+    fact_check_budget=2,
+)
+HARD = replace(
+    MEDIUM,
+    arousal_score_noise=0.25,
+    campaign_off=0.1,
+    opinion_pull=0.05,
+    opinion_arousal_push=0.03,
+    brigaders=40,
+    brigade_move_every=10,
+    account_return_delay=2,
+    mimicry=0.8,
+    misinfo_report_prob=0.04,
+    true_report_prob=0.02,
+    fact_check_budget=1,
+    fact_check_accuracy=0.9,
+)
+TIERS = {"easy": EASY, "medium": MEDIUM, "hard": HARD}
+
+
+def tier(difficulty: str) -> Dynamics:
+    """The dynamics of a difficulty tier (one line on a bad name)."""
+    if difficulty not in TIERS:
+        raise ValueError(f"difficulty must be one of {list(DIFFICULTIES)}, got {difficulty!r}")
+    return TIERS[difficulty]

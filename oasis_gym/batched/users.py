@@ -1,0 +1,119 @@
+"""How the simulated users respond to their feeds, and what that does to them.
+
+Per served post (a user of kind c, post quality q, arousal r, stance, misinformation m):
+P(engage) = sigmoid(base + similarity_w * sim + quality_w[c] * q + arousal_w[c] * r
++ alignment_w * opinion * stance - position_w * rank); a quarter of engagements are
+reposts (the post enters the reposter's followers' candidates). A user who does not engage
+reports with probability (misinfo ? misinfo_report_prob : true_report_prob) x (0.5 +
+|opinion - stance| / 2). After the visit the user's satisfaction moves towards the value
+of the session (quality and engagement raise it; arousal and misinformation lower it, by
+kind), a user left below `churn_below` may leave, and engaged stances move opinions
+(bounded confidence; aroused agreement pushes outward). The ranking service's history
+summaries (engagement rate, visit rate, arousal affinity) are updated from what it saw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rng
+from .feed import similarity
+from .state import S_CHURN, S_ENGAGE, S_REPORT, S_SHARE, State
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _at(a: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    return a.reshape(-1)[flat]
+
+
+def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, flat: np.ndarray, valid: np.ndarray):
+    """Engaged, reposted and reported flags (M, F) of pairs (ka, ua) served post `ids`
+    (`flat`: their flat indexes)."""
+    dyn, rows = state.dyn, ka[:, None]
+    kind = state.pop.kind[ua][:, None]
+    sim = similarity(state, ka, ua, flat)
+    opinion = state.opinion[ka, ua][:, None]
+    stance = _at(state.stance, flat)
+    logit = (
+        dyn.engage_base
+        + dyn.engage_similarity * sim
+        + np.asarray(dyn.engage_quality, np.float32)[kind] * _at(state.quality, flat)
+        + np.asarray(dyn.engage_arousal, np.float32)[kind] * _at(state.arousal, flat)
+        + dyn.engage_alignment * opinion * stance
+        - dyn.engage_position * np.arange(ids.shape[1], dtype=np.float32)
+    )
+    counter = (state.key[rows], state.t[rows], ua[:, None], ids)
+    engaged = valid & (rng.uniform(*counter, S_ENGAGE) < _sigmoid(logit))
+    shared = engaged & (rng.uniform(*counter, S_SHARE) < dyn.share_given_engage)
+    p_report = np.where(_at(state.misinfo, flat), dyn.misinfo_report_prob, dyn.true_report_prob)
+    p_report = p_report * (0.5 + np.abs(opinion - stance) / 2)
+    reported = valid & ~engaged & (rng.uniform(*counter, S_REPORT) < p_report)
+    return engaged, shared, reported
+
+
+def count_on_posts(state: State, ka, ua, flat, valid, engaged, shared, reported) -> None:
+    """Add one step's impressions, likes, reposts and reports to the posts' counters, and
+    the reports to the reporters' records (a report by a user with 3 or more earlier
+    reports this episode also counts as a frequent reporter's)."""
+    flat = flat.ravel()
+    size = state.k * state.p
+
+    def add(counter: np.ndarray, mask: np.ndarray) -> None:
+        counter += np.bincount(flat[mask.ravel()], minlength=size).reshape(counter.shape).astype(np.float32)
+
+    add(state.impressions, valid)
+    add(state.likes, engaged & ~shared)
+    add(state.shares, shared)
+    add(state.reports, reported)
+    add(state.step_reports, reported)
+    add(state.frequent_reports, reported & (state.reports_made[ka, ua] >= 3)[:, None])
+    state.reports_made[ka, ua] += reported.sum(1)
+
+
+def update_users(state: State, ka, ua, ids, flat, valid, engaged, shared) -> None:
+    """History summaries, satisfaction, churn, opinions and reposts of the visitors."""
+    dyn = state.dyn
+    served = np.maximum(valid.sum(1), 1).astype(np.float32)
+    seen = valid.any(1)
+    rate = engaged.sum(1) / served
+    score = _at(state.arousal_score, flat)
+    affinity = 4.0 * (engaged * (score - 0.5)).sum(1) / served
+    state.eng_ema[ka, ua] = np.where(seen, 0.7 * state.eng_ema[ka, ua] + 0.3 * rate, state.eng_ema[ka, ua])
+    state.arousal_ema[ka, ua] = np.where(
+        seen, 0.7 * state.arousal_ema[ka, ua] + 0.3 * affinity, state.arousal_ema[ka, ua]
+    )
+    kind = state.pop.kind[ua]
+    if dyn.satisfaction_rate > 0:
+        arousal, misinfo = _at(state.arousal, flat), _at(state.misinfo, flat)
+        value = (
+            dyn.quality_gain * (_at(state.quality, flat) - 0.5)
+            + dyn.engaged_gain * engaged
+            - np.asarray(dyn.arousal_cost, np.float32)[kind][:, None] * arousal
+            - dyn.misinfo_cost * misinfo
+        )
+        value = (value * valid).sum(1) / served
+        s = state.satisfaction[ka, ua]
+        target = 1.0 / (1.0 + np.exp(-(4.0 * value + 0.5)))
+        state.satisfaction[ka, ua] = np.where(seen, (1 - dyn.satisfaction_rate) * s + dyn.satisfaction_rate * target, s)
+    if dyn.churn_prob > 0:
+        low = state.satisfaction[ka, ua] < dyn.churn_below
+        leave = low & (rng.uniform(state.key[ka], state.t[ka], S_CHURN, ua) < dyn.churn_prob)
+        state.churned[ka[leave], ua[leave]] = True
+    if dyn.opinion_pull > 0 or dyn.opinion_arousal_push > 0:
+        o = state.opinion[ka, ua][:, None]
+        stance = _at(state.stance, flat)
+        close = np.abs(stance - o) < dyn.opinion_confidence
+        agree = np.sign(stance) == np.sign(o)
+        n_eng = np.maximum(engaged.sum(1), 1)
+        pull = (engaged * close * (stance - o)).sum(1) / n_eng
+        push = (engaged * agree * _at(state.arousal, flat) * np.sign(stance)).sum(1) / n_eng
+        new = o[:, 0] + dyn.opinion_pull * pull + dyn.opinion_arousal_push * push
+        state.opinion[ka, ua] = np.clip(new, -1.0, 1.0)
+    # the last reposted post (lowest rank) becomes the user's repost seen by followers
+    any_share = shared.any(1)
+    last = shared.shape[1] - 1 - np.argmax(shared[:, ::-1], axis=1)
+    pick = ids[np.arange(len(ids)), last]
+    state.last_share[ka[any_share], ua[any_share]] = pick[any_share]

@@ -1,0 +1,235 @@
+"""Guarantees of every command stopped by Ctrl-C (SIGINT) or SIGTERM: one line on stderr, no
+traceback, exit code 128 + the signal (130, 143), saying what is kept and the command that
+continues or repeats it; and nothing half-written: a command's outputs are staged
+(`oasis_gym.outputs`), so its previous output survives whole and a first output leaves nothing,
+not even the folder it created. The signals have one home, `oasis_gym.interrupts`.
+
+Each command runs for real in a subprocess; the signal is sent from the test once the command is
+doing its work. Where that moment would be too short to hit, one function of the work is wrapped
+to write a marker file and wait there (`paused`): the test waits for the marker as long as it
+takes, then signals, so nothing depends on the machine's speed. `oasis-gym run` stopped mid-run:
+tests/test_guarantees_cli_inputs.py; a sweep stopped while it runs:
+tests/test_guarantees_outputs.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from oasis_fixture import build_oasis_db
+from test_guarantees_journal import tables
+from test_guarantees_outputs import cli, leftovers, visible
+
+from oasis_gym.interrupts import Stopped, deferred, stop_signals
+
+SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
+WAIT_S = 300.0  # generous: how long a command may take to reach its marker
+RUN = ["run", "--users", "20", "--policy", "abm", "--activation", "0.5", "--quiet", "--no-tensorboard"]
+SWEEP = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "2", "--set", "users=36"]
+SWEEP += ["--steps", "2"]
+TRAIN = ["train", "recommender", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
+
+_PAUSED = """\
+import importlib, pathlib, sys, time
+module = importlib.import_module({module!r})
+real, calls = getattr(module, {name!r}), [0]
+def paused(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == {call}:  # the work so far is done: say so, and wait for the signal
+        pathlib.Path({marker!r}).write_text("working")
+        time.sleep(600)
+    return real(*args, **kwargs)
+setattr(module, {name!r}, paused)
+from oasis_gym.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def stopped(cwd: Path, argv: list[str], signum: int, *, pause: tuple[str, str, int] | None = None, ready=None):
+    """Run `oasis-gym ARGV` in `cwd`, send `signum` once it works, and return (exit code, stderr
+    lines, stdout). `pause` = (module, function, call): that call of the function writes a marker
+    and waits (see the module's docstring); else `ready(proc)` returns once the command works."""
+    marker = cwd / ".paused"
+    if pause is not None:
+        module, name, call = pause
+        code = _PAUSED.format(module=module, name=name, call=call, marker=str(marker))
+        cmd = [sys.executable, "-c", code, *argv]
+    else:
+        cmd = [sys.executable, "-m", "oasis_gym.cli", *argv]
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if pause is not None:
+            deadline = time.monotonic() + WAIT_S
+            while not marker.exists():
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.02)
+            marker.unlink()
+        else:
+            ready(proc)
+        os.kill(proc.pid, signum)
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, err.strip().splitlines(), out
+
+
+def one_line(result: tuple, want_code: int, command: str, signum: int) -> str:
+    """The stop's one line (`result`: `stopped`'s), checked: exit code, a single line on stderr
+    naming the command and the signal, nothing on stdout."""
+    code, lines, out = result
+    assert code == want_code and out == "", (code, lines, out)
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert lines[0].startswith(f"oasis-gym {command}: stopped by {signal.Signals(signum).name}"), lines[0]
+    return lines[0]
+
+
+def again(line: str) -> list[str]:
+    """The command the line says repeats it, as argv without the program name."""
+    argv = shlex.split(line.split("run it again: ", 1)[1])
+    assert argv[0] == "oasis-gym"
+    return argv[1:]
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory) -> Path:
+    """A finished 2-step run's journal, copied by each test."""
+    folder = tmp_path_factory.mktemp("journal")
+    res = cli(folder, *RUN, "--steps", "2", "--db", "run.db")
+    assert res.returncode == 0, res.stderr
+    return folder / "run.db"
+
+
+def _copy(journal: Path, tmp_path: Path) -> Path:
+    (tmp_path / "run.db").write_bytes(journal.read_bytes())
+    return tmp_path / "run.db"
+
+
+# --------------------------------------------------------------------------- the one home
+
+
+def test_a_signal_inside_a_deferred_block_waits_for_its_end_then_stops():
+    """The renames that install an output happen all together: a real SIGINT sent inside
+    `deferred` is raised as `Stopped` only when the block ends."""
+    done = []
+    with pytest.raises(Stopped) as stop, stop_signals():
+        with deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler has run by now: it held the signal
+            done.append("the rest of the block")
+        done.append("after the block")  # never reached
+    assert done == ["the rest of the block"] and stop.value.signum == signal.SIGINT
+
+
+def test_both_commands_use_the_one_signal_home():
+    from oasis_gym.cli import interrupt
+    from oasis_gym.scenarios import sweep
+
+    assert interrupt.Stopped is Stopped and interrupt.stop_signals is stop_signals
+    assert sweep.signum_of.__module__ == "oasis_gym.interrupts"
+
+
+# --------------------------------------------------------------------------- report
+
+
+@pytest.mark.parametrize("signum,code", SIGNALS)
+def test_a_stopped_report_keeps_the_previous_report_whole(signum, code, journal, tmp_path):
+    _copy(journal, tmp_path)
+    assert cli(tmp_path, "report", "run.db", "--out", "r").returncode == 0
+    before = visible(tmp_path / "r")
+    argv = ["report", "run.db", "--out", "r", "--overwrite"]
+    # paused before its second plot is saved: the first is written (in its staging folder)
+    line = one_line(
+        stopped(tmp_path, argv, signum, pause=("oasis_gym.metrics.report_plots", "_save", 2)), code, "report", signum
+    )
+    assert "no new report was written (r holds what it held before)" in line, line
+    assert visible(tmp_path / "r") == before and leftovers(tmp_path) == []
+    assert again(line) == argv and cli(tmp_path, *again(line)).returncode == 0
+
+
+def test_a_stopped_first_report_leaves_nothing_not_even_its_folder(journal, tmp_path):
+    _copy(journal, tmp_path)
+    argv = ["report", "run.db", "--out", "new/report"]
+    res = stopped(tmp_path, argv, signal.SIGINT, pause=("oasis_gym.metrics.report_plots", "_save", 2))
+    line = one_line(res, 130, "report", signal.SIGINT)
+    assert not (tmp_path / "new").exists() and leftovers(tmp_path) == []
+    assert cli(tmp_path, *again(line)).returncode == 0 and (tmp_path / "new" / "report" / "summary.txt").is_file()
+
+
+# --------------------------------------------------------------------------- import
+
+
+@pytest.mark.parametrize("signum,code", SIGNALS)
+def test_a_stopped_import_writes_nothing_and_its_retry_succeeds(signum, code, tmp_path):
+    build_oasis_db(tmp_path / "oasis.db", users=12, steps=6, per_step=25)
+    argv = ["import", "oasis.db", "--out", "newdir/"]
+    # paused while the journal is written (its rows are in, OASIS's trace comes next)
+    line = one_line(
+        stopped(tmp_path, argv, signum, pause=("oasis_gym.platform.oasis_import", "_copy_trace", 1)),
+        code,
+        "import",
+        signum,
+    )
+    assert "no journal was written (newdir/oasis.db is as it was before)" in line, line
+    assert not (tmp_path / "newdir").exists() and leftovers(tmp_path) == []
+    assert cli(tmp_path, *again(line)).returncode == 0 and (tmp_path / "newdir" / "oasis.db").is_file()
+
+
+# --------------------------------------------------------------------------- sweep planning
+
+
+@pytest.mark.parametrize("signum,code", SIGNALS)
+def test_a_sweep_stopped_while_planned_runs_nothing_and_keeps_the_earlier_sweep(signum, code, tmp_path):
+    assert cli(tmp_path, *SWEEP, "--out", "s").returncode == 0
+    before = visible(tmp_path / "s")
+    argv = [*SWEEP[:5], "3", *SWEEP[6:], "--out", "s", "--overwrite"]
+    # paused at the second scenario load of the plan (the grid's settings are checked next)
+    line = one_line(
+        stopped(tmp_path, argv, signum, pause=("oasis_gym.scenarios.sweep", "load_scenario", 2)), code, "sweep", signum
+    )
+    assert "while planning the sweep: nothing was run or written" in line, line
+    assert visible(tmp_path / "s") == before and leftovers(tmp_path) == []
+    assert again(line) == argv
+
+
+# --------------------------------------------------------------------------- run before its steps
+
+
+def test_a_resume_stopped_before_its_steps_leaves_the_journal_as_it_was(journal, tmp_path):
+    db = _copy(journal, tmp_path)
+    before = tables(db)
+    argv = ["run", "--resume", "run.db", "--steps", "4", "--quiet", "--no-tensorboard"]
+    res = stopped(tmp_path, argv, signal.SIGTERM, pause=("oasis_gym.cli.run", "resumed_args", 1))
+    line = one_line(res, 143, "run", signal.SIGTERM)
+    assert "run.db is as it was; continue it with: " in line, line
+    assert tables(db) == before
+    command = shlex.split(line.split("continue it with: ", 1)[1])
+    assert command == ["oasis-gym", *argv] and cli(tmp_path, *command[1:]).returncode == 0
+
+
+# --------------------------------------------------------------------------- train
+
+
+def test_a_stopped_training_run_says_what_is_kept_and_writes_no_model(tmp_path):
+    """Training was a KeyboardInterrupt traceback (SIGTERM: a silent kill)."""
+    out = tmp_path / "t"
+
+    def ready(proc):  # its first line comes once the arguments are checked, before any training
+        deadline, said = time.monotonic() + WAIT_S, ""
+        while "rounded up" not in said:
+            assert proc.poll() is None and time.monotonic() < deadline, said
+            said += proc.stderr.readline()
+
+    argv = [*TRAIN, "--timesteps", "100001", "--out", str(out)]  # hours of training: it is stopped long before
+    res = stopped(tmp_path, argv, signal.SIGINT, ready=ready)
+    line = one_line(res, 130, "train recommender", signal.SIGINT)
+    assert f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)" in line
+    assert not any((out / name).exists() for name in ("model.zip", "eval.json", "learning_curve.png"))
+    assert again(line)[: len(argv)] == argv and leftovers(tmp_path) == []

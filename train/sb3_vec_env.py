@@ -1,0 +1,81 @@
+"""SB3's `VecEnv` over a native Gymnasium vector env of the v1 tasks: no subprocesses, no copies.
+
+`LockstepSB3VecEnv(vector_env)` drives a `LockstepVectorEnv` in `SAME_STEP` autoreset mode
+(what SB3 expects: a finished episode's last observation in
+`infos[i]["terminal_observation"]`, the next episode's first in the returned batch) and
+hands SB3 the batch as it is. Seeds follow SB3: `seed(s)` makes the next `reset()` start
+env i with s + i; a reset without seeds continues each env's chain of training seeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.vec_env import VecEnv
+
+from oasis_gym.batched.rng import next_episode_seed
+
+
+class LockstepSB3VecEnv(VecEnv):
+    """SB3 VecEnv of a native v1 vector env (module docstring)."""
+
+    def __init__(self, vector_env):
+        if vector_env.autoreset_mode != AutoresetMode.SAME_STEP:
+            raise ValueError("LockstepSB3VecEnv needs a vector env made with autoreset_mode=SAME_STEP")
+        self.venv = vector_env
+        super().__init__(vector_env.num_envs, vector_env.single_observation_space, vector_env.single_action_space)
+        self._actions: np.ndarray | None = None
+        self._started = False
+
+    def reset(self) -> np.ndarray:
+        """Start every env: with the seeds of `seed()` if given, else each env's next seed."""
+        if self._seeds[0] is not None:
+            obs, info = self.venv.reset(seed=[int(s) for s in self._seeds])
+        elif self._started:
+            obs, info = self.venv.reset(seed=[int(s) for s in next_episode_seed(self.venv.episode_seeds)])
+        else:
+            obs, info = self.venv.reset()
+        self._started = True
+        self._reset_seeds()
+        self.reset_infos = [{"episode_seed": int(s)} for s in info["episode_seed"]]
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Remember the actions (the step runs in `step_wait`)."""
+        self._actions = actions
+
+    def step_wait(self):
+        """One batched step of all envs; finished ones restart in the same call."""
+        obs, reward, terminated, truncated, info = self.venv.step(self._actions)
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for i in np.flatnonzero(dones):  # only at episode ends, once per episode
+            infos[i] = {
+                "terminal_observation": info["final_obs"][i],
+                "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                "episode_seed": int(info["episode_seed"][i]),
+            }
+        return obs, reward.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        """The vector env's attribute, once per index (the envs share one object)."""
+        return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        """Set an attribute of the vector env (shared by all indices)."""
+        setattr(self.venv, attr_name, value)
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        """Call a vector env method once and return its result per index."""
+        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
+        return [result for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        """No env is wrapped (there are no per-env objects)."""
+        return [False for _ in self._get_indices(indices)]

@@ -1,0 +1,189 @@
+"""Baselines of the v1 tasks tuned as hard as the learner, and the batched episode runner.
+
+`run_episodes` plays whole episodes of many (seed, policy) pairs at once on one task of K =
+pairs episodes (the batched engine), so a black-box search evaluates its whole population
+of candidates in one run. Baselines:
+
+- recommender: `tune_constant` -- the best *constant* action (a fixed W), found by the
+  cross-entropy method on the tuning seeds of the training population. A constant W is
+  already a per-user ranking (w(u) = z(u) @ W reads each user's history summaries); what it
+  cannot do is change with the platform's state. `default` is the platform's ranking.
+- moderator: `tune_rules` -- the best report-threshold rule and the best fact-check-first
+  rule over a grid of thresholds (every cell evaluated on the tuning seeds). `truth` is a
+  privileged reference (it reads the hidden labels: remove and suspend every queued
+  misinformation post); it is not called an oracle because it is not proven an upper bound.
+
+The compute each search used is returned with its result (`env_steps`), to be stated beside
+PPO's timesteps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from oasis_gym.batched import moderation
+from oasis_gym.batched.engine import DEFAULT_WEIGHTS
+from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
+
+EPISODE_KEYS = ("return", "engagements", "misinfo_impressions", "churned", "satisfaction")
+
+
+def make_task(kind: str, k: int, env: dict):
+    """The task of `kind` ("recommender" / "moderator") with K episodes and the env kwargs."""
+    cls = {"recommender": RecommenderTask, "moderator": ModeratorTask}[kind]
+    return cls(k, **env)
+
+
+def run_episodes(kind: str, env: dict, seeds, act: Callable | None = None, act_for: Callable | None = None) -> dict:
+    """Play one episode per seed, all at once; `act(obs (K, obs), t) -> actions (K, ...)`
+    (or `act_for(task)` makes it, for a rule that reads the task). Returns per-episode
+    arrays (K,): return and the episode totals / final values."""
+    seeds = np.asarray(seeds, np.int64)
+    task = make_task(kind, len(seeds), env)
+    act = act if act_for is None else act_for(task)
+    rows = np.arange(len(seeds))
+    task.reset(rows, seeds)
+    obs = task.reset_obs(rows)
+    totals = {key: np.zeros(len(seeds)) for key in EPISODE_KEYS}
+    for t in range(task.max_steps):
+        obs, reward, info = task.step(act(obs, t))
+        totals["return"] += reward
+        totals["engagements"] += info["engagements"]
+        totals["misinfo_impressions"] += info["misinfo_impressions"]
+    totals["churned"] = info["churned"].astype(np.float64)
+    totals["satisfaction"] = info["satisfaction"].astype(np.float64)
+    return totals
+
+
+def per_episode(totals: dict) -> list[dict]:
+    """The totals as one dict per episode (what `train.report.paired` reads)."""
+    n = len(totals["return"])
+    return [{key: float(totals[key][i]) for key in totals} for i in range(n)]
+
+
+# --------------------------------------------------------------------------- recommender
+
+
+def default_action(ranking: str = "per_user") -> np.ndarray:
+    """The action of the platform's default ranking (DEFAULT_WEIGHTS for everyone)."""
+    if ranking == "global":
+        return DEFAULT_WEIGHTS.copy()
+    w = np.zeros((6, len(DEFAULT_WEIGHTS)), np.float32)
+    w[0] = DEFAULT_WEIGHTS
+    return w.ravel()
+
+
+def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
+                  ranking: str = "per_user", progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+    """The cross-entropy method over constant actions in [-1, 1]^A: each iteration samples
+    `population` actions from a diagonal Gaussian (started at the default ranking, sd 0.5),
+    scores each by its mean return over `seeds` (all candidates x seeds in one batched run),
+    refits to the `elite` best. Returns the best action seen, its score and the compute."""
+    rng = np.random.default_rng([seed, 0xCE])
+    seeds = np.asarray(seeds, np.int64)
+    mean = default_action(ranking).astype(np.float64)
+    sd = np.full_like(mean, 0.5)
+    best, best_score, steps = mean.copy(), -np.inf, 0
+    env = {**env, "ranking": ranking}
+    for it in range(iterations):
+        cands = np.clip(rng.normal(mean, sd, (population, len(mean))), -1, 1)
+        cands[0] = best  # keep the incumbent (re-scored on the same seeds)
+        acts = np.repeat(cands, len(seeds), axis=0).astype(np.float32)
+        totals = run_episodes("recommender", env, np.tile(seeds, population), lambda obs, t, a=acts: a)
+        steps += len(acts) * make_steps(env)
+        score = totals["return"].reshape(population, len(seeds)).mean(1)
+        order = np.argsort(-score)
+        if score[order[0]] > best_score or it == 0:
+            best, best_score = cands[order[0]].copy(), float(score[order[0]])
+        top = cands[order[:elite]]
+        mean, sd = top.mean(0), np.maximum(top.std(0), 0.05)
+        if progress:
+            progress(f"tuning the constant ranking: iteration {it + 1}/{iterations}, best mean return {best_score:.3f}")
+    return {"action": best.astype(np.float32), "score": best_score, "env_steps": steps, "method": "cem",
+            "iterations": iterations, "population": population, "tune_seeds": seeds.tolist()}  # fmt: skip
+
+
+def make_steps(env: dict) -> int:
+    """Steps of one episode with these env kwargs."""
+    return int(env.get("max_steps", 100))
+
+
+# --------------------------------------------------------------------------- moderator
+
+F = {name: i for i, name in enumerate(moderation.QUEUE_FEATURES)}
+NF = len(moderation.QUEUE_FEATURES)
+
+
+def _slots(obs: np.ndarray) -> np.ndarray:
+    return obs[:, : moderation.QUEUE * NF].reshape(len(obs), moderation.QUEUE, NF)
+
+
+def threshold_rule(remove_at: np.ndarray, suspend_at: np.ndarray, check_at: np.ndarray | None = None) -> Callable:
+    """A batched rule with per-episode thresholds (K,): fact-check posts with >= check_at
+    reports (most reported first, within the budget; None: no checks), remove posts with
+    >= remove_at reports or found misinformation, and also suspend the author of a post
+    with >= suspend_at reports or found misinformation whose author was moderated before."""
+
+    def act(obs: np.ndarray, t: int) -> np.ndarray:
+        x = _slots(obs)
+        reports = np.expm1(x[..., F["log_reports"]])
+        filled, verdict = x[..., F["filled"]] > 0, x[..., F["fact_check"]]
+        repeat = x[..., F["author_moderated"]] >= 1
+        codes = np.zeros(reports.shape, np.int64)
+        found = verdict < 0
+        remove = filled & ((reports >= remove_at[:, None]) | found) & (verdict <= 0)
+        codes[remove] = moderation.REMOVE
+        suspend = remove & (repeat | found) & ((reports >= suspend_at[:, None]) | found)
+        codes[suspend] = moderation.SUSPEND
+        if check_at is not None:
+            check = filled & (verdict == 0) & ~remove & (reports >= check_at[:, None])
+            codes[check] = moderation.FACT_CHECK
+        return codes
+
+    return act
+
+
+def tune_rules(env: dict, seeds, progress: Callable[[str], None] | None = None) -> dict:
+    """Grid search of `threshold_rule` (remove_at x suspend_at, without and with fact-checks
+    at check_at), each cell on every tuning seed, all cells in one batched run per family."""
+    seeds = np.asarray(seeds, np.int64)
+    out, steps = {}, 0
+    grids = {
+        "report_threshold": [(r, s, None) for r in (1, 2, 3, 4, 6, 9) for s in (1, 2, 3, 5, 8, 99) if s >= r],
+        "fact_check_first": [(r, s, c) for r in (3, 6, 99) for s in (3, 99) for c in (0, 1, 2, 4) if s >= r],
+    }
+    for family, grid in grids.items():
+        cells = np.asarray([[r, s, -1 if c is None else c] for r, s, c in grid], np.float64)
+        rep = np.repeat(cells, len(seeds), axis=0)
+        rule = threshold_rule(rep[:, 0], rep[:, 1], None if family == "report_threshold" else rep[:, 2])
+        totals = run_episodes("moderator", env, np.tile(seeds, len(grid)), rule)
+        steps += len(rep) * make_steps(env)
+        score = totals["return"].reshape(len(grid), len(seeds)).mean(1)
+        i = int(np.argmax(score))
+        r, s, c = grid[i]
+        out[family] = {"remove_at": r, "suspend_at": s, "check_at": c, "score": float(score[i]), "cells": len(grid)}
+        if progress:
+            progress(f"tuned {family}: remove at {r}, suspend at {s}, check at {c}: mean return {score[i]:.3f}")
+    out["env_steps"] = steps
+    out["tune_seeds"] = seeds.tolist()
+    return out
+
+
+def rule_from(tuned: dict, k: int) -> Callable:
+    """The tuned rule of one family as a batched rule over K episodes."""
+    full = lambda v: np.full(k, v, np.float64)  # noqa: E731
+    check = None if tuned["check_at"] is None else full(tuned["check_at"])
+    return threshold_rule(full(tuned["remove_at"]), full(tuned["suspend_at"]), check)
+
+
+def truth_rule(task: ModeratorTask) -> Callable:
+    """Privileged reference: remove and suspend every queued misinformation post (reads labels)."""
+
+    def act(obs: np.ndarray, t: int) -> np.ndarray:
+        st, ids = task.state, task.queue_ids
+        truth = st.misinfo[np.arange(st.k)[:, None], st.slot(ids)] & (ids >= 0)
+        return np.where(truth, moderation.SUSPEND, moderation.NONE)
+
+    return act

@@ -1,0 +1,276 @@
+"""Train PPO on a v1 task (Recommender-v1 / Moderator-v1) through its native vector env, then
+compare it with baselines tuned as hard, on held-out seeds and a held-out population.
+
+    python -m oasis_gym.train.v1 recommender --difficulty medium --timesteps 1000000 --out runs/rec-v1
+    oasis-gym train recommender-v1 --difficulty hard --out runs/rec-v1
+
+Steps (read top to bottom):
+1. baselines, tuned on their own seeds of the training population (never the evaluation
+   seeds): the recommender's best constant ranking by the cross-entropy method, the
+   moderator's best report-threshold and fact-check-first rules by grid search; their
+   compute (env steps) is recorded beside PPO's timesteps.
+2. PPO (stable-baselines3) on `n_envs` episodes stepped together in one process
+   (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize: SB3's
+   progress bar and rollout tables, TensorBoard under `tb/`, a wall-clock limit if asked.
+3. evaluation of the final policy (deterministic) and every baseline on two held-out sets,
+   one episode per seed: the training population and a population never trained on.
+   Per set: mean ± std of return, engagement, misinformation impressions; PPO minus each
+   baseline per seed with its 95 % t interval and PPO's wins. Users are rule-based (no LLM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from oasis_gym.batched.tiers import DIFFICULTIES
+from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
+from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
+from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.policies.sb3 import normalizer_path
+
+from . import args as cli_args
+from . import tuned_baselines as tb
+from .args import opt
+from .common import limit_threads, save_obs_normalizer, write_results
+from .outputs import train_output
+from .report import mean_std
+
+TASKS = ("recommender", "moderator")
+COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
+
+
+@dataclass
+class Args:
+    """Settings of one v1 training run (each field is a command-line option)."""
+
+    task: str = opt("recommender", cli=False)
+    difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
+    users: int = opt(1000, "users per simulated platform")
+    max_steps: int = opt(100, "steps per episode")
+    ranking: str = opt(
+        "per_user", "recommender only: per-user weights W or one global w", choices=["per_user", "global"]
+    )
+    timesteps: int = opt(1_000_000, "PPO timesteps (env steps summed over the envs)")
+    n_envs: int = opt(32, "episodes stepped together (one process)")
+    seed: int = opt(0, "PPO seed; training episodes start at seeds seed .. seed + n_envs - 1, then >= 2**20")
+    population_seed: int = opt(0, "the training population")
+    eval_population: int = opt(1, "the held-out population (never trained or tuned on)")
+    eval_seeds: tuple[int, ...] = opt(tuple(range(9000, 9020)), "held-out evaluation seeds")
+    tune_seeds: tuple[int, ...] = opt(tuple(range(5000, 5008)), "seeds the baselines are tuned on")
+    cem_iterations: int = opt(12, "recommender: cross-entropy iterations of the constant-ranking search")
+    cem_population: int = opt(24, "recommender: candidates per iteration")
+    n_steps: int = opt(64, "PPO rollout steps per env")
+    batch_size: int = opt(512, "PPO minibatch size")
+    n_epochs: int = opt(5, "PPO epochs per rollout")
+    learning_rate: float = opt(3e-4, "PPO learning rate")
+    gamma: float = opt(0.99, "discount")
+    gae_lambda: float = opt(0.95, "GAE lambda")
+    ent_coef: float = opt(0.0, "entropy bonus")
+    time_limit: float = opt(0.0, "stop training after this many seconds (0: none)")
+    out: str = opt("runs/v1", "output folder (model.zip, eval.json, learning_curve.png, tb/)")
+    quiet: bool = opt(False, cli=False)  # --quiet: no progress bar or rollout tables
+
+    def env(self, population_seed: int | None = None) -> dict:
+        """The task's keyword arguments (`tuned_baselines.make_task`)."""
+        env = {"users": self.users, "difficulty": self.difficulty, "max_steps": self.max_steps}
+        env["population_seed"] = self.population_seed if population_seed is None else population_seed
+        if self.task == "recommender":
+            env["ranking"] = self.ranking
+        return env
+
+    def check(self) -> None:
+        """Every setting in range and the seed sets disjoint, before any compute (ValueError)."""
+        for name in ("users", "max_steps", "timesteps", "n_envs", "n_steps", "batch_size", "n_epochs",
+                     "cem_iterations", "cem_population"):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, got {value!r}")
+        if self.n_envs > 1024:
+            raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
+        for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value < 0 or (name in ("gamma", "gae_lambda") and value > 1):
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number in range, got {value!r}")
+        train = set(range(self.seed, self.seed + self.n_envs))
+        for name in ("eval_seeds", "tune_seeds"):
+            seeds = set(getattr(self, name))
+            if not seeds or min(seeds) < 0 or max(seeds) >= 2**20:
+                raise ValueError(f"--{name.replace('_', '-')} must be seeds in [0, 2**20) (training draws above)")
+            if seeds & train:
+                raise ValueError(f"--{name.replace('_', '-')} overlap the training seeds {self.seed}..{max(train)}")
+        if set(self.eval_seeds) & set(self.tune_seeds):
+            raise ValueError("--eval-seeds and --tune-seeds must be disjoint (never tune on what is scored)")
+        if self.eval_population == self.population_seed:
+            raise ValueError("--eval-population must differ from --population-seed (a held-out population)")
+
+
+def tune(args: Args, say) -> dict:
+    """1. the baselines, tuned on the tuning seeds of the training population."""
+    env, seeds = args.env(), np.asarray(args.tune_seeds)
+    if args.task == "recommender":
+        constant = tb.tune_constant(
+            env, seeds, args.cem_iterations, args.cem_population, seed=args.seed, ranking=args.ranking, progress=say
+        )
+        return {"constant": constant}
+    return tb.tune_rules(env, seeds, say)
+
+
+def train_ppo(args: Args) -> tuple:
+    """2. PPO on the native vector env; returns (model, VecNormalize, run info)."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    from .callbacks import LearningCurve, StopAfterSeconds
+    from .sb3_vec_env import LockstepSB3VecEnv
+
+    cls = RecommenderVectorEnv if args.task == "recommender" else ModeratorVectorEnv
+    venv = cls(args.n_envs, autoreset_mode="SameStep", **args.env())
+    vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv)), gamma=args.gamma, clip_obs=10.0)
+    policy_kwargs = {"net_arch": [64, 64]}
+    if args.task == "recommender":
+        policy_kwargs["log_std_init"] = -1.0
+    out = Path(args.out)
+    model = PPO("MlpPolicy", vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
+                learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
+                ent_coef=args.ent_coef, policy_kwargs=policy_kwargs, seed=args.seed, device="cpu",
+                tensorboard_log=str(out / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
+    curve, callbacks = LearningCurve(), []
+    stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
+    callbacks = [curve] + ([stopper] if stopper else [])
+    start = time.perf_counter()
+    model.learn(args.timesteps, callback=callbacks, tb_log_name=f"{args.task}-v1", progress_bar=not args.quiet)
+    seconds = time.perf_counter() - start
+    with train_output(out, overwrite=True).staging() as tmp:
+        model.save(str(tmp / "model.zip"))
+        save_obs_normalizer(vec, normalizer_path(tmp / "model.zip"))
+    info = {
+        "timesteps": int(model.num_timesteps),
+        "train_seconds": seconds,
+        "timesteps_per_s": model.num_timesteps / seconds,
+        "stopped_by_time_limit": bool(stopper and stopper.stopped_early),
+        "learning_curve": curve.points,
+        "model": str(out / "model.zip"),
+    }
+    return model, vec, info
+
+
+def candidates(args: Args, tuned: dict, model, vec) -> dict:
+    """name -> act_for(task) of PPO and every baseline (the baselines as tuned)."""
+
+    def ppo(task):
+        return lambda obs, t: model.predict(vec.normalize_obs(obs), deterministic=True)[0]
+
+    if args.task == "recommender":
+        default, const = tb.default_action(args.ranking), tuned["constant"]["action"]
+        return {
+            "ppo": ppo,
+            "default_ranking": lambda task: lambda obs, t: np.tile(default, (task.k, 1)),
+            "tuned_constant": lambda task: lambda obs, t: np.tile(const, (task.k, 1)),
+        }
+    return {
+        "ppo": ppo,
+        "no_moderation": lambda task: lambda obs, t: np.zeros((task.k, task.queue_size), np.int64),
+        "tuned_report_threshold": lambda task: tb.rule_from(tuned["report_threshold"], task.k),
+        "tuned_fact_check_first": lambda task: tb.rule_from(tuned["fact_check_first"], task.k),
+        "truth (privileged)": tb.truth_rule,
+    }
+
+
+def evaluate(args: Args, acts: dict) -> dict:
+    """3. every candidate on both held-out sets, paired by seed against PPO."""
+    sets = {"held-out seeds": args.population_seed, "held-out population": args.eval_population}
+    out = {}
+    for name, population in sets.items():
+        env = args.env(population)
+        runs = {c: tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=f)) for c, f in acts.items()}
+        ppo = np.array([r["return"] for r in runs["ppo"]])
+        vs = {}
+        for c, r in runs.items():
+            if c != "ppo":
+                d = ppo - np.array([x["return"] for x in r])
+                vs[c] = {**mean_ci(d), "wins": int((d > 0).sum())}
+        out[name] = {"population_seed": population, "seeds": list(args.eval_seeds), "runs": runs, "ppo_vs": vs}
+    return out
+
+
+def table(name: str, result: dict) -> str:
+    """One set's results as text: mean ± std per candidate, PPO - row with its 95 % CI and wins."""
+    head = f"{'':26s}" + "".join(f"{label:>22s}" for _, label in COLUMNS) + f"{'PPO - row [95% CI]':>30s}{'wins':>8s}"
+    lines = [f"{name} (population {result['population_seed']}, {len(result['seeds'])} seeds)", head]
+    for c, runs in result["runs"].items():
+        row = f"{c:26s}" + "".join(f"{mean_std(runs, key):>22s}" for key, _ in COLUMNS)
+        if c in result["ppo_vs"]:
+            v = result["ppo_vs"][c]
+            row += f"{v['mean']:>+12.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}]{v['wins']:>6d}/{v['n']}"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def train(args: Args, say=print) -> dict:
+    """Steps 1-3 (module docstring); writes eval.json and learning_curve.png under args.out."""
+    args.check()
+    limit_threads(1)
+    train_output(args.out, overwrite=True).claim_trees()
+    tuned = tune(args, say)
+    model, vec, info = train_ppo(args)
+    rate = info["timesteps_per_s"]
+    say(f"trained {info['timesteps']} timesteps in {info['train_seconds']:.0f} s ({rate:.0f} timesteps/s)")
+    say(f"evaluating PPO and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
+    results = evaluate(args, candidates(args, tuned, model, vec))
+    result = {"task": f"{args.task}-v1", "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
+              "eval_sets": results, "tables": [table(n, r) for n, r in results.items()],
+              "users": "rule-based (oasis_gym.batched), no LLM"}  # fmt: skip
+    baselines = {
+        c: float(np.mean([r["return"] for r in runs]))
+        for c, runs in results["held-out seeds"]["runs"].items()
+        if c != "ppo"
+    }
+    write_results(
+        args.out,
+        result,
+        info["learning_curve"],
+        baselines,
+        f"{args.task.capitalize()}-v1 ({args.difficulty}): PPO training",
+    )
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: `python -m oasis_gym.train.v1 {recommender,moderator} [options]`."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("task", choices=TASKS)
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier run's output in --out")
+    p.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, rollout tables or progress lines")
+    cli_args.add_arguments(p, Args)
+    ns = p.parse_args(argv)
+    args = dataclasses.replace(cli_args.parse_into(Args, ns), task=ns.task, quiet=ns.quiet or ns.json)
+    try:
+        args.check()
+        train_output(args.out, ns.overwrite).check()
+    except (ValueError, OSError) as err:
+        print(f"oasis-gym train {ns.task}-v1: error: {err}", file=sys.stderr)
+        return 2
+    result = train(args, say=(lambda s: None) if ns.json or args.quiet else lambda s: print(s, file=sys.stderr))
+    held = result["eval_sets"]["held-out seeds"]
+    summary = {"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
+               "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}, "out": args.out}  # fmt: skip
+    if ns.json:
+        print(json.dumps(summary))
+        return 0
+    print("\n\n".join(result["tables"]))
+    print(f"\nwrote {args.out}/eval.json, {args.out}/learning_curve.png, {args.out}/model.zip; "
+          f"TensorBoard: tensorboard --logdir {args.out}/tb")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
