@@ -8,7 +8,8 @@ final observation then goes to `infos["final_obs"]`). `LockstepEnv` is the singl
 plays exactly the single env's episode with seed s + i (tested). Seeds: `reset(seed=s)`
 gives env i the seed s + i (Gymnasium's convention); an episode that starts without a
 seed, by autoreset or `reset()`, gets `next_episode_seed` of the one before (>= 2**20,
-never an evaluation seed); the first `reset()` without any seed draws from the OS.
+never an evaluation seed), in the single env and in each env of a vector env alike; the
+first `reset()` without any seed draws from the OS.
 `info["episode_seed"]` of a step is the seed of the episode that made it (with SAME_STEP,
 the finished one's, not the one started in its place).
 """
@@ -55,8 +56,12 @@ class _Lockstep:
         self.single_action_space = single_action_space
         self.episode_seeds = np.full(k, -1, np.int64)
 
+    seeds_played: list | None = None  # set a list to record every episode seed started
+
     def _start(self, rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         self.episode_seeds[rows] = seeds
+        if self.seeds_played is not None:
+            self.seeds_played.extend(int(s) for s in seeds)
         self.task.reset(rows, seeds)
         return self.task.reset_obs(rows)
 
@@ -80,8 +85,12 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
         self._started = False
 
     def reset(self, *, seed=None, options=None):
-        """Start all K episodes (seed: None, s -> s + i, or K seeds)."""
-        seeds = _seeds(seed, self.num_envs)
+        """Start all K episodes (seed: s -> s + i, or K seeds; None: each env's next episode of
+        its chain, or seeds from the OS at the very first reset)."""
+        if seed is None and self._started:
+            seeds = next_episode_seed(self.episode_seeds)
+        else:
+            seeds = _seeds(seed, self.num_envs)
         super().reset(seed=None if seed is None else int(seeds[0]))
         obs = self._start(np.arange(self.num_envs), seeds)
         self._autoreset[:] = False

@@ -34,7 +34,7 @@ QUICK_S = 40.0  # "before any compute": a refusal costs the interpreter's start,
 SWEEP = ["sweep", "group_polarization", "--seeds", "1", "--steps", "1"]
 HERD = ["run", "--scenario", "reddit_herd_effect", "--steps", "1", *QUIET]
 MORE = ["--steps", "4"]  # a resume of the 2-step journal that has steps to do
-TRAIN = ["train", "recommender", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
+TRAIN = ["train", "recommender-v0", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
 
 
 def oasis_cli(*argv, cwd: Path, timeout: float = 120.0) -> tuple[subprocess.CompletedProcess, float]:
@@ -164,7 +164,7 @@ def test_bad_input_is_one_line_exit_code_2_before_any_compute(case, tmp_path):
 def test_help_states_the_sweep_size_limit_and_how_timesteps_are_used(tmp_path):
     sweep, _ = oasis_cli("sweep", "--help", cwd=tmp_path)
     assert "at most 10,000 runs" in " ".join(sweep.stdout.split())
-    train, _ = oasis_cli("train", "recommender", "--help", cwd=tmp_path)
+    train, _ = oasis_cli("train", "recommender-v0", "--help", cwd=tmp_path)
     assert "rounded up" in " ".join(train.stdout.split())
 
 

@@ -34,7 +34,7 @@ WAIT_S = 300.0  # generous: how long a command may take to reach its marker
 RUN = ["run", "--users", "20", "--policy", "abm", "--activation", "0.5", "--quiet", "--no-tensorboard"]
 SWEEP = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "2", "--set", "users=36"]
 SWEEP += ["--steps", "2"]
-TRAIN = ["train", "recommender", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
+TRAIN = ["train", "recommender-v0", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
 
 _PAUSED = """\
 import importlib, pathlib, sys, time
@@ -229,7 +229,7 @@ def test_a_stopped_training_run_says_what_is_kept_and_writes_no_model(tmp_path):
 
     argv = [*TRAIN, "--timesteps", "100001", "--out", str(out)]  # hours of training: it is stopped long before
     res = stopped(tmp_path, argv, signal.SIGINT, ready=ready)
-    line = one_line(res, 130, "train recommender", signal.SIGINT)
+    line = one_line(res, 130, "train recommender-v0", signal.SIGINT)
     assert f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)" in line
     assert not any((out / name).exists() for name in ("model.zip", "eval.json", "learning_curve.png"))
     assert again(line)[: len(argv)] == argv and leftovers(tmp_path) == []

@@ -26,7 +26,7 @@ from oasis_fixture import build_oasis_db
 
 SWEEP = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "2", "--set", "users=36"]
 SWEEP += ["--steps", "2"]
-TRAIN = ["train", "recommender", "--users", "60", "--max-cycles", "4", "--timesteps", "16", "--n-envs", "1"]
+TRAIN = ["train", "recommender-v0", "--users", "60", "--max-cycles", "4", "--timesteps", "16", "--n-envs", "1"]
 TRAIN += ["--n-steps", "8", "--eval-seeds", "1000"]
 MINE = b"the user's own bytes\n"
 

@@ -412,11 +412,11 @@ def test_train_cli_agent_params(capsys):
     )
     env = args.env.make()
     assert env.agent_params["misinfo_penalty"] == 0.0 and env.agent_params["polarization_penalty"] == 5.0
-    assert cli.main(["train", "recommender", "--agent-param", "nonsense=1"]) == 2
+    assert cli.main(["train", "recommender-v0", "--agent-param", "nonsense=1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nonsense" in err[0] and "misinfo_penalty" in err[0]
     with pytest.raises(SystemExit) as exc:
-        cli.main(["train", "moderator", "--agent-param", "action_cost"])
+        cli.main(["train", "moderator-v0", "--agent-param", "action_cost"])
     assert exc.value.code == 2
 
 

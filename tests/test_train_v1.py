@@ -116,3 +116,59 @@ def test_bad_settings_are_one_line_and_exit_code_2_before_any_compute(tmp_path, 
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_oasis_gym_train_trains_the_v1_task_by_default_and_says_what_next(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "moderator", *TINY, "--out", str(out), "--quiet"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "eval.json").read_text())["task"] == "moderator-v1"
+    assert "its strongest baseline" in done.stdout and "next: tensorboard --logdir" in done.stdout
+    assert "tuned_constant" in done.stdout and "truth (privileged)" in done.stdout
+
+
+@pytest.mark.parametrize("task", ["recommender", "moderator"])
+def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_path, task):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "bench"
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "benchmark", task, "--seeds", "2", *TINY, "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "results.json").read_text())
+    assert result["ppo_seeds"] == [0, 1] and (out / "seed_0" / "model.zip").is_file()
+    assert (out / "seed_1" / "model.zip").is_file() and (out / "learning_curves.png").is_file()
+    held = result["eval_sets"]["held-out seeds"]
+    expected = (
+        {"default_ranking", "tuned_constant", "tuned_global_constant"}
+        if task == "recommender"
+        else {
+            "no_moderation",
+            "tuned_constant",
+            "tuned_report_threshold",
+            "tuned_fact_check_first",
+            "truth (privileged)",
+        }
+    )
+    assert set(held["ppo_vs"]) == expected and len(held["ppo_seed_means"]) == 2
+    for v in held["ppo_vs"].values():
+        assert v["n"] == 2 and v["lo"] <= v["mean"] <= v["hi"] and v["pairs"] == 2 * 3
+    md = (out / "results.md").read_text()
+    assert "| PPO − policy [95% CI over training seeds] |" in md and "held-out population" in md
+    assert md in done.stdout and "next: tensorboard" in done.stdout
+    events = [p for p in (out / "tb_band").iterdir() if p.name.startswith("events")]
+    acc = EventAccumulator(str(events[0]))
+    acc.Reload()
+    assert {"benchmark/episode_return_mean", "benchmark/episode_return_min"} <= set(acc.Tags()["scalars"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [(["--seeds", "1"], "--seeds must be an integer in [2, 100]"), (["--eval-seeds", "1"], "overlap the training")],
+)
+def test_benchmark_bad_settings_are_one_line_and_exit_code_2(tmp_path, extra, match):
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "benchmark", "recommender", *TINY, "--out", str(tmp_path / "b")]
+    done = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "b").exists()

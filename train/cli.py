@@ -1,4 +1,8 @@
-"""`oasis-gym train recommender|moderator`: the training scripts as a CLI subcommand.
+"""`oasis-gym train TARGET`: the training scripts as a CLI subcommand.
+
+`recommender` and `moderator` train the v1 tasks (Recommender-v1 / Moderator-v1, `train/v1.py`:
+PPO on the native vector env against baselines tuned as hard); `recommender-v0` and
+`moderator-v0` train the v0 envs (`train/recommender.py`, `train/moderator.py`).
 
 Wire-up (`oasis_gym/cli/parser.py` builds the parser, `oasis_gym/cli/__init__.py` dispatches):
 
@@ -17,7 +21,7 @@ from dataclasses import fields
 from oasis_gym.agents import ModeratorAgent, RecommenderAgent
 
 from . import args as cli_args
-from . import moderator, recommender
+from . import moderator, recommender, v1
 from .outputs import train_output
 
 
@@ -27,20 +31,26 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     train = subparsers.add_parser(
         "train",
         help="train a platform agent with PPO (stable-baselines3)",
-        description="Train recommender_0 or moderator_0 on the misinfo_stream scenario and "
-        "compare it with fixed baselines; writes model.zip, checkpoints, "
-        "TensorBoard logs and eval.json under --out.",
+        description="Train the recommender or the moderator with PPO and compare it, on held-out seeds "
+        "and a held-out population, with baselines tuned as hard; writes model.zip, TensorBoard logs, "
+        "learning_curve.png and eval.json under --out.",
     )
     targets = train.add_subparsers(dest="target", required=True)
-    for name, text, module in (
-        ("recommender", "learn the feed ranking weights (Recommender-v0)", recommender),
-        ("moderator", "learn to moderate fast-spreading posts (Moderator-v0)", moderator),
+    for name, text in (
+        ("recommender", "learn the feed ranking of Recommender-v1 (stateful users; native vector env)"),
+        ("moderator", "learn to moderate in Moderator-v1 (adaptive adversaries, fact-check budget)"),
     ):
-        target = targets.add_parser(name, help=text)
+        v1.add_options(targets.add_parser(name, help=text, description=text))
+    for name, text, module in (
+        ("recommender-v0", "learn the feed ranking weights of Recommender-v0", recommender),
+        ("moderator-v0", "learn to moderate fast-spreading posts (Moderator-v0)", moderator),
+    ):
+        target = targets.add_parser(name, help=text, description=text)
         cli_args.add_arguments(target, module.Args)
         target.add_argument(
             "--overwrite", action="store_true", help="replace an earlier training run's output in --out (nothing else)"
         )
+        target.add_argument("--json", action="store_true", help="end with one JSON line instead of the summary")
     return train
 
 
@@ -49,15 +59,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         import stable_baselines3  # noqa: F401
     except ImportError as err:
-        raise SystemExit(f"training needs stable-baselines3: pip install stable-baselines3 ({err})") from err
-    agent_cls = RecommenderAgent if args.target == "recommender" else ModeratorAgent
+        raise SystemExit(f"training needs stable-baselines3: pip install -e '.[train]' ({err})") from err
+    if not args.target.endswith("-v0"):
+        return v1.run_cli(args.target, args, f"oasis-gym train {args.target}")
+    agent_cls = RecommenderAgent if args.target == "recommender-v0" else ModeratorAgent
     numeric = sorted(f.name for f in fields(agent_cls) if isinstance(f.default, (int, float)))
     bad = sorted({k for k, _ in args.agent_param} - set(numeric))
     if bad:
         print(f"oasis-gym train {args.target}: error: unknown --agent-param {bad}; valid: {numeric}", file=sys.stderr)
         return 2
 
-    module = recommender if args.target == "recommender" else moderator
+    module = recommender if args.target == "recommender-v0" else moderator
     run_args = cli_args.parse_into(module.Args, args)
     # a taken --out (a user's model.zip, an earlier run's without --overwrite): one line, exit code 2, before training
     train_output(run_args.out, getattr(args, "overwrite", False)).check()
@@ -70,22 +82,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     result = module.train(run_args)
     print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
-    if args.target == "recommender":
+    if args.target == "recommender-v0":
         summary = {"ppo_return": result["ppo"]["mean"], "baselines": result["baseline_means"]}
     else:
         summary = {
             "exposure_cut": result["ppo"]["exposure_cut"]["mean"],
             "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"],
         }
-    print(
-        json.dumps(
-            {
-                **summary,
-                "timesteps": result["train"]["timesteps"],
-                "out": run_args.ppo.out_dir,
-                "eval_json": f"{run_args.ppo.out_dir}/eval.json",
-                "learning_curve_png": result["learning_curve_png"],
-            }
-        )
-    )
+    out = run_args.ppo.out_dir
+    line = {**summary, "timesteps": result["train"]["timesteps"], "out": out, "eval_json": f"{out}/eval.json",
+            "learning_curve_png": result["learning_curve_png"]}  # fmt: skip
+    if args.json:
+        print(json.dumps(line))
+    else:
+        print(f"\ntrained {args.target} for {line['timesteps']:,} timesteps; wrote {out}/eval.json, "
+              f"{result['learning_curve_png']}, {out}/model.zip")  # fmt: skip
+        print(f"next: tensorboard --logdir {out}/tb   (the v1 task: oasis-gym train {args.target[:-3]})")
     return 0

@@ -8,8 +8,11 @@ of candidates in one run. Baselines:
   cross-entropy method on the tuning seeds of the training population. A constant W is
   already a per-user ranking (w(u) = z(u) @ W reads each user's history summaries); what it
   cannot do is change with the platform's state. `default` is the platform's ranking.
-- moderator: `tune_rules` -- the best report-threshold rule and the best fact-check-first
-  rule over a grid of thresholds (every cell evaluated on the tuning seeds). `truth` is a
+- recommender, `ranking="per_user"`: also the best *global* constant (one w for everyone,
+  `global_as_per_user`): what per-user weights must beat.
+- moderator: `tune_constant_codes` -- the best constant action (a code per queue slot) by
+  the cross-entropy method; `tune_rules` -- the best report-threshold rule and the best
+  fact-check-first rule over a grid of thresholds (every cell on the tuning seeds). `truth` is a
   privileged reference (it reads the hidden labels: remove and suspend every queued
   misinformation post); it is not called an oracle because it is not proven an upper bound.
 
@@ -102,6 +105,44 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
         if progress:
             progress(f"tuning the constant ranking: iteration {it + 1}/{iterations}, best mean return {best_score:.3f}")
     return {"action": best.astype(np.float32), "score": best_score, "env_steps": steps, "method": "cem",
+            "iterations": iterations, "population": population, "tune_seeds": seeds.tolist()}  # fmt: skip
+
+
+def global_as_per_user(w: np.ndarray) -> np.ndarray:
+    """A global ranking w (9,) as the per-user action W (6 x 9): w in the bias row, zeros below."""
+    out = np.zeros((6, len(DEFAULT_WEIGHTS)), np.float32)
+    out[0] = w
+    return out.ravel()
+
+
+def tune_constant_codes(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
+                        progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+    """The moderator's best *constant* action (one code per queue slot, whatever the queue
+    holds) by the cross-entropy method over per-slot categorical distributions (started at
+    "none" with probability 0.7), each candidate on every tuning seed, refit to the elite
+    with smoothing 0.7. Returns the best action seen, its score and the compute."""
+    rng = np.random.default_rng([seed, 0xC0DE])
+    seeds = np.asarray(seeds, np.int64)
+    n_codes = len(moderation.ACTIONS)
+    probs = np.full((moderation.QUEUE, n_codes), 0.3 / (n_codes - 1))
+    probs[:, moderation.NONE] = 0.7
+    best, best_score, steps = np.zeros(moderation.QUEUE, np.int64), -np.inf, 0
+    for it in range(iterations):
+        u = rng.random((population, moderation.QUEUE, 1))
+        cands = (u > np.cumsum(probs, axis=1)[None]).sum(2).clip(0, n_codes - 1)
+        cands[0] = best
+        acts = np.repeat(cands, len(seeds), axis=0)
+        totals = run_episodes("moderator", env, np.tile(seeds, population), lambda obs, t, a=acts: a)
+        steps += len(acts) * make_steps(env)
+        score = totals["return"].reshape(population, len(seeds)).mean(1)
+        order = np.argsort(-score)
+        if score[order[0]] > best_score or it == 0:
+            best, best_score = cands[order[0]].copy(), float(score[order[0]])
+        freq = np.stack([(cands[order[:elite]] == c).mean(0) for c in range(n_codes)], 1)
+        probs = 0.7 * freq + 0.3 * probs
+        if progress:
+            progress(f"tuning the constant moderation: iteration {it + 1}/{iterations}, best return {best_score:.3f}")
+    return {"action": best, "score": best_score, "env_steps": steps, "method": "cem (categorical)",
             "iterations": iterations, "population": population, "tune_seeds": seeds.tolist()}  # fmt: skip
 
 

@@ -2,7 +2,7 @@
 compare it with baselines tuned as hard, on held-out seeds and a held-out population.
 
     python -m oasis_gym.train.v1 recommender --difficulty medium --timesteps 1000000 --out runs/rec-v1
-    oasis-gym train recommender-v1 --difficulty hard --out runs/rec-v1
+    oasis-gym train recommender --difficulty hard --out runs/rec-v1
 
 Steps (read top to bottom):
 1. baselines, tuned on their own seeds of the training population (never the evaluation
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from oasis_gym.batched import moderation
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
@@ -58,15 +59,20 @@ class Args:
     ranking: str = opt(
         "per_user", "recommender only: per-user weights W or one global w", choices=["per_user", "global"]
     )
-    timesteps: int = opt(1_000_000, "PPO timesteps (env steps summed over the envs)")
+    timesteps: int = opt(
+        1_000_000,
+        "PPO timesteps (env steps summed over the envs); PPO learns in whole rollouts "
+        "of --n-steps x --n-envs, so a number that is no multiple is rounded up to one (said, and "
+        "saved in eval.json)",
+    )
     n_envs: int = opt(32, "episodes stepped together (one process)")
     seed: int = opt(0, "PPO seed; training episodes start at seeds seed .. seed + n_envs - 1, then >= 2**20")
     population_seed: int = opt(0, "the training population")
     eval_population: int = opt(1, "the held-out population (never trained or tuned on)")
     eval_seeds: tuple[int, ...] = opt(tuple(range(9000, 9020)), "held-out evaluation seeds")
-    tune_seeds: tuple[int, ...] = opt(tuple(range(5000, 5008)), "seeds the baselines are tuned on")
-    cem_iterations: int = opt(12, "recommender: cross-entropy iterations of the constant-ranking search")
-    cem_population: int = opt(24, "recommender: candidates per iteration")
+    tune_seeds: tuple[int, ...] = opt(tuple(range(5000, 5016)), "seeds the baselines are tuned on")
+    cem_iterations: int = opt(20, "cross-entropy iterations of the constant-action search")
+    cem_population: int = opt(32, "candidates per cross-entropy iteration (each on every tuning seed)")
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -86,8 +92,9 @@ class Args:
             env["ranking"] = self.ranking
         return env
 
-    def check(self) -> None:
-        """Every setting in range and the seed sets disjoint, before any compute (ValueError)."""
+    def check(self, n_seeds: int = 1) -> None:
+        """Every setting in range and the seed sets disjoint from the training seeds of
+        `n_seeds` runs (seed .. seed + n_seeds - 1), before any compute (ValueError)."""
         for name in ("users", "max_steps", "timesteps", "n_envs", "n_steps", "batch_size", "n_epochs",
                      "cem_iterations", "cem_population"):  # fmt: skip
             value = getattr(self, name)
@@ -99,7 +106,7 @@ class Args:
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0 or (name in ("gamma", "gae_lambda") and value > 1):
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number in range, got {value!r}")
-        train = set(range(self.seed, self.seed + self.n_envs))
+        train = set(range(self.seed, self.seed + n_seeds - 1 + self.n_envs))
         for name in ("eval_seeds", "tune_seeds"):
             seeds = set(getattr(self, name))
             if not seeds or min(seeds) < 0 or max(seeds) >= 2**20:
@@ -115,12 +122,13 @@ class Args:
 def tune(args: Args, say) -> dict:
     """1. the baselines, tuned on the tuning seeds of the training population."""
     env, seeds = args.env(), np.asarray(args.tune_seeds)
+    cem = {"iterations": args.cem_iterations, "population": args.cem_population, "seed": args.seed, "progress": say}
     if args.task == "recommender":
-        constant = tb.tune_constant(
-            env, seeds, args.cem_iterations, args.cem_population, seed=args.seed, ranking=args.ranking, progress=say
-        )
-        return {"constant": constant}
-    return tb.tune_rules(env, seeds, say)
+        tuned = {"constant": tb.tune_constant(env, seeds, ranking=args.ranking, **cem)}
+        if args.ranking == "per_user":  # the best one ranking for everyone: what per-user weights must beat
+            tuned["global_constant"] = tb.tune_constant(env, seeds, ranking="global", **cem)
+        return tuned
+    return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem)}
 
 
 def train_ppo(args: Args) -> tuple:
@@ -168,16 +176,19 @@ def candidates(args: Args, tuned: dict, model, vec) -> dict:
     def ppo(task):
         return lambda obs, t: model.predict(vec.normalize_obs(obs), deterministic=True)[0]
 
+    def constant(action):
+        return lambda task: lambda obs, t: np.tile(np.asarray(action), (task.k, 1))
+
     if args.task == "recommender":
-        default, const = tb.default_action(args.ranking), tuned["constant"]["action"]
-        return {
-            "ppo": ppo,
-            "default_ranking": lambda task: lambda obs, t: np.tile(default, (task.k, 1)),
-            "tuned_constant": lambda task: lambda obs, t: np.tile(const, (task.k, 1)),
-        }
+        out = {"ppo": ppo, "default_ranking": constant(tb.default_action(args.ranking)),
+               "tuned_constant": constant(tuned["constant"]["action"])}  # fmt: skip
+        if "global_constant" in tuned:  # as a per-user action: its weights in the bias row
+            out["tuned_global_constant"] = constant(tb.global_as_per_user(tuned["global_constant"]["action"]))
+        return out
     return {
         "ppo": ppo,
-        "no_moderation": lambda task: lambda obs, t: np.zeros((task.k, task.queue_size), np.int64),
+        "no_moderation": constant(np.zeros(moderation.QUEUE, np.int64)),
+        "tuned_constant": constant(tuned["constant"]["action"]),
         "tuned_report_threshold": lambda task: tb.rule_from(tuned["report_threshold"], task.k),
         "tuned_fact_check_first": lambda task: tb.rule_from(tuned["fact_check_first"], task.k),
         "truth (privileged)": tb.truth_rule,
@@ -243,33 +254,62 @@ def train(args: Args, say=print) -> dict:
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: `python -m oasis_gym.train.v1 {recommender,moderator} [options]`."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("task", choices=TASKS)
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier run's output in --out")
-    p.add_argument("--json", action="store_true", help="print one JSON line instead of the summary")
+def progress_printer(quiet: bool):
+    """What progress lines go through: stderr, flushed (nothing with --quiet / --json)."""
+    return (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The options of a v1 training run (the `Args` fields, --overwrite, --json, --quiet)."""
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier run's output in --out (nothing else)")
+    p.add_argument("--json", action="store_true", help="print one JSON line instead of the tables and summary")
     p.add_argument("--quiet", action="store_true", help="no progress bar, rollout tables or progress lines")
     cli_args.add_arguments(p, Args)
-    ns = p.parse_args(argv)
-    args = dataclasses.replace(cli_args.parse_into(Args, ns), task=ns.task, quiet=ns.quiet or ns.json)
+
+
+def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
+    """Check everything, train, print the tables and a summary (or one JSON line): `oasis-gym
+    train TASK` and `python -m oasis_gym.train.v1 TASK`. Bad settings: one line, exit code 2."""
+    args = dataclasses.replace(cli_args.parse_into(Args, ns), task=task, quiet=ns.quiet or ns.json)
     try:
         args.check()
         train_output(args.out, ns.overwrite).check()
     except (ValueError, OSError) as err:
-        print(f"oasis-gym train {ns.task}-v1: error: {err}", file=sys.stderr)
+        print(f"{command}: error: {err}", file=sys.stderr)
         return 2
-    result = train(args, say=(lambda s: None) if ns.json or args.quiet else lambda s: print(s, file=sys.stderr))
+    rollout = args.n_steps * args.n_envs
+    if args.timesteps % rollout:  # PPO learns in whole rollouts: say what runs
+        used = -(-args.timesteps // rollout) * rollout
+        print(f"{command}: --timesteps {args.timesteps} is rounded up to {used} (whole rollouts of --n-steps "
+              f"{args.n_steps} x --n-envs {args.n_envs})", file=sys.stderr)  # fmt: skip
+    result = train(args, say=progress_printer(args.quiet))
     held = result["eval_sets"]["held-out seeds"]
-    summary = {"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
-               "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}, "out": args.out}  # fmt: skip
     if ns.json:
-        print(json.dumps(summary))
+        print(json.dumps({"task": result["task"], "difficulty": args.difficulty,
+                          "timesteps": result["train"]["timesteps"], "out": args.out,
+                          "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}}))  # fmt: skip
         return 0
     print("\n\n".join(result["tables"]))
-    print(f"\nwrote {args.out}/eval.json, {args.out}/learning_curve.png, {args.out}/model.zip; "
-          f"TensorBoard: tensorboard --logdir {args.out}/tb")  # fmt: skip
+    fair = [c for c in held["ppo_vs"] if "privileged" not in c]  # the truth rule reads the labels
+    best = min(fair, key=lambda c: held["ppo_vs"][c]["mean"])
+    v = held["ppo_vs"][best]
+    verdict = "beats" if v["lo"] > 0 else ("loses to" if v["hi"] < 0 else "is not distinguishable from")
+    print(
+        f"\nPPO ({result['train']['timesteps']:,} timesteps) {verdict} its strongest baseline, {best} "
+        f"({v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}] return on held-out seeds; rule-based users)."
+    )
+    print(f"wrote {args.out}/eval.json, {args.out}/learning_curve.png, {args.out}/model.zip")
+    print(f"next: tensorboard --logdir {args.out}/tb   (or oasis-gym benchmark {task} for N seeds)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: `python -m oasis_gym.train.v1 {recommender,moderator} [options]`."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("task", choices=TASKS)
+    add_options(p)
+    ns = p.parse_args(argv)
+    return run_cli(ns.task, ns, f"python -m oasis_gym.train.v1 {ns.task}")
 
 
 if __name__ == "__main__":

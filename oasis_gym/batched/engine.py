@@ -31,6 +31,16 @@ def global_weights(w: np.ndarray) -> np.ndarray:
     return out
 
 
+def segment_sums(values: np.ndarray, ka: np.ndarray, k: int) -> np.ndarray:
+    """(k, ...) sums of `values` rows by simulation, `ka` sorted (as np.nonzero gives it)."""
+    counts = np.bincount(ka, minlength=k)
+    out = np.zeros((k, *values.shape[1:]), values.dtype)
+    has = np.flatnonzero(counts)
+    if len(has):
+        out[has] = np.add.reduceat(values, (np.cumsum(counts) - counts)[has], axis=0)
+    return out
+
+
 class Engine:
     """K simulations of one population and tier (`difficulty` or explicit `dynamics`)."""
 
@@ -66,23 +76,24 @@ class Engine:
         active = self._visits(go)
         ka, ua = np.nonzero(active)
         ids, flat, in_net, valid = feed.candidates(st, ka, ua)
-        x = feed.features(st, ka, ua, flat, in_net)
+        x = feed.features(st, feed.post_table(st), ka, ua, flat, in_net)
         z = feed.user_features(st, ka, ua)
         if weights is None:
             weights = np.broadcast_to(global_weights(DEFAULT_WEIGHTS), (self.k, 6, len(DEFAULT_WEIGHTS)))
         demoted = st.downranked.reshape(-1)[flat]
         top, served_ok = feed.rank(x, z, np.asarray(weights, np.float32)[ka], valid, demoted, FEED_SIZE)
-        served = np.take_along_axis(ids, top, 1)
-        served_flat = np.take_along_axis(flat, top, 1)
-        engaged, shared, reported = users.respond(st, ka, ua, served, served_flat, served_ok)
+        at = top + (np.arange(len(ka)) * ids.shape[1])[:, None]  # flat cells of the served posts
+        served, served_flat = ids.reshape(-1)[at], flat.reshape(-1)[at]
+        sx = np.take(x.reshape(-1, x.shape[-1]), at, axis=0)
+        engaged, shared, reported = users.respond(st, ka, ua, served, sx, served_ok)
         users.count_on_posts(st, ka, ua, served_flat, served_ok, engaged, shared, reported)
-        users.update_users(st, ka, ua, served, served_flat, served_ok, engaged, shared)
+        users.update_users(st, ka, ua, served, sx, served_ok, engaged, shared)
         st.visit_ema[go] = 0.9 * st.visit_ema[go] + 0.1 * active[go]
         st.last_visit[active] = np.broadcast_to(st.t[:, None], active.shape)[active]
         made = posting.post(st, ka, ua)
         posting.brigade(st, go)
-        mis = st.misinfo.reshape(-1)[served_flat] & served_ok
-        aroused = st.arousal_score.reshape(-1)[served_flat] * served_ok
+        mis = (sx[..., feed.COL["misinfo"]] > 0) & served_ok
+        aroused = sx[..., feed.COL["arousal"]] * served_ok
         out.update(
             active=np.bincount(ka, minlength=self.k),
             impressions=np.bincount(ka, weights=served_ok.sum(1), minlength=self.k),
@@ -116,6 +127,7 @@ class Engine:
     def _pool_stats(self, ka: np.ndarray, x: np.ndarray, valid: np.ndarray, out: dict) -> None:
         """Per-simulation means of each candidate feature over the valid cells."""
         cells = np.bincount(ka, weights=valid.sum(1), minlength=self.k)
-        per_pair = np.einsum("fmc,mc->mf", x, valid.astype(np.float32))
-        sums = np.stack([np.bincount(ka, weights=per_pair[:, f], minlength=self.k) for f in range(x.shape[0])], 1)
+        nf = len(feed.CANDIDATE_FEATURES)
+        per_pair = np.einsum("mcf,mc->mf", x[..., :nf], valid.astype(np.float32))
+        sums = segment_sums(per_pair.astype(np.float64), ka, self.k)
         out["pool_means"] = sums / np.maximum(cells, 1)[:, None]

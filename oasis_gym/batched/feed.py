@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .population import FOLLOWEES
+from .population import FOLLOWEES, TOPICS
 from .state import S_CANDIDATE, State
 
 SHARES_SEEN = 8
@@ -72,39 +72,49 @@ def candidates(state: State, ka: np.ndarray, ua: np.ndarray):
     return ids, flat, in_net, valid
 
 
-def similarity(state: State, ka: np.ndarray, ua: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    """Cosine of user interests and post topics at flat post indexes (M, C)."""
+# the post table: what a step reads of every post, one row per (simulation, slot), gathered
+# for all candidates in one take. The first columns are the CANDIDATE_FEATURES (the per-cell
+# ones, similarity / in_network / alignment, are filled after the gather), then the hidden
+# attributes the users respond to and their topic.
+HIDDEN = ("stance", "quality", "true_arousal", "misinfo")
+TABLE = CANDIDATE_FEATURES + HIDDEN + tuple(f"topic{d}" for d in range(TOPICS))
+COL = {name: i for i, name in enumerate(TABLE)}
+_TOPIC0 = COL["topic0"]
+
+
+def post_table(state: State) -> np.ndarray:
+    """(K * P, len(TABLE)) float32: every post's row of the table now (dead slots too: the
+    candidates' validity masks them)."""
+    k, p = state.k, state.p
+    table = np.zeros((k, p, len(TABLE)), np.float32)
+    age = (state.t[:, None] - state.created).astype(np.float32)
+    likes, shares = state.likes, state.shares
+    np.exp(-age / 3.0, out=table[..., COL["recency"]])
+    table[..., COL["popularity"]] = np.log1p(likes + shares) / _LOG1000
+    author_fans = np.take_along_axis(state.fans, state.author, 1)
+    table[..., COL["author_fans"]] = np.log1p(author_fans) / _LOG1000
+    table[..., COL["arousal"]] = state.arousal_score
+    table[..., COL["reports"]] = np.log1p(state.reports) / _LOG100
+    table[..., COL["like_rate"]] = (likes + shares) / (state.impressions + 5.0)
+    table[..., COL["stance"]] = state.stance
+    table[..., COL["quality"]] = state.quality
+    table[..., COL["true_arousal"]] = state.arousal
+    table[..., COL["misinfo"]] = state.misinfo
+    table[..., _TOPIC0:] = np.moveaxis(state.topic, 0, -1)
+    return table.reshape(k * p, len(TABLE))
+
+
+def features(
+    state: State, table: np.ndarray, ka: np.ndarray, ua: np.ndarray, flat: np.ndarray, in_net: np.ndarray
+) -> np.ndarray:
+    """The table rows of the candidates at `flat` of pairs (ka, ua), (M, C, len(TABLE))
+    float32, with the per-cell features filled: similarity (user interests . post topic),
+    in_network, alignment (user opinion x post stance)."""
+    x = np.take(table, flat, axis=0)
     interest = state.pop.interest[ua]
-    planes = state.topic.reshape(state.topic.shape[0], -1)
-    out = planes[0][flat] * interest[:, None, 0]
-    for d in range(1, len(planes)):
-        out += planes[d][flat] * interest[:, None, d]
-    return out
-
-
-def features(state: State, ka: np.ndarray, ua: np.ndarray, flat: np.ndarray, in_net: np.ndarray) -> np.ndarray:
-    """The CANDIDATE_FEATURES of the candidates at `flat` of pairs (ka, ua): (9, M, C)
-    float32, feature-major."""
-
-    def at(a: np.ndarray) -> np.ndarray:
-        return a.reshape(-1)[flat]
-
-    age = (state.t[ka][:, None] - at(state.created)).astype(np.float32)
-    likes, shares = at(state.likes), at(state.shares)
-    author = ka[:, None] * state.n + at(state.author)
-    x = np.empty((len(CANDIDATE_FEATURES), *flat.shape), np.float32)
-    np.exp(-age / 3.0, out=x[0])
-    np.log1p(likes + shares, out=x[1])
-    x[1] /= _LOG1000
-    np.log1p(state.fans.reshape(-1)[author], out=x[2])
-    x[2] /= _LOG1000
-    x[3] = similarity(state, ka, ua, flat)
-    x[4] = in_net
-    x[5] = at(state.arousal_score)
-    np.log1p(at(state.reports), out=x[6])
-    x[6] /= _LOG100
-    np.multiply(state.opinion[ka, ua][:, None], at(state.stance), out=x[7])
-    np.divide(likes + shares, at(state.impressions) + 5.0, out=x[8])
+    x[..., COL["similarity"]] = np.einsum("mcd,md->mc", x[..., _TOPIC0:], interest)
+    x[..., COL["in_network"]] = in_net
+    np.multiply(state.opinion[ka, ua][:, None], x[..., COL["stance"]], out=x[..., COL["alignment"]])
     return x
 
 
@@ -125,15 +135,16 @@ def rank(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (M, feed_size) into the candidates, best first, and whether each is a post.
 
-    `x` (9, M, C) feature-major; `weights` (M, 6, 9) are the ranking weights W of each pair's simulation. The scores are
-    einsum's sum of products per cell (no BLAS, a fixed order per cell), so a row's scores
-    are bit-identical whatever the batch (tested). Demoted (downranked) candidates lose 2."""
+    `x` (M, C, len(TABLE)) from `features`; `weights` (M, 6, 9) are the ranking weights W of
+    each pair's simulation. The scores are einsum's sum of products per cell (no BLAS, a fixed
+    order per cell), so a row's scores are bit-identical whatever the batch (tested). Demoted
+    (downranked) candidates lose 2."""
     w = np.einsum("mi,mif->mf", z, weights)
-    score = np.einsum("fmc,mf->mc", x, w)
+    score = np.einsum("mcf,mf->mc", x[..., : len(CANDIDATE_FEATURES)], w)
     np.subtract(score, np.float32(2.0), out=score, where=demoted)
     np.copyto(score, np.float32(-np.inf), where=~valid)
     top = top_columns(score, feed_size)
-    return top, np.take_along_axis(valid, top, 1)
+    return top, valid.reshape(-1)[top + (np.arange(len(top)) * valid.shape[1])[:, None]]
 
 
 def top_columns(score: np.ndarray, k: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .feed import similarity
+from .feed import COL
 from .state import S_CHURN, S_ENGAGE, S_REPORT, S_SHARE, State
 
 
@@ -25,30 +25,25 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _at(a: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    return a.reshape(-1)[flat]
-
-
-def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, flat: np.ndarray, valid: np.ndarray):
+def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, sx: np.ndarray, valid: np.ndarray):
     """Engaged, reposted and reported flags (M, F) of pairs (ka, ua) served post `ids`
-    (`flat`: their flat indexes)."""
+    (`sx`: their rows of the feed's table, `feed.features`)."""
     dyn, rows = state.dyn, ka[:, None]
     kind = state.pop.kind[ua][:, None]
-    sim = similarity(state, ka, ua, flat)
     opinion = state.opinion[ka, ua][:, None]
-    stance = _at(state.stance, flat)
+    stance = sx[..., COL["stance"]]
     logit = (
         dyn.engage_base
-        + dyn.engage_similarity * sim
-        + np.asarray(dyn.engage_quality, np.float32)[kind] * _at(state.quality, flat)
-        + np.asarray(dyn.engage_arousal, np.float32)[kind] * _at(state.arousal, flat)
+        + dyn.engage_similarity * sx[..., COL["similarity"]]
+        + np.asarray(dyn.engage_quality, np.float32)[kind] * sx[..., COL["quality"]]
+        + np.asarray(dyn.engage_arousal, np.float32)[kind] * sx[..., COL["true_arousal"]]
         + dyn.engage_alignment * opinion * stance
         - dyn.engage_position * np.arange(ids.shape[1], dtype=np.float32)
     )
     counter = (state.key[rows], state.t[rows], ua[:, None], ids)
     engaged = valid & (rng.uniform(*counter, S_ENGAGE) < _sigmoid(logit))
     shared = engaged & (rng.uniform(*counter, S_SHARE) < dyn.share_given_engage)
-    p_report = np.where(_at(state.misinfo, flat), dyn.misinfo_report_prob, dyn.true_report_prob)
+    p_report = np.where(sx[..., COL["misinfo"]] > 0, dyn.misinfo_report_prob, dyn.true_report_prob)
     p_report = p_report * (0.5 + np.abs(opinion - stance) / 2)
     reported = valid & ~engaged & (rng.uniform(*counter, S_REPORT) < p_report)
     return engaged, shared, reported
@@ -73,13 +68,13 @@ def count_on_posts(state: State, ka, ua, flat, valid, engaged, shared, reported)
     state.reports_made[ka, ua] += reported.sum(1)
 
 
-def update_users(state: State, ka, ua, ids, flat, valid, engaged, shared) -> None:
+def update_users(state: State, ka, ua, ids, sx, valid, engaged, shared) -> None:
     """History summaries, satisfaction, churn, opinions and reposts of the visitors."""
     dyn = state.dyn
     served = np.maximum(valid.sum(1), 1).astype(np.float32)
     seen = valid.any(1)
     rate = engaged.sum(1) / served
-    score = _at(state.arousal_score, flat)
+    score = sx[..., COL["arousal"]]
     affinity = 4.0 * (engaged * (score - 0.5)).sum(1) / served
     state.eng_ema[ka, ua] = np.where(seen, 0.7 * state.eng_ema[ka, ua] + 0.3 * rate, state.eng_ema[ka, ua])
     state.arousal_ema[ka, ua] = np.where(
@@ -87,9 +82,9 @@ def update_users(state: State, ka, ua, ids, flat, valid, engaged, shared) -> Non
     )
     kind = state.pop.kind[ua]
     if dyn.satisfaction_rate > 0:
-        arousal, misinfo = _at(state.arousal, flat), _at(state.misinfo, flat)
+        arousal, misinfo = sx[..., COL["true_arousal"]], sx[..., COL["misinfo"]]
         value = (
-            dyn.quality_gain * (_at(state.quality, flat) - 0.5)
+            dyn.quality_gain * (sx[..., COL["quality"]] - 0.5)
             + dyn.engaged_gain * engaged
             - np.asarray(dyn.arousal_cost, np.float32)[kind][:, None] * arousal
             - dyn.misinfo_cost * misinfo
@@ -104,12 +99,12 @@ def update_users(state: State, ka, ua, ids, flat, valid, engaged, shared) -> Non
         state.churned[ka[leave], ua[leave]] = True
     if dyn.opinion_pull > 0 or dyn.opinion_arousal_push > 0:
         o = state.opinion[ka, ua][:, None]
-        stance = _at(state.stance, flat)
+        stance = sx[..., COL["stance"]]
         close = np.abs(stance - o) < dyn.opinion_confidence
         agree = np.sign(stance) == np.sign(o)
         n_eng = np.maximum(engaged.sum(1), 1)
         pull = (engaged * close * (stance - o)).sum(1) / n_eng
-        push = (engaged * agree * _at(state.arousal, flat) * np.sign(stance)).sum(1) / n_eng
+        push = (engaged * agree * sx[..., COL["true_arousal"]] * np.sign(stance)).sum(1) / n_eng
         new = o[:, 0] + dyn.opinion_pull * pull + dyn.opinion_arousal_push * push
         state.opinion[ka, ua] = np.clip(new, -1.0, 1.0)
     # the last reposted post (lowest rank) becomes the user's repost seen by followers

@@ -12,6 +12,7 @@ import sys
 from oasis_gym.errors import OasisGymError
 from oasis_gym.population import ProfileError
 from oasis_gym.scenarios.sweep import cmd_sweep
+from oasis_gym.train.benchmark import cmd_benchmark
 from oasis_gym.train.cli import cmd_train
 
 from .import_db import cmd_import
@@ -48,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "run":
                 args.given = given_options(argv)
             # (a sweep stopped while it runs says itself how to resume: its finished runs are kept)
-            commands = {"run": cmd_run, "report": cmd_report, "import": cmd_import, "sweep": cmd_sweep}
+            commands = {"run": cmd_run, "report": cmd_report, "import": cmd_import, "sweep": cmd_sweep,
+                        "benchmark": cmd_benchmark}  # fmt: skip
             return commands.get(args.command, cmd_train)(args)
     except (OasisGymError, ProfileError) as err:
         parser.exit(2, f"oasis-gym {args.command}: error: {' '.join(str(err).splitlines())}\n")

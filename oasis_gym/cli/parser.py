@@ -15,6 +15,7 @@ from oasis_gym.policies.factory import USER_POLICIES
 from oasis_gym.scenarios import add_scenario_args
 from oasis_gym.scenarios.sweep import add_sweep_parser
 from oasis_gym.sim.clock import MAX_MINUTES_PER_STEP
+from oasis_gym.train.benchmark import add_benchmark_parser
 from oasis_gym.train.cli import add_train_parser
 
 DESCRIPTION = "`oasis-gym` command line: run a simulation, make a report."
@@ -197,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_scenario_args(run)
     add_train_parser(sub)
+    add_benchmark_parser(sub)  # `oasis-gym benchmark`: the v1 protocol over N seeds
     report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
     report.add_argument("db", type=_path)
     report.add_argument("--out", type=_path, default=None, help="output folder (default <db stem>_report)")

@@ -1,0 +1,56 @@
+"""RLlib on the v1 tasks: each env runner steps the task's native vector env, and every
+(runner, sub-env) plays its own training seeds. Runs in the RLlib venv (.ci/run)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("OASIS_GYM_REQUIRE_RLLIB") != "1":
+    pytest.importorskip("ray.rllib", reason="ray[rllib] is tested in its own venv (.ci/run)")
+
+from oasis_gym.batched.rng import TRAIN_SEEDS_FROM  # noqa: E402
+from oasis_gym.envs.lockstep import LockstepVectorEnv  # noqa: E402
+from oasis_gym.train import rllib_v1  # noqa: E402
+
+SMALL = {"users": 100, "max_steps": 4, "difficulty": "hard"}
+
+
+@pytest.mark.parametrize("task", ["recommender", "moderator"])
+def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_vector_env(task):
+    import ray
+
+    ray.init(num_cpus=3, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        config = rllib_v1.build_config(task, {**SMALL, "record_seeds": True}, num_env_runners=2,
+                                       num_envs_per_env_runner=2, train_batch_size=64, minibatch_size=32,
+                                       num_epochs=1)  # fmt: skip
+        algo = config.build_algo()
+        try:
+            result = algo.train()
+            kinds = algo.env_runner_group.foreach_env_runner(
+                lambda r: type(r.env.unwrapped).__mro__, local_env_runner=False
+            )
+            played = algo.env_runner_group.foreach_env_runner(rllib_v1.episode_seeds_of, local_env_runner=False)
+        finally:
+            algo.stop()
+    finally:
+        ray.shutdown()
+    assert all(LockstepVectorEnv in mro for mro in kinds)  # the native vector env, not a SyncVectorEnv
+    assert math.isfinite(result["env_runners"]["episode_return_mean"])
+    runners = sorted(w for (w, _), in played)
+    seeds = [s for (_, ss), in played for s in ss]
+    assert runners == [1, 2] and len(seeds) >= 2 * 2 * 2  # every sub-env played more than one episode
+    assert len(seeds) == len(set(seeds)), "two sub-envs replayed the same episode"
+    assert min(seeds) >= TRAIN_SEEDS_FROM  # evaluation seeds are all below
+
+
+def test_runner_seeds_are_a_fixed_function_of_seed_runner_and_sub_env():
+    a = rllib_v1.training_seeds(0, 1, 4)
+    assert np.array_equal(a, rllib_v1.training_seeds(0, 1, 4)) and len(set(a.tolist())) == 4
+    assert not set(a.tolist()) & set(rllib_v1.training_seeds(0, 2, 4).tolist())
+    assert not set(a.tolist()) & set(rllib_v1.training_seeds(1, 1, 4).tolist())
+    assert a.min() >= TRAIN_SEEDS_FROM

@@ -1,0 +1,223 @@
+"""`oasis-gym benchmark TASK`: the v1 benchmark protocol, N training seeds against tuned baselines.
+
+    oasis-gym benchmark recommender --difficulty medium --seeds 5 --timesteps 1000000 --out bench-runs/rec-medium
+
+Steps (read top to bottom):
+1. the baselines, tuned once on the tuning seeds of the training population
+   (`train.v1.tune`; the recommender's best per-user and best global constant ranking by
+   the cross-entropy method, the moderator's best threshold rules by grid search), with
+   the env steps each search used;
+2. PPO trained from `--seeds` training seeds (`train.v1.train_ppo`, one folder each);
+3. every PPO model and every baseline on the held-out seeds of the training population and
+   on a held-out population, one episode per evaluation seed;
+4. the results: per candidate the mean ± std of the return (PPO: over training seeds of each
+   seed's mean); PPO minus each baseline per training seed (mean over the evaluation
+   episodes), with its 95 % t interval over the training seeds and PPO's paired wins over
+   all (training seed, episode) pairs; the learning curves of all seeds with their band
+   (PNG and TensorBoard); the versions, settings and machine. `results.md` (Markdown) and
+   `results.json` under `--out`. Users are rule-based (`oasis_gym.batched`), never LLMs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+
+from oasis_gym.metrics.intervals import mean_ci
+
+from . import args as cli_args
+from . import tuned_baselines as tb
+from . import v1
+from .outputs import train_output
+
+
+def _environment() -> dict:
+    """The versions and machine a result was made with."""
+    import stable_baselines3
+    import torch
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
+            "stable_baselines3": stable_baselines3.__version__, "gymnasium": gymnasium.__version__,
+            "oasis_gym": metadata.version("oasis-gym"), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}  # fmt: skip
+
+
+def _episode_returns(runs: list[dict]) -> np.ndarray:
+    return np.array([r["return"] for r in runs], np.float64)
+
+
+def compare(ppo_runs: list[list[dict]], baselines: dict[str, list[dict]]) -> dict:
+    """PPO (one list of episodes per training seed) against each baseline on the same episodes:
+    the per-seed mean difference, its 95 % t interval over training seeds, paired wins."""
+    ppo = np.stack([_episode_returns(r) for r in ppo_runs])  # (seeds, episodes)
+    out = {}
+    for name, runs in baselines.items():
+        d = ppo - _episode_returns(runs)[None, :]
+        out[name] = {**mean_ci(d.mean(1)), "wins": int((d > 0).sum()), "pairs": int(d.size),
+                     "episode_ci": mean_ci(d.mean(0))}  # fmt: skip
+    return out
+
+
+def markdown(result: dict) -> str:
+    """The results table of one benchmark run as Markdown."""
+    s = result["settings"]
+    env, minutes = result["environment"], {k: result[f"{k}_seconds"] / 60 for k in ("wall", "ppo", "tuning")}
+    lines = [
+        f"## {result['task']} ({s['difficulty']}): PPO over {len(result['ppo_seeds'])} training seeds, "
+        f"{result['timesteps_per_seed']:,} timesteps each",
+        "",
+        f"Users: {result['users']}. Machine: {env['cpus']} cores, load {env['load_avg_1m_at_start']} at start; "
+        f"wall time {minutes['wall']:.0f} min (PPO {minutes['ppo']:.0f}, tuning {minutes['tuning']:.0f}).",
+    ]
+    for set_name, res in result["eval_sets"].items():
+        lines += ["", f"**{set_name}** (population {res['population_seed']}, {len(res['seeds'])} episodes)", "",
+                  "| policy | return (mean ± std) | PPO − policy [95% CI over training seeds] | PPO wins |",
+                  "|---|---|---|---|"]  # fmt: skip
+        p = res["ppo_seed_means"]
+        lines.append(f"| PPO | {np.mean(p):.2f} ± {np.std(p, ddof=1) if len(p) > 1 else 0:.2f} (over seeds) | | |")
+        for name, runs in res["baselines"].items():
+            r, v = _episode_returns(runs), res["ppo_vs"][name]
+            lines.append(f"| {name} | {r.mean():.2f} ± {r.std(ddof=1):.2f} | {v['mean']:+.2f} [{v['lo']:+.2f}, "
+                         f"{v['hi']:+.2f}] | {v['wins']}/{v['pairs']} |")  # fmt: skip
+    spent = ", ".join(f"{k} {v:,}" for k, v in result["tuning_env_steps"].items())
+    lines += ["", f"Tuning compute (env steps): {spent}; PPO {result['timesteps_per_seed']:,} per seed."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(curves: list[list], path: Path, title: str) -> None:
+    """Every seed's learning curve, their mean and min-max band, against timesteps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    grid = np.linspace(0, max(c[-1][0] for c in curves if c), 50) if any(curves) else np.zeros(0)
+    ys = [np.interp(grid, *np.asarray(c, np.float64).T[:2]) for c in curves if len(c) > 1]
+    for y in ys:
+        ax.plot(grid, y, color="#0072B2", lw=0.6, alpha=0.4)
+    if ys:
+        ax.fill_between(grid, np.min(ys, 0), np.max(ys, 0), color="#0072B2", alpha=0.15, label="min-max over seeds")
+        ax.plot(grid, np.mean(ys, 0), color="#0072B2", lw=2, label=f"mean of {len(ys)} seeds")
+    ax.set_xlabel("PPO timesteps (env steps, all envs)")
+    ax.set_ylabel("training episode return")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_band_to_tensorboard(curves: list[list], logdir: Path) -> None:
+    """The mean, min and max of the seeds' curves as TensorBoard scalars (benchmark/*)."""
+    from tensorboardX import SummaryWriter
+
+    ys = [np.asarray(c, np.float64) for c in curves if len(c) > 1]
+    if not ys:
+        return
+    grid = np.linspace(0, min(y[-1, 0] for y in ys), 50)
+    vals = np.stack([np.interp(grid, y[:, 0], y[:, 1]) for y in ys])
+    with SummaryWriter(str(logdir)) as w:
+        for i, step in enumerate(grid.astype(int)):
+            for name, v in (("mean", vals[:, i].mean()), ("min", vals[:, i].min()), ("max", vals[:, i].max())):
+                w.add_scalar(f"benchmark/episode_return_{name}", float(v), int(step))
+
+
+def run(args: v1.Args, seeds: int, say=print) -> dict:
+    """Steps 1-4 (module docstring); writes results.md, results.json, learning_curves.png and
+    tb_band/ under args.out, each seed's model under args.out/seed_<i>/."""
+    start = time.perf_counter()
+    environment = _environment()
+    tuned = v1.tune(args, say)
+    tuning_seconds = time.perf_counter() - start
+    out, models, curves, ppo_seconds = Path(args.out), [], [], 0.0
+    for i in range(seeds):
+        say(f"training PPO seed {i + 1}/{seeds}")
+        run_args = dataclasses.replace(args, seed=args.seed + i, out=str(out / f"seed_{args.seed + i}"))
+        train_output(run_args.out, overwrite=True).claim_trees()
+        model, vec, info = v1.train_ppo(run_args)
+        ppo_seconds += info["train_seconds"]
+        models.append((model, vec))
+        curves.append(info["learning_curve"])
+    say(f"evaluating {seeds} PPO models and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
+    sets = {"held-out seeds": args.population_seed, "held-out population": args.eval_population}
+    base = {c: f for c, f in v1.candidates(args, tuned, *models[0]).items() if c != "ppo"}
+    eval_sets = {}
+    for name, population in sets.items():
+        env = args.env(population)
+        runs = {c: tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=f)) for c, f in base.items()}
+        ppo = [tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=v1.candidates(
+            args, tuned, m, v)["ppo"])) for m, v in models]  # fmt: skip
+        eval_sets[name] = {"population_seed": population, "seeds": list(args.eval_seeds), "baselines": runs,
+                           "ppo_runs": ppo, "ppo_seed_means": [float(_episode_returns(r).mean()) for r in ppo],
+                           "ppo_vs": compare(ppo, runs)}  # fmt: skip
+    result = {"task": f"{args.task}-v1", "settings": dataclasses.asdict(args), "ppo_seeds": list(range(
+              args.seed, args.seed + seeds)), "timesteps_per_seed": int(models[0][0].num_timesteps),
+              "tuned": tuned, "tuning_env_steps": _tuning_steps(tuned), "eval_sets": eval_sets,
+              "learning_curves": curves, "users": "rule-based (oasis_gym.batched), no LLM",
+              "environment": environment, "tuning_seconds": tuning_seconds, "ppo_seconds": ppo_seconds,
+              "wall_seconds": time.perf_counter() - start}  # fmt: skip
+    with train_output(out, overwrite=True).staging() as tmp:
+        (tmp / "results.md").write_text(markdown(result), encoding="utf-8")
+        (tmp / "results.json").write_text(json.dumps(result, default=_jsonable), encoding="utf-8")
+        plot_curves(curves, tmp / "learning_curves.png", f"{result['task']} ({args.difficulty}): PPO, {seeds} seeds")
+        write_band_to_tensorboard(curves, tmp / "tb_band")
+    return result
+
+
+def _tuning_steps(tuned: dict) -> dict[str, int]:
+    return {k: int(v["env_steps"]) for k, v in tuned.items() if isinstance(v, dict) and "env_steps" in v} | (
+        {"rules": int(tuned["env_steps"])} if "env_steps" in tuned else {}
+    )
+
+
+def _jsonable(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return str(obj)
+
+
+def add_benchmark_parser(subparsers) -> argparse.ArgumentParser:
+    """`oasis-gym benchmark {recommender,moderator}` with the v1 training options and --seeds."""
+    p = subparsers.add_parser("benchmark", help="the v1 benchmark protocol: N PPO seeds vs tuned baselines",
+                              description=__doc__.split("\n")[0])  # fmt: skip
+    p.add_argument("target", choices=v1.TASKS, metavar="{recommender,moderator}", help="the v1 task")
+    p.add_argument("--seeds", type=int, default=5, help="PPO training seeds (seed .. seed + N - 1), >= 2 (default: 5)")
+    v1.add_options(p)
+    return p
+
+
+def cmd_benchmark(ns: argparse.Namespace) -> int:
+    """Check everything, run the protocol, print the Markdown table and where the files are."""
+    command = f"oasis-gym benchmark {ns.target}"
+    args = dataclasses.replace(cli_args.parse_into(v1.Args, ns), task=ns.target, quiet=ns.quiet or ns.json)
+    try:
+        if not isinstance(ns.seeds, int) or not 2 <= ns.seeds <= 100:
+            raise ValueError(f"--seeds must be an integer in [2, 100], got {ns.seeds!r}")
+        args.check(n_seeds=ns.seeds)
+        train_output(args.out, ns.overwrite).check()
+    except (ValueError, OSError) as err:
+        print(f"{command}: error: {err}", file=sys.stderr)
+        return 2
+    result = run(args, ns.seeds, say=v1.progress_printer(args.quiet))
+    if ns.json:
+        held = result["eval_sets"]["held-out seeds"]["ppo_vs"]
+        print(json.dumps({"task": result["task"], "difficulty": args.difficulty, "out": args.out,
+                          "ppo_vs": {c: [v["mean"], v["lo"], v["hi"]] for c, v in held.items()}}))  # fmt: skip
+        return 0
+    print(markdown(result))
+    print(f"wrote {args.out}/results.md, results.json, learning_curves.png, tb_band/ and seed_*/model.zip")
+    print(f"next: tensorboard --logdir {args.out}   (the band and every seed's run)")
+    return 0
