@@ -41,8 +41,8 @@ def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_
         ray.shutdown()
     assert all(LockstepVectorEnv in mro for mro in kinds)  # the native vector env, not a SyncVectorEnv
     assert math.isfinite(result["env_runners"]["episode_return_mean"])
-    runners = sorted(w for (w, _), in played)
-    seeds = [s for (_, ss), in played for s in ss]
+    runners = sorted(w for ((w, _),) in played)
+    seeds = [s for ((_, ss),) in played for s in ss]
     assert runners == [1, 2] and len(seeds) >= 2 * 2 * 2  # every sub-env played more than one episode
     assert len(seeds) == len(set(seeds)), "two sub-envs replayed the same episode"
     assert min(seeds) >= TRAIN_SEEDS_FROM  # evaluation seeds are all below
