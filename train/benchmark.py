@@ -139,31 +139,32 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
     start = time.perf_counter()
     environment = _environment()
     tuned = v1.tune(args, say)
+    anchor = v1.make_anchor(args, tuned)
     tuning_seconds = time.perf_counter() - start
     out, models, curves, ppo_seconds = Path(args.out), [], [], 0.0
     for i in range(seeds):
         say(f"training PPO seed {i + 1}/{seeds}")
         run_args = dataclasses.replace(args, seed=args.seed + i, out=str(out / f"seed_{args.seed + i}"))
         train_output(run_args.out, overwrite=True).claim_trees()
-        model, vec, info = v1.train_ppo(run_args)
+        model, vec, info = v1.train_ppo(run_args, anchor)
         ppo_seconds += info["train_seconds"]
         models.append((model, vec))
         curves.append(info["learning_curve"])
     say(f"evaluating {seeds} PPO models and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
     sets = {"held-out seeds": args.population_seed, "held-out population": args.eval_population}
-    base = {c: f for c, f in v1.candidates(args, tuned, *models[0]).items() if c != "ppo"}
+    base = {c: f for c, f in v1.candidates(args, tuned, *models[0], anchor).items() if c != "ppo"}
     eval_sets = {}
     for name, population in sets.items():
         env = args.env(population)
         runs = {c: tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=f)) for c, f in base.items()}
         ppo = [tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=v1.candidates(
-            args, tuned, m, v)["ppo"])) for m, v in models]  # fmt: skip
+            args, tuned, m, v, anchor)["ppo"])) for m, v in models]  # fmt: skip
         eval_sets[name] = {"population_seed": population, "seeds": list(args.eval_seeds), "baselines": runs,
                            "ppo_runs": ppo, "ppo_seed_means": [float(_episode_returns(r).mean()) for r in ppo],
                            "ppo_vs": compare(ppo, runs)}  # fmt: skip
     result = {"task": f"{args.task}-v1", "settings": dataclasses.asdict(args), "ppo_seeds": list(range(
               args.seed, args.seed + seeds)), "timesteps_per_seed": int(models[0][0].num_timesteps),
-              "tuned": tuned, "tuning_env_steps": _tuning_steps(tuned), "eval_sets": eval_sets,
+              "anchor": anchor.name, "tuned": tuned, "tuning_env_steps": _tuning_steps(tuned), "eval_sets": eval_sets,
               "learning_curves": curves, "users": "rule-based (oasis_gym.batched), no LLM",
               "environment": environment, "tuning_seconds": tuning_seconds, "ppo_seconds": ppo_seconds,
               "wall_seconds": time.perf_counter() - start}  # fmt: skip

@@ -1,10 +1,11 @@
 """SB3's `VecEnv` over a native Gymnasium vector env of the v1 tasks: no subprocesses, no copies.
 
-`LockstepSB3VecEnv(vector_env)` drives a `LockstepVectorEnv` in `SAME_STEP` autoreset mode
+`LockstepSB3VecEnv(vector_env, anchor=None)` drives a `LockstepVectorEnv` in `SAME_STEP` autoreset mode
 (what SB3 expects: a finished episode's last observation in
 `infos[i]["terminal_observation"]`, the next episode's first in the returned batch) and
 hands SB3 the batch as it is. Seeds follow SB3: `seed(s)` makes the next `reset()` start
-env i with s + i; a reset without seeds continues each env's chain of training seeds.
+env i with s + i; a reset without seeds continues each env's chain of training seeds. An
+`anchor` (`train.anchored`) turns PPO's actions into the env's, relative to a tuned baseline.
 """
 
 from __future__ import annotations
@@ -15,40 +16,38 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv
 
-from oasis_gym.batched.rng import next_episode_seed
+from .anchored import NoAnchor
 
 
 class LockstepSB3VecEnv(VecEnv):
     """SB3 VecEnv of a native v1 vector env (module docstring)."""
 
-    def __init__(self, vector_env):
+    def __init__(self, vector_env, anchor: NoAnchor | None = None):
         if vector_env.autoreset_mode != AutoresetMode.SAME_STEP:
             raise ValueError("LockstepSB3VecEnv needs a vector env made with autoreset_mode=SAME_STEP")
-        self.venv = vector_env
-        super().__init__(vector_env.num_envs, vector_env.single_observation_space, vector_env.single_action_space)
+        self.venv, self.anchor = vector_env, anchor or NoAnchor()
+        action_space = self.anchor.space(vector_env.single_action_space)
+        super().__init__(vector_env.num_envs, vector_env.single_observation_space, action_space)
         self._actions: np.ndarray | None = None
-        self._started = False
+        self._obs: np.ndarray | None = None  # the last raw observations (what an anchor's rule reads)
 
     def reset(self) -> np.ndarray:
         """Start every env: with the seeds of `seed()` if given, else each env's next seed."""
-        if self._seeds[0] is not None:
-            obs, info = self.venv.reset(seed=[int(s) for s in self._seeds])
-        elif self._started:
-            obs, info = self.venv.reset(seed=[int(s) for s in next_episode_seed(self.venv.episode_seeds)])
-        else:
-            obs, info = self.venv.reset()
-        self._started = True
+        seeds = None if self._seeds[0] is None else [int(s) for s in self._seeds]
+        obs, info = self.venv.reset(seed=seeds)
         self._reset_seeds()
         self.reset_infos = [{"episode_seed": int(s)} for s in info["episode_seed"]]
+        self._obs = obs
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        """Remember the actions (the step runs in `step_wait`)."""
-        self._actions = actions
+        """Remember the env's actions (PPO's through the anchor; the step runs in `step_wait`)."""
+        self._actions = self.anchor.env_action(actions, self._obs)
 
     def step_wait(self):
         """One batched step of all envs; finished ones restart in the same call."""
         obs, reward, terminated, truncated, info = self.venv.step(self._actions)
+        self._obs = obs
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for i in np.flatnonzero(dones):  # only at episode ends, once per episode

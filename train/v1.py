@@ -37,6 +37,7 @@ from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
+from . import anchored
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .args import opt
@@ -73,6 +74,12 @@ class Args:
     tune_seeds: tuple[int, ...] = opt(tuple(range(5000, 5016)), "seeds the baselines are tuned on")
     cem_iterations: int = opt(20, "cross-entropy iterations of the constant-action search")
     cem_population: int = opt(32, "candidates per cross-entropy iteration (each on every tuning seed)")
+    anchor: str = opt(
+        "tuned",
+        "PPO starts at the tuned baseline and learns corrections of its action (tuned) or "
+        "learns the whole action (none); train/anchored.py",
+        choices=["tuned", "none"],
+    )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -131,8 +138,20 @@ def tune(args: Args, say) -> dict:
     return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem)}
 
 
-def train_ppo(args: Args) -> tuple:
-    """2. PPO on the native vector env; returns (model, VecNormalize, run info)."""
+def make_anchor(args: Args, tuned: dict) -> anchored.NoAnchor:
+    """What PPO's action is relative to (`--anchor`): the tuned constant ranking (recommender),
+    the better of the two tuned rules on the tuning seeds (moderator), or nothing."""
+    if args.anchor == "none":
+        return anchored.NoAnchor()
+    if args.task == "recommender":
+        return anchored.ConstantAnchor(tuned["constant"]["action"])
+    best = max(("report_threshold", "fact_check_first"), key=lambda f: tuned[f]["score"])
+    return anchored.RuleAnchor(lambda k: tb.rule_from(tuned[best], k), len(moderation.ACTIONS), moderation.QUEUE)
+
+
+def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
+    """2. PPO on the native vector env (its actions relative to `anchor`); returns (model,
+    VecNormalize, run info)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
@@ -141,7 +160,8 @@ def train_ppo(args: Args) -> tuple:
 
     cls = RecommenderVectorEnv if args.task == "recommender" else ModeratorVectorEnv
     venv = cls(args.n_envs, autoreset_mode="SameStep", **args.env())
-    vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv)), gamma=args.gamma, clip_obs=10.0)
+    anchor = anchor or anchored.NoAnchor()
+    vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
     policy_kwargs = {"net_arch": [64, 64]}
     if args.task == "recommender":
         policy_kwargs["log_std_init"] = -1.0
@@ -150,6 +170,8 @@ def train_ppo(args: Args) -> tuple:
                 learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
                 ent_coef=args.ent_coef, policy_kwargs=policy_kwargs, seed=args.seed, device="cpu",
                 tensorboard_log=str(out / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
+    if isinstance(anchor, anchored.RuleAnchor):
+        anchor.bias_first(model)
     curve, callbacks = LearningCurve(), []
     stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
     callbacks = [curve] + ([stopper] if stopper else [])
@@ -170,11 +192,11 @@ def train_ppo(args: Args) -> tuple:
     return model, vec, info
 
 
-def candidates(args: Args, tuned: dict, model, vec) -> dict:
-    """name -> act_for(task) of PPO and every baseline (the baselines as tuned)."""
+def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | None = None) -> dict:
+    """name -> act_for(task) of PPO (its actions relative to `anchor`) and every baseline (as tuned)."""
 
     def ppo(task):
-        return lambda obs, t: model.predict(vec.normalize_obs(obs), deterministic=True)[0]
+        return anchored.act(model, vec, anchor or anchored.NoAnchor())
 
     def constant(action):
         return lambda task: lambda obs, t: np.tile(np.asarray(action), (task.k, 1))
@@ -231,11 +253,13 @@ def train(args: Args, say=print) -> dict:
     limit_threads(1)
     train_output(args.out, overwrite=True).claim_trees()
     tuned = tune(args, say)
-    model, vec, info = train_ppo(args)
+    anchor = make_anchor(args, tuned)
+    model, vec, info = train_ppo(args, anchor)
+    info["anchor"] = anchor.name
     rate = info["timesteps_per_s"]
     say(f"trained {info['timesteps']} timesteps in {info['train_seconds']:.0f} s ({rate:.0f} timesteps/s)")
     say(f"evaluating PPO and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
-    results = evaluate(args, candidates(args, tuned, model, vec))
+    results = evaluate(args, candidates(args, tuned, model, vec, anchor))
     result = {"task": f"{args.task}-v1", "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
               "eval_sets": results, "tables": [table(n, r) for n, r in results.items()],
               "users": "rule-based (oasis_gym.batched), no LLM"}  # fmt: skip
