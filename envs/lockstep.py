@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 from oasis_gym.batched.rng import TRAIN_SEEDS_FROM, next_episode_seed
 
 MAX_EPISODE_SEED = 2**62
+RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values
 
 
 def _seeds(seed, k: int) -> np.ndarray:
@@ -58,6 +59,20 @@ class _Lockstep:
 
     seeds_played: list | None = None  # set a list to record every episode seed started
 
+    def _set_render_mode(self, render_mode) -> None:
+        if render_mode not in (None, *RENDER_MODES):
+            raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self._last: dict[str, np.ndarray] = {}
+
+    def _text(self, i: int) -> str:
+        """One line on episode i now: its step and the last step's info values (hidden ones too:
+        a person watching may see what the agent does not)."""
+        values = ", ".join(f"{k} {float(v[i]):.3f}" for k, v in self._last.items() if not k.startswith("_"))
+        return f"step {int(self.task.state.t[i])}/{self.max_steps} (episode seed {int(self.episode_seeds[i])})" + (
+            f": {values}" if values else ""
+        )
+
     def _start(self, rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         self.episode_seeds[rows] = seeds
         if self.seeds_played is not None:
@@ -69,9 +84,9 @@ class _Lockstep:
 class LockstepVectorEnv(_Lockstep, VectorEnv):
     """K episodes of a v1 task stepped together (module docstring)."""
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, task, single_action_space, autoreset_mode=AutoresetMode.NEXT_STEP):
+    def __init__(self, task, single_action_space, autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None):
         mode = AutoresetMode(autoreset_mode)
         if mode == AutoresetMode.DISABLED:
             raise ValueError("autoreset_mode must be NEXT_STEP or SAME_STEP")
@@ -83,6 +98,11 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
         self.autoreset_mode = mode
         self._autoreset = np.zeros(self.num_envs, bool)
         self._started = False
+        self._set_render_mode(render_mode)
+
+    def render(self) -> tuple[str, ...] | None:
+        """ "ansi": one line per episode (`_text`); None without a render mode."""
+        return tuple(self._text(i) for i in range(self.num_envs)) if self.render_mode == "ansi" else None
 
     def reset(self, *, seed=None, options=None):
         """Start all K episodes (seed: s -> s + i, or K seeds; None: each env's next episode of
@@ -107,6 +127,7 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
         if len(resetting):  # NEXT_STEP: these envs start their next episode now, ignoring the action
             reset_obs = self._start(resetting, next_episode_seed(self.episode_seeds[resetting]))
         obs, reward, step_info = self.task.step(actions, stepping=None if stepping.all() else stepping)
+        self._last = step_info
         truncated = stepping & (self.task.state.t >= self.max_steps)
         terminated = np.zeros(k, bool)
         for name, value in step_info.items():
@@ -132,15 +153,21 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
 class LockstepEnv(_Lockstep, gym.Env):
     """One episode of a v1 task: the task with K = 1 (module docstring)."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
-    def __init__(self, task, action_space):
+    def __init__(self, task, action_space, render_mode=None):
         self._setup(1, task, action_space)
         self.observation_space, self.action_space = self.single_observation_space, action_space
         self._started = False
+        self._set_render_mode(render_mode)
+
+    def render(self) -> str | None:
+        """ "ansi": a line on the episode (its step, the last step's values); None without a mode."""
+        return self._text(0) if self.render_mode == "ansi" else None
 
     def reset(self, *, seed=None, options=None):
         """Start an episode (seed None: the next of the chain, see the module docstring)."""
+        self._last = {}
         if seed is None and self.episode_seeds[0] >= 0:
             seeds = next_episode_seed(self.episode_seeds[:1])
         else:
@@ -154,6 +181,7 @@ class LockstepEnv(_Lockstep, gym.Env):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         obs, reward, info = self.task.step(np.asarray(action)[None])
+        self._last = info
         truncated = bool(self.task.state.t[0] >= self.max_steps)
         info = {name: float(value[0]) for name, value in info.items()}
         info["episode_seed"] = int(self.episode_seeds[0])

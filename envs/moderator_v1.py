@@ -76,15 +76,16 @@ class ModeratorEnv(LockstepEnv):
     """One Moderator-v1 episode at a time (module docstring)."""
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
-                 reward: ModeratorReward | None = None):  # fmt: skip
+                 reward: ModeratorReward | None = None, render_mode=None):  # fmt: skip
         task = ModeratorTask(1, users, difficulty, population_seed, max_steps, reward)
-        super().__init__(task, _space(task))
+        super().__init__(task, _space(task), render_mode)
 
 
 class ModeratorVectorEnv(LockstepVectorEnv):
     """`num_envs` Moderator-v1 episodes stepped together (module docstring)."""
 
     def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
-                 reward: ModeratorReward | None = None, autoreset_mode=AutoresetMode.NEXT_STEP):  # fmt: skip
+                 reward: ModeratorReward | None = None, autoreset_mode=AutoresetMode.NEXT_STEP,
+                 render_mode=None):  # fmt: skip
         task = ModeratorTask(num_envs, users, difficulty, population_seed, max_steps, reward)
-        super().__init__(task, _space(task), autoreset_mode)
+        super().__init__(task, _space(task), autoreset_mode, render_mode)

@@ -92,9 +92,9 @@ class RecommenderEnv(LockstepEnv):
     """One Recommender-v1 episode at a time (module docstring)."""
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
-                 reward: RecommenderReward | None = None):  # fmt: skip
+                 reward: RecommenderReward | None = None, render_mode=None):  # fmt: skip
         task = _task(1, difficulty, users, population_seed, max_steps, ranking, reward)
-        super().__init__(task, _space(task))
+        super().__init__(task, _space(task), render_mode)
 
 
 class RecommenderVectorEnv(LockstepVectorEnv):
@@ -102,6 +102,6 @@ class RecommenderVectorEnv(LockstepVectorEnv):
 
     def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  ranking="per_user", reward: RecommenderReward | None = None,
-                 autoreset_mode=AutoresetMode.NEXT_STEP):  # fmt: skip
+                 autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None):  # fmt: skip
         task = _task(num_envs, difficulty, users, population_seed, max_steps, ranking, reward)
-        super().__init__(task, _space(task), autoreset_mode)
+        super().__init__(task, _space(task), autoreset_mode, render_mode)

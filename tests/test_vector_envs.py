@@ -126,3 +126,19 @@ def test_bad_vector_arguments_and_seeds_are_one_clear_error():
         vec.reset(seed=-3)
     with pytest.raises(ValueError, match="2 ints"):
         vec.reset(seed=[1, 2, 3])
+
+
+@pytest.mark.parametrize("env_id", V1)
+def test_ansi_render_says_the_step_and_the_last_values(env_id):
+    env = gym.make(env_id, render_mode="ansi", **SMALL)
+    env.reset(seed=5)
+    assert env.render() == "step 0/6 (episode seed 5)"
+    env.step(env.action_space.sample())
+    line = env.render()
+    assert line.startswith("step 1/6 (episode seed 5): engagements ") and "satisfaction" in line
+    vec = gym.make_vec(env_id, num_envs=2, render_mode="ansi", **SMALL)
+    vec.reset(seed=5)
+    vec.step(vec.action_space.sample())
+    assert [r.split(":")[0] for r in vec.render()] == ["step 1/6 (episode seed 5)", "step 1/6 (episode seed 6)"]
+    with pytest.raises(ValueError, match="render_mode must be None or one of"):
+        gym.make(env_id, render_mode="human", **SMALL)
