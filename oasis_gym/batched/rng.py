@@ -21,10 +21,14 @@ _S16, _LOW24 = np.uint64(16), np.uint64(0xFFFFFF)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's output function (a bijection of uint64, good avalanche)."""
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+    """SplitMix64's output function (a bijection of uint64, good avalanche), in place on `z`
+    (a fresh array: every caller passes a temporary)."""
+    z ^= z >> _S30
+    z *= _M1
+    z ^= z >> _S27
+    z *= _M2
+    z ^= z >> _S31
+    return z
 
 
 def hash64(*parts) -> np.ndarray:
@@ -32,7 +36,7 @@ def hash64(*parts) -> np.ndarray:
     with np.errstate(over="ignore"):
         h = np.uint64(0)
         for part in parts:
-            h = _mix(h ^ (np.asarray(part).astype(np.uint64, copy=False) + _GOLDEN))
+            h = _mix(np.asarray(h ^ (np.asarray(part).astype(np.uint64, copy=False) + _GOLDEN), dtype=np.uint64))
         return np.asarray(h, dtype=np.uint64)
 
 
@@ -44,6 +48,11 @@ def episode_key(seed) -> np.ndarray:
 def uniform(*parts) -> np.ndarray:
     """float32 in [0, 1) (24 random bits), one per broadcast element of the parts."""
     return (hash64(*parts) >> _S40).astype(np.float32) * _TO_UNIT
+
+
+def two_uniforms(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent float32 uniforms in [0, 1) from the high and the middle 24 bits of hashes."""
+    return (h >> _S40).astype(np.float32) * _TO_UNIT, ((h >> _S16) & _LOW24).astype(np.float32) * _TO_UNIT
 
 
 def normal(*parts) -> np.ndarray:

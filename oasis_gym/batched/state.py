@@ -18,8 +18,8 @@ from .tiers import Dynamics
 POST_SLOTS = 512  # a power of two: a post's slot is id & (POST_SLOTS - 1)
 MISINFO_ACCOUNT_SHARE = 0.01
 # counter streams (the third part of every draw), one per kind of draw
-(S_SETUP, S_ACTIVE, S_RETURN, S_CANDIDATE, S_ENGAGE, S_SHARE, S_REPORT, S_CHURN, S_POST,
- S_ATTR, S_CAMPAIGN, S_BRIGADE, S_CHECK) = range(13)  # fmt: skip
+(S_SETUP, S_ACTIVE, S_RETURN, S_CANDIDATE, S_ENGAGE, S_REPORT, S_CHURN, S_POST,
+ S_ATTR, S_CAMPAIGN, S_BRIGADE, S_CHECK) = range(12)  # fmt: skip
 
 USER_FLOATS = ("satisfaction", "opinion", "eng_ema", "visit_ema", "arousal_ema", "fans", "chill")
 USER_INTS = ("last_visit", "last_post", "last_share", "account_start", "suspended_at", "reports_made", "moderated")

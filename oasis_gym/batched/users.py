@@ -18,7 +18,7 @@ import numpy as np
 
 from . import rng
 from .feed import COL
-from .state import S_CHURN, S_ENGAGE, S_REPORT, S_SHARE, State
+from .state import S_CHURN, S_ENGAGE, S_REPORT, State
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -40,12 +40,13 @@ def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, sx: n
         + dyn.engage_alignment * opinion * stance
         - dyn.engage_position * np.arange(ids.shape[1], dtype=np.float32)
     )
-    counter = (state.key[rows], state.t[rows], ua[:, None], ids)
-    engaged = valid & (rng.uniform(*counter, S_ENGAGE) < _sigmoid(logit))
-    shared = engaged & (rng.uniform(*counter, S_SHARE) < dyn.share_given_engage)
+    h = rng.hash64(state.key[rows], state.t[rows], S_ENGAGE, ua[:, None], ids)  # one hash per impression
+    u_engage, u_share = rng.two_uniforms(h)
+    engaged = valid & (u_engage < _sigmoid(logit))
+    shared = engaged & (u_share < dyn.share_given_engage)
     p_report = np.where(sx[..., COL["misinfo"]] > 0, dyn.misinfo_report_prob, dyn.true_report_prob)
     p_report = p_report * (0.5 + np.abs(opinion - stance) / 2)
-    reported = valid & ~engaged & (rng.uniform(*counter, S_REPORT) < p_report)
+    reported = valid & ~engaged & (rng.uniform(h, S_REPORT) < p_report)
     return engaged, shared, reported
 
 
