@@ -1,6 +1,7 @@
 """RLlib throughput of the platform agents with 1 and 2 env runners (issue 26).
 
-    .venv-rllib/bin/python bench/rllib_runners.py --runners 1,2 --iterations 3
+    .venv-rllib/bin/python bench/rllib_runners.py --runners 1,2 --iterations 3            # v0 (both agents' env)
+    .venv-rllib/bin/python bench/rllib_runners.py --v1 recommender --envs-per-runner 16   # v1: native vector env
 
 Needs ray[rllib] (its own venv, see .ci/run). One JSON line per runner count: seconds to
 build the algorithm (runner start-up), env steps sampled per second over the timed
@@ -16,6 +17,7 @@ import time
 
 import ray
 
+from oasis_gym.train import rllib_v1
 from oasis_gym.train.rllib_recommender import build_config
 
 
@@ -26,19 +28,19 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--batch", type=int, default=400)
     p.add_argument("--with-moderator", action="store_true")
+    p.add_argument("--v1", choices=["recommender", "moderator"], help="the v1 task on its native vector env")
+    p.add_argument("--difficulty", default="medium")
     args = p.parse_args()
     for n in (int(x) for x in args.runners.split(",")):
         ray.init(num_cpus=n + 1, include_dashboard=False, log_to_driver=False)
         env_config = {"learn_moderator": args.with_moderator, "seed": 0}
         start = time.perf_counter()
-        config = build_config(
-            env_config,
-            train_batch_size=args.batch,
-            minibatch_size=min(100, args.batch),
-            num_epochs=1,
-            num_env_runners=n,
-            num_envs_per_env_runner=args.envs_per_runner,
-        )
+        sizes = {"train_batch_size": args.batch, "minibatch_size": min(100, args.batch), "num_epochs": 1,
+                 "num_env_runners": n, "num_envs_per_env_runner": args.envs_per_runner}  # fmt: skip
+        if args.v1:
+            config = rllib_v1.build_config(args.v1, {"difficulty": args.difficulty}, **sizes)
+        else:
+            config = build_config(env_config, **sizes)
         algo = config.build_algo()
         built = time.perf_counter() - start
         s0 = algo.train()["env_runners"]["num_env_steps_sampled_lifetime"]  # warm-up
@@ -52,6 +54,7 @@ def main() -> None:
             "bench": "rllib_runners",
             "env_runners": n,
             "envs_per_runner": args.envs_per_runner,
+            "task": f"{args.v1}-v1 ({args.difficulty})" if args.v1 else "v0 platform agents",
             "learn_moderator": args.with_moderator,
             "build_s": round(built, 1),
             "env_steps_per_s": round(rate, 1),

@@ -55,7 +55,7 @@ FUNCTION_LEVEL_IMPORTS: dict[str, int] = {
     "oasis_gym.policies.llm.backends.vllm_backend": 1,
     "oasis_gym.run": 1,
     "oasis_gym.train.common": 2,
-    "oasis_gym.train.v1": 2,  # SB3 (callbacks, the VecEnv adapter) loads only when training starts
+    "oasis_gym.train.v1": 3,  # SB3 and torch (callbacks, VecEnv adapter, slot policy) load when training starts
 }
 
 # Groups of core modules that import each other (at run time) today; the same shrink-only rule.

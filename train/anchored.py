@@ -11,7 +11,7 @@ seeds only, like the baselines, and its compute is stated beside PPO's.
 - `ConstantAnchor(action)` (Box actions): env action = clip(anchor + a, low, high); a = 0 is the anchor.
 - `RuleAnchor(rule_for, n_codes, slots)` (one code per slot; `rule_for(K)`: the rule for K
   episodes): PPO chooses per slot among n_codes + 1 codes, 0 = "what the rule says", c > 0 =
-  code c - 1; `bias_first(model)` makes code 0 the initial policy's choice (logit + `FIRST_LOGIT`).
+  code c - 1; the moderator's slot policy starts with code 0's logit `FIRST_LOGIT` higher.
 - `NoAnchor`: the action as it is.
 
 `train.sb3_vec_env.LockstepSB3VecEnv(..., anchor=)` applies an anchor at the bottom of SB3's
@@ -76,13 +76,6 @@ class RuleAnchor(NoAnchor):
         if k not in self._rules:
             self._rules[k] = self.rule_for(k)
         return np.where(action == 0, self._rules[k](obs, 0), action - 1)
-
-    def bias_first(self, model) -> None:
-        """Make "what the rule says" the initial policy's likeliest code in every slot."""
-        import torch
-
-        with torch.no_grad():
-            model.policy.action_net.bias.view(self.slots, self.n_codes + 1)[:, 0] += FIRST_LOGIT
 
 
 def act(model, vec_normalize, anchor: NoAnchor) -> Callable[[np.ndarray, int], np.ndarray]:

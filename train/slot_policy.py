@@ -3,8 +3,9 @@
 The moderator observes M post slots of F features each (`Box(M * F)`, slot-major) and
 picks one of A actions per slot (`MultiDiscrete([A] * M)`). A plain MLP must learn the
 same rule ("act on a misinformation post") M times, once per slot position. Here one
-small network is shared by all slots: slot i's logits are f([x_i, mean_j x_j]) -- its own
-features plus the mean over slots as context -- and the value is g(mean and max over
+small network is shared by all slots: slot i's logits are f([x_i, mean_j x_j, g]) -- its own
+features plus the mean over slots and the `n_global` features after the slots (time, the
+platform's rates) as context -- and the value is g(mean and max over
 slots of h_i). The policy is permutation-equivariant over slots and learns from M
 decisions per step. `first_bias` starts every slot's logit of action 0 ("none" for the
 moderator) that much higher: with 4 alternatives, bias 3 gives P(none) = 0.83, so the
@@ -25,19 +26,25 @@ from torch import nn
 class SlotExtractor(nn.Module):
     """(B, M*F) features -> actor latent (B, M*H) per slot, critic latent (B, 2H) pooled."""
 
-    def __init__(self, features_dim: int, n_slots: int, hidden: int):
+    def __init__(self, features_dim: int, n_slots: int, hidden: int, n_global: int = 0):
         super().__init__()
-        if features_dim % n_slots:
-            raise ValueError(f"observation size {features_dim} is not a multiple of n_slots={n_slots}")
-        self.n_slots, self.slot_dim = n_slots, features_dim // n_slots
+        if (features_dim - n_global) % n_slots or n_global < 0:
+            raise ValueError(f"observation size {features_dim} is not n_slots={n_slots} slots + {n_global} globals")
+        self.n_slots, self.slot_dim, self.n_global = n_slots, (features_dim - n_global) // n_slots, n_global
         self.latent_dim_pi = n_slots * hidden
         self.latent_dim_vf = 2 * hidden
-        self.pi = nn.Sequential(nn.Linear(2 * self.slot_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
-        self.vf = nn.Sequential(nn.Linear(2 * self.slot_dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        width = 2 * self.slot_dim + n_global
+        self.pi = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
+        self.vf = nn.Sequential(nn.Linear(width, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh())
 
     def _slots(self, features: th.Tensor) -> th.Tensor:
-        x = features.reshape(features.shape[0], self.n_slots, self.slot_dim)
-        return th.cat([x, x.mean(dim=1, keepdim=True).expand_as(x)], dim=-1)
+        """Per slot: its features, the mean over slots, the global features (after the slots)."""
+        b, m = features.shape[0], self.n_slots
+        x = features[:, : m * self.slot_dim].reshape(b, m, self.slot_dim)
+        parts = [x, x.mean(dim=1, keepdim=True).expand_as(x)]
+        if self.n_global:
+            parts.append(features[:, m * self.slot_dim :].unsqueeze(1).expand(b, m, self.n_global))
+        return th.cat(parts, dim=-1)
 
     def forward_actor(self, features: th.Tensor) -> th.Tensor:
         """Per-slot actor latents, flattened slot-major: (B, M*H)."""
@@ -83,18 +90,19 @@ class SlotActorCriticPolicy(ActorCriticPolicy):
         n_slots: int | None = None,
         hidden: int = 64,
         first_bias: float = 0.0,
+        n_global: int = 0,
         **kwargs,
     ):
         if not isinstance(action_space, spaces.MultiDiscrete) or len(set(action_space.nvec.tolist())) != 1:
             raise ValueError("SlotActorCriticPolicy needs a MultiDiscrete action space with equal sizes")
         self.n_slots = int(n_slots or len(action_space.nvec))
         self.hidden = hidden
-        self.first_bias = first_bias
+        self.first_bias, self.n_global = first_bias, n_global
         kwargs.pop("net_arch", None)
         super().__init__(observation_space, action_space, lr_schedule, *args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = SlotExtractor(self.features_dim, self.n_slots, self.hidden)
+        self.mlp_extractor = SlotExtractor(self.features_dim, self.n_slots, self.hidden, self.n_global)
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
@@ -104,5 +112,5 @@ class SlotActorCriticPolicy(ActorCriticPolicy):
 
     def _get_constructor_parameters(self) -> dict:
         data = super()._get_constructor_parameters()
-        data.update(n_slots=self.n_slots, hidden=self.hidden, first_bias=self.first_bias)
+        data.update(n_slots=self.n_slots, hidden=self.hidden, first_bias=self.first_bias, n_global=self.n_global)
         return data

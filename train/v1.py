@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from oasis_gym.batched import moderation
+from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
@@ -40,6 +41,7 @@ from oasis_gym.policies.sb3 import normalizer_path
 from . import anchored
 from . import args as cli_args
 from . import tuned_baselines as tb
+from .anchored import FIRST_LOGIT
 from .args import opt
 from .common import limit_threads, save_obs_normalizer, write_results
 from .outputs import train_output
@@ -157,21 +159,22 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
 
     from .callbacks import LearningCurve, StopAfterSeconds
     from .sb3_vec_env import LockstepSB3VecEnv
+    from .slot_policy import SlotActorCriticPolicy
 
     cls = RecommenderVectorEnv if args.task == "recommender" else ModeratorVectorEnv
     venv = cls(args.n_envs, autoreset_mode="SameStep", **args.env())
     anchor = anchor or anchored.NoAnchor()
     vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
-    policy_kwargs = {"net_arch": [64, 64]}
     if args.task == "recommender":
-        policy_kwargs["log_std_init"] = -1.0
+        policy, policy_kwargs = "MlpPolicy", {"net_arch": [64, 64], "log_std_init": -1.0}
+    else:  # one network shared by the queue's slots; code 0 (the rule's, or none) first
+        policy = SlotActorCriticPolicy
+        policy_kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS), "first_bias": FIRST_LOGIT}
     out = Path(args.out)
-    model = PPO("MlpPolicy", vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
+    model = PPO(policy, vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
                 learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
                 ent_coef=args.ent_coef, policy_kwargs=policy_kwargs, seed=args.seed, device="cpu",
                 tensorboard_log=str(out / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
-    if isinstance(anchor, anchored.RuleAnchor):
-        anchor.bias_first(model)
     curve, callbacks = LearningCurve(), []
     stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
     callbacks = [curve] + ([stopper] if stopper else [])
