@@ -5,7 +5,8 @@ pairs episodes (the batched engine), so a black-box search evaluates its whole p
 of candidates in one run. Baselines:
 
 - recommender: `tune_constant` -- the best *constant* action (a fixed W), found by the
-  cross-entropy method on the tuning seeds of the training population. A constant W is
+  cross-entropy method on the tuning seeds of the training population (per-user W: started
+  at the best global ranking, so it is at least as good on those seeds). A constant W is
   already a per-user ranking (w(u) = z(u) @ W reads each user's history summaries); what it
   cannot do is change with the platform's state. `default` is the platform's ranking.
 - recommender, `ranking="per_user"`: also the best *global* constant (one w for everyone,
@@ -79,15 +80,17 @@ def default_action(ranking: str = "per_user") -> np.ndarray:
 
 
 def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
-                  ranking: str = "per_user", progress: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+                  ranking: str = "per_user", progress: Callable[[str], None] | None = None,
+                  start: np.ndarray | None = None, start_sd: float = 0.5) -> dict:  # fmt: skip
     """The cross-entropy method over constant actions in [-1, 1]^A: each iteration samples
-    `population` actions from a diagonal Gaussian (started at the default ranking, sd 0.5),
-    scores each by its mean return over `seeds` (all candidates x seeds in one batched run),
-    refits to the `elite` best. Returns the best action seen, its score and the compute."""
+    `population` actions from a diagonal Gaussian (started at `start`, default the default
+    ranking, with sd `start_sd`), scores each by its mean return over `seeds` (all candidates
+    x seeds in one batched run; the incumbent is always among them), refits to the `elite`
+    best. Returns the best action seen, its score and the compute."""
     rng = np.random.default_rng([seed, 0xCE])
     seeds = np.asarray(seeds, np.int64)
-    mean = default_action(ranking).astype(np.float64)
-    sd = np.full_like(mean, 0.5)
+    mean = (default_action(ranking) if start is None else np.asarray(start)).astype(np.float64)
+    sd = np.full_like(mean, start_sd)
     best, best_score, steps = mean.copy(), -np.inf, 0
     env = {**env, "ranking": ranking}
     for it in range(iterations):

@@ -133,10 +133,14 @@ def tune(args: Args, say) -> dict:
     env, seeds = args.env(), np.asarray(args.tune_seeds)
     cem = {"iterations": args.cem_iterations, "population": args.cem_population, "seed": args.seed, "progress": say}
     if args.task == "recommender":
-        tuned = {"constant": tb.tune_constant(env, seeds, ranking=args.ranking, **cem)}
-        if args.ranking == "per_user":  # the best one ranking for everyone: what per-user weights must beat
-            tuned["global_constant"] = tb.tune_constant(env, seeds, ranking="global", **cem)
-        return tuned
+        if args.ranking == "global":
+            return {"constant": tb.tune_constant(env, seeds, ranking="global", **cem)}
+        # the best one ranking for everyone (what per-user weights must beat), then the best
+        # per-user weights searched from it
+        glob = tb.tune_constant(env, seeds, ranking="global", **cem)
+        start = tb.global_as_per_user(glob["action"])
+        return {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
+                "global_constant": glob}  # fmt: skip
     return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem)}
 
 
@@ -165,8 +169,9 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     venv = cls(args.n_envs, autoreset_mode="SameStep", **args.env())
     anchor = anchor or anchored.NoAnchor()
     vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
-    if args.task == "recommender":
-        policy, policy_kwargs = "MlpPolicy", {"net_arch": [64, 64], "log_std_init": -1.0}
+    if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
+        log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
+        policy, policy_kwargs = "MlpPolicy", {"net_arch": [64, 64], "log_std_init": log_std}
     else:  # one network shared by the queue's slots; code 0 (the rule's, or none) first
         policy = SlotActorCriticPolicy
         policy_kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS), "first_bias": FIRST_LOGIT}
