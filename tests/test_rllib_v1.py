@@ -54,3 +54,33 @@ def test_runner_seeds_are_a_fixed_function_of_seed_runner_and_sub_env():
     assert not set(a.tolist()) & set(rllib_v1.training_seeds(0, 2, 4).tolist())
     assert not set(a.tolist()) & set(rllib_v1.training_seeds(1, 1, 4).tolist())
     assert a.min() >= TRAIN_SEEDS_FROM
+
+
+def test_runners_spread_over_a_two_node_ray_cluster_play_distinct_training_seeds():
+    """Ray's own local multi-node cluster (two raylets of one CPU each): RLlib places one env
+    runner on each node, both train on the native vector env, all seeds distinct."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    try:
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        config = rllib_v1.build_config("recommender", {**SMALL, "record_seeds": True}, num_env_runners=2,
+                                       num_envs_per_env_runner=2, train_batch_size=64, minibatch_size=32,
+                                       num_epochs=1)  # fmt: skip
+        algo = config.build_algo()
+        try:
+            algo.train()
+            nodes = algo.env_runner_group.foreach_env_runner(
+                lambda r: ray.get_runtime_context().get_node_id(), local_env_runner=False
+            )
+            played = algo.env_runner_group.foreach_env_runner(rllib_v1.episode_seeds_of, local_env_runner=False)
+        finally:
+            algo.stop()
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert len(set(nodes)) == 2  # one runner per node
+    seeds = [s for ((_, ss),) in played for s in ss]
+    assert len(seeds) == len(set(seeds)) and min(seeds) >= TRAIN_SEEDS_FROM
