@@ -88,6 +88,12 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
   they override the scenario's (`misinfo_stream` sets `top_m=20`; without a scenario the
   `ModeratorAgent` default is 10).
 
+## Vector envs
+`gymnasium.make_vec(id, num_envs=K)` gives Gymnasium's `SyncVectorEnv` (a Python loop over K
+envs, each its own SQLite-backed simulation): batching K of these simulations in one step
+would change their results, so the native vector env is v1's (`oasis_gym/Recommender-v1`,
+`oasis_gym/Moderator-v1`).
+
 ## Version history
 - v0 (issue 26): the `journal=False` training mode (results unchanged).
 - v0 (issue 18, fact-check requests by default): `check_action` is on, so the action space is

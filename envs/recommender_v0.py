@@ -105,6 +105,12 @@ episode seeds >= 2**20, so evaluation seeds below that never replay a training e
   no resume; `oasis_gym/sim/no_journal.py`). To record an evaluation episode in full, make
   its env with `journal=True` and `db_path="eval.db"`.
 
+## Vector envs
+`gymnasium.make_vec(id, num_envs=K)` gives Gymnasium's `SyncVectorEnv` (a Python loop over K
+envs, each its own SQLite-backed simulation): batching K of these simulations in one step
+would change their results, so the native vector env is v1's (`oasis_gym/Recommender-v1`,
+`oasis_gym/Moderator-v1`).
+
 ## Version history
 - v0 (issue 26): the `journal=False` training mode (results unchanged).
 - v0 (issue 18): per-user ranking, the alignment feature, the trade-off reward (polarization
