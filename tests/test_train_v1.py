@@ -172,3 +172,13 @@ def test_benchmark_bad_settings_are_one_line_and_exit_code_2(tmp_path, extra, ma
     done = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [(["--users", "5"], "--users must be in [32, 200000]"), (["--seed", "-1"], "--seed must be an integer >= 0")],
+)
+def test_bad_sizes_and_seeds_are_one_line_before_any_compute(tmp_path, extra, match):
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", *TINY, "--out", str(tmp_path / "r"), *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -6,12 +6,14 @@ compare it with baselines tuned as hard, on held-out seeds and a held-out popula
 
 Steps (read top to bottom):
 1. baselines, tuned on their own seeds of the training population (never the evaluation
-   seeds): the recommender's best constant ranking by the cross-entropy method, the
-   moderator's best report-threshold and fact-check-first rules by grid search; their
-   compute (env steps) is recorded beside PPO's timesteps.
+   seeds): the best constant action by the cross-entropy method (the recommender's best
+   global ranking too), the moderator's best report-threshold and fact-check-first rules by
+   grid search; their compute (env steps) is recorded beside PPO's timesteps.
 2. PPO (stable-baselines3) on `n_envs` episodes stepped together in one process
-   (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize: SB3's
-   progress bar and rollout tables, TensorBoard under `tb/`, a wall-clock limit if asked.
+   (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize, by
+   default anchored at the tuned baseline (`--anchor`, `train/anchored.py`; the moderator
+   with the slot-shared policy, `train/slot_policy.py`): SB3's progress bar and rollout
+   tables, TensorBoard under `tb/`, a wall-clock limit if asked.
 3. evaluation of the final policy (deterministic) and every baseline on two held-out sets,
    one episode per seed: the training population and a population never trained on.
    Per set: mean ± std of return, engagement, misinformation impressions; PPO minus each
@@ -31,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from oasis_gym.batched import moderation
+from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
@@ -111,6 +114,11 @@ class Args:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, got {value!r}")
         if self.n_envs > 1024:
             raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
+        if not 2 * FOLLOWEES <= self.users <= MAX_USERS:
+            raise ValueError(f"--users must be in [{2 * FOLLOWEES}, {MAX_USERS}], got {self.users}")
+        for name in ("seed", "population_seed", "eval_population"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {getattr(self, name)!r}")
         for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit"):
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0 or (name in ("gamma", "gae_lambda") and value > 1):
