@@ -36,8 +36,9 @@ Tags (counts cover the steps since the previous logged step; with ``every=1`` on
 
 * ``actions/<name>``: applied actions by type, every ActionType, zeros included, plus
   ``actions/invalid`` for codes outside the action set; equal to the trace rows.
-* ``activity/active_users`` (users served a feed), ``activity/acting_users`` (applied
-  valid actions other than do_nothing), ``activity/posts_created`` (accepted create_post),
+* ``activity/active_users``: distinct users served a feed; ``activity/acting_users``:
+  distinct users with an applied action other than do_nothing (accepted or rejected; never
+  more than the active users); ``activity/posts_created`` (accepted create_post),
   ``activity/shares_created`` (accepted repost + quote_post), ``activity/comments_created``,
   ``activity/posts_total``.
 * ``engagement/rate``: accepted post interactions (like, dislike, repost, quote, comment)
@@ -352,7 +353,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
     def _step(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
         pf, step = sim.platform, int(sim.platform.step)
         acc = self._acc
-        count_actions(acc, out, len(sim.obs.users))
+        count_actions(acc, out, sim.obs.users)
         count_exposure(acc, pf, sim.obs)
         acc.n["new_shares"] += self._fold(pf, conn)
         tracked = self._tracked_roots(pf)
