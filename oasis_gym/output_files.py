@@ -1,11 +1,18 @@
 """The file operations of the output rule (`oasis_gym.outputs`): temporary names in the
 folder written to, a rename into place that never replaces a name that appeared meanwhile
 (a hard link), the removal of what killed commands left, and of the folders a failed
-command created and left empty.
+command created and left empty; and one writer per output folder (`hold_folder`).
+
+One writer per output folder: a command holds an exclusive, non-blocking `flock` on the
+folder itself (its inode, so every name of it sees the lock and no file beside or inside it
+can be deleted to free it) from its check until it ends; a second command, in another
+process, is refused (`FolderBusy`). Several `OutputDir`s of one process share the lock (a
+count). The lock dies with its process, so a killed command never blocks the next.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -18,6 +25,11 @@ from pathlib import Path
 
 from .errors import OasisGymError
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock
+    fcntl = None
+
 __all__ = [
     "TMP_PREFIX",
     "OutputError",
@@ -29,6 +41,10 @@ __all__ = [
     "walk_files",
     "missing_folders",
     "remove_empty",
+    "FolderBusy",
+    "hold_folder",
+    "let_go",
+    "flock_holders",
 ]
 
 TMP_PREFIX = ".oasis-gym-tmp-"
@@ -124,3 +140,73 @@ def remove_empty(folders: Sequence[Path]) -> None:
             os.rmdir(folder)
         except OSError:
             return
+
+
+class FolderBusy(OSError):
+    """Another process holds the writer lock of an output folder (`pids`: the ones found)."""
+
+    def __init__(self, pids: list[int]):
+        super().__init__(f"held by pid {', '.join(map(str, pids))}" if pids else "held by another process")
+        self.pids = pids
+
+
+# (device, inode) of an output folder this process holds -> [its descriptor, holders, folders to remove if empty]
+_HELD: dict[tuple[int, int], list] = {}
+
+
+def hold_folder(folder: Path, made: Sequence[Path] = ()) -> tuple[int, int] | None:
+    """Hold the writer lock of the existing folder `folder` (see the module's docstring) until
+    `let_go` of the key returned, or the process's end; `made`: the folders the command created
+    for it (deepest first), removed when the last holder lets go and they are empty. Raises
+    `FolderBusy` if another process holds it; None where no lock can be taken (not POSIX)."""
+    if fcntl is None:
+        return None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    if key in _HELD:  # this process holds it already
+        os.close(fd)
+        _HELD[key][1] += 1
+        _HELD[key][2] += [m for m in made if m not in _HELD[key][2]]
+        return key
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(flock_holders(st)) from None
+    except OSError:  # a file system without flock: no lock
+        os.close(fd)
+        return None
+    _HELD[key] = [fd, 1, list(made)]
+    return key
+
+
+def let_go(key: tuple[int, int] | None) -> None:
+    """One holder of the lock `key` (`hold_folder`'s) lets go; the last one removes the folders
+    the command made and left empty, then frees the lock."""
+    held = _HELD.get(key) if key is not None else None
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] <= 0:
+        del _HELD[key]
+        remove_empty(held[2])
+        os.close(held[0])
+
+
+@atexit.register
+def _let_go_all() -> None:
+    for key in list(_HELD):
+        _HELD[key][1] = 1
+        let_go(key)
+
+
+def flock_holders(st: os.stat_result) -> list[int]:
+    """The other processes /proc/locks (Linux) names as holding a `flock` on the file of `st`."""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE <pid> <major:minor:inode> 0 EOF"
+            pids = {int(x[4]) for x in map(str.split, f) if x[1:2] == ["FLOCK"] and x[5:6] == [dev] and x[4].isdigit()}
+    except (OSError, IndexError):
+        return []
+    return sorted(pids - {os.getpid()})

@@ -279,6 +279,7 @@ def test_cli_run_leaves_a_journal_with_one_trace_row_per_action(tmp_path, capsys
                 "--quiet",
                 "--logdir",
                 str(tmp_path / "tb"),
+                "--json",
             ]
         )
         == 0

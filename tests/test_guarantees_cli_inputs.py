@@ -253,7 +253,7 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
     assert 2 <= step < 120 and f"stopped by {signal.Signals(signum).name} at step {step} of 120" in lines[0], lines[0]
     command = shlex.split(lines[0].split("continue it with: ", 1)[1])
     assert command == ["oasis-gym", "run", "--resume", "run.db"] and out == ""
-    resumed, _ = oasis_cli(*command[1:], cwd=tmp_path)
+    resumed, _ = oasis_cli(*command[1:], "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == 120 - step
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")

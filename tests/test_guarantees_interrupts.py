@@ -130,7 +130,7 @@ def test_a_signal_inside_a_deferred_block_waits_for_its_end_then_stops():
 
 def test_both_commands_use_the_one_signal_home():
     from oasis_gym.cli import interrupt
-    from oasis_gym.scenarios import sweep
+    from oasis_gym.scenarios import sweep_cli as sweep
 
     assert interrupt.Stopped is Stopped and interrupt.stop_signals is stop_signals
     assert sweep.signum_of.__module__ == "oasis_gym.interrupts"
