@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_gym.console import Summary, duration, quoted
+from oasis_gym.console import Summary, duration, quoted, timed
 from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
@@ -19,6 +19,7 @@ from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
+from oasis_gym.policies.llm.defaults import default_cache_dir, ensure_smollm2, smollm2_converted
 from oasis_gym.run import simulate
 from oasis_gym.scenarios import run_scenario_cli
 from oasis_gym.sim.content import template_text
@@ -59,6 +60,8 @@ def make_llm_policy(args):
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
     quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
+    if args.llm_model is None and args.llm_backend != "openai":
+        convert_default_model(quiet=getattr(args, "quiet", False))
     backend = llm_backend(
         args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
     )
@@ -69,6 +72,24 @@ def make_llm_policy(args):
         return llm_policy(backend, **options)
     except ValueError as err:  # a deadline the backend cannot keep
         raise ConfigError(f"--llm-step-deadline: {err}") from err
+
+
+def convert_default_model(quiet: bool = False) -> None:
+    """The default model's one-time conversion (SmolLM2-135M's shipped GGUF into safetensors in
+    the cache folder) as a step of its own, announced and timed on stderr (`--quiet`: silent,
+    transformers' bars included); nothing once it is done."""
+    if smollm2_converted():
+        return
+    if quiet:
+        from transformers.utils import logging as transformers_logging  # (the conversion imports it anyway)
+
+        transformers_logging.disable_progress_bar()
+    what = f"first run only: converting the default model SmolLM2-135M into {default_cache_dir()}"
+    try:
+        with timed(what, quiet=quiet, after=0):
+            ensure_smollm2()
+    except ImportError as err:
+        raise ConfigError(f"no LLM backend available: {err}. Run without an LLM: --policy abm") from err
 
 
 def _check_paths(args) -> None:
