@@ -91,7 +91,7 @@ from .interval import count_actions, count_exposure, interval_values
 from .llm_stats import llm_rates
 from .recorder_state import RecorderState
 from .society import society_values
-from .tensorboard import MetricsTable, TensorBoardLogger
+from .tensorboard import MetricsTable, TensorBoardLogger, layout_of
 from .tracked_cascades import TrackedCascades
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -281,8 +281,9 @@ class MetricsRecorder(RecorderState, TrackedCascades):
     def finalize(self) -> None:
         """End of episode: write what the last step has not logged yet (the open interval of
         counters when ``every`` > 1, the full metrics when ``every_full`` > 1), complete every
-        tracked cascade's curve to the last step, flush and close TensorBoard (steps taken
-        after it reopen the writer). Call it before the next reset; safe to call twice."""
+        tracked cascade's curve to the last step, write the Custom Scalars layout again without
+        the series that stayed 0 (`layout_of`), flush and close TensorBoard (steps taken after
+        it reopen the writer). Call it before the next reset; safe to call twice."""
         sim, conn = self.sim, self._conn
         if (
             sim is not None
@@ -303,6 +304,8 @@ class MetricsRecorder(RecorderState, TrackedCascades):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            if self._writer() is not None:  # the main curves again, without the series that stayed 0
+                self.tb.log_layout(layout_of(MetricsTable.nonzero_tags(conn)))
         self._close_writer()
 
     def close(self) -> None:
