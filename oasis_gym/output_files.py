@@ -1,7 +1,8 @@
 """The file operations of the output rule (`oasis_gym.outputs`): temporary names in the
 folder written to, a rename into place that never replaces a name that appeared meanwhile
 (a hard link), the removal of what killed commands left, and of the folders a failed
-command created and left empty; and one writer per output folder (`hold_folder`).
+command created and left empty; the signature that marks a JSON output as ours (`signed`,
+`is_signed`); and one writer per output folder (`hold_folder`).
 
 One writer per output folder: a command holds an exclusive, non-blocking `flock` on the
 folder itself (its inode, so every name of it sees the lock and no file beside or inside it
@@ -15,12 +16,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import os
 import re
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import OasisGymError
@@ -45,8 +47,12 @@ __all__ = [
     "hold_folder",
     "let_go",
     "flock_holders",
+    "SIGNATURE",
+    "signed",
+    "is_signed",
 ]
 
+SIGNATURE = "oasis_gym_output"  # the first key of our JSON outputs and markers
 TMP_PREFIX = ".oasis-gym-tmp-"
 TMP_RE = re.compile(r"^\.oasis-gym-tmp-(\d+)-[0-9a-f]+")
 
@@ -210,3 +216,22 @@ def flock_holders(st: os.stat_result) -> list[int]:
     except (OSError, IndexError):
         return []
     return sorted(pids - {os.getpid()})
+
+
+def signed(obj: dict, command: str) -> dict:
+    """`obj` with our signature as its first key (how `is_signed` recognises the JSON file)."""
+    return {SIGNATURE: command, **{k: v for k, v in obj.items() if k != SIGNATURE}}
+
+
+def is_signed(command: str) -> Callable[[Path], bool]:
+    """A test of whether a JSON file begins with the signature of `command` (see `signed`)."""
+    head = re.compile(r'\A\s*\{\s*"' + SIGNATURE + r'"\s*:\s*' + re.escape(json.dumps(command)))
+
+    def test(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                return bool(head.match(f.read(4096).decode("utf-8", "replace")))
+        except OSError:
+            return False
+
+    return test

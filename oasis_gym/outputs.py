@@ -30,7 +30,6 @@ import contextlib
 import fnmatch
 import json
 import os
-import re
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -40,6 +39,7 @@ from typing import Any
 
 from .interrupts import deferred
 from .output_files import (
+    SIGNATURE,
     TMP_PREFIX,
     FolderBusy,
     OutputError,
@@ -47,17 +47,18 @@ from .output_files import (
     file_sha256,
     hold_folder,
     is_regular_file,
+    is_signed,
     let_go,
     missing_folders,
     remove_empty,
     rename_into_place,
+    signed,
     tmp_name,
     walk_files,
 )
 
 __all__ = ["OutputError", "OutputDir", "OutputFile", "check_logdir", "claim_logdir", "signed", "is_signed"]
 
-SIGNATURE = "oasis_gym_output"  # the first key of our JSON outputs and markers
 _EVENTS = "events.out.tfevents."
 _LOGDIR_MARKER = ".oasis-gym-tensorboard.json"
 _MAX_MARKER = 64 << 20
@@ -352,25 +353,6 @@ class OutputFile:
             shutil.rmtree(tmp, ignore_errors=True)
             if not installed:
                 remove_empty(made)
-
-
-def signed(obj: dict, command: str) -> dict:
-    """`obj` with our signature as its first key (how `is_signed` recognises the JSON file)."""
-    return {SIGNATURE: command, **{k: v for k, v in obj.items() if k != SIGNATURE}}
-
-
-def is_signed(command: str) -> Callable[[Path], bool]:
-    """A test of whether a JSON file begins with the signature of `command` (see `signed`)."""
-    head = re.compile(r'\A\s*\{\s*"' + SIGNATURE + r'"\s*:\s*' + re.escape(json.dumps(command)))
-
-    def test(path: Path) -> bool:
-        try:
-            with open(path, "rb") as f:
-                return bool(head.match(f.read(4096).decode("utf-8", "replace")))
-        except OSError:
-            return False
-
-    return test
 
 
 def check_logdir(path: str | os.PathLike) -> Path:
