@@ -82,15 +82,16 @@ def timed(what: str, *, quiet: bool = False, after: float = 1.0) -> Iterator[Non
     timer = threading.Timer(after, announce)
     timer.daemon = True
     start = time.perf_counter()
-    if after <= 0:
-        announce()
-    else:
+    if after > 0:
         timer.start()
+    else:
+        announce()
     try:
         yield
     finally:
         timer.cancel()
-        timer.join()
+        if timer.is_alive():
+            timer.join()  # an announcement under way ends before the step's last word
     if said.is_set():
         print(f"{what}: done in {duration(time.perf_counter() - start)}", file=sys.stderr, flush=True)
 

@@ -125,7 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(hybrid), journaled to SQLite (--db) with TensorBoard metrics (--logdir). Shows a progress bar "
         "on stderr and ends with a summary and the next commands.",
     )
-    run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
+    run.add_argument(
+        "--platform",
+        choices=("twitter", "reddit"),
+        default="twitter",
+        help="twitter: X-like (follows, reposts, quotes; default) or reddit: Reddit-like (votes, comments, hot score)",
+    )
     run.add_argument("--users", type=_users, default=1000, help=USERS_HELP)
     run.add_argument(
         "--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)"
@@ -205,8 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(anything else there is never replaced)",
     )
     run.add_argument("--logdir", type=_path, default=None, help="TensorBoard log dir (default runs/<db stem>)")
-    run.add_argument("--no-tensorboard", action="store_true")
-    run.add_argument("--seed", type=_seed, default=0)
+    run.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard logs")
+    run.add_argument(
+        "--seed", type=_seed, default=0, help="random seed: the same seed and settings give the same run (default 0)"
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_flag(run)
     run.add_argument(
