@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["bar", "timed", "Summary", "duration", "quoted"]
+__all__ = ["bar", "timed", "Summary", "duration", "quoted", "plural"]
 
 
 class _NoBar:
@@ -94,6 +94,11 @@ def timed(what: str, *, quiet: bool = False, after: float = 1.0) -> Iterator[Non
             timer.join()  # an announcement under way ends before the step's last word
     if said.is_set():
         print(f"{what}: done in {duration(time.perf_counter() - start)}", file=sys.stderr, flush=True)
+
+
+def plural(n: int, word: str) -> str:
+    """ "1 step", "20 steps", "1,000 users": a count and its noun."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def quoted(argv: Sequence[str]) -> str:

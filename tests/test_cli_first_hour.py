@@ -160,3 +160,12 @@ def test_a_long_step_without_a_count_is_announced_and_timed_a_quick_one_says_not
     assert len(err) == 2
     s = Summary("Did it.", [("a.db", "the journal")], [("oasis-gym report a.db", "plots")], {"db": "a.db"})
     assert s.lines() == ["Did it.", "Outputs:", "  a.db  the journal", "Next:", "  oasis-gym report a.db  # plots"]
+
+
+def test_a_scenario_run_without_db_writes_its_own_journal_not_run_db(tmp_path):
+    """`run --scenario` wrote run.db, the file README command 1 made, and then raised."""
+    (tmp_path / "run.db").write_bytes(b"command 1's journal stands in here")
+    res = oasis(tmp_path, "run", "--scenario", "reddit_herd_effect", "--steps", "1", "--quiet", "--no-tensorboard")
+    assert (tmp_path / "reddit_herd_effect.db").is_file() and "reddit_herd_effect.db" in res.stdout
+    assert (tmp_path / "run.db").read_bytes() == b"command 1's journal stands in here"
+    assert res.stdout.startswith("Ran the scenario reddit_herd_effect: 1 step of ")

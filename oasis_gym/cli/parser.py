@@ -202,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=100,
         help="posts the most-followed users have written before step 0 (synthetic populations)",
     )
-    run.add_argument("--db", type=_path, default="run.db", help="SQLite journal path")
+    run.add_argument(
+        "--db", type=_path, default="run.db", help="SQLite journal path (default run.db; a scenario's: <scenario>.db)"
+    )
     run.add_argument(
         "--overwrite",
         action="store_true",

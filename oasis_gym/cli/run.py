@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_gym.console import Summary, duration, quoted, timed
+from oasis_gym.console import Summary, duration, plural, quoted, timed
 from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
@@ -188,7 +188,7 @@ def run_summary(data: dict, summary, args, env) -> Summary:
     users = env.sim.platform.n_users
     where = f" (now at step {env._cycles} of {args.steps})" if args.resume else ""
     done = (
-        f"{'Resumed' if args.resume else 'Ran'} {summary.steps} steps of {users:,} users{where} in "
+        f"{'Resumed' if args.resume else 'Ran'} {plural(summary.steps, 'step')} of {plural(users, 'user')}{where} in "
         f"{duration(summary.seconds)}: {summary.actions:,} actions, {summary.accepted:,} accepted, "
         f"{summary.actions_per_s:,.0f} actions/s."
     )

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from ..console import Summary, duration, quoted
+from ..console import Summary, duration, plural, quoted
 from ..errors import ConfigError
 from ..outputs import OutputFile, claim_logdir, is_signed, signed
 from .config import list_scenarios, parse_sets
@@ -49,7 +49,8 @@ def run_scenario_cli(args) -> int:
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise ConfigError(err.args[0] if err.args else str(err)) from err
     seed = None if "seed" in sets or "scenario.seed" in sets else getattr(args, "seed", None)
-    db = getattr(args, "db", None) or f"{scenario.name}.db"
+    given = getattr(args, "given", None)  # the options the command line names (oasis_gym.cli)
+    db = (None if given is not None and "db" not in given else getattr(args, "db", None)) or f"{scenario.name}.db"
     logdir = None
     if not getattr(args, "no_tensorboard", False):
         logdir = getattr(args, "logdir", None) or str(Path("runs") / Path(db).stem)
@@ -95,7 +96,7 @@ def scenario_summary(data: dict, figures: str | None) -> Summary:
     name, db, logdir = data["scenario"], data.get("db_path"), data.get("logdir")
     seconds = float(data.get("setup_s", 0)) + float(data.get("run_s", 0))
     done = [
-        f"Ran the scenario {name}: {data.get('steps')} steps of {data.get('users'):,} users "
+        f"Ran the scenario {name}: {plural(data.get('steps', 0), 'step')} of {plural(data.get('users', 0), 'user')} "
         f"({data.get('policy')} users) in {duration(seconds)}, {data.get('actions', 0):,} actions."
     ]
     run_keys = {"steps", "users", "seed", "policy", "setup_s", "run_s", "actions", "db_path", "logdir", "scenario"}
