@@ -169,3 +169,11 @@ def test_a_scenario_run_without_db_writes_its_own_journal_not_run_db(tmp_path):
     assert (tmp_path / "reddit_herd_effect.db").is_file() and "reddit_herd_effect.db" in res.stdout
     assert (tmp_path / "run.db").read_bytes() == b"command 1's journal stands in here"
     assert res.stdout.startswith("Ran the scenario reddit_herd_effect: 1 step of ")
+
+
+def test_how_a_run_shows_itself_is_not_saved_with_it(tmp_path):
+    """A run started with --json (or --quiet) resumed printing JSON: the resume's own command line says."""
+    oasis(tmp_path, *RUN, "--quiet", "--json", "--no-tensorboard")
+    res = oasis(tmp_path, "run", "--resume", "run.db", "--steps", "3", "--no-tensorboard")
+    assert res.stdout.startswith("Resumed 1 step of 60 users (now at step 3 of 3) in ")
+    assert "1/1 [" in res.stderr  # its progress bar
