@@ -36,6 +36,7 @@ from oasis_gym.sim import (
 from oasis_gym.sim.action_values import actions_from_dicts
 
 from . import agent_spaces
+from .feed_text import render_view
 
 _ID_HIGH = 2**62
 
@@ -280,14 +281,19 @@ class SocialMediaEnv(ParallelEnv):
         }
 
     # ------------------------------------------------------------------ text + rendering
-    def feed_text(self, agent: str) -> dict:
-        """What an LLM user reads: posts with texts, authors, top comments, persona (one agent).
-        Any user, any time the env is open: an inactive user (or one after the episode's end)
-        sees what a refresh would show them now, read without changing the run."""
+    def feed_view(self, agent: str) -> dict:
+        """What an LLM user reads, as a dict (what its prompt is built from): persona, time,
+        the feed's posts with texts, authors, counts and top comments, the users in view, the
+        allowed actions. Any user, any time the env is open: an inactive user (or one after
+        the episode's end) sees what a refresh would show them now, read without changing the run."""
         return self.feed_views([agent])[0]
 
+    def feed_text(self, agent: str) -> str:
+        """`feed_view(agent)` as text a person reads (`envs.feed_text.render_view`)."""
+        return render_view(self.feed_view(agent))
+
     def feed_views(self, agents: list[str], memories: dict[int, list[str]] | None = None) -> list[dict]:
-        """`feed_text` for several users at once, with optional per-user memories for the prompts."""
+        """`feed_view` for several users at once, with optional per-user memories for the prompts."""
         self.sim.require_live()
         for a in agents:
             if a in self.sim.platform_agents:

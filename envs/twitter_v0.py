@@ -45,7 +45,8 @@ A `Dict` per agent (K = feed_size, C = comments_per_post, U = K + search_size):
   already liked) is checked when applied: an invalid action is a recorded no-op.
 
 The text an LLM needs (post texts, author names, top comments, persona, memory) is NOT in
-the space: `env.feed_text(agent)` / `env.feed_views(agents)` return it.
+the space: `env.feed_view(agent)` / `env.feed_views(agents)` return it (dicts), `env.feed_text(agent)`
+as text to read.
 
 ## Action space
 `Dict(type=Discrete(23), post=Discrete(K), comment=Discrete(K*C), user=Discrete(U))`:

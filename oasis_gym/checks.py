@@ -20,6 +20,7 @@ from .errors import ConfigError
 __all__ = [
     "MAX_ID",
     "MAX_USERS",
+    "BYTES_PER_USER",
     "NAME_MAX",
     "PATH_MAX",
     "whole_number",

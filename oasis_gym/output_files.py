@@ -1,22 +1,36 @@
 """The file operations of the output rule (`oasis_gym.outputs`): temporary names in the
 folder written to, a rename into place that never replaces a name that appeared meanwhile
 (a hard link), the removal of what killed commands left, and of the folders a failed
-command created and left empty.
+command created and left empty; the signature that marks a JSON output as ours (`signed`,
+`is_signed`); and one writer per output folder (`hold_folder`).
+
+One writer per output folder: a command holds an exclusive, non-blocking `flock` on the
+folder itself (its inode, so every name of it sees the lock and no file beside or inside it
+can be deleted to free it) from its check until it ends; a second command, in another
+process, is refused (`FolderBusy`). Several `OutputDir`s of one process share the lock (a
+count). The lock dies with its process, so a killed command never blocks the next.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
+import json
 import os
 import re
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import OasisGymError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock
+    fcntl = None
 
 __all__ = [
     "TMP_PREFIX",
@@ -29,8 +43,16 @@ __all__ = [
     "walk_files",
     "missing_folders",
     "remove_empty",
+    "FolderBusy",
+    "hold_folder",
+    "let_go",
+    "flock_holders",
+    "SIGNATURE",
+    "signed",
+    "is_signed",
 ]
 
+SIGNATURE = "oasis_gym_output"  # the first key of our JSON outputs and markers
 TMP_PREFIX = ".oasis-gym-tmp-"
 TMP_RE = re.compile(r"^\.oasis-gym-tmp-(\d+)-[0-9a-f]+")
 
@@ -124,3 +146,92 @@ def remove_empty(folders: Sequence[Path]) -> None:
             os.rmdir(folder)
         except OSError:
             return
+
+
+class FolderBusy(OSError):
+    """Another process holds the writer lock of an output folder (`pids`: the ones found)."""
+
+    def __init__(self, pids: list[int]):
+        super().__init__(f"held by pid {', '.join(map(str, pids))}" if pids else "held by another process")
+        self.pids = pids
+
+
+# (device, inode) of an output folder this process holds -> [its descriptor, holders, folders to remove if empty]
+_HELD: dict[tuple[int, int], list] = {}
+
+
+def hold_folder(folder: Path, made: Sequence[Path] = ()) -> tuple[int, int] | None:
+    """Hold the writer lock of the existing folder `folder` (see the module's docstring) until
+    `let_go` of the key returned, or the process's end; `made`: the folders the command created
+    for it (deepest first), removed when the last holder lets go and they are empty. Raises
+    `FolderBusy` if another process holds it; None where no lock can be taken (not POSIX)."""
+    if fcntl is None:
+        return None
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    if key in _HELD:  # this process holds it already
+        os.close(fd)
+        _HELD[key][1] += 1
+        _HELD[key][2] += [m for m in made if m not in _HELD[key][2]]
+        return key
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(flock_holders(st)) from None
+    except OSError:  # a file system without flock: no lock
+        os.close(fd)
+        return None
+    _HELD[key] = [fd, 1, list(made)]
+    return key
+
+
+def let_go(key: tuple[int, int] | None) -> None:
+    """One holder of the lock `key` (`hold_folder`'s) lets go; the last one removes the folders
+    the command made and left empty, then frees the lock."""
+    held = _HELD.get(key) if key is not None else None
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] <= 0:
+        del _HELD[key]
+        remove_empty(held[2])
+        os.close(held[0])
+
+
+@atexit.register
+def _let_go_all() -> None:
+    for key in list(_HELD):
+        _HELD[key][1] = 1
+        let_go(key)
+
+
+def flock_holders(st: os.stat_result) -> list[int]:
+    """The other processes /proc/locks (Linux) names as holding a `flock` on the file of `st`."""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE <pid> <major:minor:inode> 0 EOF"
+            pids = {int(x[4]) for x in map(str.split, f) if x[1:2] == ["FLOCK"] and x[5:6] == [dev] and x[4].isdigit()}
+    except (OSError, IndexError):
+        return []
+    return sorted(pids - {os.getpid()})
+
+
+def signed(obj: dict, command: str) -> dict:
+    """`obj` with our signature as its first key (how `is_signed` recognises the JSON file)."""
+    return {SIGNATURE: command, **{k: v for k, v in obj.items() if k != SIGNATURE}}
+
+
+def is_signed(command: str) -> Callable[[Path], bool]:
+    """A test of whether a JSON file begins with the signature of `command` (see `signed`)."""
+    head = re.compile(r'\A\s*\{\s*"' + SIGNATURE + r'"\s*:\s*' + re.escape(json.dumps(command)))
+
+    def test(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                return bool(head.match(f.read(4096).decode("utf-8", "replace")))
+        except OSError:
+            return False
+
+    return test

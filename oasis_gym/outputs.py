@@ -16,6 +16,12 @@
   leaves nothing or its previous output, plus at most a hidden ``.oasis-gym-tmp-<pid>-...``
   entry the next command removes. The marker gets a file's new hash before its rename and loses
   the old one after, so a kill at any moment leaves files the next run knows as its own.
+- One command writes an output folder at a time: from its check (which creates a missing
+  folder) until it ends, a command holds an OS lock on the folder itself (`output_files.hold_folder`;
+  the marker is replaced on every update, so it is the folder, every name of it, that is
+  locked); a second command on that folder, in another process, is refused with one line
+  before it computes anything. A folder the check created is removed again if the command
+  ends without writing into it.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import contextlib
 import fnmatch
 import json
 import os
-import re
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -34,21 +39,26 @@ from typing import Any
 
 from .interrupts import deferred
 from .output_files import (
+    SIGNATURE,
     TMP_PREFIX,
+    FolderBusy,
     OutputError,
     clear_stale,
     file_sha256,
+    hold_folder,
     is_regular_file,
+    is_signed,
+    let_go,
     missing_folders,
     remove_empty,
     rename_into_place,
+    signed,
     tmp_name,
     walk_files,
 )
 
 __all__ = ["OutputError", "OutputDir", "OutputFile", "check_logdir", "claim_logdir", "signed", "is_signed"]
 
-SIGNATURE = "oasis_gym_output"  # the first key of our JSON outputs and markers
 _EVENTS = "events.out.tfevents."
 _LOGDIR_MARKER = ".oasis-gym-tensorboard.json"
 _MAX_MARKER = 64 << 20
@@ -61,8 +71,9 @@ class OutputDir:
     may write there; `trees`: sub-folders whose files other code writes (SB3's ``tb``), owned
     whole once claimed (`claim_trees`). `overwrite`: its own earlier files may be replaced;
     `resume`: they may be written again without it (a sweep continued). `settings` are kept in
-    the marker (`stored_settings`). `check` refuses before anything is written; `staging`
-    yields a temporary folder whose files are installed at the same relative names."""
+    the marker (`stored_settings`). `check` refuses before anything is written and holds the
+    folder's writer lock until `release` (or the process's end); `staging` yields a temporary
+    folder whose files are installed at the same relative names."""
 
     def __init__(
         self,
@@ -83,6 +94,30 @@ class OutputDir:
         self.option, self.own_hint = option, own_hint
         self.marker = self.path / f".oasis-gym-{command}.json"
         self._cache: tuple[tuple, dict] | None = None
+        self._held: tuple | None = None
+
+    def _hold(self) -> None:
+        """Create the folder if missing and hold its writer lock (one command at a time)."""
+        if self._held is not None:
+            return
+        made = missing_folders(self.path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._held = hold_folder(self.path, made) or ()
+        except FolderBusy as busy:
+            remove_empty(made)
+            who = f" (pid {', '.join(map(str, busy.pids))})" if busy.pids else ""
+            raise OutputError(
+                f"{self.path} is being written by another oasis-gym command{who}: one command writes a folder "
+                f"at a time; wait for it to end, or choose another {self.option}"
+            ) from None
+
+    def release(self) -> None:
+        """Let go of the folder's writer lock (the process's end does too); a folder the check
+        created and nothing was written into goes."""
+        held, self._held = self._held, None
+        if held:
+            let_go(held)
 
     def _foreign(self, path: Path) -> OutputError:
         return OutputError(
@@ -139,8 +174,15 @@ class OutputDir:
         missing or its own earlier output (`overwrite` / `resume` then allowing it)."""
         if os.path.lexists(self.path) and not self.path.is_dir():
             raise OutputError(f"{self.option} {self.path} exists and is not a folder: choose another {self.option}")
-        if not self.path.is_dir():
-            return self
+        self._hold()
+        try:
+            self._check_files()
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def _check_files(self) -> None:
         manifest = self._load()
         may_replace = self.overwrite or self.resume
         for rel, path in self._matches():
@@ -149,12 +191,10 @@ class OutputDir:
             if not may_replace:
                 raise OutputError(f"{path} holds an earlier output of oasis-gym {self.command}: {self.own_hint}")
         for tree in self.trees:
-            files = self._tree_files(tree, manifest)
-            if files and not may_replace:
+            if self._tree_files(tree, manifest) and not may_replace:
                 raise OutputError(
                     f"{self.path / tree} holds an earlier output of oasis-gym {self.command}: {self.own_hint}"
                 )
-        return self
 
     def _tree_files(self, tree: str, manifest: dict) -> list[Path]:
         """The files in sub-folder `tree`; `OutputError` if it is something else, or holds files
@@ -178,7 +218,7 @@ class OutputDir:
         self._cache = ((st.st_ino, st.st_mtime_ns, st.st_size), manifest)
 
     def _open(self) -> dict:
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._hold()
         clear_stale(self.path)
         return self._load()
 
@@ -313,25 +353,6 @@ class OutputFile:
             shutil.rmtree(tmp, ignore_errors=True)
             if not installed:
                 remove_empty(made)
-
-
-def signed(obj: dict, command: str) -> dict:
-    """`obj` with our signature as its first key (how `is_signed` recognises the JSON file)."""
-    return {SIGNATURE: command, **{k: v for k, v in obj.items() if k != SIGNATURE}}
-
-
-def is_signed(command: str) -> Callable[[Path], bool]:
-    """A test of whether a JSON file begins with the signature of `command` (see `signed`)."""
-    head = re.compile(r'\A\s*\{\s*"' + SIGNATURE + r'"\s*:\s*' + re.escape(json.dumps(command)))
-
-    def test(path: Path) -> bool:
-        try:
-            with open(path, "rb") as f:
-                return bool(head.match(f.read(4096).decode("utf-8", "replace")))
-        except OSError:
-            return False
-
-    return test
 
 
 def check_logdir(path: str | os.PathLike) -> Path:

@@ -244,11 +244,15 @@ def test_render_ansi():
     assert "step 1" in text and "active" in text and "actions:" in text
 
 
-def test_feed_text_matches_the_observation():
+def test_feed_view_matches_the_observation_and_feed_text_is_its_text():
     env = twitter_v0.parallel_env(users=40, activation=1.0, max_cycles=3, available_actions=tuple(range(23)))
     obs, _ = env.reset(seed=4)
     agent = env.active_agents[0]
-    view = env.feed_text(agent)
+    view = env.feed_view(agent)
+    text = env.feed_text(agent)  # it returned the dict: now the text a person reads
+    assert isinstance(text, str) and text.startswith(f"{agent}: ") and view["persona"] in text
+    assert all(f"post {p['post_id']} by @{p['author_name']}" in text and p["text"] in text for p in view["posts"])
+    assert "May do: " + ", ".join(view["allowed_actions"]) in text
     ids = obs[agent]["post_ids"]
     assert [p["post_id"] for p in view["posts"]] == ids[ids >= 0].tolist()
     assert view["agent"] == agent and view["persona"]
@@ -279,6 +283,7 @@ def test_cli_run_leaves_a_journal_with_one_trace_row_per_action(tmp_path, capsys
                 "--quiet",
                 "--logdir",
                 str(tmp_path / "tb"),
+                "--json",
             ]
         )
         == 0

@@ -112,6 +112,7 @@ def test_cli_sweep(tmp_path, capsys):
                 "2",
                 "--out",
                 str(out),
+                "--json",
             ]
         )
         == 0

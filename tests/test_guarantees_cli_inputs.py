@@ -27,6 +27,9 @@ import pytest
 from oasis_fixture import build_oasis_db
 from test_guarantees_journal import QUIET, RUN, _cli_journal, _edit_meta, snapshot, tables
 
+from oasis_gym.checks import BYTES_PER_USER, population_size
+from oasis_gym.errors import ConfigError
+from oasis_gym.platform import JournalError, Platform, load_db, load_platform
 from oasis_gym.platform.journal import read_meta
 
 LONG = "n" * 300  # a file name of 300 bytes: the OS takes at most 255 (ENAMETOOLONG)
@@ -130,6 +133,10 @@ BAD = {
     ),
     "resume_step_infinite": (_edit_meta("UPDATE meta SET value = '1e999' WHERE key = 'step'"), MORE, "step inf"),
     "resume_views_damaged": (_edit_meta("UPDATE meta SET value = '[1]' WHERE key = 'views'"), MORE, "views"),
+    # a population larger than the cap or the memory: one line (a MemoryError traceback before)
+    "run_users_a_billion": (None, ["run", "--users", "1000000000", *QUIET], "at most 10,000,000"),
+    "run_users_ten_to_the_40": (None, ["run", "--users", "1" + "0" * 40, *QUIET], "41-digit"),
+    "scenario_users_a_billion": (None, [*HERD, "--set", "users=1000000000"], "at most 10,000,000"),
     # a resume with nothing to do: said, not a silent exit 0
     "resume_steps_behind_the_journal": (_cli_journal, ["--steps", "1"], "at step 2"),
     "resume_of_a_complete_run": (_cli_journal, [], "complete"),
@@ -159,6 +166,28 @@ def test_bad_input_is_one_line_exit_code_2_before_any_compute(case, tmp_path):
     assert BAD[case][2] in lines[0], lines[0]
     assert seconds < QUICK_S and proc.stdout == ""  # refused before anything ran
     assert snapshot(tmp_path) == before  # nothing written, nothing deleted
+
+
+@pytest.mark.parametrize("case", ["resume_author_out_of_range", "resume_follow_out_of_range", "resume_row_ids_reused"])
+def test_every_loader_of_a_journal_refuses_a_damaged_one(case, tmp_path):
+    """The integrity check sits in `load_platform` itself (what a resume loads), so a damaged
+    journal is one `JournalError` whichever way it is loaded (before: only through `load_db`)."""
+    db = BAD[case][0](tmp_path)
+    for load in (load_platform, load_db, Platform.from_db):
+        with pytest.raises(JournalError, match="the journal is damaged"):
+            load(db)
+
+
+def test_a_population_the_memory_cannot_hold_is_refused_before_it_is_built():
+    """`--users 10**9` ended in a MemoryError traceback; now a count the memory available cannot
+    hold (at checks.BYTES_PER_USER a user, a lower bound) is one line naming both sizes."""
+    n = 1_000_000
+    said = r"--users: 1,000,000 users need about 2\.0 GiB .* at most 999,999 users here"
+    with pytest.raises(ConfigError, match=said):
+        population_size(n, "--users", available=n * BYTES_PER_USER - 1)
+    assert population_size(str(n), "--users", available=n * BYTES_PER_USER) == n
+    with pytest.raises(ConfigError, match="at most 10,000,000 users"):
+        population_size(10**9, available=10**15)
 
 
 def test_help_states_the_sweep_size_limit_and_how_timesteps_are_used(tmp_path):
@@ -224,7 +253,7 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
     assert 2 <= step < 120 and f"stopped by {signal.Signals(signum).name} at step {step} of 120" in lines[0], lines[0]
     command = shlex.split(lines[0].split("continue it with: ", 1)[1])
     assert command == ["oasis-gym", "run", "--resume", "run.db"] and out == ""
-    resumed, _ = oasis_cli(*command[1:], cwd=tmp_path)
+    resumed, _ = oasis_cli(*command[1:], "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == 120 - step
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")

@@ -360,6 +360,7 @@ def test_cli_llm_deadline_counts_noops_in_tensorboard(server, tmp_path, capsys):
         "--quiet",
         "--seed-posts",
         "5",
+        "--json",
     ]
     assert _guarded(lambda: main(argv), 40.0) == 0
     ea = EventAccumulator(str(logdir / "episode_0"), size_guidance={"scalars": 0})

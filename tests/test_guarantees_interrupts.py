@@ -7,7 +7,8 @@ not even the folder it created. The signals have one home, `oasis_gym.interrupts
 Each command runs for real in a subprocess; the signal is sent from the test once the command is
 doing its work. Where that moment would be too short to hit, one function of the work is wrapped
 to write a marker file and wait there (`paused`): the test waits for the marker as long as it
-takes, then signals, so nothing depends on the machine's speed. `oasis-gym run` stopped mid-run:
+takes, then signals, so nothing depends on the machine's speed. Commands run with --quiet:
+their progress (bars on stderr, `oasis_gym.console`) would come before the one line. `oasis-gym run` stopped mid-run:
 tests/test_guarantees_cli_inputs.py; a sweep stopped while it runs:
 tests/test_guarantees_outputs.py.
 """
@@ -130,7 +131,7 @@ def test_a_signal_inside_a_deferred_block_waits_for_its_end_then_stops():
 
 def test_both_commands_use_the_one_signal_home():
     from oasis_gym.cli import interrupt
-    from oasis_gym.scenarios import sweep
+    from oasis_gym.scenarios import sweep_cli as sweep
 
     assert interrupt.Stopped is Stopped and interrupt.stop_signals is stop_signals
     assert sweep.signum_of.__module__ == "oasis_gym.interrupts"
@@ -144,7 +145,7 @@ def test_a_stopped_report_keeps_the_previous_report_whole(signum, code, journal,
     _copy(journal, tmp_path)
     assert cli(tmp_path, "report", "run.db", "--out", "r").returncode == 0
     before = visible(tmp_path / "r")
-    argv = ["report", "run.db", "--out", "r", "--overwrite"]
+    argv = ["report", "run.db", "--out", "r", "--overwrite", "--quiet"]  # (no progress bar: the one line only)
     # paused before its second plot is saved: the first is written (in its staging folder)
     line = one_line(
         stopped(tmp_path, argv, signum, pause=("oasis_gym.metrics.report_plots", "_save", 2)), code, "report", signum
@@ -156,7 +157,7 @@ def test_a_stopped_report_keeps_the_previous_report_whole(signum, code, journal,
 
 def test_a_stopped_first_report_leaves_nothing_not_even_its_folder(journal, tmp_path):
     _copy(journal, tmp_path)
-    argv = ["report", "run.db", "--out", "new/report"]
+    argv = ["report", "run.db", "--out", "new/report", "--quiet"]
     res = stopped(tmp_path, argv, signal.SIGINT, pause=("oasis_gym.metrics.report_plots", "_save", 2))
     line = one_line(res, 130, "report", signal.SIGINT)
     assert not (tmp_path / "new").exists() and leftovers(tmp_path) == []
@@ -169,7 +170,7 @@ def test_a_stopped_first_report_leaves_nothing_not_even_its_folder(journal, tmp_
 @pytest.mark.parametrize("signum,code", SIGNALS)
 def test_a_stopped_import_writes_nothing_and_its_retry_succeeds(signum, code, tmp_path):
     build_oasis_db(tmp_path / "oasis.db", users=12, steps=6, per_step=25)
-    argv = ["import", "oasis.db", "--out", "newdir/"]
+    argv = ["import", "oasis.db", "--out", "newdir/", "--quiet"]
     # paused while the journal is written (its rows are in, OASIS's trace comes next)
     line = one_line(
         stopped(tmp_path, argv, signum, pause=("oasis_gym.platform.oasis_import", "_copy_trace", 1)),
@@ -189,7 +190,7 @@ def test_a_stopped_import_writes_nothing_and_its_retry_succeeds(signum, code, tm
 def test_a_sweep_stopped_while_planned_runs_nothing_and_keeps_the_earlier_sweep(signum, code, tmp_path):
     assert cli(tmp_path, *SWEEP, "--out", "s").returncode == 0
     before = visible(tmp_path / "s")
-    argv = [*SWEEP[:5], "3", *SWEEP[6:], "--out", "s", "--overwrite"]
+    argv = [*SWEEP[:5], "3", *SWEEP[6:], "--out", "s", "--overwrite", "--quiet"]
     # paused at the second scenario load of the plan (the grid's settings are checked next)
     line = one_line(
         stopped(tmp_path, argv, signum, pause=("oasis_gym.scenarios.sweep", "load_scenario", 2)), code, "sweep", signum

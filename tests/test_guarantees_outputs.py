@@ -195,7 +195,7 @@ def test_sigint_or_sigterm_stops_a_sweep_with_one_line_and_its_resume_finishes_i
     args = [*SWEEP[:5], "5", "--set", "users=400", "--steps", "20"]
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         out = tmp_path / signum.name
-        cmd = [sys.executable, "-m", "oasis_gym.cli", *args, "--out", str(out)]
+        cmd = [sys.executable, "-m", "oasis_gym.cli", *args, "--out", str(out), "--quiet"]  # (no progress bar)
         proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while not (out / "runs").is_dir() or not any((out / "runs").iterdir()):

@@ -303,7 +303,8 @@ def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_p
         while env.agents:
             if read:
                 rng = [g.bit_generator.state for g in env.sim._generators()]
-                views = [env.feed_text(f"user_{u}") for u in range(40)]  # active and inactive users
+                views = [env.feed_view(f"user_{u}") for u in range(40)]  # active and inactive users
+                assert [env.feed_text(f"user_{u}") for u in range(40)]  # and their texts
                 assert [g.bit_generator.state for g in env.sim._generators()] == rng
                 active = set(env.sim.obs.users.tolist())
                 for v in views:
@@ -312,7 +313,7 @@ def test_feed_text_works_for_every_user_any_time_and_never_changes_the_run(tmp_p
                         assert [p["post_id"] for p in v["posts"]] == [p for p in env.sim.obs.post_ids[row] if p >= 0]
             env.step_batch(policy.act(env, env.sim.obs))
         assert env.agents == []
-        after = [env.feed_text(f"user_{u}") for u in range(40)] if read else None  # after the episode's end
+        after = [env.feed_view(f"user_{u}") for u in range(40)] if read else None  # after the episode's end
         env.close()
         return journal_tables(tmp_path / folder / "run.db"), views, after
 

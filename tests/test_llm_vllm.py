@@ -281,6 +281,7 @@ def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tm
             str(tiny_model_dir),
             "--db",
             str(tmp_path / "r.db"),
+            "--json",
         ],
         capture_output=True,
         text=True,
@@ -293,6 +294,9 @@ def test_cli_on_vllm_prints_its_backend_line_and_no_vllm_logs(tiny_model_dir, tm
     noisy = re.findall(VLLM_LOG_LINE + r".*$", res.stderr, re.M)
     assert not noisy, noisy[:5]
     assert "Loading safetensors checkpoint shards" not in res.stderr
+    # no third-party warning on a clean run: vLLM's Triton line, torch's FutureWarnings, the NUMA line
+    for said in ("Triton", "FutureWarning", "NUMA", "Warning:"):
+        assert said not in res.stderr, res.stderr[-3000:]
     llm = json.loads(res.stdout.strip().splitlines()[-1])["llm"]  # the run summary's LLM speed
     assert llm["agents"] == 2 and llm["decisions_per_s"] == pytest.approx(2 / llm["latency_s"], rel=0.02)
     hit_rate = llm["backend_cached_prompt_tokens"] / llm["prompt_tokens"]
@@ -319,7 +323,9 @@ def test_sampling_params_carry_the_frequency_penalty(vllm_grammar_backend):
 
 def test_quiet_logs_keeps_a_level_the_user_chose(monkeypatch):
     monkeypatch.delenv("VLLM_LOGGING_LEVEL", raising=False)
+    monkeypatch.setenv("TORCH_CPP_LOG_LEVEL", "WARNING")
     assert vb.quiet_logs() == {"VLLM_LOGGING_LEVEL": "ERROR"} and os.environ["VLLM_LOGGING_LEVEL"] == "ERROR"
+    assert os.environ["TORCH_CPP_LOG_LEVEL"] == "WARNING"
     monkeypatch.setenv("VLLM_LOGGING_LEVEL", "INFO")
     assert vb.quiet_logs() == {} and os.environ["VLLM_LOGGING_LEVEL"] == "INFO"
 

@@ -406,6 +406,18 @@ def test_every_accumulates_counts_and_full_metrics_are_sparse(tmp_path):
     trace = dict(conn.execute("SELECT step, COUNT(*) FROM trace GROUP BY step").fetchall())
     logged = sum(m[f"actions/{n}"][1] for n in (*ACTION_NAMES, "invalid"))
     assert logged.tolist() == [trace[0], trace[1] + trace[2], trace[3] + trace[4]]
+    # activity/*_users count distinct users over the interval (they summed user-steps: 89 of 40 users)
+    acting = [
+        conn.execute(
+            "SELECT COUNT(DISTINCT user_id) FROM trace WHERE action NOT IN ('do_nothing', 'invalid')"
+            " AND step BETWEEN ? AND ?",
+            bounds,
+        ).fetchone()[0]
+        for bounds in ((0, 0), (1, 2), (3, 4))
+    ]
+    assert m["activity/acting_users"][1].tolist() == acting
+    assert max(acting) > 0 and all(v <= 40 for v in m["activity/active_users"][1])
+    assert all(a <= b for a, b in zip(m["activity/acting_users"][1], m["activity/active_users"][1]))
     rec.finalize()  # step 5 had no row: finalize writes the full metrics of the final state
     m = read_metrics(conn)
     assert m["opinion/std"][0].tolist() == [0, 4, 5]

@@ -66,7 +66,7 @@ def test_readme_sampling_loop_runs_with_platform_agents():
 
     text = README.read_text()
     block = re.search(r"```python\n(from oasis_gym.envs import twitter_v0\n.*?)```", text, re.S).group(1)
-    loop = block[block.index("while env.agents:") : block.index("env.feed_text")]
+    loop = block[block.index("while env.agents:") : block.index("print(env.feed_text")]
     env = twitter_v0.parallel_env(
         users=30, max_cycles=3, activation=0.5, db_path=":memory:", recommender_agent=True, moderator_agent=True
     )

@@ -25,3 +25,36 @@ def test_readme_python_example_runs_as_written(index, tmp_path, monkeypatch):
     env = namespace.get("env")
     if env is not None:
         env.close()
+
+
+TEXT = README.read_text(encoding="utf-8")
+BLOCKS = re.findall(r"^```(\w+)\n(.*?)^```", TEXT, re.S | re.M)
+COMMAND_1 = next(line for line in BLOCKS[0][1].splitlines() if "pip install" in line and "oasis-gym run" in line)
+
+
+def test_every_test_the_readme_names_exists():
+    """The Guarantees name the tests that back them: each name must be a test of tests/."""
+    named = set(re.findall(r"`(test_\w+)`", TEXT))
+    tests = Path(__file__).resolve().parent
+    defined = {n for p in tests.glob("test_*.py") for n in re.findall(r"^def (test_\w+)", p.read_text(), re.M)}
+    assert len(named) >= 40 and not named - defined, sorted(named - defined)
+
+
+def test_command_1_installs_what_every_documented_command_needs():
+    """`oasis-gym train` failed after command 1 (it installed only the cpu extra)."""
+    from oasis_gym.cli import build_parser
+
+    extras = re.search(r'pip install -e "\.\[([\w,]+)\]"', COMMAND_1).group(1).split(",")
+    assert {"cpu", "train"} <= set(extras)
+    commands = set(re.findall(r"(?:^|&& |`)oasis-gym ([a-z]+)\b", TEXT, re.M))  # as commands, not words
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert commands <= set(sub.choices) and "train" in commands
+
+
+def test_no_other_readme_block_writes_the_files_of_command_1():
+    """A README block wrote run.db, the journal command 1 made, and then raised."""
+    made = ("run.db", "runs/run", "run_report")  # command 1's journal, TensorBoard logs and report
+    assert "--db run.db" in COMMAND_1 and COMMAND_1.endswith("oasis-gym report run.db")
+    for lang, code in BLOCKS[1:]:
+        for name in made:
+            assert name not in code, (lang, name, code[:200])

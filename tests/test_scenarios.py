@@ -350,6 +350,7 @@ def test_cli_runs_a_scenario_with_sets(tmp_path, capsys):
             str(figs),
         ]
     )
+    args.json = True  # the summary as one JSON line
     assert run_scenario_cli(args) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["scenario"] == "reddit_herd_effect" and line["users"] == 42 and line["steps"] == 3

@@ -11,7 +11,7 @@ import sys
 
 from oasis_gym.errors import OasisGymError
 from oasis_gym.population import ProfileError
-from oasis_gym.scenarios.sweep import cmd_sweep
+from oasis_gym.scenarios.sweep_cli import cmd_sweep
 from oasis_gym.train.benchmark import cmd_benchmark
 from oasis_gym.train.cli import cmd_train
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
+import time
 
 import numpy as np
 
+from oasis_gym.console import Summary, duration, quoted, timed
 from oasis_gym.outputs import OutputError
 from oasis_gym.platform.oasis_import import (
     OasisImportError,
@@ -17,29 +18,29 @@ from oasis_gym.platform.oasis_import import (
     load_oasis,
 )
 from oasis_gym.sim import SimulationConfig
-from oasis_gym.sim.clock import MAX_MINUTES_PER_STEP
 
 from .parser import build_parser
 
 
 def cmd_import(args) -> int:
-    """Write the journal `args.out` from the OASIS database `args.oasis_db` (only read)."""
+    """Write the journal `args.out` from the OASIS database `args.oasis_db` (only read): its two
+    passes timed on stderr, then its summary (`--json`: one JSON line)."""
 
     def fail(message: str) -> int:  # a bad argument: one line, exit code 2
         print(f"oasis-gym import: error: {message}", file=sys.stderr)
         return 2
 
-    if not 1 <= args.minutes_per_step <= MAX_MINUTES_PER_STEP:  # (a week: the clock stays a date)
-        return fail(f"--minutes-per-step must be in [1, {MAX_MINUTES_PER_STEP}], got {args.minutes_per_step}")
+    quiet, start = getattr(args, "quiet", False), time.perf_counter()
     args.out = str(journal_path(args.oasis_db, args.out))  # `--out folder/`: the journal goes inside
     try:  # a taken --out: one line, exit code 2, before anything is read
         import_target(args.out, args.overwrite)
     except OutputError as err:
         return fail(str(err))
     try:  # read first (a second, cheap pass writes): the saved settings need the platform's kind and step
-        loaded = load_oasis(
-            args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform, strict=args.strict
-        )
+        with timed(f"reading {args.oasis_db}", quiet=quiet):
+            loaded = load_oasis(
+                args.oasis_db, minutes_per_step=args.minutes_per_step, platform=args.platform, strict=args.strict
+            )
     except (OasisImportError, FileNotFoundError) as err:
         return fail(f"cannot import {args.oasis_db}: {str(err).removeprefix(f'{args.oasis_db}: ')}")
     pf = loaded.platform
@@ -70,14 +71,36 @@ def cmd_import(args) -> int:
         "rng": [np.random.default_rng(s).bit_generator.state for s in seqs],
         "state": {"cli": cli},
     }
-    result = import_oasis(
-        args.oasis_db,
-        args.out,
-        meta=meta,
-        minutes_per_step=args.minutes_per_step,
-        platform=args.platform,
-        strict=args.strict,
-        overwrite=args.overwrite,
-    )
-    print(json.dumps({"out": str(args.out), **result.summary()}))
+    with timed(f"writing the journal {args.out}", quiet=quiet):
+        result = import_oasis(
+            args.oasis_db,
+            args.out,
+            meta=meta,
+            minutes_per_step=args.minutes_per_step,
+            platform=args.platform,
+            strict=args.strict,
+            overwrite=args.overwrite,
+        )
+    data = {"out": str(args.out), **result.summary()}
+    import_summary(args, data, name, time.perf_counter() - start).show(getattr(args, "json", False))
     return 0
+
+
+def import_summary(args, data: dict, platform: str, seconds: float) -> Summary:
+    """What `oasis-gym import` says at its end: what it read, the journal, how to go on."""
+    counts, step = data["counts"], data["step"]
+    done = (
+        f"Imported {args.oasis_db} ({platform}, at step {step}) in {duration(seconds)}: "
+        f"{counts.get('user', 0):,} users, {counts.get('post', 0):,} posts, {counts.get('comment', 0):,} comments, "
+        f"{counts.get('follow', 0):,} follows, {counts.get('trace', 0):,} trace rows."
+    )
+    if data["counter_mismatches"]:
+        done += f"\nStored counters that disagreed with the rows, recomputed: {data['counter_mismatches']}."
+    if data["dropped_rows"]:
+        done += f"\nRows left out (naming rows that do not exist): {data['dropped_rows']}."
+    outputs = [(args.out, "the journal: OASIS's rows with 0-based ids (oasis_id_map keeps OASIS's)")]
+    nxt = [
+        (quoted(["oasis-gym", "run", "--resume", args.out, "--steps", str(step + 20)]), "go on for 20 steps"),
+        (quoted(["oasis-gym", "report", args.out]), "plots and a summary of the imported run"),
+    ]
+    return Summary(done, outputs, nxt, data)

@@ -13,12 +13,23 @@ from oasis_gym import recsys
 from oasis_gym.checks import BYTES_PER_USER, MAX_ID, MAX_USERS, argtype, path_name, population_size, whole_number
 from oasis_gym.policies.factory import USER_POLICIES
 from oasis_gym.scenarios import add_scenario_args
-from oasis_gym.scenarios.sweep import add_sweep_parser
+from oasis_gym.scenarios.sweep_cli import add_sweep_parser
 from oasis_gym.sim.clock import MAX_MINUTES_PER_STEP
 from oasis_gym.train.benchmark import add_benchmark_parser
 from oasis_gym.train.cli import add_train_parser
 
-DESCRIPTION = "`oasis-gym` command line: run a simulation, make a report."
+DESCRIPTION = """\
+oasis-gym: an OASIS-style social media simulator (X/Twitter-like and Reddit-like platforms)
+as a PettingZoo environment, journaled to SQLite with OASIS's tables.
+
+'oasis-gym COMMAND --help' lists a command's options. Every command shows its progress on
+stderr (--quiet: none) and ends with a summary naming its outputs and the next command
+(--json: one JSON line instead)."""
+EPILOG = """\
+first steps:
+  oasis-gym run --users 300 --steps 10 --activation 0.2 --policy abm --db run.db
+  oasis-gym report run.db
+  tensorboard --logdir runs/run"""
 POLICIES = USER_POLICIES  # the users' policies of `run --policy`
 
 
@@ -103,10 +114,24 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The `oasis-gym` parser: run, train, report, import and sweep."""
-    parser = _Parser(prog="oasis-gym", description=DESCRIPTION)
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a simulation")
-    run.add_argument("--platform", choices=("twitter", "reddit"), default="twitter")
+    parser = _Parser(
+        prog="oasis-gym", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"oasis-gym {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser(
+        "run",
+        help="run a simulation, a paper scenario (--scenario) or continue a journaled run (--resume)",
+        description="Run a simulation: synthetic or profile-file users driven by ABM rules, an LLM or both "
+        "(hybrid), journaled to SQLite (--db) with TensorBoard metrics (--logdir). Shows a progress bar "
+        "on stderr and ends with a summary and the next commands.",
+    )
+    run.add_argument(
+        "--platform",
+        choices=("twitter", "reddit"),
+        default="twitter",
+        help="twitter: X-like (follows, reposts, quotes; default) or reddit: Reddit-like (votes, comments, hot score)",
+    )
     run.add_argument("--users", type=_users, default=1000, help=USERS_HELP)
     run.add_argument(
         "--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)"
@@ -178,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=100,
         help="posts the most-followed users have written before step 0 (synthetic populations)",
     )
-    run.add_argument("--db", type=_path, default="run.db", help="SQLite journal path")
+    run.add_argument(
+        "--db", type=_path, default="run.db", help="SQLite journal path (default run.db; a scenario's: <scenario>.db)"
+    )
     run.add_argument(
         "--overwrite",
         action="store_true",
@@ -186,9 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(anything else there is never replaced)",
     )
     run.add_argument("--logdir", type=_path, default=None, help="TensorBoard log dir (default runs/<db stem>)")
-    run.add_argument("--no-tensorboard", action="store_true")
-    run.add_argument("--seed", type=_seed, default=0)
+    run.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard logs")
+    run.add_argument(
+        "--seed", type=_seed, default=0, help="random seed: the same seed and settings give the same run (default 0)"
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_json_flag(run)
     run.add_argument(
         "--resume",
         type=_path,
@@ -199,10 +229,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_args(run)
     add_train_parser(sub)
     add_benchmark_parser(sub)  # `oasis-gym benchmark`: the v1 protocol over N seeds
-    report = sub.add_parser("report", help="PNG plots and a text summary of a finished run")
-    report.add_argument("db", type=_path)
+    report = sub.add_parser(
+        "report",
+        help="PNG plots and summary.txt of a finished run (a journal or an OASIS database)",
+        description="Draw a run's metric curves, opinion heatmap, cascades and follower distribution as PNGs "
+        "and write summary.txt. The database is only read.",
+    )
+    report.add_argument(
+        "db", type=_path, help="the run's journal (oasis-gym run --db) or a database written by OASIS (only read)"
+    )
     report.add_argument("--out", type=_path, default=None, help="output folder (default <db stem>_report)")
     report.add_argument("--overwrite", action="store_true", help="replace an earlier report in --out (nothing else)")
+    report.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_json_flag(report)
     add_import_parser(sub)
     add_sweep_parser(sub)  # `oasis-gym sweep`: scenario sensitivity
     return parser
@@ -214,8 +253,11 @@ def add_import_parser(sub) -> None:
         "import",
         help="convert an OASIS database into an oasis-gym journal that "
         "'run --resume' continues (the OASIS file is only read)",
+        description="Convert a database written by OASIS (camel-ai/oasis) into an oasis-gym journal: every "
+        "row, the counters checked against the rows, OASIS's trace kept. 'oasis-gym run --resume' "
+        "continues it; the OASIS file is only read.",
     )
-    imp.add_argument("oasis_db", type=_path)
+    imp.add_argument("oasis_db", type=_path, help="the database OASIS wrote (only read)")
     imp.add_argument(
         "--out",
         type=_path,
@@ -231,14 +273,38 @@ def add_import_parser(sub) -> None:
     )
     imp.add_argument(
         "--minutes-per-step",
-        type=int,
+        type=_int_between(1, MAX_MINUTES_PER_STEP),
         default=3,
-        help=f"simulated minutes of one step, 1..{MAX_MINUTES_PER_STEP} (a week; checked by cmd_import)",
+        metavar="M",
+        help=f"simulated minutes of one step when the run goes on, 1..{MAX_MINUTES_PER_STEP} (a week); "
+        "OASIS's Twitter clock counts steps, its Reddit clock datetimes (default 3)",
     )
     imp.add_argument("--policy", choices=POLICIES, default="abm", help="the policy 'run --resume' continues with")
-    imp.add_argument("--seed", type=_seed, default=0)
+    imp.add_argument("--seed", type=_seed, default=0, help="the random seed 'run --resume' continues with (default 0)")
     imp.add_argument("--no-tensorboard", action="store_true", help="'run --resume' writes no TensorBoard logs")
     imp.add_argument("--strict", action="store_true", help="fail if a stored counter disagrees with the rows")
+    imp.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_json_flag(imp)
+
+
+def add_json_flag(parser) -> None:
+    """`--json`: the command's last output is one JSON line instead of its summary."""
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="end with one JSON line (the figures, the paths) instead of the summary: stdout stays machine-readable",
+    )
+
+
+def version() -> str:
+    """The installed oasis-gym's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("oasis-gym")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def given_options(argv: list[str] | None) -> set[str]:

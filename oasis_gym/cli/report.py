@@ -2,19 +2,62 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from oasis_gym.console import Summary, bar, duration, quoted
 from oasis_gym.metrics.report import make_report
+from oasis_gym.platform.journal import JournalError, read_meta
 from oasis_gym.platform.journal_file import require_journal
 from oasis_gym.platform.oasis_import import is_oasis_db
 
 
 def cmd_report(args) -> int:
-    """Write the report of the journal (or OASIS database) `args.db`; print its files."""
-    if not is_oasis_db(args.db):  # an OASIS database is reported from its own tables
+    """Write the report of the journal (or OASIS database) `args.db`: a progress bar over its
+    parts on stderr, then its summary (`--json`: one JSON line of its files)."""
+    oasis = is_oasis_db(args.db)
+    if not oasis:  # an OASIS database is reported from its own tables
         require_journal(args.db)
     out = args.out or f"{Path(args.db).with_suffix('')}_report"
-    paths = make_report(args.db, out, overwrite=args.overwrite)
-    for p in paths:
-        print(p)
+    shown = []  # the bar, made at the first part: a refused --out stays one line
+
+    def tick(part: str, parts: int) -> None:
+        if not shown:
+            shown.append(bar(parts, "report", "part", quiet=getattr(args, "quiet", False)))
+        shown[0].total = parts
+        shown[0].set_postfix_str(part, refresh=False)
+        shown[0].update(1)
+
+    start = time.perf_counter()
+    try:
+        paths = make_report(args.db, out, overwrite=args.overwrite, progress=tick)
+    finally:
+        for progress in shown:
+            progress.close()
+    report_summary(args.db, out, paths, oasis, time.perf_counter() - start).show(getattr(args, "json", False))
     return 0
+
+
+def report_summary(db: str, out: str, paths: list[Path], oasis: bool, seconds: float) -> Summary:
+    """What `oasis-gym report` says at its end: its folder, its files, what to open next."""
+    pngs = [p for p in paths if p.suffix == ".png"]
+    what = "the OASIS database" if oasis else "the journal"
+    done = f"Reported {what} {db} in {duration(seconds)}: {len(pngs)} plots and summary.txt."
+    outputs = [(str(Path(out) / "summary.txt"), "the run in numbers, and what the report could not draw")]
+    if pngs:
+        names = ", ".join(p.name for p in pngs)
+        outputs.append((str(pngs[0].parent) + "/", f"{len(pngs)} plots: {names}"))
+    nxt = [(quoted(["cat", str(Path(out) / "summary.txt")]), "read the summary")]
+    if oasis:
+        ours = f"{Path(db).stem}_oasis_gym.db"
+        nxt.append((quoted(["oasis-gym", "import", db, "--out", ours]), "convert it: a journal oasis-gym continues"))
+    else:
+        try:
+            step = int(read_meta(db)["step"])
+        except (JournalError, KeyError, TypeError, ValueError):
+            step = None
+        if step is not None:
+            more = ["oasis-gym", "run", "--resume", db, "--steps", str(step + 20)]
+            nxt.append((quoted(more), "continue the run for 20 more steps"))
+    data = {"db": db, "out": out, "files": [str(p) for p in paths]}
+    return Summary(done, outputs, nxt, data)

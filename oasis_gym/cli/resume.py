@@ -22,7 +22,9 @@ RUN_DEFINING = (
     "seed_posts",
     "seed",
 )
-_NOT_SAVED = ("resume", "overwrite", "given")  # never part of the settings saved in the journal
+# never part of the settings saved in the journal (how a command shows itself is not the run's:
+# a run started with --quiet or --json resumes with what its resume command line says)
+_NOT_SAVED = ("resume", "overwrite", "given", "quiet", "json")
 
 
 def saved_settings(args) -> dict:

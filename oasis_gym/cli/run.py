@@ -3,12 +3,12 @@ TensorBoard metrics (or a scenario with `--scenario`, or a resumed run with `--r
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
+from oasis_gym.console import Summary, duration, plural, quoted, timed
 from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
@@ -19,6 +19,7 @@ from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
+from oasis_gym.policies.llm.defaults import default_cache_dir, ensure_smollm2, smollm2_converted
 from oasis_gym.run import simulate
 from oasis_gym.scenarios import run_scenario_cli
 from oasis_gym.sim.content import template_text
@@ -59,6 +60,8 @@ def make_llm_policy(args):
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
     quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
+    if args.llm_model is None and args.llm_backend != "openai":
+        convert_default_model(quiet=getattr(args, "quiet", False))
     backend = llm_backend(
         args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
     )
@@ -69,6 +72,24 @@ def make_llm_policy(args):
         return llm_policy(backend, **options)
     except ValueError as err:  # a deadline the backend cannot keep
         raise ConfigError(f"--llm-step-deadline: {err}") from err
+
+
+def convert_default_model(quiet: bool = False) -> None:
+    """The default model's one-time conversion (SmolLM2-135M's shipped GGUF into safetensors in
+    the cache folder) as a step of its own, announced and timed on stderr (`--quiet`: silent,
+    transformers' bars included); nothing once it is done."""
+    if smollm2_converted():
+        return
+    if quiet:
+        from transformers.utils import logging as transformers_logging  # (the conversion imports it anyway)
+
+        transformers_logging.disable_progress_bar()
+    what = f"first run only: converting the default model SmolLM2-135M into {default_cache_dir()}"
+    try:
+        with timed(what, quiet=quiet, after=0):
+            ensure_smollm2()
+    except ImportError as err:
+        raise ConfigError(f"no LLM backend available: {err}. Run without an LLM: --policy abm") from err
 
 
 def _check_paths(args) -> None:
@@ -87,7 +108,8 @@ def _check_paths(args) -> None:
 
 
 def cmd_run(args) -> int:
-    """Run (or resume) the simulation of `args`; print one JSON line of figures."""
+    """Run (or resume) the simulation of `args`; end with its summary (`--json`: one JSON line
+    of figures)."""
     _check_paths(args)
     if getattr(args, "scenario", None):
         if args.resume:
@@ -147,20 +169,45 @@ def cmd_run(args) -> int:
         env.close()
     if stopped is not None:
         raise run_stopped(*stopped, db=args.db, steps=args.steps)
-    print(
-        json.dumps(
-            {
-                "steps": summary.steps,
-                "actions": summary.actions,
-                "accepted": summary.accepted,
-                "actions_per_s": round(summary.actions_per_s, 1),
-                "db": args.db,
-                "logdir": recorder.logdir if recorder is not None else None,
-                **({"llm": summary.llm} if summary.llm else {}),
-            }
-        )
-    )
+    data = {
+        "steps": summary.steps,
+        "actions": summary.actions,
+        "accepted": summary.accepted,
+        "actions_per_s": round(summary.actions_per_s, 1),
+        "db": args.db,
+        "logdir": recorder.logdir if recorder is not None else None,
+        **({"llm": summary.llm} if summary.llm else {}),
+    }
+    run_summary(data, summary, args, env).show(getattr(args, "json", False))
     return 0
+
+
+def run_summary(data: dict, summary, args, env) -> Summary:
+    """What `oasis-gym run` says at its end: the run in one line, its journal and logs, and the
+    commands that report, show and continue it (`data`: the ``--json`` line)."""
+    users = env.sim.platform.n_users
+    where = f" (now at step {env._cycles} of {args.steps})" if args.resume else ""
+    done = (
+        f"{'Resumed' if args.resume else 'Ran'} {plural(summary.steps, 'step')} of {plural(users, 'user')}{where} in "
+        f"{duration(summary.seconds)}: {summary.actions:,} actions, {summary.accepted:,} accepted, "
+        f"{summary.actions_per_s:,.0f} actions/s."
+    )
+    llm = summary.llm
+    if llm:
+        done += (
+            f"\nLLM users: {llm.get('agents', 0):,} decisions ({llm.get('valid', 0):,} valid replies), "
+            f"{llm.get('decisions_per_s', 0):.3g} decisions/s"
+            + (f", prefix cache hit rate {llm['prefix_cache_hit_rate']:.0%}" if "prefix_cache_hit_rate" in llm else "")
+            + "."
+        )
+    outputs = [(args.db, "the journal: SQLite with OASIS's tables (user, post, follow, like, trace, ...)")]
+    nxt = [(quoted(["oasis-gym", "report", args.db]), "PNG plots and summary.txt of the run")]
+    if data["logdir"]:
+        outputs.append((data["logdir"], "TensorBoard logs of the society's metrics"))
+        nxt.append((quoted(["tensorboard", "--logdir", data["logdir"]]), "the metrics, step by step"))
+    more = ["oasis-gym", "run", "--resume", args.db, "--steps", str(args.steps + max(summary.steps, 1))]
+    nxt.append((quoted(more), "continue the run"))
+    return Summary(done, outputs, nxt, data)
 
 
 def seed_posts_setup(count: int):

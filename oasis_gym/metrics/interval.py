@@ -26,9 +26,11 @@ OTHER_ENGAGEMENT = (A.LIKE_COMMENT, A.DISLIKE_COMMENT, A.FOLLOW)
 
 
 class Interval:
-    """Counters summed over the steps since the previous logged step."""
+    """Counters summed over the steps since the previous logged step, and the distinct users
+    active and acting in them (`users`: ids, each array without repeats)."""
 
     def __init__(self) -> None:
+        self.users: dict[str, np.ndarray] = {k: np.empty(0, dtype=np.int64) for k in ("active", "acting")}
         self.actions = np.zeros(NUM_ACTIONS + 1, dtype=np.int64)  # last: codes outside the action set
         self.results = np.zeros(len(RESULT_NAMES), dtype=np.int64)
         self.n: dict[str, float] = dict.fromkeys(
@@ -56,8 +58,13 @@ class Interval:
         )
 
 
-def count_actions(acc: Interval, out: StepOutcome, n_active: int) -> None:
-    """Add one step's applied actions and results (``out``) and its ``n_active`` served users."""
+def _add_users(acc: Interval, key: str, ids) -> None:
+    acc.users[key] = np.union1d(acc.users[key], np.asarray(ids, dtype=np.int64))
+
+
+def count_actions(acc: Interval, out: StepOutcome, active) -> None:
+    """Add one step's applied actions and results (``out``: actions, results, users, ignored)
+    and the users served a feed in it (``active``: their ids)."""
     codes = np.asarray(out.actions, dtype=np.int64)
     bad = (codes < 0) | (codes >= NUM_ACTIONS)  # traced as action "invalid"
     codes = np.where(bad, NUM_ACTIONS, codes)
@@ -68,8 +75,11 @@ def count_actions(acc: Interval, out: StepOutcome, n_active: int) -> None:
     n = acc.n
     n["applied"] += codes.size
     n["ignored"] += len(out.ignored)
-    n["active"] += n_active
-    n["acting"] += int(((codes != A.DO_NOTHING) & ~bad).sum())
+    acting = (codes != A.DO_NOTHING) & ~bad
+    n["active"] += len(active)  # user-steps: what engagement/per_active_user divides by
+    n["acting"] += int(acting.sum())
+    _add_users(acc, "active", active)
+    _add_users(acc, "acting", np.asarray(out.users, dtype=np.int64)[acting])
     n["posts"] += ok[A.CREATE_POST]
     n["shares"] += ok[A.REPOST] + ok[A.QUOTE_POST]
     n["comments"] += ok[A.CREATE_COMMENT]
@@ -98,8 +108,8 @@ def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
     n = acc.n
     values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
     rejected = acc.results.sum() - acc.results[R.OK]
-    values["activity/active_users"] = n["active"]
-    values["activity/acting_users"] = n["acting"]
+    values["activity/active_users"] = acc.users["active"].size  # distinct users over the interval
+    values["activity/acting_users"] = acc.users["acting"].size
     values["activity/posts_created"] = float(n["posts"])
     values["activity/shares_created"] = float(n["shares"])
     values["activity/comments_created"] = float(n["comments"])

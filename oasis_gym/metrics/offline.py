@@ -85,8 +85,8 @@ def offline_metrics(db_path: str | Path) -> tuple[dict[str, tuple[np.ndarray, np
     for s in steps.tolist():
         rows = np.flatnonzero((trace["step"] == s) & known)
         acc = _Interval()
-        out = SimpleNamespace(actions=codes[rows], results=results[rows], ignored=())
-        count_actions(acc, out, len(np.unique(trace["user"][rows])))
+        out = SimpleNamespace(actions=codes[rows], results=results[rows], users=trace["user"][rows], ignored=())
+        count_actions(acc, out, np.unique(trace["user"][rows]))
         view = _UpTo(pf, int(np.searchsorted(post_step, s, side="right")))
         _, new_shares = forest.update(view)
         acc.n["new_shares"] += new_shares

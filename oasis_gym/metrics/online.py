@@ -36,8 +36,9 @@ Tags (counts cover the steps since the previous logged step; with ``every=1`` on
 
 * ``actions/<name>``: applied actions by type, every ActionType, zeros included, plus
   ``actions/invalid`` for codes outside the action set; equal to the trace rows.
-* ``activity/active_users`` (users served a feed), ``activity/acting_users`` (applied
-  valid actions other than do_nothing), ``activity/posts_created`` (accepted create_post),
+* ``activity/active_users``: distinct users served a feed; ``activity/acting_users``:
+  distinct users with an applied action other than do_nothing (accepted or rejected; never
+  more than the active users); ``activity/posts_created`` (accepted create_post),
   ``activity/shares_created`` (accepted repost + quote_post), ``activity/comments_created``,
   ``activity/posts_total``.
 * ``engagement/rate``: accepted post interactions (like, dislike, repost, quote, comment)
@@ -90,7 +91,7 @@ from .interval import count_actions, count_exposure, interval_values
 from .llm_stats import llm_rates
 from .recorder_state import RecorderState
 from .society import society_values
-from .tensorboard import MetricsTable, TensorBoardLogger
+from .tensorboard import MetricsTable, TensorBoardLogger, layout_of
 from .tracked_cascades import TrackedCascades
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -280,8 +281,9 @@ class MetricsRecorder(RecorderState, TrackedCascades):
     def finalize(self) -> None:
         """End of episode: write what the last step has not logged yet (the open interval of
         counters when ``every`` > 1, the full metrics when ``every_full`` > 1), complete every
-        tracked cascade's curve to the last step, flush and close TensorBoard (steps taken
-        after it reopen the writer). Call it before the next reset; safe to call twice."""
+        tracked cascade's curve to the last step, write the Custom Scalars layout again without
+        the series that stayed 0 (`layout_of`), flush and close TensorBoard (steps taken after
+        it reopen the writer). Call it before the next reset; safe to call twice."""
         sim, conn = self.sim, self._conn
         if (
             sim is not None
@@ -302,6 +304,8 @@ class MetricsRecorder(RecorderState, TrackedCascades):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            if self._writer() is not None:  # the main curves again, without the series that stayed 0
+                self.tb.log_layout(layout_of(MetricsTable.nonzero_tags(conn)))
         self._close_writer()
 
     def close(self) -> None:
@@ -352,7 +356,7 @@ class MetricsRecorder(RecorderState, TrackedCascades):
     def _step(self, sim: Simulation, out: StepOutcome, conn: sqlite3.Connection) -> None:
         pf, step = sim.platform, int(sim.platform.step)
         acc = self._acc
-        count_actions(acc, out, len(sim.obs.users))
+        count_actions(acc, out, sim.obs.users)
         count_exposure(acc, pf, sim.obs)
         acc.n["new_shares"] += self._fold(pf, conn)
         tracked = self._tracked_roots(pf)

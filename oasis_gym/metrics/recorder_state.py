@@ -81,6 +81,8 @@ class RecorderState:
         self._acc.actions[:] = saved["acc"]["actions"]
         self._acc.results[:] = saved["acc"]["results"]
         self._acc.n.update(saved["acc"]["n"])
+        for key, ids in saved["acc"].get("users", {}).items():  # the interval's distinct users so far
+            self._acc.users[key] = np.asarray(ids, dtype=np.int64)
         self._llm = dict(saved["llm"])
         (self._last_step, self._last_minute, self._last_logged_step, self._last_full_step, self._last_hist_step) = (
             saved[k] for k in ("last_step", "last_minute", "last_logged_step", "last_full_step", "last_hist_step")
@@ -127,6 +129,7 @@ class RecorderState:
                         "actions": acc.actions.tolist(),
                         "results": acc.results.tolist(),
                         "n": {k: float(v) for k, v in acc.n.items()},
+                        "users": {k: v.tolist() for k, v in acc.users.items()},
                     },
                     "llm": self._llm,
                     "last_step": self._last_step,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,9 @@ from oasis_gym.metrics.report_plots import (
     metric_plots,
     opinion_grid,
     opinion_heatmap,
+    plan_metric_plots,
     table_exists,
+    zero_series,
 )
 from oasis_gym.metrics.tensorboard import read_metrics
 from oasis_gym.outputs import OutputDir
@@ -90,7 +92,7 @@ def _summary_lines(
     written: list[Path],
     notes: list[str],
 ) -> list[str]:
-    lines = [f"oasis-gym run report for {db_path}", ""]
+    lines = [_title(db_path), ""]
     if metrics:
         all_steps = np.unique(np.concatenate([s for s, _ in metrics.values()]))
         lines.append(f"steps: {all_steps.size} (step {all_steps[0]} to {all_steps[-1]})")
@@ -110,7 +112,8 @@ def _summary_lines(
         for t in sorted(action_tags, key=lambda t: -totals[t]):
             if totals[t] > 0:
                 lines.append(f"  {t.split('/', 1)[1]}: {_fmt(totals[t])}")
-    other = sorted(t for t in metrics if not t.startswith("actions/"))
+    zero = zero_series(metrics)
+    other = sorted(t for t in metrics if not t.startswith("actions/") and t not in zero)
     if other:
         lines += ["", "final values (last step with a value):"]
         for t in other:
@@ -118,12 +121,45 @@ def _summary_lines(
             ok = np.flatnonzero(np.isfinite(vals))
             last = f"{_fmt(vals[ok[-1]])} at step {steps[ok[-1]]}" if ok.size else "nan"
             lines.append(f"  {t}: {last}")
+    if zero:
+        lines += ["", f"zero at every step (left out of the plots and the values above; {len(zero)} series):"]
+        lines += [f"  {line}" for line in _by_group(zero)]
     lines += ["", "plots:"] + [f"  {p.name}" for p in written]
     if not written:
         lines.append("  (none)")
     if notes:
         lines += ["", "notes:"] + [f"  - {n}" for n in notes]
     return lines
+
+
+def _title(db_path: Path) -> str:
+    """What the report is of: a run's journal, an imported OASIS run, or OASIS's own database."""
+    if is_oasis_db(db_path):
+        return f"Report of the OASIS database {db_path} (written by OASIS: curves computed from its tables)"
+    try:
+        imported = bool(_tables(db_path) & {"oasis_id_map"})
+    except sqlite3.DatabaseError:
+        return f"Report of {db_path} (not a readable database)"
+    if imported:
+        return f"Report of the oasis-gym journal {db_path} (an OASIS run converted by oasis-gym import)"
+    return f"Report of the oasis-gym run journaled in {db_path}"
+
+
+def _tables(db_path: Path) -> set[str]:
+    conn = sqlite3.connect(read_uri(db_path), uri=True)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    finally:
+        conn.close()
+
+
+def _by_group(tags: list[str]) -> list[str]:
+    """Tags as "group: name, name, ..." lines, one a group."""
+    groups: dict[str, list[str]] = {}
+    for t in tags:
+        group, _, name = t.rpartition("/")
+        groups.setdefault(group, []).append(name)
+    return [f"{g}: {', '.join(names)}" if g else ", ".join(names) for g, names in groups.items()]
 
 
 def _reposts(conn: sqlite3.Connection) -> int | None:
@@ -190,29 +226,45 @@ def report_output(out_dir: str | Path, overwrite: bool = False) -> OutputDir:
     return OutputDir(out_dir, "report", REPORT_FILES, overwrite=overwrite).check()
 
 
-def make_report(db_path: str | Path, out_dir: str | Path, *, overwrite: bool = False) -> list[Path]:
+def make_report(
+    db_path: str | Path,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: Callable[[str, int], None] | None = None,
+) -> list[Path]:
     """Write the run's plots (PNG) and summary.txt into ``out_dir``; return their paths.
 
     Plots: actions.png (tags "actions/*"), cascade.png ("cascade/*"), metrics_<group>.png
     for every other tag group ("opinion/*", "network/*", ...), opinion_heatmap.png (table
-    ``opinion``) and follower_ccdf.png (``user.num_followers``). The database is opened
+    ``opinion``) and follower_ccdf.png (``user.num_followers``); a series that is 0 at every
+    step is left out (summary.txt names them in one line). The database is opened
     read-only; FileNotFoundError if it does not exist. ``out_dir`` follows `oasis_gym.outputs`:
     a file of these names that is not an earlier report's is refused (`OutputError`) before
     anything is read, an earlier report is replaced only with ``overwrite`` (its plots that
     this report does not draw are removed), and the files appear together once all are drawn.
+    `progress(part, parts)` is called after each part (reading the tables, each file), with
+    the number of parts in all.
     """
     db_path = Path(db_path)
     if not db_path.is_file():
         raise FileNotFoundError(db_path)
     output = report_output(out_dir, overwrite)
-    with output.staging(prune=REPORT_FILES) as tmp:
-        written = _write_report(db_path, tmp)
+    try:
+        with output.staging(prune=REPORT_FILES) as tmp:
+            written = _write_report(db_path, tmp, progress or (lambda part, parts: None))
+    finally:
+        output.release()  # the folder's writer lock (one command at a time)
     return [output.path / p.relative_to(tmp) for p in written]
 
 
-def _write_report(db_path: Path, out: Path) -> list[Path]:
+_AFTER_METRICS = ("opinion_heatmap.png", "follower_ccdf.png", "cascade_curves.png", "summary.txt")
+
+
+def _write_report(db_path: Path, out: Path, progress: Callable[[str, int], None]) -> list[Path]:
     notes: list[str] = []
     conn = sqlite3.connect(read_uri(db_path), uri=True)  # leaves no -wal / -shm beside a journal
+    parts = 1 + len(_AFTER_METRICS)
     try:
         try:
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
@@ -226,11 +278,16 @@ def _write_report(db_path: Path, out: Path) -> list[Path]:
                     metrics = _offline_metrics(db_path, notes)
                 elif table_exists(conn, "oasis_id_map"):  # an imported OASIS run, continued with a recorder
                     metrics = _with_imported_steps(metrics, db_path, notes)
-            written = metric_plots(metrics, out, notes)
+            parts += len(plan_metric_plots(metrics, []))
+            progress("the tables read", parts)
+            written = metric_plots(metrics, out, notes, on_file=lambda name: progress(name, parts))
             heat = opinion_heatmap(conn, out / "opinion_heatmap.png", notes)
+            progress("opinion_heatmap.png", parts)
             followers = _followers(conn, notes)
             ccdf = None if followers is None else follower_ccdf(followers, out / "follower_ccdf.png", notes)
+            progress("follower_ccdf.png", parts)
             curves = cascade_curves_plot(conn, out / "cascade_curves.png", notes)
+            progress("cascade_curves.png", parts)
             written += [p for p in (heat, ccdf, curves) if p is not None]
             users = _count(conn, "user", notes, note_missing=False)  # noted above
             posts = _count(conn, "post", notes)
@@ -240,6 +297,7 @@ def _write_report(db_path: Path, out: Path) -> list[Path]:
     summary = out / "summary.txt"
     lines = _summary_lines(db_path, metrics, users, posts, reposts, followers, written, notes)
     summary.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    progress("summary.txt", parts)
     return written + [summary]
 
 

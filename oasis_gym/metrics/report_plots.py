@@ -14,8 +14,9 @@ and the Okabe-Ito colour-blind-safe palette.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +31,8 @@ __all__ = [
     "table_exists",
     "opinion_grid",
     "metric_plots",
+    "plan_metric_plots",
+    "zero_series",
     "opinion_heatmap",
     "cascade_curves_plot",
     "follower_ccdf",
@@ -49,7 +52,7 @@ _GROUP_WORDS = {
     "engagement": ("Engagement", "rate"),
     "exposure": ("Exposure of the served feeds", "share"),
     "herd": ("Herd effect", "mean score"),
-    "invalid": ("Rejected actions", "count"),
+    "invalid": ("Rejected actions", "actions rejected"),
     "llm": ("LLM users", "value"),
     "network": ("Follow network", "value"),
     "opinion": ("Opinions", "value"),
@@ -61,6 +64,8 @@ _UNIT_SUFFIXES = (
     ("_gini", "Gini (0-1)"),
     ("_per_s", "per second"),
 )
+# names whose unit their group does not say
+_EXACT_UNITS = {"invalid/rate": "share of actions rejected (0-1)", "engagement/per_active_user": "per active user"}
 _CASCADE_UNITS = {"scale": "posts in the cascade", "depth": "depth (reposts)", "max breadth": "posts"}
 
 
@@ -95,7 +100,7 @@ def metric_label(tag: str) -> tuple[str, str]:
     for suffix, said in _UNIT_SUFFIXES:
         if name.endswith(suffix):
             unit = said
-    return f"{words}: {name.replace('_', ' ')}", unit
+    return f"{words}: {name.replace('_', ' ')}", _EXACT_UNITS.get(tag, unit)
 
 
 def steady_ylim(ax, values: np.ndarray) -> str:
@@ -115,7 +120,8 @@ def steady_ylim(ax, values: np.ndarray) -> str:
 
 
 def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # (a figure with a suptitle has the constrained layout)
+        fig.tight_layout()
     fig.savefig(path, dpi=100, format="png")
     return path
 
@@ -168,6 +174,7 @@ def series_figure(metrics: Metrics, tags: Sequence[str], title: str):
         ax.set_ylabel(unit, fontsize=8)
         _whole_numbers(ax.xaxis)
         ax.tick_params(labelsize=7)
+    fig.set_layout_engine("constrained")  # room for the suptitle above the panels' titles
     fig.suptitle(title)
     return fig
 
@@ -296,24 +303,49 @@ def follower_ccdf(followers: NDArray[np.float64], path: Path, notes: list[str]) 
     return _save(fig, path)
 
 
-def metric_plots(metrics: Metrics, out: Path, notes: list[str]) -> list[Path]:
-    """actions.png (the non-zero "actions/*" series on one axes), cascade.png ("cascade/*") and
-    metrics_<group>.png for every other tag group, one panel per tag; returns the paths."""
-    written: list[Path] = []
-    actions = [t for t in sorted(metrics) if t.startswith("actions/")]
-    active = [t for t in actions if np.nansum(np.abs(metrics[t][1])) > 0]
-    if active:
-        written.append(_save(actions_figure(metrics, active), out / "actions.png"))
+def _flat_zero(values: np.ndarray) -> bool:
+    """Whether a series holds no value but 0 (NaNs aside): nothing to see in a plot."""
+    v = np.asarray(values, dtype=np.float64)
+    return not np.any(v[np.isfinite(v)] != 0)
+
+
+def zero_series(metrics: Metrics) -> list[str]:
+    """The tags whose series are 0 at every step (NaNs aside), in order: left out of the plots
+    and of summary.txt's final values, and named there in one line."""
+    return [t for t in sorted(metrics) if _flat_zero(metrics[t][1])]
+
+
+def plan_metric_plots(metrics: Metrics, notes: list[str]) -> list[tuple[str, Callable[[], Any]]]:
+    """(file name, a function drawing its figure) of every metric plot the report draws:
+    actions.png (the non-zero "actions/*" series on one axes), cascade.png ("cascade/*") and
+    metrics_<group>.png for every other tag group, one panel per tag; series that are 0 at every
+    step are left out (a group with nothing else gets no file; `zero_series` names them)."""
+    zero = set(zero_series(metrics))
+    plans: list[tuple[str, Callable[[], Any]]] = []
+    actions = [t for t in sorted(metrics) if t.startswith("actions/") and t not in zero]
+    if actions:
+        plans.append(("actions.png", lambda: actions_figure(metrics, actions)))
     elif metrics:
         notes.append("no non-zero 'actions/' series: actions plot skipped")
-    cascade = [t for t in sorted(metrics) if t.startswith("cascade/")]
-    if cascade:
-        written.append(_save(series_figure(metrics, cascade, "Cascades"), out / "cascade.png"))
-    elif metrics:
+    groups = sorted({_group(t) for t in metrics} - {"actions"})
+    if metrics and "cascade" not in groups:
         notes.append("no 'cascade/' series: cascade plot skipped")
-    groups = sorted({_group(t) for t in metrics} - {"actions", "cascade"})
     for g in groups:
-        tags = [t for t in sorted(metrics) if _group(t) == g]
+        tags = [t for t in sorted(metrics) if _group(t) == g and t not in zero]
         title = _GROUP_WORDS.get(g, (g.capitalize(),))[0]
-        written.append(_save(series_figure(metrics, tags, title), out / f"metrics_{g}.png"))
+        name = "cascade.png" if g == "cascade" else f"metrics_{g}.png"
+        if tags:
+            plans.append((name, lambda tags=tags, title=title: series_figure(metrics, tags, title)))
+    return plans
+
+
+def metric_plots(
+    metrics: Metrics, out: Path, notes: list[str], on_file: Callable[[str], None] | None = None
+) -> list[Path]:
+    """Draw `plan_metric_plots`' files into `out`; returns their paths (`on_file(name)` after each)."""
+    written: list[Path] = []
+    for name, draw in plan_metric_plots(metrics, notes):
+        written.append(_save(draw(), out / name))
+        if on_file is not None:
+            on_file(name)
     return written

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -19,7 +20,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["TensorBoardLogger", "MetricsTable", "create_schema", "insert", "read_metrics", "flatten_config"]
+__all__ = [
+    "TensorBoardLogger",
+    "MetricsTable",
+    "create_schema",
+    "insert",
+    "read_metrics",
+    "flatten_config",
+    "layout_of",
+    "MAIN_CURVES",
+]
 
 _HPARAM_TYPES = (bool, int, float, str)
 
@@ -73,6 +83,21 @@ MAIN_CURVES: dict[str, dict[str, list[str]]] = {
 }
 
 
+def layout_of(tags: Iterable[str], layout: Mapping[str, Mapping[str, list[str]]] | None = None) -> dict:
+    """`layout` (default `MAIN_CURVES`) with each chart's tag regexes replaced by the `tags` they
+    match, sorted; a chart that matches none and a section left empty are dropped. Given the
+    tags with a value other than 0 (`MetricsTable.nonzero_tags`), it is the layout a recorder
+    writes at the end of an episode: the main curves without the series that stayed 0."""
+    tags = sorted(set(tags))
+    out: dict[str, dict[str, list[str]]] = {}
+    for section, charts in (MAIN_CURVES if layout is None else layout).items():
+        for chart, patterns in charts.items():
+            matched = [t for t in tags if any(re.fullmatch(p, t) for p in patterns)]
+            if matched:
+                out.setdefault(section, {})[chart] = matched
+    return out
+
+
 class TensorBoardLogger:
     """Writes scalars, histograms and the run config to a TensorBoard log directory.
 
@@ -103,7 +128,8 @@ class TensorBoardLogger:
     def log_layout(self, layout: Mapping[str, Mapping[str, list[str]]] | None = None) -> None:
         """The Custom Scalars dashboard's layout: {section: {chart: [tag regexes]}}, each chart
         a multi-line plot of the tags it matches (default `MAIN_CURVES`: the main curves of a
-        run grouped by what they measure, `do_nothing` apart from the actions)."""
+        run grouped by what they measure, `do_nothing` apart from the actions). Written again,
+        the latest one is what TensorBoard shows (its data provider keeps a run's last point)."""
         layout = MAIN_CURVES if layout is None else layout
         self._writer.add_custom_scalars(
             {
@@ -177,6 +203,11 @@ class MetricsTable:
         """Insert one row per tag at ``step`` (NaN as NULL), in the caller's transaction."""
         rows = [(int(step), str(tag), _sql_float(v)) for tag, v in values.items()]
         conn.executemany("INSERT INTO metrics (step, tag, value) VALUES (?, ?, ?)", rows)
+
+    @staticmethod
+    def nonzero_tags(conn: sqlite3.Connection) -> list[str]:
+        """The tags with at least one value other than 0 (NaN, stored as NULL, is none)."""
+        return [r[0] for r in conn.execute("SELECT tag FROM metrics GROUP BY tag HAVING MAX(ABS(value)) > 0")]
 
     @staticmethod
     def read(conn: sqlite3.Connection) -> dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]:

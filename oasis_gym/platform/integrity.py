@@ -1,7 +1,7 @@
 """Whether a Platform read back from a file is consistent: every id it holds names a row that
-exists, every code is one the platform knows. `loading.load_db` runs it on every journal it
-loads, so a damaged journal is refused with one `JournalError` line before a run goes on
-from it (rather than an `IndexError` steps later).
+exists, every code is one the platform knows. `journal_load.load_platform` runs it on every
+journal it loads (`Platform.from_db`, `run --resume`), so a damaged journal is refused with
+one `JournalError` line before a run goes on from it (rather than an `IndexError` steps later).
 
 Vectorized: O(rows), a fraction of what reading the rows costs.
 """

@@ -44,6 +44,7 @@ import weakref
 from collections.abc import Mapping
 
 from ..errors import OasisGymError
+from ..output_files import flock_holders
 from .journal_schema import SCHEMA
 
 try:
@@ -334,7 +335,7 @@ class JournalLock:
                 break
             if (st.st_dev, st.st_ino) in _HELD:
                 raise JournalError(self._busy("another env or Journal of this process (close it first: env.close())"))
-            if pids := _flock_holders(st):
+            if pids := flock_holders(st):
                 raise JournalError(self._busy(pids))
             try:
                 f = open(os.open(self.db_path, os.O_RDONLY | os.O_NONBLOCK), "rb", buffering=0)
@@ -344,7 +345,7 @@ class JournalLock:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 f.close()
-                raise JournalError(self._busy(_flock_holders(st))) from None
+                raise JournalError(self._busy(flock_holders(st))) from None
             try:  # the file locked must still be the one at the path (a writer replacing it unlinks it)
                 same = os.path.samestat(os.fstat(f.fileno()), os.stat(self.db_path))
             except OSError:
@@ -392,14 +393,3 @@ class JournalLock:
         if _HELD.get(key) is self:
             del _HELD[key]
         f.close()
-
-
-def _flock_holders(st: os.stat_result) -> list[int]:
-    """The other processes /proc/locks (Linux) names as holding a `flock` on the file of `st`."""
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE <pid> <major:minor:inode> 0 EOF"
-            pids = {int(x[4]) for x in map(str.split, f) if x[1:2] == ["FLOCK"] and x[5:6] == [dev] and x[4].isdigit()}
-    except (OSError, IndexError):
-        return []
-    return sorted(pids - {os.getpid()})

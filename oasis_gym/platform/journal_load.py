@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import PlatformConfig
+from .integrity import first_inconsistency
 from .journal_file import JournalError, connect_readonly, require_journal
 from .journal_schema import RELATION_TABLES
 from .kinds import REPOST
@@ -33,13 +34,19 @@ def read_meta(path: str | Path) -> dict:
 
 
 def load_platform(path: str | Path) -> Platform:
-    """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db).
-    Raises `JournalError` if `path` holds no oasis-gym journal or a damaged one."""
+    """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db; what
+    `run --resume` and `oasis_gym.run.resume` load). Raises `JournalError` if `path` holds no
+    oasis-gym journal, or a damaged one: unreadable rows, or rows that contradict each other
+    (an id naming no row, an unknown code: `integrity`), found before a run goes on from it."""
     require_journal(path)
     try:
-        return _load_platform(path)
-    except (sqlite3.Error, ValueError, TypeError) as err:  # what a damaged journal raises here (chained)
+        pf = _load_platform(path)
+    except (sqlite3.Error, ValueError, TypeError, IndexError, OverflowError, RecursionError) as err:  # (chained)
         raise JournalError(f"{path}: the journal is damaged and cannot be loaded ({err!r})") from err
+    problem = first_inconsistency(pf)
+    if problem:
+        raise JournalError(f"{path}: the journal is damaged: {problem}")
+    return pf
 
 
 def _load_platform(path: str | Path) -> Platform:

@@ -7,26 +7,18 @@ module is imported (the package's ``__init__`` does), so platform.py imports nei
 
 from __future__ import annotations
 
-from .integrity import first_inconsistency
-from .journal import JournalError, load_platform
+from .journal import load_platform
 from .oasis_import import is_oasis_db, load_oasis
 from .platform import Platform
 
 
 def load_db(path) -> Platform:
     """Restore the exact in-memory state from a journal written by `Journal`, or load a
-    database written by OASIS (see `Platform.from_db`). A journal whose rows contradict each
-    other (an id naming no row, an unknown code: `integrity`) is a `JournalError`."""
+    database written by OASIS (see `Platform.from_db`). A damaged journal (unreadable, or rows
+    that contradict each other: `journal_load.load_platform` checks) is a `JournalError`."""
     if is_oasis_db(path):
         return load_oasis(path).platform
-    try:
-        pf = load_platform(path)
-    except (IndexError, OverflowError, RecursionError) as err:  # what load_platform lets through
-        raise JournalError(f"{path}: the journal is damaged and cannot be loaded ({err!r})") from err
-    problem = first_inconsistency(pf)
-    if problem:
-        raise JournalError(f"{path}: the journal is damaged: {problem}")
-    return pf
+    return load_platform(path)
 
 
 Platform._db_loader = staticmethod(load_db)

@@ -29,23 +29,21 @@ import csv
 import itertools
 import json
 import math
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..checks import MAX_ID, path_name, whole_number
-from ..interrupts import exit_code, signum_of
-from .config import parse_sets, parse_value
+from .config import parse_value
 from .effects import HEADLINE, ORDERINGS, effects
 from .scenario import load_scenario
 from .stats import ordering_share, summarize
-from .sweep_store import TABLES, SweepRuns, stable, stopped_line, sweep_output, sweep_settings
+from .sweep_store import TABLES, SweepRuns, stable, sweep_output, sweep_settings
 
-__all__ = ["parse_param", "resolve_key", "plan_sweep", "run_sweep", "plot_sweep", "OUTPUTS"]
+__all__ = ["parse_param", "resolve_key", "plan_sweep", "run_sweep", "plot_sweep", "OUTPUTS", "MAX_SWEEP_RUNS"]
 
 OUTPUTS = ("runs.csv", "summary.csv", "summary.json")
 MAX_SWEEP_RUNS = 10_000  # grid points x seeds of one sweep (checked before it is planned)
@@ -154,15 +152,33 @@ def plan_sweep(
     return plan
 
 
-def run_sweep(scenario: str, *args: Any, plot: bool = True, log=None, plan: dict | None = None, **kwargs: Any) -> dict:
+def run_sweep(
+    scenario: str,
+    *args: Any,
+    plot: bool = True,
+    log=None,
+    plan: dict | None = None,
+    on_run: Callable[[bool], None] | None = None,
+    **kwargs: Any,
+) -> dict:
     """Run the grid x seeds; returns {"scenario", "kind", "params", "seeds", "points": [...]}
     and writes the tables (and the PNG) to `out` when given.
 
     The sweep is `plan` (from `plan_sweep`), else planned from `scenario` and the other
     arguments, which are plan_sweep's (params, seeds, seed_start, steps, sets, out, overwrite).
-    `log(point)` is called after each grid point.
+    `log(point)` is called after each grid point, `on_run(loaded)` after each run (`loaded`:
+    a finished run of an interrupted sweep, read back on resume). The output folder's writer
+    lock (`oasis_gym.outputs`) is let go when it ends.
     """
     plan = plan or plan_sweep(scenario, *args, **kwargs)
+    try:
+        return _run_plan(scenario, plan, plot, log, on_run)
+    finally:
+        if plan.get("output") is not None:
+            plan["output"].release()
+
+
+def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run) -> dict:
     base, parsed, extra, steps = plan["base"], plan["parsed"], plan["extra"], plan["steps"]
     seed_list, out_dir = plan["seeds"], plan["out"]
     rows, points = [], []
@@ -177,6 +193,8 @@ def run_sweep(scenario: str, *args: Any, plot: bool = True, log=None, plan: dict
         per_seed = []
         for s in seed_list:  # each finished run is kept at once (resume loads it)
             eff = runs.run(i, point, s, lambda point=point, s=s: one_run(point, s))
+            if on_run is not None:
+                on_run(runs.loaded)
             per_seed.append(eff)
             rows.append({**point, "seed": s, **eff})
         order = ORDERINGS.get(base.kind, ())
@@ -286,96 +304,3 @@ def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: 
     path = Path(out_dir) / f"effect_vs_{x_key.rsplit('.', 1)[-1]}.png"
     fig.savefig(path, dpi=100)
     return path
-
-
-def add_sweep_parser(sub) -> None:
-    """The `oasis-gym sweep` subcommand's arguments."""
-    p = sub.add_parser("sweep", help="run a scenario over a parameter grid and seeds (effects with 95%% CIs)")
-    p.add_argument("scenario", help="a shipped scenario name or a scenario .toml file")
-    p.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=LO:HI:N",
-        help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table. "
-        f"Grid points x seeds: at most {MAX_SWEEP_RUNS:,} runs",
-    )
-    p.add_argument("--seeds", type=int, default=None, help="seeds per grid point (default: [sweep] seeds or 10)")
-    p.add_argument("--seed-start", type=int, default=None, help="first seed (default: [sweep] seed_start or 0)")
-    p.add_argument("--steps", type=int, default=None, help="steps per run (default: the scenario's)")
-    p.add_argument(
-        "--set",
-        dest="sweep_set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="fixed override for every run (repeatable), e.g. users=2000",
-    )
-    p.add_argument("--out", default=None, help="output folder (default sweeps/<scenario>)")
-    p.add_argument("--overwrite", action="store_true", help="replace an earlier sweep's tables in --out")
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the interrupted sweep in --out (same settings), skipping its finished runs",
-    )
-
-
-def cmd_sweep(args) -> int:
-    """Run `oasis-gym sweep`; prints one JSON line per grid point and a final one."""
-    try:  # bad arguments: one line, exit code 2, before anything runs
-        sets = parse_sets(args.sweep_set or [])
-        out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)
-        plan = plan_sweep(
-            args.scenario,
-            args.param,
-            args.seeds,
-            args.seed_start,
-            args.steps,
-            sets,
-            out,
-            overwrite=args.overwrite,
-            resume=getattr(args, "resume", False),
-        )
-    except (ValueError, KeyError, FileExistsError, FileNotFoundError) as err:
-        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"oasis-gym sweep: error: {msg}", file=sys.stderr)
-        return 2
-
-    def log(pt):
-        print(
-            json.dumps(
-                _clean(
-                    {
-                        "point": pt["point"],
-                        "wall_s": pt["wall_s"],
-                        "ordered_share": pt["ordered_share"],
-                        **{
-                            k: {
-                                c: round(v[c], 4) if isinstance(v[c], float) else v[c]
-                                for c in ("mean", "lo", "hi", "n")
-                            }
-                            for k, v in pt["effects"].items()
-                        },
-                    }
-                )
-            ),
-            flush=True,
-        )
-
-    try:  # Ctrl-C, or SIGTERM (raised as one by the command line: oasis_gym.interrupts): the finished runs are kept
-        res = run_sweep(args.scenario, log=log, plan=plan)
-    except KeyboardInterrupt as stop:
-        print(stopped_line(signum_of(stop), plan["runs"], args, out), file=sys.stderr)
-        return exit_code(stop)
-    print(
-        json.dumps(
-            {
-                "sweep": res["scenario"],
-                "out": out,
-                "points": len(res["points"]),
-                "seeds": len(res["seeds"]),
-                "png": res.get("png"),
-            }
-        )
-    )
-    return 0

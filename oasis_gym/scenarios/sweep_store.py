@@ -89,17 +89,25 @@ def sweep_output(out: str | Path, settings: dict, overwrite: bool, resume: bool)
         settings=settings,
         own_hint="pass --overwrite to replace it, or --resume to continue it (with the same settings)",
     ).check()
-    if resume:
-        stored = output.stored_settings()
-        if not isinstance(stored, dict):
-            raise ValueError(f"{out} holds no sweep to resume: start it without --resume")
-        for key, label in _CHECKED:
-            if stored.get(key) != settings[key]:
-                raise ValueError(
-                    f"{out} holds a sweep with other settings ({label}: {_show(stored.get(key))}, given "
-                    f"{_show(settings[key])}): resume it with its own settings, or start anew with --overwrite"
-                )
+    try:
+        if resume:
+            _check_resumable(output, out, settings)
+    except BaseException:
+        output.release()
+        raise
     return output
+
+
+def _check_resumable(output: OutputDir, out: str | Path, settings: dict) -> None:
+    stored = output.stored_settings()
+    if not isinstance(stored, dict):
+        raise ValueError(f"{out} holds no sweep to resume: start it without --resume")
+    for key, label in _CHECKED:
+        if stored.get(key) != settings[key]:
+            raise ValueError(
+                f"{out} holds a sweep with other settings ({label}: {_show(stored.get(key))}, given "
+                f"{_show(settings[key])}): resume it with its own settings, or start anew with --overwrite"
+            )
 
 
 class SweepRuns:
@@ -109,6 +117,7 @@ class SweepRuns:
         self.output, self.resume, self.total = output, resume, total
         self.key = _digest(settings)[:16]
         self.finished = 0
+        self.loaded = False  # the last run was read back (a resumed sweep's), not computed
 
     @staticmethod
     def name(index: int, seed: int) -> str:
@@ -133,6 +142,7 @@ class SweepRuns:
     def run(self, index: int, point: Mapping[str, Any], seed: int, compute: Callable[[], dict]) -> dict:
         """The effects of one run: a finished one's (on resume), else `compute()`'s, written at once."""
         effects = self._load(index, point, seed)
+        self.loaded = effects is not None
         if effects is None:
             effects = _plain(compute())
             if self.output is not None:

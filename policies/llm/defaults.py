@@ -51,10 +51,16 @@ def default_cache_dir() -> Path:
     return Path(root) / "smollm2"
 
 
+def smollm2_converted(cache_dir: str | Path | None = None) -> bool:
+    """Whether the shipped GGUF was converted already (`ensure_smollm2` then costs nothing)."""
+    out = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return (out / "model.safetensors").is_file() and (out / "tokenizer_config.json").is_file()
+
+
 def ensure_smollm2(cache_dir: str | Path | None = None) -> Path:
     """Convert the shipped GGUF to a safetensors model directory once; return its path."""
     out = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    if (out / "model.safetensors").is_file() and (out / "tokenizer_config.json").is_file():
+    if smollm2_converted(out):
         return out
     try:
         import torch

