@@ -300,7 +300,7 @@ def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsy
             assert tuned[rule] in result["eval_sets"]["held_out_population"]["ppo_vs"]
     png = out / "learning_curve.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert text.strip().splitlines()[-1].startswith("next: tensorboard --logdir")  # a summary, then the next step
+    assert "\nNext:\n  tensorboard --logdir" in text  # a summary, then the next step
 
 
 def test_report_rules_are_tuned_on_training_seeds_only():

@@ -124,7 +124,7 @@ def test_oasis_gym_train_trains_the_v1_task_by_default_and_says_what_next(tmp_pa
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "eval.json").read_text())["task"] == "moderator-v1"
-    assert "its strongest baseline" in done.stdout and "next: tensorboard --logdir" in done.stdout
+    assert "its strongest baseline" in done.stdout and "Next:\n  tensorboard --logdir" in done.stdout
     assert "tuned_constant" in done.stdout and "truth (privileged)" in done.stdout
 
 
@@ -156,7 +156,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         assert v["n"] == 2 and v["lo"] <= v["mean"] <= v["hi"] and v["pairs"] == 2 * 3
     md = (out / "results.md").read_text()
     assert "| PPO − policy [95% CI over training seeds] |" in md and "held-out population" in md
-    assert md in done.stdout and "next: tensorboard" in done.stdout
+    assert md in done.stdout and "Next:\n  tensorboard --logdir" in done.stdout
     events = [p for p in (out / "tb_band").iterdir() if p.name.startswith("events")]
     acc = EventAccumulator(str(events[0]))
     acc.Reload()

@@ -33,6 +33,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from oasis_gym.console import Summary
 from oasis_gym.metrics.intervals import mean_ci
 
 from . import args as cli_args
@@ -213,11 +214,20 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
         print(f"{command}: error: {err}", file=sys.stderr)
         return 2
     result = run(args, ns.seeds, say=v1.progress_printer(args.quiet))
-    if ns.json:
-        held = result["eval_sets"]["held-out seeds"]["ppo_vs"]
-        print(json.dumps({"task": result["task"], "difficulty": args.difficulty, "out": args.out,
-                          "ppo_vs": {c: [v["mean"], v["lo"], v["hi"]] for c, v in held.items()}}))  # fmt: skip
-        return 0
+    held = result["eval_sets"]["held-out seeds"]["ppo_vs"]
+    if not ns.json:
+        print(markdown(result))
+    Summary(
+        f"\nBenchmarked {args.task}-v1 ({args.difficulty}): PPO over {ns.seeds} training seeds vs the tuned "
+        "baselines (rule-based users).",
+        outputs=[(f"{args.out}/results.md", "the table above"), (f"{args.out}/results.json", "every number"),
+                 (f"{args.out}/learning_curves.png", "PPO's return over training, mean and band"),
+                 (f"{args.out}/seed_*/", "each seed's model.zip, eval.json and TensorBoard run")],
+        next=[(f"tensorboard --logdir {args.out}", "the band and every seed's run")],
+        data={"task": result["task"], "difficulty": args.difficulty, "out": args.out,
+              "ppo_vs": {c: [v["mean"], v["lo"], v["hi"]] for c, v in held.items()}},
+    ).show(as_json=ns.json)  # fmt: skip
+    return 0
     print(markdown(result))
     print(f"wrote {args.out}/results.md, results.json, learning_curves.png, tb_band/ and seed_*/model.zip")
     print(f"next: tensorboard --logdir {args.out}   (the band and every seed's run)")

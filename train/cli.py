@@ -14,11 +14,11 @@ Wire-up (`oasis_gym/cli/parser.py` builds the parser, `oasis_gym/cli/__init__.py
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import fields
 
 from oasis_gym.agents import ModeratorAgent, RecommenderAgent
+from oasis_gym.console import Summary
 
 from . import args as cli_args
 from . import moderator, recommender, v1
@@ -81,7 +81,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     result = module.train(run_args)
-    print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
+    if not args.json:
+        print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
     if args.target == "recommender-v0":
         summary = {"ppo_return": result["ppo"]["mean"], "baselines": result["baseline_means"]}
     else:
@@ -90,12 +91,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             "true_actioned_share": result["ppo"]["true_actioned_share"]["mean"],
         }
     out = run_args.ppo.out_dir
-    line = {**summary, "timesteps": result["train"]["timesteps"], "out": out, "eval_json": f"{out}/eval.json",
-            "learning_curve_png": result["learning_curve_png"]}  # fmt: skip
-    if args.json:
-        print(json.dumps(line))
-    else:
-        print(f"\ntrained {args.target} for {line['timesteps']:,} timesteps; wrote {out}/eval.json, "
-              f"{result['learning_curve_png']}, {out}/model.zip")  # fmt: skip
-        print(f"next: tensorboard --logdir {out}/tb   (the v1 task: oasis-gym train {args.target[:-3]})")
+    Summary(
+        f"\nTrained {args.target} for {result['train']['timesteps']:,} timesteps (rule-based users).",
+        outputs=[(f"{out}/eval.json", "PPO and the baselines on the held-out sets"),
+                 (result["learning_curve_png"], "PPO's return while it trained"),
+                 (f"{out}/model.zip", "the trained policy (SB3)")],
+        next=[(f"tensorboard --logdir {out}/tb", "the training curves"),
+              (f"oasis-gym train {args.target[:-3]}", "the v1 task, which needs learning")],
+        data={**summary, "timesteps": result["train"]["timesteps"], "out": out, "eval_json": f"{out}/eval.json",
+              "learning_curve_png": result["learning_curve_png"]},
+    ).show(as_json=args.json)  # fmt: skip
     return 0

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from oasis_gym.batched import moderation
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
+from oasis_gym.console import Summary
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
 from oasis_gym.metrics.intervals import mean_ci
@@ -324,22 +324,23 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
               f"{args.n_steps} x --n-envs {args.n_envs})", file=sys.stderr)  # fmt: skip
     result = train(args, say=progress_printer(args.quiet))
     held = result["eval_sets"]["held-out seeds"]
-    if ns.json:
-        print(json.dumps({"task": result["task"], "difficulty": args.difficulty,
-                          "timesteps": result["train"]["timesteps"], "out": args.out,
-                          "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}}))  # fmt: skip
-        return 0
-    print("\n\n".join(result["tables"]))
+    if not ns.json:
+        print("\n\n".join(result["tables"]))
     fair = [c for c in held["ppo_vs"] if "privileged" not in c]  # the truth rule reads the labels
     best = min(fair, key=lambda c: held["ppo_vs"][c]["mean"])
     v = held["ppo_vs"][best]
     verdict = "beats" if v["lo"] > 0 else ("loses to" if v["hi"] < 0 else "is not distinguishable from")
-    print(
+    Summary(
         f"\nPPO ({result['train']['timesteps']:,} timesteps) {verdict} its strongest baseline, {best} "
-        f"({v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}] return on held-out seeds; rule-based users)."
-    )
-    print(f"wrote {args.out}/eval.json, {args.out}/learning_curve.png, {args.out}/model.zip")
-    print(f"next: tensorboard --logdir {args.out}/tb   (or oasis-gym benchmark {task} for N seeds)")
+        f"({v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}] return on held-out seeds; rule-based users).",
+        outputs=[(f"{args.out}/eval.json", "every policy on the held-out seeds and population"),
+                 (f"{args.out}/learning_curve.png", "PPO's return while it trained"),
+                 (f"{args.out}/model.zip", "the trained policy (SB3)")],
+        next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"),
+              (f"oasis-gym benchmark {task}", "N training seeds with confidence intervals")],
+        data={"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
+              "out": args.out, "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}},
+    ).show(as_json=ns.json)  # fmt: skip
     return 0
 
 
