@@ -173,21 +173,22 @@ def clustered_topk(
     in_fb = np.zeros(n_p, dtype=bool)
     in_fb[fb] = True
     hrow, hcol = hidden
-    # a user's hidden posts may take places in a vector's list: lists hold that many more
+    # candidates: a post is offered when it is among the k best of its vector for users on
+    # either side of it (k more per hidden post a user may meet there)
     n_hidden = np.unique(hrow * len(distinct) + vec_of[hcol], return_counts=True)[1].max(initial=0)
     one = np.ones(n_p, dtype=np.float32)
-    up_score, down_score = (_demoted(prior, sign, downranked, downrank_factor) for sign in (one, -one))
-    best_up, rank_up = _vector_lists(vec_of, len(distinct), up_score, k + int(n_hidden), in_fb)
-    best_down, rank_down = _vector_lists(vec_of, len(distinct), down_score, k + int(n_hidden), in_fb)
-    vec_order = np.argsort(vec_cluster, kind="stable")
-    vecs_of = np.split(vec_order, np.searchsorted(vec_cluster[vec_order], np.arange(1, n_c)))
-    cand = np.full((n_u * probe, k), _NEG_INF_KEY, dtype=np.int64)  # k per (user, probed cluster)
+    offered = np.zeros(n_p, dtype=bool)
+    for sign in (one, -one):
+        offered |= _best_per_vector(vec_of, _demoted(prior, sign, downranked, downrank_factor), k + int(n_hidden))
+    offered &= ~in_fb
+    cols_of = _group(np.flatnonzero(offered), vec_cluster[vec_of[offered]], n_c)  # ascending in each
     h_cluster = vec_cluster[vec_of[hcol]]
     h_order = np.argsort(h_cluster, kind="stable")  # hidden cells grouped by cluster
     hrow, hcol = hrow[h_order], hcol[h_order]
     h_bounds = np.searchsorted(h_cluster[h_order], np.arange(n_c + 1))
     if probe < n_c:
-        probed = np.argpartition(-matmul(user_vectors, centroids.T), probe - 1, axis=1)[:, :probe]
+        sims = matmul(user_vectors, centroids.T)  # the best `probe` (ties: the higher cluster)
+        probed = key_cols(best_keys(score_keys(sims, np.broadcast_to(np.arange(n_c), sims.shape)), probe))
     else:
         probed = np.broadcast_to(np.arange(n_c), (n_u, n_c))
     flat = probed.ravel()
@@ -195,32 +196,20 @@ def clustered_topk(
     bounds = np.searchsorted(flat[order], np.arange(n_c + 1))
     # few vectors per cluster make thin products: then one product of every user with every vector
     all_cos = matmul(user_vectors, distinct.T) if len(distinct) < _THIN * n_c else None
+    cand = np.full((n_u * probe, k), _NEG_INF_KEY, dtype=np.int64)  # k per (user, probed cluster)
     for c in range(n_c):
-        pairs = order[bounds[c] : bounds[c + 1]]
-        vecs = vecs_of[c]
-        if not len(pairs) or not len(vecs):
+        pairs, cols = order[bounds[c] : bounds[c + 1]], cols_of[c]
+        if not len(pairs) or not len(cols):
             continue
         rows = pairs // probe
+        vecs, local = np.unique(vec_of[cols], return_inverse=True)
         cos = all_cos[rows][:, vecs] if all_cos is not None else matmul(user_vectors[rows], distinct[vecs].T)
         cos += eps
-        up = cos >= 0
-        cols = np.where(up[:, :, None], best_up[vecs][None], best_down[vecs][None])  # (rows, vecs, L)
-        scores = cos[:, :, None] * prior[cols]
-        if downranked.any():
-            scores = demote(scores, downranked[cols], downrank_factor)
-        scores[cols < 0] = -np.inf
+        scores = cos[:, local.reshape(-1)]
+        scores *= prior[cols][None, :]
         lo, hi = h_bounds[c], h_bounds[c + 1]
-        if hi > lo:  # a hidden post in a user's list: -inf there
-            r = np.searchsorted(rows, hrow[lo:hi])
-            ok = r < len(rows)
-            ok[ok] = rows[r[ok]] == hrow[lo:hi][ok]
-            r, hc = r[ok], hcol[lo:hi][ok]
-            j = np.searchsorted(vecs, vec_of[hc])
-            at = np.where(up[r, j], rank_up[hc], rank_down[hc])
-            live = at >= 0
-            scores[r[live], j[live], at[live]] = -np.inf
-        keys = score_keys(scores.reshape(len(rows), -1), cols.reshape(len(rows), -1))
-        best = best_keys(keys, k)
+        scores = _adjust(scores, rows, cols, hrow[lo:hi], hcol[lo:hi], downranked, downrank_factor)
+        best = best_keys(score_keys(scores, np.broadcast_to(cols, scores.shape)), k)
         cand[pairs, : best.shape[1]] = best
     cand = cand.reshape(n_u, probe * k)
     if n_fb:
@@ -241,21 +230,20 @@ def _demoted(prior: np.ndarray, sign: np.ndarray, downranked: np.ndarray, factor
     return demote(prior * sign, downranked, factor)
 
 
-def _vector_lists(vec_of: np.ndarray, n_vecs: int, score: np.ndarray, k: int, skip: np.ndarray):
-    """(lists (n_vecs, L): each vector's best <= k columns by score desc then column desc,
-    -1 padded, L = min(k, the longest list); rank of each column in its list or -1).
-    Columns where `skip` is True are left out."""
-    cols = np.flatnonzero(~skip)
-    order = cols[np.lexsort((-cols, -score[cols], vec_of[cols]))]
+def _best_per_vector(vec_of: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
+    """Whether each column is among the k best of its vector (score desc, then column desc)."""
+    cols = np.arange(len(vec_of))
+    order = np.lexsort((-cols, -score, vec_of))
     v = vec_of[order]
-    rank = np.arange(len(order)) - np.searchsorted(v, v)
-    keep = rank < k
-    width = int(rank[keep].max(initial=-1)) + 1
-    lists = np.full((n_vecs, max(width, 1)), -1, dtype=np.int64)
-    lists[v[keep], rank[keep]] = order[keep]
-    ranks = np.full(len(vec_of), -1, dtype=np.int64)
-    ranks[order[keep]] = rank[keep]
-    return lists, ranks
+    best = np.zeros(len(vec_of), dtype=bool)
+    best[order[np.arange(len(order)) - np.searchsorted(v, v) < k]] = True
+    return best
+
+
+def _group(items: np.ndarray, group: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """`items` split by `group` (0..n_groups-1), keeping their order within each group."""
+    order = np.argsort(group, kind="stable")
+    return np.split(items[order], np.searchsorted(group[order], np.arange(1, n_groups)))
 
 
 def _adjust(scores, rows, cols, hrow, hcol, downranked, factor) -> np.ndarray:
