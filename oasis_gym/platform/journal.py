@@ -34,6 +34,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from .follow_seed import FollowSeed
 from .journal_file import (
     JOURNAL,
     MISSING,
@@ -47,7 +48,7 @@ from .journal_file import (
 )
 from .journal_load import load_platform, read_meta
 from .journal_rows import trace_infos, write_step
-from .journal_schema import QUERY_INDEX_NAMES, QUERY_INDEXES, RELATION_TABLES, SCHEMA, connect
+from .journal_schema import QUERY_INDEX_NAMES, RELATION_TABLES, SCHEMA, connect, query_indexes
 from .platform import Platform
 from .row_writer import RowWriter, Same, rows_sql
 
@@ -146,6 +147,7 @@ class Journal:
             conn.executescript(f"BEGIN; {schema_sql()} COMMIT;")
         else:
             conn.executescript(SCHEMA)
+        self._follow = FollowSeed(conn)
         row = conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
         self.journal_id: str | None = row[0] if row else None  # (the JSON text: compared, never parsed)
         self._started = conn.execute("SELECT 1 FROM meta WHERE key = 'step'").fetchone() is not None  # resuming
@@ -199,7 +201,7 @@ class Journal:
         """Index what analysis queries look up: relation pairs, posts by user or root,
         comments by post, trace by step, recommendations by user, opinions by user. Idempotent;
         `close` calls it."""
-        self.conn.executescript(QUERY_INDEXES)
+        self.conn.executescript(query_indexes(self._follow.compact))
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
         """Write `values` (JSON-able) to the meta table through `conn`, inside the caller's
@@ -264,6 +266,8 @@ class Journal:
                 platform,
                 platform.pending,
                 (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute,
+                follow=self._follow,
+                first=not self._started,
             )
             statements.append(
                 (
@@ -286,8 +290,10 @@ class Journal:
             try:
                 self._finish(statements)
             except BaseException as err:
+                self._follow.aborted()
                 self._raise_first_commit(err)
                 raise
+            self._follow.committed()
         self._started = True
 
     def _raise_first_commit(self, err: BaseException) -> None:
@@ -304,6 +310,7 @@ class Journal:
         """Roll back a step `begin_step` opened (nothing of it reaches the database)."""
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+        self._follow.aborted()
 
     def _finish(self, statements: list[tuple[str, list]]) -> None:
         """Run the rest of a step's statements and commit it (on the writer thread, pipelined)."""

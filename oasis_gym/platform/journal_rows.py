@@ -12,6 +12,7 @@ from json.encoder import encode_basestring  # json.dumps(str, ensure_ascii=False
 import numpy as np
 
 from ..actions import NUM_ACTIONS, RESULT_NAMES
+from .follow_seed import FollowSeed
 from .journal_schema import RELATION_TABLES
 from .platform import Platform
 from .records import TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, StepLog, TraceRows, action_name
@@ -38,8 +39,17 @@ def _upsert_sql(table: str, key: str, columns: tuple[str, ...]) -> tuple[str, st
     return head, f" ON CONFLICT({key}) DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in columns)
 
 
-def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Callable[[str, list], object]) -> None:
-    """Build the step's statements and pass each to `emit(sql, params)`."""
+def write_step(
+    conn: sqlite3.Connection,
+    pf: Platform,
+    log: StepLog,
+    emit: Callable[[str, list], object],
+    follow: FollowSeed | None = None,
+    first: bool = False,
+) -> None:
+    """Build the step's statements and pass each to `emit(sql, params)`. `follow`: how the
+    journal stores follows (plain when None); `first`: a new journal's first commit (which
+    may seed the follow graph compactly)."""
     now = pf.created_at()
     step = pf.step
     sql = RowWriter(conn, emit)
@@ -48,7 +58,7 @@ def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Calla
         _write_users(conn, sql, pf, ids, now)
     _write_posts(sql, pf, log)
     _write_comments(sql, pf, log)
-    _write_relations(sql, log, now)
+    _write_relations(sql, log, now, follow, first)
     _write_counters(sql, pf, log)
     _write_history(sql, log, now, step)
 
@@ -100,10 +110,15 @@ def _write_comments(sql: RowWriter, pf: Platform, log: StepLog) -> None:
     )
 
 
-def _write_relations(sql: RowWriter, log: StepLog, now: str) -> None:
+def _write_relations(sql: RowWriter, log: StepLog, now: str, follow: FollowSeed | None, first: bool) -> None:
     """Relation rows (follow, like, mute, report, ...) added and deleted by their row ids."""
     for name, chunks in log.inserts.items():
         table, id_col, col_a, col_b = RELATION_TABLES[name]
+        if name == "follow" and follow is not None:
+            chunks = follow.write_seed(sql, chunks, now) if first else chunks
+            table = follow.table
+            if not chunks:
+                continue
         a, b = unpack_keys(np.concatenate([keys for keys, _ in chunks]))
         ids = np.concatenate([ids for _, ids in chunks])
         if name == "report":
@@ -115,7 +130,10 @@ def _write_relations(sql: RowWriter, log: StepLog, now: str) -> None:
             sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, created_at) VALUES ", [ids, a, b, Same(now)])
     for name, chunks in log.deletes.items():
         table, id_col, _, _ = RELATION_TABLES[name]
-        sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
+        if name == "follow" and follow is not None:
+            follow.delete(sql, np.concatenate(chunks))
+        else:
+            sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
 
 
 def _write_counters(sql: RowWriter, pf: Platform, log: StepLog) -> None:
