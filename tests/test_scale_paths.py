@@ -140,3 +140,18 @@ def test_l2_normalize_in_place_has_the_same_bits():
     y = x.copy()
     assert l2_normalize(y, inplace=True) is y
     assert np.array_equal(y.view(np.int32), want.view(np.int32))
+
+
+def test_bulk_personas_and_figures_are_the_one_at_a_time_texts():
+    from oasis_gym.population.bulk_text import id_texts, signed_2f
+
+    pop = synthetic(5000, seed=6)
+    pop.opinion[:8] = [0.6, 0.2, -0.6, -0.2, -0.0, -0.004, 0.005, 1.0]  # thresholds, signed zeros
+    ids = np.arange(5000)
+    assert pop.persona.render_many(ids) == [pop.persona[i] for i in range(5000)]
+    grid = np.arange(-1, 1.00001, 0.0005).astype(np.float32)  # every figure and its halves
+    values = np.concatenate([grid, np.nextafter(grid, 2), np.nextafter(grid, -2), [np.nan, 3.5, -0.0]])
+    values = values.astype(np.float32)
+    assert signed_2f(values) == [f"{float(v):+.2f}" for v in values]
+    assert id_texts("user{i}", np.array([0, 12])) == ["user0", "user12"]
+    assert id_texts("{i}:{i}", np.array([3])) == ["3:3"]  # (not the simple form: str.format)

@@ -227,17 +227,11 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
         sql.rows("UPDATE user_state SET signed_up=1 WHERE user_id IN (VALUES ", [signed_again], ")")
     if not len(new):
         return
-    idx = new.tolist()
+    minutes, at = np.unique(pf.u_created_minute.a[new], return_inverse=True)  # (one minute, at a start)
+    created = Same(pf.created_at(int(minutes[0]))) if len(minutes) == 1 else _texts_at(pf, minutes, at)
     sql.rows(
         "INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
-        [
-            new,
-            new,
-            pf.u_user_name.take(idx),
-            pf.u_name.take(idx),
-            pf.u_bio.take(idx),
-            (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist()),
-        ],
+        [new, new, pf.u_user_name.texts(new), pf.u_name.texts(new), pf.u_bio.texts(new), created],
     )
     sql.rows(
         "INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
@@ -249,15 +243,22 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
             pf.u_suspended.a[new].astype(int),
         ],
     )
-    act = pf.u_activity.a
+    act = np.ascontiguousarray(pf.u_activity.a[new])
     sql.rows(
         "INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES ",
         [
             new,
-            pf.u_persona.take(idx),
+            pf.u_persona.texts(new),
             pf.u_is_core.a[new].astype(int),
             pf.u_interests.a[new].astype(np.int64),
-            (act[i].tobytes() for i in idx),
+            act.view(np.dtype((np.void, act.shape[1] * act.itemsize))).reshape(-1).tolist(),  # each row's bytes
             pf.u_opinion.a[new],
         ],
     )
+
+
+def _texts_at(pf: Platform, minutes: np.ndarray, at: np.ndarray) -> list[str]:
+    """The DATETIME text of minutes[at[i]] for each i (each distinct minute formatted once)."""
+    texts = np.empty(len(minutes), dtype=object)
+    texts[:] = [pf.created_at(m) for m in minutes.tolist()]
+    return texts[at.reshape(-1)].tolist()

@@ -10,6 +10,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from .bulk_text import id_texts, personas
 from .topics import HOURS, _topics_text
 
 
@@ -125,6 +126,10 @@ class IdStrings(_LazySeq):
     def _render(self, i: int) -> str:
         return self.template.format(i=i)
 
+    def render_many(self, positions) -> list[str]:
+        """The texts at `positions` (a list), formatted in one pass."""
+        return id_texts(self.template, self._base_ids(positions))
+
 
 class ProfileStrings(_LazySeq):
     """Bio or persona text of synthetic users, rendered from their interests and opinion.
@@ -148,6 +153,13 @@ class ProfileStrings(_LazySeq):
         self.interests = interests
         self.opinion = opinion
         self.is_core = is_core
+
+    def render_many(self, positions) -> list[str]:
+        """The texts at `positions` (a list): bios once per distinct interest mask, personas
+        from pieces computed for all of them (`bulk_text.personas`)."""
+        if self.kind == "persona":
+            return personas(self._base_ids(positions), self.interests, self.opinion, self.is_core)
+        return super().render_many(positions)
 
     def text_keys(self, positions) -> np.ndarray | None:
         """A bio is its user's interests in words: the interest mask keys it (a persona names
