@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from oasis_gym.actions import ACTION_BY_NAME
 from oasis_gym.envs import twitter_v0
 from oasis_gym.sim.action_values import _from_rows, actions_from_dicts, parse_action
 
@@ -57,7 +58,7 @@ def env_after_a_step():
     env = twitter_v0.parallel_env(users=60, activation=0.5, max_cycles=5)
     obs, infos = env.reset(seed=3)
     active = env.active_agents
-    actions = {a: {"type": 1, "post": 0} for a in active[: len(active) // 2]}
+    actions = {a: {"type": int(ACTION_BY_NAME["like_post"]), "post": 0} for a in active[: len(active) // 2]}
     return env, env.step(actions)
 
 
