@@ -227,6 +227,15 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
         sql.rows("UPDATE user_state SET signed_up=1 WHERE user_id IN (VALUES ", [signed_again], ")")
     if not len(new):
         return
+    for lo in range(0, len(new), _USER_BLOCK):  # in blocks: the texts of 10M users never all at once
+        _write_new_users(sql, pf, new[lo : lo + _USER_BLOCK])
+
+
+_USER_BLOCK = 1 << 20
+
+
+def _write_new_users(sql: RowWriter, pf: Platform, new: np.ndarray) -> None:
+    """The account, state and profile rows of users new to the journal."""
     minutes, at = np.unique(pf.u_created_minute.a[new], return_inverse=True)  # (one minute, at a start)
     created = Same(pf.created_at(int(minutes[0]))) if len(minutes) == 1 else _texts_at(pf, minutes, at)
     sql.rows(
