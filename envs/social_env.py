@@ -39,6 +39,7 @@ from . import agent_spaces
 from .feed_text import render_view
 
 _ID_HIGH = 2**62
+_MISSING = object()  # an active user without an action this step
 
 
 def load_population(users, population_seed: int = 0):
@@ -99,7 +100,7 @@ class SocialMediaEnv(ParallelEnv):
         self.sim = Simulation(population, sim_config, reward_fn=reward_fn, setup=setup, platform_agents=agents)
         n = population.n if population is not None else _count_users(_resume_from)
         self.possible_agents = [f"user_{i}" for i in range(n)] + list(self.sim.platform_agents)
-        self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._known: frozenset | None = None  # the agent names, made on the first dict `step`
         self.agents: list[str] = []
         self._build_spaces()
         self._cycles = 0
@@ -198,13 +199,19 @@ class SocialMediaEnv(ParallelEnv):
         self.sim.require_live()
         if not isinstance(actions, Mapping):
             raise TypeError(f"actions must be a mapping of agent name -> action, got {type(actions).__name__}")
-        unknown = [a for a in actions if a not in self._agent_index]
+        if self._known is None:
+            self._known = frozenset(self.possible_agents)
+        unknown = actions.keys() - self._known
         if unknown:
-            raise KeyError(f"unknown agent(s) in actions: {unknown[:5]}")
+            raise KeyError(f"unknown agent(s) in actions: {sorted(unknown)[:5]}")
         platform_actions = {a: actions[a] for a in self.sim.platform_agents if a in actions}
-        users = [u for u in self.sim.obs.users.tolist() if self.possible_agents[u] in actions]
-        values = [actions[self.possible_agents[u]] for u in users]
-        out = self.sim.step(actions_from_dicts(np.array(users, dtype=np.int64), values), platform_actions)
+        names = self.possible_agents
+        active = self.sim.obs.users.tolist()
+        values = [actions.get(names[u], _MISSING) for u in active]  # the active users' actions
+        acted = [v is not _MISSING for v in values]
+        users = np.asarray(self.sim.obs.users, dtype=np.int64)[np.array(acted, dtype=bool).reshape(-1)]
+        values = [v for v in values if v is not _MISSING]
+        out = self.sim.step(actions_from_dicts(users, values), platform_actions)
         self._cycles += 1  # only a step that went through uses a cycle (a failed one changed nothing)
         return self._after_step(out)
 
@@ -236,33 +243,79 @@ class SocialMediaEnv(ParallelEnv):
         truncations = dict.fromkeys(agents, done)
         observations = self._observations(batch)
         infos = self._infos(batch)
-        for u, a, r in zip(out.users.tolist(), out.actions.tolist(), out.results.tolist()):
-            info = infos[self.possible_agents[u]] = dict(infos[self.possible_agents[u]])
-            info["last_action"] = action_name(a)
+        names = self.possible_agents
+        for u, a, r in zip(out.users.tolist(), map(action_name, out.actions.tolist()), out.results.tolist()):
+            info = infos[names[u]] = dict(infos[names[u]])
+            info["last_action"] = a
             info["last_result"] = RESULT_NAMES[r]
         if done:
             self._end_episode()
         return observations, rewards, terminations, truncations, infos
 
     def _observations(self, batch: ObsBatch) -> dict:
+        """Every live agent's observation: the active users' dicts of row views of the batch,
+        one shared constant observation for the inactive ones (read them, do not write)."""
         observations = dict.fromkeys(self.agents, self._inactive_obs)
-        for row, u in enumerate(batch.users.tolist()):
-            observations[self.possible_agents[u]] = self.row_observation(batch, row)
+        names = self.possible_agents
+        observations.update(zip([names[u] for u in batch.users.tolist()], self.row_observations(batch)))
         observations.update({a: o for a, o in self.sim.platform_obs.items() if a in observations})
         return observations
 
     def _infos(self, batch: ObsBatch) -> dict:
-        infos = {a: {"active": False} for a in self.agents}
-        for u in batch.users.tolist():
-            infos[self.possible_agents[u]] = {"active": True}
+        """{"active": False} for the inactive agents (one dict shared by them, as their
+        observation is), a dict of its own for each active one."""
+        infos = dict.fromkeys(self.agents, {"active": False})
+        names = self.possible_agents
+        infos.update((names[u], {"active": True}) for u in batch.users.tolist())
         for a in self.sim.platform_agents:
             if a in infos:
                 infos[a] = {"active": True}
         return infos
 
     @staticmethod
+    def row_observations(batch: ObsBatch) -> list[dict]:
+        """Each row's PettingZoo observation dict (`row_observation`), the batch's arrays cut
+        into row views once per field rather than indexed per agent."""
+        n = len(batch.users)
+        if not n:
+            return []
+        active = np.ones((n, 1), dtype=np.int8)
+        rows = [
+            list(a)  # iterating an array gives its rows as views
+            for a in (
+                active,
+                batch.post_ids,
+                batch.feed,
+                batch.comment_ids,
+                batch.comments,
+                batch.user_ids,
+                batch.user_feats,
+                batch.self_feats,
+                batch.mask_type,
+                batch.mask_post,
+                batch.mask_comment,
+                batch.mask_user,
+            )
+        ]
+        return [
+            {
+                "active": a,
+                "post_ids": p,
+                "feed": f,
+                "comment_ids": ci,
+                "comments": c,
+                "user_ids": ui,
+                "users": uf,
+                "self": sf,
+                "action_mask": {"type": mt, "post": mp, "comment": mc, "user": mu},
+            }
+            for a, p, f, ci, c, ui, uf, sf, mt, mp, mc, mu in zip(*rows)
+        ]
+
+    @staticmethod
     def row_observation(batch: ObsBatch, row: int) -> dict:
-        """One user's PettingZoo observation dict from row `row` of an `ObsBatch`."""
+        """One user's PettingZoo observation dict from row `row` of an `ObsBatch` (views of
+        its arrays; `active` a 1-element array of its own)."""
         return {
             "active": np.ones(1, dtype=np.int8),
             "post_ids": batch.post_ids[row],

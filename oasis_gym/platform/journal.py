@@ -34,6 +34,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from .follow_seed import FollowSeed
+from .journal_bulk import AUTOCHECKPOINT_PAGES, BackgroundCheckpoint, StatementStream, wal_pages
 from .journal_file import (
     JOURNAL,
     MISSING,
@@ -47,7 +49,7 @@ from .journal_file import (
 )
 from .journal_load import load_platform, read_meta
 from .journal_rows import trace_infos, write_step
-from .journal_schema import QUERY_INDEX_NAMES, QUERY_INDEXES, RELATION_TABLES, SCHEMA, connect
+from .journal_schema import QUERY_INDEX_NAMES, RELATION_TABLES, SCHEMA, connect, query_indexes
 from .platform import Platform
 from .row_writer import RowWriter, Same, rows_sql
 
@@ -129,6 +131,8 @@ class Journal:
         self._thread_prefix = f"oasis-gym-journal-{id(self):x}"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=self._thread_prefix) if pipelined else None
         self._in_flight: Future | None = None
+        self._stream: StatementStream | None = None  # the first commit's statements, on the writer thread
+        self._checkpoint: BackgroundCheckpoint | None = None  # the first commit's WAL, being copied
         self._failed: JournalError | None = None
         self._closed = False
 
@@ -146,6 +150,7 @@ class Journal:
             conn.executescript(f"BEGIN; {schema_sql()} COMMIT;")
         else:
             conn.executescript(SCHEMA)
+        self._follow = FollowSeed(conn)
         row = conn.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
         self.journal_id: str | None = row[0] if row else None  # (the JSON text: compared, never parsed)
         self._started = conn.execute("SELECT 1 FROM meta WHERE key = 'step'").fetchone() is not None  # resuming
@@ -187,6 +192,8 @@ class Journal:
             if self._writer is not None:
                 self._writer.shutdown()
             try:
+                if self._checkpoint is not None:
+                    self._checkpoint.wait()
                 if self.path != ":memory:" and self._failed is None:
                     with contextlib.suppress(sqlite3.Error):  # (a full disk: the -wal keeps the steps)
                         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -199,7 +206,7 @@ class Journal:
         """Index what analysis queries look up: relation pairs, posts by user or root,
         comments by post, trace by step, recommendations by user, opinions by user. Idempotent;
         `close` calls it."""
-        self.conn.executescript(QUERY_INDEXES)
+        self.conn.executescript(query_indexes(self._follow.compact))
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
         """Write `values` (JSON-able) to the meta table through `conn`, inside the caller's
@@ -254,22 +261,24 @@ class Journal:
         conn = self._conn
         handoff = self._writer is not None and self._started
         statements: list[tuple[str, list]] = []
+        if not self._started and self.path != ":memory:":
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # the first commit's WAL: copied in the background
         conn.execute("BEGIN")
         try:
             if extra is not None:  # first: what it changes on the platform (a scenario's posts) joins the step
                 extra(conn)
             meta_rows = meta_rows_now()
-            write_step(
-                conn,
-                platform,
-                platform.pending,
-                (lambda sql, params: statements.append((sql, params))) if handoff else conn.execute,
-            )
-            statements.append(
-                (
-                    rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
-                    [x for row in meta_rows for x in row],
-                )
+            if handoff:
+                emit = lambda sql, params: statements.append((sql, params))  # noqa: E731
+            elif self._writer is not None:  # the first commit: executed on the writer thread as it is made
+                self._stream = StatementStream(self._writer, conn)
+                emit = self._stream.emit
+            else:
+                emit = conn.execute
+            write_step(conn, platform, platform.pending, emit, follow=self._follow, first=not self._started)
+            emit(
+                rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
+                [x for row in meta_rows for x in row],
             )
         except BaseException as err:
             self.abort_step()
@@ -284,11 +293,25 @@ class Journal:
             self._in_flight = self._writer.submit(self._finish, statements)
         else:
             try:
+                if self._stream is not None:
+                    self._stream.finish()
+                    self._stream = None
                 self._finish(statements)
             except BaseException as err:
+                self.abort_step()
                 self._raise_first_commit(err)
                 raise
+            self._follow.committed()
+            self._after_first_commit()
         self._started = True
+
+    def _after_first_commit(self) -> None:
+        """Back to automatic checkpoints; a WAL past their size is copied in the background."""
+        if self.path == ":memory:" or self._started:
+            return
+        if wal_pages(self.path) > AUTOCHECKPOINT_PAGES:
+            self._checkpoint = BackgroundCheckpoint(self.path)
+        self._conn.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
 
     def _raise_first_commit(self, err: BaseException) -> None:
         """A failed first commit (a full disk, say) as one line: the journal holds no step, so
@@ -302,8 +325,14 @@ class Journal:
 
     def abort_step(self) -> None:
         """Roll back a step `begin_step` opened (nothing of it reaches the database)."""
+        if self._stream is not None:  # the writer thread lets go of the connection first
+            self._stream.stop()
+            self._stream = None
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+        self._follow.aborted()
+        if not self._started and self.path != ":memory:":
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
 
     def _finish(self, statements: list[tuple[str, list]]) -> None:
         """Run the rest of a step's statements and commit it (on the writer thread, pipelined)."""

@@ -12,6 +12,7 @@ from json.encoder import encode_basestring  # json.dumps(str, ensure_ascii=False
 import numpy as np
 
 from ..actions import NUM_ACTIONS, RESULT_NAMES
+from .follow_seed import FollowSeed
 from .journal_schema import RELATION_TABLES
 from .platform import Platform
 from .records import TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, StepLog, TraceRows, action_name
@@ -38,8 +39,17 @@ def _upsert_sql(table: str, key: str, columns: tuple[str, ...]) -> tuple[str, st
     return head, f" ON CONFLICT({key}) DO UPDATE SET " + ", ".join(f"{c}=excluded.{c}" for c in columns)
 
 
-def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Callable[[str, list], object]) -> None:
-    """Build the step's statements and pass each to `emit(sql, params)`."""
+def write_step(
+    conn: sqlite3.Connection,
+    pf: Platform,
+    log: StepLog,
+    emit: Callable[[str, list], object],
+    follow: FollowSeed | None = None,
+    first: bool = False,
+) -> None:
+    """Build the step's statements and pass each to `emit(sql, params)`. `follow`: how the
+    journal stores follows (plain when None); `first`: a new journal's first commit (which
+    may seed the follow graph compactly)."""
     now = pf.created_at()
     step = pf.step
     sql = RowWriter(conn, emit)
@@ -48,7 +58,7 @@ def write_step(conn: sqlite3.Connection, pf: Platform, log: StepLog, emit: Calla
         _write_users(conn, sql, pf, ids, now)
     _write_posts(sql, pf, log)
     _write_comments(sql, pf, log)
-    _write_relations(sql, log, now)
+    _write_relations(sql, log, now, follow, first)
     _write_counters(sql, pf, log)
     _write_history(sql, log, now, step)
 
@@ -100,10 +110,15 @@ def _write_comments(sql: RowWriter, pf: Platform, log: StepLog) -> None:
     )
 
 
-def _write_relations(sql: RowWriter, log: StepLog, now: str) -> None:
+def _write_relations(sql: RowWriter, log: StepLog, now: str, follow: FollowSeed | None, first: bool) -> None:
     """Relation rows (follow, like, mute, report, ...) added and deleted by their row ids."""
     for name, chunks in log.inserts.items():
         table, id_col, col_a, col_b = RELATION_TABLES[name]
+        if name == "follow" and follow is not None:
+            chunks = follow.write_seed(sql, chunks, now) if first else chunks
+            table = follow.table
+            if not chunks:
+                continue
         a, b = unpack_keys(np.concatenate([keys for keys, _ in chunks]))
         ids = np.concatenate([ids for _, ids in chunks])
         if name == "report":
@@ -115,7 +130,10 @@ def _write_relations(sql: RowWriter, log: StepLog, now: str) -> None:
             sql.rows(f"INSERT INTO {table}({id_col}, {col_a}, {col_b}, created_at) VALUES ", [ids, a, b, Same(now)])
     for name, chunks in log.deletes.items():
         table, id_col, _, _ = RELATION_TABLES[name]
-        sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
+        if name == "follow" and follow is not None:
+            follow.delete(sql, np.concatenate(chunks))
+        else:
+            sql.rows(f"DELETE FROM {table} WHERE {id_col} IN (VALUES ", [np.concatenate(chunks)], ")")
 
 
 def _write_counters(sql: RowWriter, pf: Platform, log: StepLog) -> None:
@@ -209,17 +227,20 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
         sql.rows("UPDATE user_state SET signed_up=1 WHERE user_id IN (VALUES ", [signed_again], ")")
     if not len(new):
         return
-    idx = new.tolist()
+    for lo in range(0, len(new), _USER_BLOCK):  # in blocks: the texts of 10M users never all at once
+        _write_new_users(sql, pf, new[lo : lo + _USER_BLOCK])
+
+
+_USER_BLOCK = 1 << 20
+
+
+def _write_new_users(sql: RowWriter, pf: Platform, new: np.ndarray) -> None:
+    """The account, state and profile rows of users new to the journal."""
+    minutes, at = np.unique(pf.u_created_minute.a[new], return_inverse=True)  # (one minute, at a start)
+    created = Same(pf.created_at(int(minutes[0]))) if len(minutes) == 1 else _texts_at(pf, minutes, at)
     sql.rows(
         "INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
-        [
-            new,
-            new,
-            pf.u_user_name.take(idx),
-            pf.u_name.take(idx),
-            pf.u_bio.take(idx),
-            (pf.created_at(m) for m in pf.u_created_minute.a[new].tolist()),
-        ],
+        [new, new, pf.u_user_name.texts(new), pf.u_name.texts(new), pf.u_bio.texts(new), created],
     )
     sql.rows(
         "INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
@@ -231,15 +252,22 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
             pf.u_suspended.a[new].astype(int),
         ],
     )
-    act = pf.u_activity.a
+    act = np.ascontiguousarray(pf.u_activity.a[new])
     sql.rows(
         "INSERT INTO user_profile(user_id, persona, is_core, interests, activity, opinion) VALUES ",
         [
             new,
-            pf.u_persona.take(idx),
+            pf.u_persona.texts(new),
             pf.u_is_core.a[new].astype(int),
             pf.u_interests.a[new].astype(np.int64),
-            (act[i].tobytes() for i in idx),
+            act.view(np.dtype((np.void, act.shape[1] * act.itemsize))).reshape(-1).tolist(),  # each row's bytes
             pf.u_opinion.a[new],
         ],
     )
+
+
+def _texts_at(pf: Platform, minutes: np.ndarray, at: np.ndarray) -> list[str]:
+    """The DATETIME text of minutes[at[i]] for each i (each distinct minute formatted once)."""
+    texts = np.empty(len(minutes), dtype=object)
+    texts[:] = [pf.created_at(m) for m in minutes.tolist()]
+    return texts[at.reshape(-1)].tolist()

@@ -90,6 +90,14 @@ RELATION_TABLES = {
 }
 
 
+def query_indexes(compact_follow: bool = False) -> str:
+    """The query indexes' script; with the follow graph stored compactly (`follow_seed`), the
+    follow pair index is the run's table's (the seed is keyed by follower already)."""
+    if not compact_follow:
+        return QUERY_INDEXES
+    return QUERY_INDEXES.replace("idx_follow_pair ON follow(", "idx_follow_pair ON follow_run(")
+
+
 def _index_names(script: str) -> list[str]:
     return [line.split()[5] for line in script.strip().splitlines()]  # CREATE INDEX IF NOT EXISTS <name>
 

@@ -86,9 +86,26 @@ def strictly_increasing(keys: np.ndarray, chunk: int = 1 << 22) -> bool:
     return True
 
 
+_SORT_NEEDLES = 4096  # looked-up keys from which they are sorted first
+_BIG_BASE = 1 << 18  # ... in a sorted array this long (larger than the CPU caches)
+
+
 def _isin_sorted(sorted_arr: np.ndarray, keys: np.ndarray) -> np.ndarray:
     if len(sorted_arr) == 0:
         return np.zeros(np.shape(keys), dtype=bool)
+    keys = np.asarray(keys)
+    if keys.size >= _SORT_NEEDLES and len(sorted_arr) >= _BIG_BASE:
+        # sorted keys walk the array in order (cache lines and pages reused): ~6x faster than
+        # as many random binary searches into tens of millions of keys (measured)
+        flat = keys.reshape(-1)
+        order = np.argsort(flat)
+        found = np.empty(flat.shape, dtype=bool)
+        found[order] = _lookup(sorted_arr, flat[order])
+        return found.reshape(keys.shape)
+    return _lookup(sorted_arr, keys)
+
+
+def _lookup(sorted_arr: np.ndarray, keys: np.ndarray) -> np.ndarray:
     pos = np.searchsorted(sorted_arr, keys)
     pos[pos == len(sorted_arr)] = 0
     return sorted_arr[pos] == keys
@@ -120,6 +137,7 @@ class PairSet:
             self._base, self._base_values = sorted_unique(keys), _EMPTY
         self._added, self._added_values = _EMPTY, _EMPTY
         self._removed = _EMPTY
+        self._memo: tuple | None = None  # (state, a, partners(a), their sorted keys or None)
 
     def __len__(self) -> int:
         return len(self._base) + len(self._added) - len(self._removed)
@@ -216,8 +234,30 @@ class PairSet:
 
     def partners(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All pairs whose first id is in `a`: (index into `a`, second id), grouped by `a`
-        order. Reads the base and the pending arrays as they are (no merge)."""
+        order. Reads the base and the pending arrays as they are (no merge). The last answer
+        is kept (read-only arrays): a step's feeds and observations ask for the same users."""
         a = np.asarray(a, dtype=np.int64)
+        memo = self._memo
+        if memo is not None and all(x is y for x, y in zip(memo[0], self.state())) and np.array_equal(memo[1], a):
+            return memo[2]
+        owner, second = self._partners(a)
+        owner.flags.writeable = second.flags.writeable = False
+        self._memo = (self.state(), a.copy(), (owner, second), None)
+        return owner, second
+
+    def contains_among(self, a: np.ndarray, owner: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """`contains(a[owner], b)` looked up among the pairs of `a` (`partners(a)`): for many
+        questions about a few first ids (a step's served users), faster than searching the
+        whole set."""
+        a = np.asarray(a, dtype=np.int64)
+        row, second = self.partners(a)
+        memo = self._memo
+        if memo[3] is None:  # the partners' keys, sorted, kept with them
+            self._memo = memo = (*memo[:3], np.sort(pair_keys(row, second), kind="stable"))
+        owner, b = np.broadcast_arrays(np.asarray(owner, dtype=np.int64), np.asarray(b, dtype=np.int64))
+        return _isin_sorted(memo[3], pair_keys(owner.ravel(), b.ravel())).reshape(owner.shape)
+
+    def _partners(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         owner, second = _partners_in(self._base, a)
         if len(self._removed) and len(owner):
             keep = ~_isin_sorted(self._removed, pair_keys(a[owner], second))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..actions import Result
 
 
@@ -42,6 +44,21 @@ class TextColumn(Sequence):
         if ids and ids[-1] - ids[0] == len(ids) - 1 and ids[-1] < self._nbase and hasattr(self._base, "_with_ids"):
             return iter(self._base[ids[0] : ids[-1] + 1])
         return (self[i] for i in ids)
+
+    def text_keys(self, ids: np.ndarray) -> np.ndarray | None:
+        """Keys of the texts at `ids` such that equal keys mean equal texts (a lazy base
+        sequence's own, e.g. a synthetic bio's interest mask), or None."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if not hasattr(self._base, "text_keys") or (len(ids) and int(ids.max()) >= self._nbase):
+            return None
+        return self._base.text_keys(ids)
+
+    def texts(self, ids: np.ndarray) -> list[str]:
+        """The texts at `ids` as a list (a lazy base renders each distinct text once)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if hasattr(self._base, "render_many") and (not len(ids) or int(ids.max()) < self._nbase):
+            return self._base.render_many(ids)
+        return [self[i] for i in ids.tolist()]
 
     def append(self, value: str) -> None:
         """Add one row."""

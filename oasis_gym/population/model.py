@@ -10,6 +10,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from .bulk_text import id_texts, personas
 from .topics import HOURS, _topics_text
 
 
@@ -79,6 +80,29 @@ class _LazySeq(Sequence[str]):
         for i in self._ids:
             yield self._render(int(i))
 
+    def _base_ids(self, positions) -> np.ndarray:
+        """The rendered ids at `positions` (this sequence may be a slice or subset)."""
+        ids = self._ids
+        if isinstance(ids, range):
+            return ids.start + ids.step * np.asarray(positions, dtype=np.int64)
+        return ids[np.asarray(positions, dtype=np.int64)]
+
+    def text_keys(self, positions) -> np.ndarray | None:
+        """A key per text at `positions` such that equal keys mean equal texts, or None when
+        the texts are not grouped (each may differ)."""
+        return None
+
+    def render_many(self, positions) -> list[str]:
+        """The texts at `positions` (a list), rendered once per distinct key where there are keys."""
+        keys = self.text_keys(positions)
+        if keys is None:
+            return [self._render(i) for i in self._base_ids(positions).tolist()]
+        uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        ids = self._base_ids(positions)[first].tolist()
+        texts = np.empty(len(ids), dtype=object)
+        texts[:] = [self._render(i) for i in ids]
+        return texts[inv.reshape(-1)].tolist()
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
             return NotImplemented
@@ -101,6 +125,10 @@ class IdStrings(_LazySeq):
 
     def _render(self, i: int) -> str:
         return self.template.format(i=i)
+
+    def render_many(self, positions) -> list[str]:
+        """The texts at `positions` (a list), formatted in one pass."""
+        return id_texts(self.template, self._base_ids(positions))
 
 
 class ProfileStrings(_LazySeq):
@@ -125,6 +153,20 @@ class ProfileStrings(_LazySeq):
         self.interests = interests
         self.opinion = opinion
         self.is_core = is_core
+
+    def render_many(self, positions) -> list[str]:
+        """The texts at `positions` (a list): bios once per distinct interest mask, personas
+        from pieces computed for all of them (`bulk_text.personas`)."""
+        if self.kind == "persona":
+            return personas(self._base_ids(positions), self.interests, self.opinion, self.is_core)
+        return super().render_many(positions)
+
+    def text_keys(self, positions) -> np.ndarray | None:
+        """A bio is its user's interests in words: the interest mask keys it (a persona names
+        its user: no keys)."""
+        if self.kind != "bio":
+            return None
+        return np.asarray(self.interests, dtype=np.uint64)[self._base_ids(positions)]
 
     def _render(self, i: int) -> str:
         topics = _topics_text(int(self.interests[i]))

@@ -106,8 +106,13 @@ def _topics_text(mask: int) -> str:
 
 def topic_names(mask: int) -> list[str]:
     """The TOPICS whose bits are set in ``mask``, in TOPICS order."""
-    mask = int(mask)
-    return [t for i, t in enumerate(TOPICS) if mask >> i & 1]
+    mask = int(mask) & ((1 << len(TOPICS)) - 1)
+    names = []
+    while mask:  # lowest set bit first: TOPICS order, one step per set bit
+        low = mask & -mask
+        names.append(TOPICS[low.bit_length() - 1])
+        mask ^= low
+    return names
 
 
 # --------------------------------------------------------------------------- activity

@@ -99,8 +99,15 @@ class BaseRecommender:
         self.index.sync(platform)
         u = self.index.user_vectors(platform, users)
         sim = np.zeros(posts.shape, dtype=np.float32)
-        for j in range(posts.shape[1]):  # column by column: no (users, k, dim) temporary
-            sim[:, j] = np.einsum("ud,ud->u", self.index.post_vectors(posts[:, j]), u)
+        # the few distinct posts of the feeds gathered once (a cache-sized matrix, a zero row
+        # last for -1), then by blocks of users and column by column: each block's user rows
+        # and gathered post rows stay in the CPU cache, no (users, k, dim) temporary
+        shown, local = dense_ranks(posts, platform.n_posts)
+        vecs = self.index.post_vectors(np.append(shown, -1))
+        for lo in range(0, len(users), _SIM_BLOCK):
+            hi = min(len(users), lo + _SIM_BLOCK)
+            for j in range(posts.shape[1]):
+                sim[lo:hi, j] = np.einsum("ud,ud->u", vecs[local[lo:hi, j]], u[lo:hi])
         sim[posts < 0] = 0.0
         return sim
 
@@ -110,6 +117,19 @@ class BaseRecommender:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+_SIM_BLOCK = 2048  # users per block of `similarity` (2 MB of user rows)
+
+
+def dense_ranks(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct ids >= 0 of `ids`, ascending; each entry's position among them, and
+    len(distinct) where the id is -1). Ids are < n: a mark per id, no sort."""
+    present = np.zeros(n + 1, dtype=bool)
+    present[ids.reshape(-1) + 1] = True  # (-1 marks slot 0)
+    rank = np.cumsum(present[1:]) - 1
+    distinct = np.flatnonzero(present[1:])
+    return distinct, np.where(ids >= 0, rank[np.maximum(ids, 0)], len(distinct))
 
 
 def as_users(users) -> np.ndarray:
@@ -206,6 +226,7 @@ __all__ = [
     "Recommender",
     "BaseRecommender",
     "as_users",
+    "dense_ranks",
     "empty_feed",
     "demote",
     "eligible_posts",

@@ -39,10 +39,14 @@ class Embedder(Protocol):
         """(len(texts), dim) float32, rows L2-normalized (an empty text: a zero row)."""
 
 
-def l2_normalize(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; zero rows stay zero (cosine with them is 0)."""
+def l2_normalize(x: np.ndarray, inplace: bool = False) -> np.ndarray:
+    """Rows scaled to unit length; zero rows stay zero (cosine with them is 0). `inplace`:
+    divide `x` itself (a float32 array the caller owns), the same bits without a copy."""
     x = np.asarray(x, dtype=np.float32)
     norm = np.sqrt(np.einsum("ij,ij->i", x, x))
+    if inplace:
+        x /= np.where(norm > 0, norm, 1.0)[:, None]
+        return x
     return x / np.where(norm > 0, norm, 1.0)[:, None]
 
 

@@ -71,6 +71,9 @@ class EmbeddingIndex:
         self._topics: np.ndarray | None = None
         self._user_row = np.empty(0, dtype=np.int64)
         self._user_vecs: GrowArray | None = None
+        self._key_sorted = np.empty(0, np.uint64)  # profile vectors by key (`_keyed_profile_vectors`)
+        self._key_row = np.empty(0, np.int64)
+        self._key_vecs: GrowArray | None = None
         self._memo: tuple | None = None  # (platform id, n_posts, users, vectors) of the last call
 
     @property
@@ -129,6 +132,9 @@ class EmbeddingIndex:
 
     def _profile_vectors(self, platform, users: np.ndarray) -> np.ndarray:
         """Static profile part, computed for uncached users only."""
+        keys = self._profile_keys(platform, users)
+        if keys is not None:
+            return self._keyed_profile_vectors(platform, users, keys)
         n = platform.n_users
         if len(self._user_row) < n:
             self._user_row = np.concatenate([self._user_row, np.full(n - len(self._user_row), -1, np.int64)])
@@ -143,9 +149,45 @@ class EmbeddingIndex:
             self._user_row[new] = self._user_vecs.extend(self._compute_profiles(platform, new))
         return self._user_vecs.a[self._user_row[users]]
 
+    def _profile_keys(self, platform, users: np.ndarray) -> np.ndarray | None:
+        """Where the profile texts are functions of the interest mask (a synthetic population's
+        bios), the masks: users sharing one share their profile vector. Else None."""
+        interests = platform.u_interests.a[users]
+        for f in self.profile_fields:
+            col = getattr(platform, f"u_{f}")
+            keys = col.text_keys(users) if hasattr(col, "text_keys") else None
+            if keys is None or not np.array_equal(keys, interests):
+                return None
+        return interests
+
+    def _keyed_profile_vectors(self, platform, users: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """Profile vectors cached by key (interest mask): computed once per distinct mask, for
+        its first user here (bit for bit what that user's own computation gives)."""
+        uniq, first = np.unique(keys, return_index=True)
+        at = np.minimum(np.searchsorted(self._key_sorted, uniq), max(len(self._key_sorted) - 1, 0))
+        known = (self._key_sorted[at] == uniq) if len(self._key_sorted) else np.zeros(len(uniq), bool)
+        new = ~known
+        if new.any():
+            if len(self._key_sorted) + int(new.sum()) > self.user_cache_size:  # start over (bounded memory)
+                self._key_sorted, self._key_row = np.empty(0, np.uint64), np.empty(0, np.int64)
+                self._key_vecs = None
+                new = np.ones(len(uniq), bool)
+            if self._key_vecs is None:
+                self._key_vecs = GrowArray(np.float32, width=self.dim, capacity=max(1024, int(new.sum())))
+            rows = self._key_vecs.extend(self._compute_profiles(platform, users[first[new]]))
+            merged = np.concatenate([self._key_sorted, uniq[new]])
+            order = np.argsort(merged, kind="stable")
+            self._key_sorted = merged[order]
+            self._key_row = np.concatenate([self._key_row, rows])[order]
+        row = self._key_row[np.searchsorted(self._key_sorted, keys)]
+        return self._key_vecs.a[row]
+
     def _compute_profiles(self, platform, users: np.ndarray) -> np.ndarray:
         cols = [getattr(platform, f"u_{f}") for f in self.profile_fields]
-        texts = [" ".join(str(c[u] or "") for c in cols) for u in users.tolist()]
+        if len(cols) == 1 and hasattr(cols[0], "texts"):
+            texts = [str(t or "") for t in cols[0].texts(users)]
+        else:
+            texts = [" ".join(str(c[u] or "") for c in cols) for u in users.tolist()]
         vec = self.profile_weight * self.embedder.embed_texts(texts)
         topics = self._topic_matrix()
         bits = interest_bits(platform.u_interests.a[users], len(topics))
@@ -167,6 +209,24 @@ class EmbeddingIndex:
             cur = np.where(live, prev[np.maximum(cur, 0)], -1)
         return out
 
+    def _recent_sum(self, recent: np.ndarray) -> np.ndarray:
+        """Sum of the vectors of each row's posts (-1: none), the bits of
+        ``post_vectors(recent).sum(axis=1)`` without its (users, n_recent, dim) temporary or
+        a gathered row per missing post: column by column, added in the same order, and
+        ``+ 0.0`` where a missing post was added before (which only turns -0.0 into 0.0)."""
+        mat = self.post_matrix
+        out = np.zeros((len(recent), self.dim), dtype=np.float32)
+        for d in range(recent.shape[1]):
+            rows = np.flatnonzero(recent[:, d] >= 0)
+            if d == 0:
+                out[rows] = mat[recent[rows, 0]]
+            elif len(rows):
+                out[rows] += mat[recent[rows, d]]
+        if recent.shape[1] > 1:
+            padded = np.flatnonzero((recent[:, 0] >= 0) & (recent[:, -1] < 0))  # (padding comes last)
+            out[padded] += np.float32(0.0)
+        return out
+
     def user_vectors(self, platform, users: np.ndarray) -> np.ndarray:
         """(len(users), dim) unit user vectors (see the class docstring)."""
         users = np.asarray(users, dtype=np.int64)
@@ -183,10 +243,11 @@ class EmbeddingIndex:
             return memo[3]
         vec = self._profile_vectors(platform, users)  # a gathered copy
         if self.recent_weight and self.n_recent:
-            recent = self.recent_post_ids(platform, users)
-            mean = self.post_vectors(recent).sum(axis=1)
-            vec += self.recent_weight * l2_normalize(mean)
-        vec = l2_normalize(vec)
+            mean = l2_normalize(self._recent_sum(self.recent_post_ids(platform, users)), inplace=True)
+            if self.recent_weight != 1:  # (x * 1.0 is x: skipped)
+                mean *= self.recent_weight
+            vec += mean
+        vec = l2_normalize(vec, inplace=True)
         vec.flags.writeable = False
         self._memo = (id(platform), platform.n_posts, users.copy(), vec)
         return vec

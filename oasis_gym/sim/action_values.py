@@ -51,15 +51,51 @@ def parse_action(action) -> tuple[int, int, int, int, str | None, float]:
         return bad
 
 
-def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
-    """Columnar actions from PettingZoo-style action values (`parse_action` each)."""
+_FIELDS = ("type", "post", "comment", "user")
+_LIMIT = 2**31
 
-    rows = [parse_action(a) for a in actions]
+
+def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
+    """Columnar actions from PettingZoo-style action values, in one pass over the step's values.
+
+    The common case (dicts whose fields are Python ints, a str or no text, a float, int or no
+    stance) is read column by column: a list comprehension per field and one array each, no
+    numpy call per agent. Any other value is decoded by `parse_action` (the same result)."""
+    actions = list(actions)
+    n = len(actions)
+    users = np.asarray(users, dtype=np.int64)
+    if not all(type(a) is dict for a in actions):  # ints, arrays, other mappings: one by one
+        return _from_rows(users, [parse_action(a) for a in actions])
+    cols = [[a.get(k, 0) for a in actions] for k in _FIELDS]
+    texts = [a.get("text") for a in actions]
+    stances = [a.get("stance") for a in actions]
+    ok = [type(t) is int and type(p) is int and type(c) is int and type(u) is int for t, p, c, u in zip(*cols)]
+    ok = np.array(ok, dtype=bool).reshape(n)
+    arr = np.zeros((4, n), dtype=np.int64)
+    if ok.any():
+        idx = np.flatnonzero(ok)
+        for k, col in enumerate(cols):
+            try:
+                arr[k, idx] = [col[i] for i in idx.tolist()] if not ok.all() else col
+            except OverflowError:  # beyond int64: out of range anyway
+                return _from_rows(users, [parse_action(a) for a in actions])
+        ok &= (np.abs(arr) < _LIMIT).all(axis=0)
+    ok &= np.array([t is None or type(t) is str for t in texts], dtype=bool).reshape(n)
+    ok &= np.array([s is None or type(s) is float or type(s) is int for s in stances], dtype=bool).reshape(n)
+    try:
+        stance = np.array([np.nan if s is None or not ok[i] else s for i, s in enumerate(stances)], dtype=np.float64)
+    except OverflowError:  # an int beyond any float: decoded one by one (as invalid)
+        return _from_rows(users, [parse_action(a) for a in actions])
+    stance = stance.reshape(n)
+    with np.errstate(invalid="ignore"):
+        stance = np.where(np.isfinite(stance), np.clip(stance, -1, 1), np.nan)
+    for i in np.flatnonzero(~ok).tolist():  # the rare rest, one by one
+        *ints, texts[i], stance[i] = parse_action(actions[i])
+        arr[:, i] = ints
+    return ActionArrays(users, *arr, texts, stance.astype(np.float32))
+
+
+def _from_rows(users: np.ndarray, rows: list) -> ActionArrays:
     n = len(rows)
     cols = [np.array([r[k] for r in rows], dtype=np.int64).reshape(n) for k in range(4)]
-    return ActionArrays(
-        np.asarray(users, dtype=np.int64),
-        *cols,
-        [r[4] for r in rows],
-        np.array([r[5] for r in rows], dtype=np.float32).reshape(n),
-    )
+    return ActionArrays(users, *cols, [r[4] for r in rows], np.array([r[5] for r in rows], dtype=np.float32).reshape(n))

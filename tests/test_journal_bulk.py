@@ -1,0 +1,98 @@
+"""A journal's first commit streamed to the writer thread and its WAL copied in the background
+(platform/journal_bulk.py): the same rows as a commit in place, one transaction that a
+failure rolls back (with the one-line error), the copy done by close, reads meanwhile."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import numpy as np
+import pytest
+
+import oasis_gym.platform.journal as journal_mod
+from oasis_gym.platform import Journal, JournalError, Platform
+from oasis_gym.platform.journal_bulk import StatementStream
+from oasis_gym.population import synthetic
+
+
+def platform(n: int = 500) -> Platform:
+    pf = Platform()
+    pf.add_users(synthetic(n, seed=2))
+    pf.create_posts(np.arange(20), [f"post {i}" for i in range(20)])
+    return pf
+
+
+def rows(path) -> dict:
+    conn = sqlite3.connect(path)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {t: conn.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in names if t != "meta"}
+    finally:
+        conn.close()
+
+
+def test_a_streamed_first_commit_writes_what_one_in_place_writes(tmp_path):
+    for name, pipelined in (("streamed.db", True), ("in_place.db", False)):
+        journal = Journal(tmp_path / name, pipelined=pipelined, new=True)
+        journal.commit_step(platform(), advance_minutes=3)
+        journal.close()
+    assert rows(tmp_path / "streamed.db") == rows(tmp_path / "in_place.db")
+
+
+def test_a_failed_streamed_first_commit_holds_nothing_and_can_be_retried(tmp_path, monkeypatch):
+    pf = platform()
+    journal = Journal(tmp_path / "j.db", new=True)
+    emit = StatementStream.emit
+    calls = []
+
+    def failing(self, sql, params):  # the fifth statement is one SQLite refuses
+        calls.append(sql)
+        emit(self, "INSERT INTO no_such_table VALUES (1)" if len(calls) == 5 else sql, params)
+
+    monkeypatch.setattr(StatementStream, "emit", failing)
+    with pytest.raises(JournalError, match="first commit failed"):
+        journal.commit_step(pf)
+    monkeypatch.setattr(StatementStream, "emit", emit)
+    assert journal._stream is None and not journal.conn.in_transaction
+    assert journal.conn.execute("SELECT COUNT(*) FROM user").fetchone() == (0,)
+    journal.commit_step(pf)  # the retry goes through
+    assert journal.conn.execute("SELECT COUNT(*) FROM user").fetchone() == (500,)
+    journal.close()
+
+
+def test_a_large_first_wal_is_copied_in_the_background_and_by_close(tmp_path, monkeypatch):
+    monkeypatch.setattr(journal_mod, "AUTOCHECKPOINT_PAGES", 1)  # every first commit counts as large
+    path = tmp_path / "j.db"
+    journal = Journal(path, new=True)
+    pf = platform(3000)
+    journal.commit_step(pf, advance_minutes=3)
+    assert journal._checkpoint is not None
+    reader = sqlite3.connect(path)  # readable meanwhile, through the WAL
+    assert reader.execute("SELECT COUNT(*) FROM user").fetchone() == (3000,)
+    reader.close()
+    pf.create_posts(np.arange(5), ["later"] * 5)
+    journal.commit_step(pf, advance_minutes=3)  # later commits go on
+    journal.close()
+    assert journal._checkpoint.error is None
+    assert not os.path.exists(f"{path}-wal") or os.path.getsize(f"{path}-wal") == 0
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM user").fetchone() == (3000,)
+
+
+def test_a_stream_stopped_midway_lets_go_of_the_connection(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None, check_same_thread=False)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("BEGIN")
+    with ThreadPoolExecutor(1) as pool:
+        stream = StatementStream(pool, conn)
+        for i in range(50):
+            stream.emit("INSERT INTO t VALUES (?)", [i])
+        stream.stop()
+        conn.execute("ROLLBACK")  # the writer thread is done with it
+        stream = StatementStream(pool, conn)
+        stream.emit("INSERT INTO nowhere VALUES (1)", [])
+        with pytest.raises(sqlite3.OperationalError):
+            stream.finish()
+    assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (0,)

@@ -1,0 +1,157 @@
+"""The fast paths of a large step give the bits of the simple ones: the recent-post sum,
+profile vectors cached by interest mask, the feed similarity, follow look-ups among the
+served users' followees, sorted look-ups in a large pair set, bulk text rendering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oasis_gym.platform import Platform
+from oasis_gym.platform.store import PairSet, pair_keys
+from oasis_gym.population import synthetic
+from oasis_gym.recsys import EmbeddingIndex, TwitterRecommender
+from oasis_gym.recsys.base import dense_ranks
+from oasis_gym.recsys.embed import l2_normalize
+
+
+def synthetic_platform(n: int = 3000, posts: int = 2000, seed: int = 0) -> Platform:
+    rng = np.random.default_rng(seed)
+    pf = Platform()
+    pf.add_users(synthetic(n, seed=seed))
+    words = np.array(["economy", "climate", "music", "vote", "match", "film", "tax", "rain"])
+    for _ in range(4):
+        authors = rng.integers(0, n, posts // 4)
+        pf.create_posts(authors, [" ".join(rng.choice(words, 4)) for _ in range(len(authors))])
+        pf.advance(3)
+    return pf
+
+
+def test_recent_sum_has_the_bits_of_the_plain_sum():
+    idx = EmbeddingIndex()
+    pf = synthetic_platform()
+    idx.reset(pf)
+    mat = idx.post_matrix
+    mat[5, :3] = -0.0  # a -0.0 survives only where nothing (not even a missing post's 0) is added
+    rng = np.random.default_rng(1)
+    recent = rng.integers(0, pf.n_posts, (500, 3))
+    cut = rng.integers(0, 4, 500)  # padding comes last
+    recent[np.arange(3)[None, :] >= cut[:, None]] = -1
+    recent[:4, 0] = 5
+    plain = idx.post_vectors(recent).sum(axis=1)
+    assert np.array_equal(idx._recent_sum(recent).view(np.int32), plain.view(np.int32))
+
+
+def test_profile_vectors_cached_by_interest_mask_equal_each_users_own():
+    pf = synthetic_platform()
+    users = np.arange(0, pf.n_users, 3)
+    keyed = EmbeddingIndex()
+    assert keyed._profile_keys(pf, users) is not None  # synthetic bios: keyed by mask
+    got = keyed._profile_vectors(pf, users)
+    assert len(keyed._key_sorted) == len(np.unique(pf.u_interests.a[users])) < len(users)
+    one_by_one = np.stack([EmbeddingIndex()._compute_profiles(pf, np.array([u]))[0] for u in users[:200]])
+    assert np.array_equal(got[:200].view(np.int32), one_by_one.view(np.int32))
+    again = keyed._profile_vectors(pf, users[::-1])  # from the cache
+    assert np.array_equal(again[::-1], got)
+    small = EmbeddingIndex(user_cache_size=10)  # the cache starts over when full
+    assert np.array_equal(small._profile_vectors(pf, users), got)
+
+
+def test_persona_profiles_are_not_keyed():
+    pf = synthetic_platform(300, 100)
+    idx = EmbeddingIndex(profile_fields=("bio", "persona"))
+    assert idx._profile_keys(pf, np.arange(10)) is None
+    assert idx._profile_vectors(pf, np.arange(10)).shape == (10, idx.dim)
+
+
+def test_similarity_equals_the_per_slot_dot_products():
+    pf = synthetic_platform()
+    rec = TwitterRecommender()
+    rec.reset(pf)
+    rng = np.random.default_rng(2)
+    users = np.sort(rng.choice(pf.n_users, 2500, replace=False))  # > one block of users
+    posts = rng.integers(-1, pf.n_posts, (len(users), 7))
+    sim = rec.similarity(pf, users, posts)
+    u = rec.index.user_vectors(pf, users)
+    for j in range(posts.shape[1]):
+        want = np.einsum("ud,ud->u", rec.index.post_vectors(posts[:, j]), u)
+        want[posts[:, j] < 0] = 0
+        assert np.array_equal(sim[:, j].view(np.int32), want.view(np.int32))
+
+
+def test_dense_ranks():
+    ids = np.array([[7, -1, 3], [3, 9, -1]])
+    distinct, local = dense_ranks(ids, 10)
+    assert distinct.tolist() == [3, 7, 9]
+    assert local.tolist() == [[1, 3, 0], [0, 2, 3]]
+
+
+@pytest.mark.parametrize("n_keys", [100, 300_000])  # below and above the sorted look-up's bounds
+def test_pair_set_lookups_and_contains_among(n_keys):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 5000, n_keys)
+    b = rng.integers(0, 5000, n_keys)
+    keys = np.unique(pair_keys(a, b))
+    s = PairSet(keys, np.arange(len(keys)))
+    extra = np.setdiff1d(pair_keys(rng.integers(0, 5000, 50), rng.integers(0, 5000, 50)), keys)
+    s.add_keys(extra, np.arange(len(extra)))
+    s.remove_keys(keys[:20])
+    truth = set(s.keys().tolist())
+    qa, qb = rng.integers(0, 5000, 20_000), rng.integers(0, 5000, 20_000)
+    m = min(5000, n_keys)
+    qa[:m], qb[:m] = a[:m], b[:m]
+    want = np.array([int(k) in truth for k in pair_keys(qa, qb).tolist()])
+    assert np.array_equal(s.contains(qa, qb), want)
+    users = np.unique(qa[:3000])
+    owner = np.searchsorted(users, qa[:3000])
+    assert np.array_equal(s.contains_among(users, owner, qb[:3000]), want[:3000])
+    first = s.partners(users)
+    assert s.partners(users.copy()) is first  # kept while the set does not change
+    if not s.contains(users[:1], [4999])[0]:
+        s.add_keys(pair_keys(users[:1], [4999]), np.array([7]))
+    owner0, second0 = s.partners(users)
+    assert not owner0.flags.writeable
+    assert sorted(second0[owner0 == 0].tolist()) == sorted(
+        (np.array([k for k in s.keys().tolist() if k >> 32 == users[0]]) & 0xFFFFFFFF).tolist()
+    )
+
+
+def test_bulk_rendering_and_text_keys_of_synthetic_columns():
+    pop = synthetic(2000, seed=4)
+    ids = np.array([5, 17, 5, 1999, 0])
+    assert pop.bio.render_many(ids) == [pop.bio[i] for i in ids.tolist()]
+    assert pop.persona.render_many(ids) == [pop.persona[i] for i in ids.tolist()]
+    assert np.array_equal(pop.bio.text_keys(ids), pop.interests[ids])
+    assert pop.persona.text_keys(ids) is None and pop.user_name.text_keys(ids) is None
+    sub = pop.bio.take(np.array([10, 11, 12]))  # a subset renders its own rows
+    assert sub.render_many(np.array([2, 0])) == [pop.bio[12], pop.bio[10]]
+    pf = Platform()
+    pf.add_users(pop)
+    assert pf.u_bio.texts(ids) == [pop.bio[i] for i in ids.tolist()]
+    pf.u_bio.append("an added row")  # beyond the lazy base: no keys, plain reads
+    assert pf.u_bio.text_keys(np.array([2000])) is None
+    assert pf.u_bio.texts(np.array([2000, 3])) == ["an added row", pop.bio[3]]
+
+
+def test_l2_normalize_in_place_has_the_same_bits():
+    x = np.random.default_rng(5).normal(size=(50, 8)).astype(np.float32)
+    x[3] = 0
+    want = l2_normalize(x)
+    y = x.copy()
+    assert l2_normalize(y, inplace=True) is y
+    assert np.array_equal(y.view(np.int32), want.view(np.int32))
+
+
+def test_bulk_personas_and_figures_are_the_one_at_a_time_texts():
+    from oasis_gym.population.bulk_text import id_texts, signed_2f
+
+    pop = synthetic(5000, seed=6)
+    pop.opinion[:8] = [0.6, 0.2, -0.6, -0.2, -0.0, -0.004, 0.005, 1.0]  # thresholds, signed zeros
+    ids = np.arange(5000)
+    assert pop.persona.render_many(ids) == [pop.persona[i] for i in range(5000)]
+    grid = np.arange(-1, 1.00001, 0.0005).astype(np.float32)  # every figure and its halves
+    values = np.concatenate([grid, np.nextafter(grid, 2), np.nextafter(grid, -2), [np.nan, 3.5, -0.0]])
+    values = values.astype(np.float32)
+    assert signed_2f(values) == [f"{float(v):+.2f}" for v in values]
+    assert id_texts("user{i}", np.array([0, 12])) == ["user0", "user12"]
+    assert id_texts("{i}:{i}", np.array([3])) == ["3:3"]  # (not the simple form: str.format)
