@@ -34,6 +34,13 @@ def test_every_source_package_is_listed():
             rel = init.parent.relative_to(ROOT / folder)
             found.add(".".join([name, *rel.parts]) if rel.parts else name)
     assert found - listed == set(), "packages missing from pyproject.toml [tool.setuptools] packages"
+    for (
+        folder
+    ) in package_dir.values():  # a folder of modules without __init__.py: a namespace package a wheel leaves out
+        bare = {p.parent for p in (ROOT / folder).rglob("*.py")} - {
+            i.parent for i in (ROOT / folder).rglob("__init__.py")
+        }
+        assert not bare, f"folders of modules without __init__.py: {sorted(map(str, bare))}"
     assert all(_folder_of(p, package_dir).joinpath("__init__.py").is_file() for p in listed)
 
 
