@@ -182,3 +182,19 @@ def test_bad_sizes_and_seeds_are_one_line_before_any_compute(tmp_path, extra, ma
     cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", *TINY, "--out", str(tmp_path / "r"), *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_slot_policy_distribution_is_sb3s_multicategorical_batched():
+    """SlotCategorical (one Categorical over (B, M, A)) gives SB3's MultiCategorical numbers."""
+    import torch as th
+    from stable_baselines3.common.distributions import MultiCategoricalDistribution
+
+    from oasis_gym.train.slot_policy import SlotCategorical
+
+    th.manual_seed(0)
+    logits, actions = th.randn(7, 5 * 4), th.randint(0, 4, (7, 5))
+    ours, sb3 = SlotCategorical([4] * 5), MultiCategoricalDistribution([4] * 5)
+    ours.proba_distribution(logits), sb3.proba_distribution(logits)
+    assert th.allclose(ours.log_prob(actions), sb3.log_prob(actions), atol=1e-5)
+    assert th.allclose(ours.entropy(), sb3.entropy(), atol=1e-5)
+    assert th.equal(ours.mode(), sb3.mode()) and ours.sample().shape == (7, 5)
