@@ -35,26 +35,8 @@ import sys
 import tempfile
 import time
 
-KINDS = [
-    "create_post",
-    "repost",
-    "quote_post",
-    "like_post",
-    "unlike_post",
-    "dislike_post",
-    "undo_dislike_post",
-    "create_comment",
-    "like_comment",
-    "unlike_comment",
-    "dislike_comment",
-    "undo_dislike_comment",
-    "follow",
-    "unfollow",
-    "mute",
-    "report_post",
-    "do_nothing",
-]
-WEIGHTS = [10, 8, 8, 12, 4, 6, 3, 8, 6, 2, 4, 2, 8, 3, 2, 3, 4]  # bench/oasis_diff.py's mix
+from oasis_diff import KINDS, WEIGHTS  # the same scripted mix as bench/oasis_diff.py (beside this file)
+
 TEXTS = ("create_post", "quote_post", "create_comment", "report_post")
 
 

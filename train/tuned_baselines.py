@@ -79,6 +79,15 @@ def default_action(ranking: str = "per_user") -> np.ndarray:
     return w.ravel()
 
 
+def _score_constants(kind: str, env: dict, seeds: np.ndarray, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean return of each constant action in `cands` over `seeds` (all in one batched run),
+    and the candidates' order, best first."""
+    acts = np.repeat(cands, len(seeds), axis=0)
+    totals = run_episodes(kind, env, np.tile(seeds, len(cands)), lambda obs, t, a=acts: a)
+    score = totals["return"].reshape(len(cands), len(seeds)).mean(1)
+    return score, np.argsort(-score)
+
+
 def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
                   ranking: str = "per_user", progress: Callable[[str], None] | None = None,
                   start: np.ndarray | None = None, start_sd: float = 0.5) -> dict:  # fmt: skip
@@ -96,11 +105,8 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
     for it in range(iterations):
         cands = np.clip(rng.normal(mean, sd, (population, len(mean))), -1, 1)
         cands[0] = best  # keep the incumbent (re-scored on the same seeds)
-        acts = np.repeat(cands, len(seeds), axis=0).astype(np.float32)
-        totals = run_episodes("recommender", env, np.tile(seeds, population), lambda obs, t, a=acts: a)
-        steps += len(acts) * make_steps(env)
-        score = totals["return"].reshape(population, len(seeds)).mean(1)
-        order = np.argsort(-score)
+        score, order = _score_constants("recommender", env, seeds, cands.astype(np.float32))
+        steps += population * len(seeds) * make_steps(env)
         if score[order[0]] > best_score or it == 0:
             best, best_score = cands[order[0]].copy(), float(score[order[0]])
         top = cands[order[:elite]]
@@ -134,11 +140,8 @@ def tune_constant_codes(env: dict, seeds, iterations: int = 12, population: int 
         u = rng.random((population, moderation.QUEUE, 1))
         cands = (u > np.cumsum(probs, axis=1)[None]).sum(2).clip(0, n_codes - 1)
         cands[0] = best
-        acts = np.repeat(cands, len(seeds), axis=0)
-        totals = run_episodes("moderator", env, np.tile(seeds, population), lambda obs, t, a=acts: a)
-        steps += len(acts) * make_steps(env)
-        score = totals["return"].reshape(population, len(seeds)).mean(1)
-        order = np.argsort(-score)
+        score, order = _score_constants("moderator", env, seeds, cands)
+        steps += population * len(seeds) * make_steps(env)
         if score[order[0]] > best_score or it == 0:
             best, best_score = cands[order[0]].copy(), float(score[order[0]])
         freq = np.stack([(cands[order[:elite]] == c).mean(0) for c in range(n_codes)], 1)
