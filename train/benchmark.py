@@ -90,9 +90,29 @@ def markdown(result: dict) -> str:
             r, v = _episode_returns(runs), res["ppo_vs"][name]
             lines.append(f"| {name} | {r.mean():.2f} ± {r.std(ddof=1):.2f} | {v['mean']:+.2f} [{v['lo']:+.2f}, "
                          f"{v['hi']:+.2f}] | {v['wins']}/{v['pairs']} |")  # fmt: skip
+    lines += headroom(result)
     spent = ", ".join(f"{k} {v:,}" for k, v in result["tuning_env_steps"].items())
     lines += ["", f"Tuning compute (env steps): {spent}; PPO {result['timesteps_per_seed']:,} per seed."]
     return "\n".join(lines) + "\n"
+
+
+def headroom(result: dict) -> list[str]:
+    """Lines on what learning can gain: the best tuned baseline against the privileged
+    reference (a rule that reads the hidden labels; a reference, not a proven upper bound)
+    where the task has one, and how much of that gap PPO closes."""
+    lines = []
+    for set_name, res in result["eval_sets"].items():
+        means = {name: _episode_returns(runs).mean() for name, runs in res["baselines"].items()}
+        privileged = [n for n in means if "privileged" in n]
+        tuned = {n: m for n, m in means.items() if n.startswith("tuned")}
+        if not privileged or not tuned:
+            continue
+        best = max(tuned, key=tuned.get)
+        gap, ppo = means[privileged[0]] - tuned[best], float(np.mean(res["ppo_seed_means"]))
+        closed = f"; PPO closes {(ppo - tuned[best]) / gap:+.0%} of it" if gap > 0 else ""
+        lines.append(f"Headroom on {set_name}: {privileged[0]} {means[privileged[0]]:.2f} vs the best tuned "
+                     f"baseline {best} {tuned[best]:.2f}: {gap:+.2f}{closed}.")  # fmt: skip
+    return [""] + lines if lines else []
 
 
 def plot_curves(curves: list[list], path: Path, title: str) -> None:
