@@ -14,20 +14,24 @@ Ray is imported only here and only for ``--executor ray`` (`ray_module`). Each R
 declares its resources: ``--cpus-per-run`` (default 1) and ``--gpus-per-run`` (default 1
 when the run's LLM users run a model in the task's own process, i.e. a hybrid or llm
 policy whose backend is not "openai"; 0 otherwise: ABM users, or LLM users on endpoints).
-A task receives the configuration itself, not a file name: the worker nodes need
-oasis-gym installed, not the scenario file. It writes nothing there (no journal, no
-TensorBoard: a sweep's runs keep only their effects), so only ``--out`` on the driver's
-machine is written.
+A task receives the configuration itself, not the scenario file's name: the worker nodes
+need oasis-gym (the same version) installed, not the scenario file; it runs in the folder
+the sweep was started from where that node has it, so data files a scenario names by a
+relative path must be there on every node (shared storage). It writes nothing there (no
+journal, no TensorBoard: a sweep's runs keep only their effects, shipped back to the
+driver), so only ``--out`` on the driver's machine is written.
 """
 
 from __future__ import annotations
 
-import re
+import os
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..checks import ray_address
 
 __all__ = [
     "EXECUTORS",
@@ -44,7 +48,6 @@ __all__ = [
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2  # a run that fails is tried once more, then reported
 RAY_HINT = "pip install 'oasis-gym[ray]' (Ray core; or pip install ray)"
-_HOST_PORT = re.compile(r"^(ray://)?[A-Za-z0-9_.\-]+:(\d{1,5})$|^(\[[0-9A-Fa-f:]+\]):(\d{1,5})$")
 
 Job = tuple[Any, tuple]  # (key, the arguments of the run function)
 
@@ -67,6 +70,14 @@ def _timed(fn: Callable[..., dict], *args: Any) -> tuple[dict, float]:
     start = time.perf_counter()
     out = fn(*args)
     return out, time.perf_counter() - start
+
+
+def _task(cwd: str, fn: Callable[..., dict], *args: Any) -> tuple[dict, float]:
+    """A Ray task: `fn(*args)` in the sweep's working folder where the node has it (a Ray
+    worker starts elsewhere: a scenario's relative file paths then mean what they mean locally)."""
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+    return _timed(fn, *args)
 
 
 class LocalExecutor:
@@ -113,17 +124,8 @@ def ray_module():
 
 
 def check_address(address: str | None) -> str | None:
-    """`--address` as Ray takes it: "auto", HOST:PORT or ray://HOST:PORT; else ValueError (one line)."""
-    if address is None or address == "auto":
-        return address
-    m = _HOST_PORT.match(address)
-    port = m and int(m.group(2) or m.group(4))
-    if not m or not 1 <= port <= 65535:
-        raise ValueError(
-            f"--address {address!r}: give the head node's HOST:PORT (as `ray start --head` prints it, "
-            "e.g. 10.0.0.1:6379), ray://HOST:PORT for Ray Client, or auto"
-        )
-    return address
+    """`--address` as Ray takes it (`checks.ray_address`), or None; else ValueError (one line)."""
+    return None if address is None else ray_address(address)
 
 
 def _reachable(address: str, timeout: float = 10.0) -> None:
@@ -208,8 +210,8 @@ class RayExecutor:
         Tasks not finished when the caller stops (Ctrl-C) are cancelled."""
         ray = self.ray
         jobs = list(jobs)
-        task = ray.remote(_timed)
-        pending = {task.options(**self._options(args[0])).remote(fn, *args): key for key, args in jobs}
+        task, cwd = ray.remote(_task), os.getcwd()
+        pending = {task.options(**self._options(args[0])).remote(cwd, fn, *args): key for key, args in jobs}
         try:
             while pending:
                 done, rest = ray.wait(list(pending), num_returns=1)
