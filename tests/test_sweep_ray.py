@@ -193,6 +193,23 @@ def test_failed_runs_are_reported_per_run_with_the_others_kept_on_both_executors
 
 
 @needs_ray
+def test_a_users_scenario_file_and_its_relative_data_file_work_on_the_ray_workers(cluster, tmp_path, monkeypatch):
+    """The task gets the configuration (not the file's name) and runs in the sweep's folder,
+    where a Ray worker would not start by itself."""
+    from oasis_gym.population.files import data_path
+    from oasis_gym.scenarios.config import scenario_path
+
+    monkeypatch.chdir(tmp_path)
+    Path("my_pairs.json").write_bytes(data_path("counterfactual_36.json").read_bytes())
+    text = scenario_path("reddit_herd_effect").read_text().replace('name = "reddit_herd_effect"', 'name = "my_herd"')
+    Path("my_herd.toml").write_text(text.replace('"counterfactual_36.json"', '"my_pairs.json"'))
+    argv = ["sweep", "my_herd.toml", "--param", "herd_weight=0.5", "--seeds", "2", "--set", "users=36", "--steps", "2"]
+    assert cli.main([*argv, "--out", "local", "--quiet"]) == 0
+    assert cli.main([*argv, "--executor", "ray", "--address", cluster.address, "--out", "ray", "--quiet"]) == 0
+    assert tables(tmp_path / "local") == tables(tmp_path / "ray") and len(tables(tmp_path / "ray")) == 4
+
+
+@needs_ray
 def test_a_run_asking_for_a_gpu_the_cluster_lacks_is_one_line_exit_2_before_anything(cluster, tmp_path, capsys):
     assert ray_sweep(cluster, tmp_path / "s", "--set", "policy.kind=hybrid") == 2
     one_line_error(capsys, "no node")
