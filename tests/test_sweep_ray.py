@@ -114,8 +114,12 @@ def cluster():
         c.shutdown()
 
 
+def ray_sweep_argv(cluster, argv: list[str]) -> int:
+    return cli.main([*argv, "--executor", "ray", "--address", cluster.address, "--quiet"])
+
+
 def ray_sweep(cluster, out: Path, *extra: str) -> int:
-    return cli.main([*SWEEP, "--executor", "ray", "--address", cluster.address, "--out", str(out), "--quiet", *extra])
+    return ray_sweep_argv(cluster, [*SWEEP, "--out", str(out), *extra])
 
 
 @needs_ray
@@ -130,6 +134,24 @@ def test_ray_and_local_executors_write_byte_identical_tables(cluster, tmp_path, 
     assert sorted(p.name for p in (tmp_path / "ray" / "runs").iterdir()) == sorted(
         p.name for p in (tmp_path / "local" / "runs").iterdir()
     )
+
+
+@needs_ray
+def test_the_readme_herd_sweep_on_two_nodes_equals_the_local_one(cluster, tmp_path, capsys):
+    """The README's `oasis-gym sweep reddit_herd_effect --seeds 10` (3 grid points x 10 seeds,
+    the scenario's own size: about 7 s each way on 2 busy cores), as written, on both executors."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    line = next(ln for ln in readme.splitlines() if ln.startswith("oasis-gym sweep reddit_herd_effect"))
+    argv = shlex.split(line, comments=True)[1:]
+    out = argv.index("--out")
+    assert argv[:3] == ["sweep", "reddit_herd_effect", "--seeds"] and out == 4
+    assert cli.main([*argv[:out], "--out", str(tmp_path / "local"), "--quiet"]) == 0
+    assert ray_sweep_argv(cluster, [*argv[:out], "--out", str(tmp_path / "ray")]) == 0
+    local = tables(tmp_path / "local")
+    assert len(local) == 4 and local == tables(tmp_path / "ray")
+    assert len((tmp_path / "ray" / "runs.csv").read_text().splitlines()) == 1 + 30
 
 
 @needs_ray

@@ -247,15 +247,19 @@ def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run, executor) -> d
             yield (i, s), (sc.config, sc.source, steps, s)
 
     finish_points()
-    for (i, s), out, seconds in executor.map(run_config, jobs()):
-        spent[i] += seconds
-        if isinstance(out, Failed):
-            runs.fail(i, grid[i], s, out.error, out.attempts)
-        else:
-            done[i, s] = runs.keep(i, grid[i], s, out)  # kept at once (resume loads it)
-        if on_run is not None:
-            on_run(False)
-        finish_points()
+    results = executor.map(run_config, jobs())
+    try:
+        for (i, s), out, seconds in results:
+            spent[i] += seconds
+            if isinstance(out, Failed):
+                runs.fail(i, grid[i], s, out.error, out.attempts)
+            else:
+                done[i, s] = runs.keep(i, grid[i], s, out)  # kept at once (resume loads it)
+            if on_run is not None:
+                on_run(False)
+            finish_points()
+    finally:
+        results.close()  # stopped early (Ctrl-C): the executor's unfinished runs are cancelled now
     rows = [{**grid[i], "seed": s, **done[i, s]} for i in range(len(grid)) for s in seed_list if (i, s) in done]
     result = {
         "scenario": base.name,

@@ -155,12 +155,12 @@ def sweep_summary(
             "the same with the settings, as JSON" + (" and the failed runs" if failed else ""),
         ),
     ]
-    if failed and len(failed) == points * seeds:
-        outputs = []  # no run finished: no tables
     if res.get("png"):
         x = next(iter(res["params"])).rsplit(".", 1)[-1]
         outputs.append((res["png"], f"the headline effects against {x}, with 95% CIs"))
     outputs.append((str(folder / "runs") + "/", "each finished run (what --resume reads)"))
+    if len(failed) == points * seeds:
+        outputs = []  # no run finished: no tables, no runs
     first = res["points"][0]["point"]
     sets = [a for k, v in first.items() for a in ("--set", f"{k}={v}")]
     one = ["oasis-gym", "run", "--scenario", res["scenario"], *sets, "--db", f"{res['scenario']}_one.db"]
