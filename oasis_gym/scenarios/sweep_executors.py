@@ -25,7 +25,9 @@ driver), so only ``--out`` on the driver's machine is written.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -180,12 +182,18 @@ class RayExecutor:
 
         if self.address not in (None, "auto"):  # Ray itself would retry for minutes
             _reachable(self.address)
+        main = threading.current_thread() is threading.main_thread()
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
         try:
             self.ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
                           logging_level=logging.WARNING)  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as err:
             at = self.address or "(a local one)"
             raise ValueError(f"--executor ray: cannot reach a Ray cluster at {at}: {error_line(err)}") from None
+        finally:  # Ray's core takes SIGTERM for itself (it ends the process at once): ours again
+            for s, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(s, handler)
         self._started = True
 
     def _options(self, config: Mapping[str, Any]) -> dict:
