@@ -185,7 +185,9 @@ def run_sweep(
 
     The sweep is `plan` (from `plan_sweep`), else planned from `scenario` and the other
     arguments, which are plan_sweep's (params, seeds, seed_start, steps, sets, out, overwrite).
-    `executor` computes the runs (`sweep_executors`: `LocalExecutor()`, the default, or
+    Each point of "points" holds its grid point, effects (mean, CI, sd, n over the seeds that
+    finished), ordered_share and wall_s (the seconds its runs took where they ran, summed;
+    0 for runs read back). `executor` computes the runs (`sweep_executors`: `LocalExecutor()`, the default, or
     `RayExecutor(address)`); it is started here and closed at the end. `log(point)` is called
     when a grid point's runs are all done (in grid order), `on_run(loaded)` after each run
     (`loaded`: a finished run of an interrupted sweep, read back on resume; a failed run
