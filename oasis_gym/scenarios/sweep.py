@@ -261,7 +261,7 @@ def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run, executor) -> d
                 on_run(False)
             finish_points()
     finally:
-        results.close()  # stopped early (Ctrl-C): the executor's unfinished runs are cancelled now
+        results.close()  # stopped early (Ctrl-C): the executor lets go of its unfinished runs now
     rows = [{**grid[i], "seed": s, **done[i, s]} for i in range(len(grid)) for s in seed_list if (i, s) in done]
     result = {
         "scenario": base.name,

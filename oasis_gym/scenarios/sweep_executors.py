@@ -24,6 +24,7 @@ driver), so only ``--out`` on the driver's machine is written.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import socket
@@ -214,13 +215,21 @@ class RayExecutor:
                 )
 
     def map(self, fn: Callable[..., dict], jobs: Iterable[Job]) -> Iterator[tuple[Any, dict | Failed, float]]:
-        """Submit every job as a task; (key, result or `Failed`, seconds) as each finishes.
-        Tasks not finished when the caller stops (Ctrl-C) are cancelled."""
+        """Submit the jobs as tasks (a window of them ahead of the finished ones); (key, result
+        or `Failed`, seconds) as each finishes. Tasks not finished when the caller stops
+        (Ctrl-C) end when `close` disconnects this driver (Ray ends a finished job's tasks)."""
         ray = self.ray
-        jobs = list(jobs)
-        task, cwd = ray.remote(_task), os.getcwd()
-        pending = {task.options(**self._options(args[0])).remote(cwd, fn, *args): key for key, args in jobs}
+        jobs, task, cwd = iter(jobs), ray.remote(_task), os.getcwd()
+        cpus = sum(n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive"))
+        window = max(64, 4 * int(cpus))  # tasks submitted ahead: every CPU busy, the grid made as it goes
+        pending: dict = {}
+
+        def submit() -> None:
+            for key, args in itertools.islice(jobs, max(0, window - len(pending))):
+                pending[task.options(**self._options(args[0])).remote(cwd, fn, *args)] = key
+
         try:
+            submit()
             while pending:
                 done, rest = ray.wait(list(pending), num_returns=1)
                 if rest:  # and whatever else finished meanwhile
@@ -235,9 +244,9 @@ class RayExecutor:
                         yield key, Failed(error_line(err)), 0.0
                     else:
                         yield key, out, seconds
-        finally:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+                submit()
+        finally:  # stopped (Ctrl-C): the unfinished tasks end with this driver's job at `close`
+            pending.clear()  # (not ray.cancel: in Ray 2.60 it races a finishing task and aborts the process)
 
     def close(self) -> None:
         """Stop the local Ray this executor started (a cluster it connected to goes on)."""
