@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,7 @@ __all__ = [
     "finite_number",
     "population_size",
     "path_name",
+    "ray_address",
     "argtype",
 ]
 
@@ -148,6 +150,20 @@ def path_name(value, name: str | None = None) -> str:
     if size > PATH_MAX:
         _fail(name, f"the path is {size} bytes long; a path has at most {PATH_MAX}")
     return value
+
+
+_HOST_PORT = re.compile(r"^(?:ray://)?(?:[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})$")
+
+
+def ray_address(value, name: str | None = "--address") -> str:
+    """A Ray cluster's address as `ray.init(address=...)` takes it: "auto", HOST:PORT (what
+    `ray start --head` prints) or ray://HOST:PORT (Ray Client)."""
+    text = str(value).strip()
+    m = _HOST_PORT.match(text)
+    if text != "auto" and not (m and 1 <= int(m.group(1)) <= 65535):
+        _fail(name, f"give the Ray head node's HOST:PORT (as `ray start --head` prints it, e.g. 10.0.0.1:6379), "
+                    f"ray://HOST:PORT for Ray Client, or auto; got {text!r}")  # fmt: skip
+    return text
 
 
 def argtype(check: Callable, label: str | None = None, **bounds) -> Callable[[str], object]:

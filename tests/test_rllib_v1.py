@@ -84,3 +84,30 @@ def test_runners_spread_over_a_two_node_ray_cluster_play_distinct_training_seeds
     assert len(set(nodes)) == 2  # one runner per node
     seeds = [s for ((_, ss),) in played for s in ss]
     assert len(seeds) == len(set(seeds)) and min(seeds) >= TRAIN_SEEDS_FROM
+
+
+def test_the_command_trains_on_an_existing_two_node_cluster_given_by_address(capsys):
+    """`python -m oasis_gym.train.rllib_v1 ... --address HEAD:PORT` (docs/multi_node.md): the
+    env runners on the cluster's nodes, one JSON line per iteration."""
+    import json
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    try:
+        code = rllib_v1.main(["recommender", "--iterations", "1", "--env-runners", "2", "--envs-per-runner", "2",
+                              "--users", "100", "--difficulty", "hard", "--address", cluster.address])  # fmt: skip
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0 and len(rows) == 1 and rows[0]["num_env_steps_sampled_lifetime"] > 0
+
+
+def test_the_command_refuses_a_bad_address_in_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        rllib_v1.main(["recommender", "--address", "head-node"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and "HOST:PORT" in err[-1]

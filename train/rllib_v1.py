@@ -2,6 +2,7 @@
 
     pip install -e ".[rllib]"     # its own venv: ray[rllib] pins gymnasium 1.2.2 (.ci/run)
     python -m oasis_gym.train.rllib_v1 recommender --difficulty medium --env-runners 2 --envs-per-runner 16
+    python -m oasis_gym.train.rllib_v1 recommender --env-runners 8 --address HEAD:6379   # on a Ray cluster
 
 Each RLlib env runner steps its `num_envs_per_env_runner` episodes in one batched call: the
 runner's env is the task's `LockstepVectorEnv` (`gym_env_vectorize_mode="vector_entry_point"`),
@@ -26,6 +27,7 @@ from gymnasium.vector import VectorWrapper
 
 from oasis_gym.batched.rng import TRAIN_SEEDS_FROM, hash64
 from oasis_gym.batched.tiers import DIFFICULTIES
+from oasis_gym.checks import argtype, ray_address
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
 
@@ -100,13 +102,18 @@ def build_config(task: str, env_config: dict | None = None, num_env_runners: int
     )
 
 
-def train(task: str, iterations: int, env_config: dict | None = None, **config_kwargs) -> list[dict[str, Any]]:
+def train(task: str, iterations: int, env_config: dict | None = None, address: str | None = None,
+          **config_kwargs) -> list[dict[str, Any]]:  # fmt: skip
     """`iterations` RLlib iterations; per iteration the mean episode return and the env steps
-    sampled (lifetime) and per second."""
+    sampled (lifetime) and per second. `address`: the Ray cluster to run on (its env runners
+    spread over its nodes); None: a local Ray with a CPU per env runner and one for the learner."""
     import ray
 
-    ray.init(num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1, include_dashboard=False,
-             ignore_reinit_error=True, log_to_driver=False)  # fmt: skip
+    if address is not None:
+        ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    else:
+        ray.init(num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1, include_dashboard=False,
+                 ignore_reinit_error=True, log_to_driver=False)  # fmt: skip
     algo = build_config(task, env_config, **config_kwargs).build_algo()
     rows, start = [], time.perf_counter()
     try:
@@ -131,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--envs-per-runner", type=int, default=8)
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--address",
+        type=argtype(ray_address),
+        default=None,
+        help="a Ray cluster's head HOST:PORT (as `ray start --head` prints it); default: a local Ray",
+    )
     args = p.parse_args(argv)
     for name in ("iterations", "envs_per_runner", "users"):
         if getattr(args, name) < 1:
@@ -138,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.env_runners < 0 or args.seed < 0:
         p.error("--env-runners and --seed must be >= 0")
     env_config = {"difficulty": args.difficulty, "users": args.users}
-    for row in train(args.task, args.iterations, env_config, num_env_runners=args.env_runners,
+    for row in train(args.task, args.iterations, env_config, args.address, num_env_runners=args.env_runners,
                      num_envs_per_env_runner=args.envs_per_runner, seed=args.seed):  # fmt: skip
         print(json.dumps(row, default=str), flush=True)
     return 0

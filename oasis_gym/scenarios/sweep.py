@@ -29,7 +29,6 @@ import csv
 import itertools
 import json
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,11 +38,21 @@ import numpy as np
 from ..checks import MAX_ID, path_name, whole_number
 from .config import parse_value
 from .effects import HEADLINE, ORDERINGS, effects
-from .scenario import load_scenario
+from .scenario import Scenario, load_scenario
 from .stats import ordering_share, summarize
+from .sweep_executors import Failed, LocalExecutor
 from .sweep_store import TABLES, SweepRuns, stable, sweep_output, sweep_settings
 
-__all__ = ["parse_param", "resolve_key", "plan_sweep", "run_sweep", "plot_sweep", "OUTPUTS", "MAX_SWEEP_RUNS"]
+__all__ = [
+    "parse_param",
+    "resolve_key",
+    "plan_sweep",
+    "run_sweep",
+    "run_config",
+    "plot_sweep",
+    "OUTPUTS",
+    "MAX_SWEEP_RUNS",
+]
 
 OUTPUTS = ("runs.csv", "summary.csv", "summary.json")
 MAX_SWEEP_RUNS = 10_000  # grid points x seeds of one sweep (checked before it is planned)
@@ -145,11 +154,19 @@ def plan_sweep(
         "steps": steps,
         "seeds": list(range(seed_start, seed_start + seeds)),
         "out": out_dir,
+        "fixed": fixed,
     }
     settings = sweep_settings(plan)
     plan["output"] = None if out_dir is None else sweep_output(out_dir, settings, overwrite, resume)
     plan["runs"] = SweepRuns(plan["output"], settings, resume, total=len(grid) * seeds)
     return plan
+
+
+def run_config(config: dict, source: str, steps: int | None, seed: int) -> dict:
+    """One run of a sweep, what every executor computes: the scenario `config` (a grid
+    point's, its seed set) run for `steps` with `seed`, without a journal on disk; its effects."""
+    sc = Scenario(config, source)
+    return effects(sc.kind, sc.run(steps=steps, db_path=":memory:", seed=seed))
 
 
 def run_sweep(
@@ -159,56 +176,93 @@ def run_sweep(
     log=None,
     plan: dict | None = None,
     on_run: Callable[[bool], None] | None = None,
+    executor=None,
     **kwargs: Any,
 ) -> dict:
     """Run the grid x seeds; returns {"scenario", "kind", "params", "seeds", "points": [...]}
-    and writes the tables (and the PNG) to `out` when given.
+    (and "failed": [{"point", "seed", "error", "attempts"}] when runs failed) and writes the
+    tables (and the PNG) to `out` when given.
 
     The sweep is `plan` (from `plan_sweep`), else planned from `scenario` and the other
     arguments, which are plan_sweep's (params, seeds, seed_start, steps, sets, out, overwrite).
-    `log(point)` is called after each grid point, `on_run(loaded)` after each run (`loaded`:
-    a finished run of an interrupted sweep, read back on resume). The output folder's writer
-    lock (`oasis_gym.outputs`) is let go when it ends.
+    Each point of "points" holds its grid point, effects (mean, CI, sd, n over the seeds that
+    finished), ordered_share and wall_s (the seconds its runs took where they ran, summed;
+    0 for runs read back). `executor` computes the runs (`sweep_executors`: `LocalExecutor()`, the default, or
+    `RayExecutor(address)`); it is started here and closed at the end. `log(point)` is called
+    when a grid point's runs are all done (in grid order), `on_run(loaded)` after each run
+    (`loaded`: a finished run of an interrupted sweep, read back on resume; a failed run
+    counts as done). A run that fails is retried once, then listed in "failed" while the
+    others go on; the tables then hold the runs that finished (no tables when none did).
+    The output folder's writer lock (`oasis_gym.outputs`) is let go when it ends.
     """
     plan = plan or plan_sweep(scenario, *args, **kwargs)
+    executor = executor if executor is not None else LocalExecutor()
     try:
-        return _run_plan(scenario, plan, plot, log, on_run)
+        executor.start(plan)
+        try:
+            return _run_plan(scenario, plan, plot, log, on_run, executor)
+        finally:
+            executor.close()
     finally:
         if plan.get("output") is not None:
             plan["output"].release()
 
 
-def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run) -> dict:
+def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run, executor) -> dict:
     base, parsed, extra, steps = plan["base"], plan["parsed"], plan["extra"], plan["steps"]
-    seed_list, out_dir = plan["seeds"], plan["out"]
-    rows, points = [], []
+    grid, seed_list, out_dir = plan["grid"], plan["seeds"], plan["out"]
     runs = plan.get("runs") or SweepRuns(None, {}, False)
-
-    def one_run(point: dict, s: int) -> dict:  # scenario.seed too: each seed also redraws the population's random parts
-        sc = load_scenario(scenario, {**extra, **point, "scenario.seed": s})
-        return effects(sc.kind, sc.run(steps=steps, db_path=":memory:", seed=s))
-
-    for i, point in enumerate(plan["grid"]):
-        t0 = time.perf_counter()
-        per_seed = []
-        for s in seed_list:  # each finished run is kept at once (resume loads it)
-            eff = runs.run(i, point, s, lambda point=point, s=s: one_run(point, s))
+    done: dict[tuple[int, int], dict] = {}
+    spent = [0.0] * len(grid)  # the seconds each point's runs took where they ran
+    todo = []
+    for i, point in enumerate(grid):  # the finished runs of an interrupted sweep, read back
+        for s in seed_list:
+            eff = runs.load(i, point, s)
+            if eff is None:
+                todo.append((i, s))
+                continue
+            done[i, s] = eff
             if on_run is not None:
-                on_run(runs.loaded)
-            per_seed.append(eff)
-            rows.append({**point, "seed": s, **eff})
-        order = ORDERINGS.get(base.kind, ())
-        summary = summarize(per_seed)  # shares' intervals stay in [0, 1]
-        pt = {
-            "point": point,
-            "effects": summary,
-            "wall_s": round(time.perf_counter() - t0, 2),
-            "ordered_share": ordering_share([[e[k] for k in order] for e in per_seed]) if order else None,
-            "ordering": list(order),
-        }
-        points.append(pt)
-        if log is not None:
-            log(pt)
+                on_run(True)
+    points: list[dict] = []
+    order = ORDERINGS.get(base.kind, ())
+
+    def finish_points() -> None:  # each grid point whose runs are all done or failed, in grid order
+        while len(points) < len(grid) and all((len(points), s) in done or (len(points), s) in runs.failed
+                                              for s in seed_list):  # fmt: skip
+            i = len(points)
+            per_seed = [done[i, s] for s in seed_list if (i, s) in done]
+            pt = {
+                "point": grid[i],
+                "effects": summarize(per_seed),  # shares' intervals stay in [0, 1]
+                "wall_s": round(spent[i], 2),
+                "ordered_share": ordering_share([[e[k] for k in order] for e in per_seed]) if order else None,
+                "ordering": list(order),
+            }
+            points.append(pt)
+            if log is not None:
+                log(pt)
+
+    def jobs():  # scenario.seed too: each seed also redraws the population's random parts
+        for i, s in todo:
+            sc = load_scenario(scenario, {**extra, **grid[i], "scenario.seed": s})
+            yield (i, s), (sc.config, sc.source, steps, s)
+
+    finish_points()
+    results = executor.map(run_config, jobs())
+    try:
+        for (i, s), out, seconds in results:
+            spent[i] += seconds
+            if isinstance(out, Failed):
+                runs.fail(i, grid[i], s, out.error, out.attempts)
+            else:
+                done[i, s] = runs.keep(i, grid[i], s, out)  # kept at once (resume loads it)
+            if on_run is not None:
+                on_run(False)
+            finish_points()
+    finally:
+        results.close()  # stopped early (Ctrl-C): the executor lets go of its unfinished runs now
+    rows = [{**grid[i], "seed": s, **done[i, s]} for i in range(len(grid)) for s in seed_list if (i, s) in done]
     result = {
         "scenario": base.name,
         "kind": base.kind,
@@ -219,7 +273,9 @@ def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run) -> dict:
         "headline": list(HEADLINE.get(base.kind, ())),
         "points": points,
     }
-    if out_dir is not None:  # the tables and the PNG: written beside, then renamed into place together
+    if runs.failed:
+        result["failed"] = [{"point": grid[i], "seed": s, **why} for (i, s), why in sorted(runs.failed.items())]
+    if out_dir is not None and rows:  # the tables and the PNG: written beside, then renamed into place together
         with plan["output"].staging(prune=TABLES) as tmp:
             _write(tmp, rows, result)
             png = plot_sweep(result, tmp) if plot else None

@@ -19,11 +19,13 @@ from ..interrupts import exit_code, signum_of
 from .config import parse_sets
 from .scenario import load_scenario
 from .sweep import MAX_SWEEP_RUNS, _clean, plan_sweep, run_sweep
-from .sweep_store import stopped_line
+from .sweep_executors import EXECUTORS, make_executor
+from .sweep_store import resume_argv, stopped_line
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
 _SHOWN_POINTS = 12  # grid points the summary lists (the rest: summary.csv)
+_SHOWN_FAILED = 12  # failed runs the summary lists (the rest: summary.json)
 
 
 def add_sweep_parser(sub) -> None:
@@ -62,6 +64,32 @@ def add_sweep_parser(sub) -> None:
         action="store_true",
         help="continue the interrupted sweep in --out (same settings), skipping its finished runs",
     )
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="where the runs compute: local (one after another in this process, the default) or ray "
+        "(each run a Ray task: a local Ray, or the cluster at --address; needs pip install 'oasis-gym[ray]')",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="with --executor ray: the Ray cluster's head, HOST:PORT as `ray start --head` prints it "
+        "(or ray://HOST:PORT, or auto); default: start a local Ray for this sweep",
+    )
+    p.add_argument(
+        "--cpus-per-run",
+        type=float,
+        default=None,
+        help="with --executor ray: the CPUs each run's task asks for (default 1)",
+    )
+    p.add_argument(
+        "--gpus-per-run",
+        type=float,
+        default=None,
+        help="with --executor ray: the GPUs each run's task asks for (default 1 when its LLM users run a "
+        "model in the task, 0 for ABM users or LLM users on endpoints)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--json",
@@ -90,27 +118,49 @@ def _point_line(pt: dict, headline: list[str]) -> str:
     return f"  {point}: {effects}{ordered}"
 
 
-def sweep_summary(res: dict, out: str, seconds: float) -> Summary:
-    """What `oasis-gym sweep` says at its end (`res`: `run_sweep`'s result)."""
+def _failed_lines(failed: list[dict]) -> list[str]:
+    lines = [f"{len(failed)} run{'s' * (len(failed) != 1)} failed (each tried twice) and are left out of the tables:"]
+    for f in failed[:_SHOWN_FAILED]:
+        point = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in f["point"].items())
+        lines.append(f"  {point}, seed {f['seed']}: {f['error']}")
+    if len(failed) > _SHOWN_FAILED:
+        lines.append(f"  ... {len(failed) - _SHOWN_FAILED} more in summary.json")
+    return lines
+
+
+def sweep_summary(
+    res: dict, out: str, seconds: float, where: str = "", resume_argv: list[str] | None = None
+) -> Summary:
+    """What `oasis-gym sweep` says at its end (`res`: `run_sweep`'s result; `where`: the
+    executor's words; `resume_argv`: the command that runs the failed runs again)."""
     points, seeds = len(res["points"]), len(res["seeds"])
+    failed = res.get("failed", [])
     params = " x ".join(f"{k.rsplit('.', 1)[-1]} ({len(v)} values)" for k, v in res["params"].items())
+    at = f" {where}" if where else ""
     done = [
-        f"Swept {res['scenario']} over {params} x {seeds} seeds = {points * seeds} runs in {duration(seconds)}; "
+        f"Swept {res['scenario']} over {params} x {seeds} seeds = {points * seeds} runs{at} in {duration(seconds)}; "
         "mean [95% CI] over the seeds:"
     ]
     done += [_point_line(pt, res["headline"]) for pt in res["points"][:_SHOWN_POINTS]]
     if points > _SHOWN_POINTS:
         done.append(f"  ... {points - _SHOWN_POINTS} more grid points in summary.csv")
+    if failed:
+        done += _failed_lines(failed)
     folder = Path(out)
     outputs = [
         (str(folder / "summary.csv"), "per grid point and effect: mean, 95% CI, sd, n"),
         (str(folder / "runs.csv"), "one row per run (grid point, seed): every effect"),
-        (str(folder / "summary.json"), "the same with the settings, as JSON"),
+        (
+            str(folder / "summary.json"),
+            "the same with the settings, as JSON" + (" and the failed runs" if failed else ""),
+        ),
     ]
     if res.get("png"):
         x = next(iter(res["params"])).rsplit(".", 1)[-1]
         outputs.append((res["png"], f"the headline effects against {x}, with 95% CIs"))
     outputs.append((str(folder / "runs") + "/", "each finished run (what --resume reads)"))
+    if len(failed) == points * seeds:
+        outputs = []  # no run finished: no tables, no runs
     first = res["points"][0]["point"]
     sets = [a for k, v in first.items() for a in ("--set", f"{k}={v}")]
     one = ["oasis-gym", "run", "--scenario", res["scenario"], *sets, "--db", f"{res['scenario']}_one.db"]
@@ -118,7 +168,12 @@ def sweep_summary(res: dict, out: str, seconds: float) -> Summary:
         (quoted(one), "one grid point in detail: a journal and TensorBoard logs"),
         (quoted(["oasis-gym", "report", f"{res['scenario']}_one.db"]), "then its plots"),
     ]
-    data = {"sweep": res["scenario"], "out": out, "points": points, "seeds": seeds, "png": res.get("png")}
+    if failed and resume_argv:
+        nxt.insert(
+            0, (quoted(resume_argv), "after fixing the cause: runs only the failed runs, then writes whole tables")
+        )
+    data = {"sweep": res["scenario"], "out": out, "points": points, "seeds": seeds, "png": res.get("png"),
+            "failed": len(failed)}  # fmt: skip
     return Summary("\n".join(done), outputs, nxt, data)
 
 
@@ -133,9 +188,13 @@ def _point_json(pt: dict) -> str:
 
 def cmd_sweep(args) -> int:
     """Run `oasis-gym sweep`: a progress bar while it runs, a summary at the end (`--json`: one
-    JSON line per grid point and a final one)."""
+    JSON line per grid point and a final one). Exit code 0; 1 when runs failed (the summary
+    lists them, the tables hold the others); 2 on bad input, before anything runs."""
     as_json = getattr(args, "json", False)
+    plan = executor = None
     try:  # bad arguments: one line, exit code 2, before anything runs
+        executor = make_executor(getattr(args, "executor", "local"), getattr(args, "address", None),
+                                 getattr(args, "cpus_per_run", None), getattr(args, "gpus_per_run", None))  # fmt: skip
         sets = parse_sets(args.sweep_set or [])
         out = args.out or str(Path("sweeps") / load_scenario(args.scenario).name)
         plan = plan_sweep(
@@ -149,7 +208,12 @@ def cmd_sweep(args) -> int:
             overwrite=args.overwrite,
             resume=getattr(args, "resume", False),
         )
+        executor.start(plan)  # Ray: connected (or a local one started) and the runs' resources checked
     except (ValueError, KeyError, FileExistsError, FileNotFoundError) as err:
+        if executor is not None:
+            executor.close()
+        if plan is not None and plan.get("output") is not None:
+            plan["output"].release()  # (a folder the check made, still empty, goes)
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"oasis-gym sweep: error: {msg}", file=sys.stderr)
         return 2
@@ -165,15 +229,21 @@ def cmd_sweep(args) -> int:
     def on_run(loaded: bool) -> None:
         if loaded:  # a finished run of the interrupted sweep, read back
             resumed[0] += 1
-            progress.set_postfix(read_back=resumed[0], refresh=False)
+        postfix = {"read_back": resumed[0], "failed": len(plan["runs"].failed)}
+        if any(postfix.values()):
+            progress.set_postfix({k: v for k, v in postfix.items() if v}, refresh=False)
         progress.update(1)
 
     start = time.perf_counter()
     try:  # Ctrl-C, or SIGTERM (raised as one by the command line: oasis_gym.interrupts): the finished runs are kept
+        where = executor.where()
         with progress:
-            res = run_sweep(args.scenario, log=log, plan=plan, on_run=on_run)
+            res = run_sweep(args.scenario, log=log, plan=plan, on_run=on_run, executor=executor)
     except KeyboardInterrupt as stop:
         print(stopped_line(signum_of(stop), plan["runs"], args, out), file=sys.stderr)
         return exit_code(stop)
-    sweep_summary(res, out, time.perf_counter() - start).show(as_json)
-    return 0
+    finally:
+        executor.close()
+    summary = sweep_summary(res, out, time.perf_counter() - start, where, resume_argv(args, out))
+    summary.show(as_json)
+    return 1 if res.get("failed") else 0  # failed runs: the tables of the others, exit code 1

@@ -18,13 +18,13 @@ import hashlib
 import json
 import shlex
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..outputs import OutputDir, signed
 
-__all__ = ["FILES", "TABLES", "SweepRuns", "sweep_output", "sweep_settings", "stable", "stopped_line"]
+__all__ = ["FILES", "TABLES", "SweepRuns", "sweep_output", "sweep_settings", "stable", "resume_argv", "stopped_line"]
 
 FILES = ("runs.csv", "summary.csv", "summary.json", "effect_vs_*.png", "runs/*.json")
 TABLES = FILES[:4]  # written together at the end; an earlier sweep's that are not written again go
@@ -116,15 +116,16 @@ class SweepRuns:
     def __init__(self, output: OutputDir | None, settings: Mapping[str, Any], resume: bool, total: int = 0):
         self.output, self.resume, self.total = output, resume, total
         self.key = _digest(settings)[:16]
-        self.finished = 0
-        self.loaded = False  # the last run was read back (a resumed sweep's), not computed
+        self.finished = 0  # runs done: read back, computed or failed
+        self.failed: dict[tuple[int, int], dict] = {}  # (grid point, seed) -> {"error", "attempts"}
 
     @staticmethod
     def name(index: int, seed: int) -> str:
         """The file of grid point `index`'s run with `seed`, relative to the sweep's folder."""
         return f"runs/{index:04d}_seed{seed}.json"
 
-    def _load(self, index: int, point: Mapping[str, Any], seed: int) -> dict | None:
+    def load(self, index: int, point: Mapping[str, Any], seed: int) -> dict | None:
+        """The effects of a finished run of the interrupted sweep (on resume), else None."""
         if self.output is None or not self.resume:
             return None
         try:  # (`sweep_output` checked that every runs/*.json there is the sweep's own)
@@ -137,19 +138,24 @@ class SweepRuns:
             seed,
         ):
             return None  # another sweep's (started anew with --overwrite)
-        return data.get("effects") if isinstance(data.get("effects"), dict) else None
+        effects = data.get("effects") if isinstance(data.get("effects"), dict) else None
+        self.finished += effects is not None
+        return effects
 
-    def run(self, index: int, point: Mapping[str, Any], seed: int, compute: Callable[[], dict]) -> dict:
-        """The effects of one run: a finished one's (on resume), else `compute()`'s, written at once."""
-        effects = self._load(index, point, seed)
-        self.loaded = effects is not None
-        if effects is None:
-            effects = _plain(compute())
-            if self.output is not None:
-                record = {"sweep": self.key, "point": dict(point), "seed": seed, "effects": effects}
-                self.output.write(self.name(index, seed), json.dumps(signed(record, "sweep run"), indent=1).encode())
+    def keep(self, index: int, point: Mapping[str, Any], seed: int, effects: Mapping[str, Any]) -> dict:
+        """A run just computed (by any executor): written at once; its effects as JSON gives
+        them back (what a resumed sweep reads, so both give the same tables)."""
+        effects = _plain(dict(effects))
+        if self.output is not None:
+            record = {"sweep": self.key, "point": dict(point), "seed": seed, "effects": effects}
+            self.output.write(self.name(index, seed), json.dumps(signed(record, "sweep run"), indent=1).encode())
         self.finished += 1
         return effects
+
+    def fail(self, index: int, point: Mapping[str, Any], seed: int, error: str, attempts: int) -> None:
+        """A run that failed on every attempt: nothing written (`--resume` runs it again)."""
+        self.failed[index, seed] = {"error": error, "attempts": attempts}
+        self.finished += 1
 
 
 def stable(result: Mapping[str, Any]) -> dict:
@@ -157,8 +163,9 @@ def stable(result: Mapping[str, Any]) -> dict:
     return {**result, "points": [{k: v for k, v in pt.items() if k != "wall_s"} for pt in result["points"]]}
 
 
-def stopped_line(signum: int, runs: SweepRuns | None, args, out: str) -> str:
-    """The one line `oasis-gym sweep` prints when signal `signum` stopped it: how to continue."""
+def resume_argv(args, out: str) -> list[str]:
+    """The `oasis-gym sweep ... --resume` command that continues the sweep of `args` in `out`
+    (with its executor: `--resume` also works with the other one)."""
     argv = ["oasis-gym", "sweep", args.scenario]
     for p in args.param or []:
         argv += ["--param", p]
@@ -167,8 +174,21 @@ def stopped_line(signum: int, runs: SweepRuns | None, args, out: str) -> str:
             argv += [flag, str(value)]
     for s in args.sweep_set or []:
         argv += ["--set", s]
+    if getattr(args, "executor", "local") != "local":
+        argv += ["--executor", args.executor]
+        for flag in ("address", "cpus_per_run", "gpus_per_run"):
+            if getattr(args, flag, None) is not None:
+                argv += [
+                    "--" + flag.replace("_", "-"),
+                    f"{getattr(args, flag):g}" if flag != "address" else args.address,
+                ]
+    return [*argv, "--out", str(out), "--resume"]
+
+
+def stopped_line(signum: int, runs: SweepRuns | None, args, out: str) -> str:
+    """The one line `oasis-gym sweep` prints when signal `signum` stopped it: how to continue."""
     done = f"after {runs.finished} of {runs.total} runs " if runs is not None else ""
     return (
         f"oasis-gym sweep: stopped by {signal.Signals(signum).name} {done}(kept in {out}); "
-        f"continue with: {shlex.join([*argv, '--out', str(out), '--resume'])}"
+        f"continue with: {shlex.join(resume_argv(args, out))}"
     )
