@@ -17,7 +17,7 @@ import pytest
 
 from oasis_gym import cli
 from oasis_gym.scenarios import sweep
-from oasis_gym.scenarios.sweep_executors import ATTEMPTS, LocalExecutor, RayExecutor, gpus_for
+from oasis_gym.scenarios.sweep_executors import ATTEMPTS, Failed, LocalExecutor, RayExecutor, gpus_for
 from oasis_gym.scenarios.sweep_store import stable
 
 SMALL = ["--param", "herd_weight=0,0.5", "--seeds", "2", "--seed-start", "7", "--set", "users=36", "--steps", "3"]
@@ -212,6 +212,32 @@ def test_failed_runs_are_reported_per_run_with_the_others_kept_on_both_executors
     assert len((tmp_path / "ray" / "runs.csv").read_text().splitlines()) == 1 + 2  # the good point's two runs
     assert sorted(p.name for p in (tmp_path / "ray" / "runs").iterdir()) == ["0000_seed7.json", "0000_seed8.json"]
     assert tables(tmp_path / "local") == tables(tmp_path / "ray")
+
+
+@needs_ray
+def test_on_ray_a_run_failing_once_is_retried_and_one_failing_twice_is_reported(cluster, tmp_path):
+    """Ray's own retry (`retry_exceptions`, `max_retries=1`), counted by the attempts
+    themselves: each leaves a file in a folder both nodes see (this machine's disk)."""
+    marks = tmp_path / "attempts"
+    marks.mkdir()
+
+    def run(key: str, failures: int) -> dict:  # fails its first `failures` attempts
+        attempt = len(list(marks.glob(f"{key}-*")))
+        (marks / f"{key}-{attempt}").touch()
+        if attempt < failures:
+            raise OSError(f"transient failure {attempt + 1} of {key}")
+        return {"key": key, "attempt": attempt + 1}
+
+    ex = RayExecutor(cluster.address, cpus=1.0, gpus=0.0)
+    ex.start()
+    try:
+        jobs = [(key, (key, failures)) for key, failures in (("never", 0), ("once", 1), ("always", 5))]
+        got = {key: out for key, out, _ in ex.map(run, jobs)}
+    finally:
+        ex.close()
+    assert got["never"] == {"key": "never", "attempt": 1} and got["once"] == {"key": "once", "attempt": 2}
+    assert got["always"] == Failed("OSError: transient failure 2 of always", attempts=ATTEMPTS)
+    assert {k: len(list(marks.glob(f"{k}-*"))) for k in got} == {"never": 1, "once": 2, "always": 2}
 
 
 @needs_ray
