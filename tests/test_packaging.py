@@ -7,6 +7,7 @@ there by hand; an editable install hides the omission, a normal install loses th
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -64,3 +65,13 @@ def test_python_m_oasis_gym_is_the_command():
 
     out = subprocess.run([sys.executable, "-m", "oasis_gym", "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.startswith("usage: oasis-gym")
+
+
+def test_the_train_extra_installs_what_sb3s_progress_bar_imports():
+    """`oasis-gym train` and `benchmark` show SB3's progress bar (ProgressBarCallback imports
+    tqdm and rich, which stable-baselines3 itself does not require): an install of only
+    `.[train]` must have both (the main venv hides the omission: vllm pulls rich)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    declared |= {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in project["optional-dependencies"]["train"]}
+    assert {"stable-baselines3", "tqdm", "rich"} <= declared
