@@ -257,3 +257,16 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == 120 - step
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")
+
+
+def test_a_seed_of_any_size_runs_and_resumes_with_tensorboard(tmp_path):
+    """`--seed` takes any whole number >= 0 (numpy seeds are unbounded), but a seed of 2**64 or
+    more ended the run in a tensorboardX traceback (its HParams table takes 64-bit numbers) after
+    the journal was created, and every resume of it failed the same way."""
+    seed = str(2**64)
+    argv = ["run", "--users", "30", "--policy", "abm", "--steps", "2", "--quiet", "--db", "big.db"]
+    proc, _ = oasis_cli(*argv, "--seed", seed, cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    resumed, _ = oasis_cli("run", "--resume", "big.db", "--steps", "3", "--quiet", cwd=tmp_path)
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-2000:]
+    assert read_meta(tmp_path / "big.db")["step"] == 3
