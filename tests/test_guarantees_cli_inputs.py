@@ -33,6 +33,7 @@ from oasis_gym.platform import JournalError, Platform, load_db, load_platform
 from oasis_gym.platform.journal import read_meta
 
 LONG = "n" * 300  # a file name of 300 bytes: the OS takes at most 255 (ENAMETOOLONG)
+NOWHERE = "/proc/oasis-gym-nowhere"  # a folder no one can create (ENOENT), even as root
 QUICK_S = 40.0  # "before any compute": a refusal costs the interpreter's start, not a run
 SWEEP = ["sweep", "group_polarization", "--seeds", "1", "--steps", "1"]
 HERD = ["run", "--scenario", "reddit_herd_effect", "--steps", "1", *QUIET]
@@ -90,6 +91,18 @@ BAD = {
     "report_out_name_too_long": (_cli_journal, ["report", "{}", "--out", LONG], "255"),
     "sweep_out_name_too_long": (None, [*SWEEP, "--param", "rho=0.5", "--out", LONG], "255"),
     "train_out_name_too_long": (None, [*TRAIN, "--out", LONG], "255"),
+    # output folders that cannot be created: one line before any compute (a FileNotFoundError
+    # traceback before, for --logdir after the journal was made, which then failed every resume)
+    "run_logdir_cannot_be_created": (
+        None,
+        ["run", "--users", "30", "--policy", "abm", "--logdir", NOWHERE],
+        "--logdir",
+    ),
+    "run_figures_cannot_be_created": (None, [*HERD, "--figures", NOWHERE + "/f.json"], "--figures"),
+    "report_out_cannot_be_created": (_cli_journal, ["report", "{}", "--out", NOWHERE], "cannot write --out"),
+    "sweep_out_cannot_be_created": (None, [*SWEEP, "--param", "rho=0.5", "--out", NOWHERE], "cannot write --out"),
+    "import_out_cannot_be_created": (_good_oasis, ["--out", NOWHERE + "/x.db"], "cannot write"),
+    "train_out_cannot_be_created": (None, [*TRAIN, "--out", NOWHERE], "cannot write --out"),
     # scenario settings: types, ranges, finiteness
     "scenario_users_text": (None, [*HERD, "--set", "users=abc"], "users"),
     "scenario_users_negative": (None, [*HERD, "--set", "users=-5"], "users"),
