@@ -112,6 +112,12 @@ BAD = {
     "scenario_minutes_per_step_huge": (None, [*HERD, "--set", f"env.minutes_per_step={10**12}"], "minutes_per_step"),
     # sweep: values, seeds, the size of the grid (a hang before: 10**8 points planned for minutes)
     "sweep_value_not_a_number": (None, [*SWEEP, "--param", "rho=abc"], "number"),
+    # one parameter twice (a bare name and its dotted path too): the last one silently won
+    "sweep_param_twice": (
+        None,
+        [*SWEEP, "--param", "rho=0.5,1.0", "--param", "policy.abm.opinion_params.rho=0.8"],
+        "more than once",
+    ),
     "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),
     "sweep_value_inf": (None, [*SWEEP, "--param", "rho=inf"], "finite"),
     "sweep_range_to_inf": (None, [*SWEEP, "--param", "rho=0:inf:3"], "finite"),
