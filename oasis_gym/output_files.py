@@ -42,6 +42,7 @@ __all__ = [
     "is_regular_file",
     "walk_files",
     "missing_folders",
+    "check_writable",
     "remove_empty",
     "FolderBusy",
     "hold_folder",
@@ -137,6 +138,23 @@ def missing_folders(path: Path) -> list[Path]:
         out.append(path)
         path = path.parent
     return out
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """Refuse (`OutputError`, one line) a folder no command could write into: `folder`, or the
+    nearest existing folder above it when it is missing, must take a new entry (probed with an
+    empty temporary folder, removed at once), so a path under a file, in a read-only place or
+    in /proc is refused before anything is computed, not by a traceback after it."""
+    missing = missing_folders(folder)
+    base = missing[-1].parent if missing else folder
+    if not base.is_dir():
+        raise OutputError(f"{what} {folder}: {base} is not a folder")
+    probe = base / tmp_name()
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as err:
+        raise OutputError(f"cannot write {what} {folder}: {err.strerror or err} (in {base})") from None
 
 
 def remove_empty(folders: Sequence[Path]) -> None:

@@ -43,6 +43,7 @@ from .output_files import (
     TMP_PREFIX,
     FolderBusy,
     OutputError,
+    check_writable,
     clear_stale,
     file_sha256,
     hold_folder,
@@ -174,6 +175,7 @@ class OutputDir:
         missing or its own earlier output (`overwrite` / `resume` then allowing it)."""
         if os.path.lexists(self.path) and not self.path.is_dir():
             raise OutputError(f"{self.option} {self.path} exists and is not a folder: choose another {self.option}")
+        check_writable(self.path, self.option)
         self._hold()
         try:
             self._check_files()
@@ -311,8 +313,7 @@ class OutputFile:
         if not os.path.lexists(p):
             for sibling in self._siblings():  # a stray -wal would be read into the new file
                 raise OutputError(f"{sibling} exists without {p}: it is never replaced; remove it yourself")
-            if p.parent.exists() and not p.parent.is_dir():
-                raise OutputError(f"{p.parent} is not a folder: choose another {self.option}")
+            check_writable(p.parent, f"the folder of {self.option}")
             return self
         if not is_regular_file(p) or not self.is_ours(p):
             raise OutputError(
@@ -359,10 +360,11 @@ def check_logdir(path: str | os.PathLike) -> Path:
     """Refuse a TensorBoard folder that is not a folder, or holds anything but its oasis-gym
     marker and event files (a folder without the marker: only if empty)."""
     p = Path(path)
+    if os.path.lexists(p) and not p.is_dir():
+        raise OutputError(f"--logdir {p} exists and is not a folder: choose another --logdir")
+    check_writable(p, "--logdir")
     if not os.path.lexists(p):
         return p
-    if not p.is_dir():
-        raise OutputError(f"--logdir {p} exists and is not a folder: choose another --logdir")
     marker = p / _LOGDIR_MARKER
     ours = os.path.lexists(marker) and is_signed("tensorboard")(marker)
     for entry in walk_files(p):

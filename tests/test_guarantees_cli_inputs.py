@@ -33,6 +33,7 @@ from oasis_gym.platform import JournalError, Platform, load_db, load_platform
 from oasis_gym.platform.journal import read_meta
 
 LONG = "n" * 300  # a file name of 300 bytes: the OS takes at most 255 (ENAMETOOLONG)
+NOWHERE = "/proc/oasis-gym-nowhere"  # a folder no one can create (ENOENT), even as root
 QUICK_S = 40.0  # "before any compute": a refusal costs the interpreter's start, not a run
 SWEEP = ["sweep", "group_polarization", "--seeds", "1", "--steps", "1"]
 HERD = ["run", "--scenario", "reddit_herd_effect", "--steps", "1", *QUIET]
@@ -90,6 +91,18 @@ BAD = {
     "report_out_name_too_long": (_cli_journal, ["report", "{}", "--out", LONG], "255"),
     "sweep_out_name_too_long": (None, [*SWEEP, "--param", "rho=0.5", "--out", LONG], "255"),
     "train_out_name_too_long": (None, [*TRAIN, "--out", LONG], "255"),
+    # output folders that cannot be created: one line before any compute (a FileNotFoundError
+    # traceback before, for --logdir after the journal was made, which then failed every resume)
+    "run_logdir_cannot_be_created": (
+        None,
+        ["run", "--users", "30", "--policy", "abm", "--logdir", NOWHERE],
+        "--logdir",
+    ),
+    "run_figures_cannot_be_created": (None, [*HERD, "--figures", NOWHERE + "/f.json"], "--figures"),
+    "report_out_cannot_be_created": (_cli_journal, ["report", "{}", "--out", NOWHERE], "cannot write --out"),
+    "sweep_out_cannot_be_created": (None, [*SWEEP, "--param", "rho=0.5", "--out", NOWHERE], "cannot write --out"),
+    "import_out_cannot_be_created": (_good_oasis, ["--out", NOWHERE + "/x.db"], "cannot write"),
+    "train_out_cannot_be_created": (None, [*TRAIN, "--out", NOWHERE], "cannot write --out"),
     # scenario settings: types, ranges, finiteness
     "scenario_users_text": (None, [*HERD, "--set", "users=abc"], "users"),
     "scenario_users_negative": (None, [*HERD, "--set", "users=-5"], "users"),
@@ -99,6 +112,12 @@ BAD = {
     "scenario_minutes_per_step_huge": (None, [*HERD, "--set", f"env.minutes_per_step={10**12}"], "minutes_per_step"),
     # sweep: values, seeds, the size of the grid (a hang before: 10**8 points planned for minutes)
     "sweep_value_not_a_number": (None, [*SWEEP, "--param", "rho=abc"], "number"),
+    # one parameter twice (a bare name and its dotted path too): the last one silently won
+    "sweep_param_twice": (
+        None,
+        [*SWEEP, "--param", "rho=0.5,1.0", "--param", "policy.abm.opinion_params.rho=0.8"],
+        "more than once",
+    ),
     "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),
     "sweep_value_inf": (None, [*SWEEP, "--param", "rho=inf"], "finite"),
     "sweep_range_to_inf": (None, [*SWEEP, "--param", "rho=0:inf:3"], "finite"),
@@ -257,3 +276,16 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == 120 - step
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")
+
+
+def test_a_seed_of_any_size_runs_and_resumes_with_tensorboard(tmp_path):
+    """`--seed` takes any whole number >= 0 (numpy seeds are unbounded), but a seed of 2**64 or
+    more ended the run in a tensorboardX traceback (its HParams table takes 64-bit numbers) after
+    the journal was created, and every resume of it failed the same way."""
+    seed = str(2**64)
+    argv = ["run", "--users", "30", "--policy", "abm", "--steps", "2", "--quiet", "--db", "big.db"]
+    proc, _ = oasis_cli(*argv, "--seed", seed, cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    resumed, _ = oasis_cli("run", "--resume", "big.db", "--steps", "3", "--quiet", cwd=tmp_path)
+    assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-2000:]
+    assert read_meta(tmp_path / "big.db")["step"] == 3

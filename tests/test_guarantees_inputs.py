@@ -495,3 +495,17 @@ def test_cli_frequency_penalty_reaches_the_llm_users(server, argv, penalty):
     )
     sampling = make_llm_policy(args).core._sampling
     assert sampling.get("frequency_penalty") == penalty
+
+
+@pytest.mark.parametrize("activation", [2.0, -0.1, float("nan"), float("inf"), "sometimes", True, None])
+def test_an_env_refuses_an_activation_that_is_no_probability(activation):
+    """`--activation` is checked by the command line, but the envs took any value: 2.0 or NaN
+    ran silently (every user, or none, active). Now a ConfigError (a ValueError) at construction."""
+    from oasis_gym.envs import reddit_v0, twitter_v0
+    from oasis_gym.errors import ConfigError
+
+    for module in (twitter_v0, reddit_v0):
+        with pytest.raises(ConfigError, match="activation must be 'activity' or a probability in"):
+            module.parallel_env(users=30, activation=activation, db_path=None)
+    for ok in ("activity", 0, 0.5, 1.0):
+        twitter_v0.parallel_env(users=30, activation=ok, db_path=None).close()

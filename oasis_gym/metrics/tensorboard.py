@@ -47,9 +47,15 @@ def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any
 
 
 def _hparam_value(value: Any) -> bool | int | float | str:
-    """Value as the hparams plugin can hold it: numbers/bools/str as is, the rest as text."""
+    """Value as the hparams plugin can hold it: numbers/bools/str as is, the rest as text.
+
+    An integer beyond 64 bits (a ``--seed`` of 2**64) is text: tensorboardX takes it through a
+    numpy array, which has no number type for it.
+    """
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        return str(value)
     if isinstance(value, _HPARAM_TYPES):
         return value
     return json.dumps(value, default=str) if isinstance(value, (list, tuple)) else str(value)

@@ -128,6 +128,9 @@ def plan_sweep(
     if not specs:
         raise ValueError(f"{base.name}: give --param key=lo:hi:n (the scenario has no [sweep] param)")
     parsed = [(resolve_key(base.config, k), v) for k, v in (parse_param(s) for s in specs)]
+    twice = sorted({k for k, _ in parsed if sum(k == other for other, _ in parsed) > 1})
+    if twice:  # the last one's values would silently replace the others' in every grid point
+        raise ValueError(f"--param {twice[0]} is given more than once: give all its values in one --param")
     seeds = whole_number(seeds if seeds is not None else table.get("seeds", 10), "--seeds", 1, MAX_SWEEP_RUNS)
     seed_start = whole_number(seed_start if seed_start is not None else table.get("seed_start", 0), "--seed-start", 0)
     steps = steps if steps is not None else table.get("steps")

@@ -74,6 +74,11 @@ class Simulation:
             raise ValueError("feed_size must be >= 1, comments_per_post and search_size >= 0")
         if isinstance(cfg.max_cycles, bool) or not isinstance(cfg.max_cycles, (int, np.integer)) or cfg.max_cycles < 1:
             raise ConfigError(f"max_cycles must be a whole number >= 1, got {cfg.max_cycles!r}")
+        act = cfg.activation  # a share above 1 or NaN silently made every user (or none) active
+        if act != "activity" and (
+            isinstance(act, (bool, str)) or not isinstance(act, (int, float, np.number)) or not 0 <= act <= 1
+        ):
+            raise ConfigError(f"activation must be 'activity' or a probability in [0, 1], got {act!r}")
         if not cfg.journal and (cfg.db_path not in (None, ":memory:") or cfg.log_recs):
             raise ConfigError("journal=False records nothing: it takes no db_path (a file) and no log_recs")
         self.clock = Clock(cfg.minutes_per_step, cfg.start_hour)
