@@ -192,7 +192,8 @@ def test_an_interrupted_sweep_resumes_to_the_tables_of_an_uninterrupted_one(tmp_
 
 
 def test_sigint_or_sigterm_stops_a_sweep_with_one_line_and_its_resume_finishes_it(tmp_path):
-    args = [*SWEEP[:5], "5", "--set", "users=400", "--steps", "20"]
+    # runs long enough (~0.7 s each, 9 more after the first) that the signal lands mid-sweep on a loaded machine
+    args = [*SWEEP[:5], "5", "--set", "users=400", "--steps", "100"]
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         out = tmp_path / signum.name
         cmd = [sys.executable, "-m", "oasis_gym.cli", *args, "--out", str(out), "--quiet"]  # (no progress bar)
