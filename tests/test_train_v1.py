@@ -77,6 +77,19 @@ def test_tuned_rules_and_the_privileged_reference_run():
     assert (truth["misinfo_impressions"] <= none["misinfo_impressions"]).all()
 
 
+def test_the_privileged_reference_removes_only_misinformation_and_suspends_only_its_sources():
+    task = tb.make_task("moderator", 2, {**SMALL, "difficulty": "medium"})
+    rows = np.arange(2)
+    task.reset(rows, np.array([9000, 9001]))
+    obs, act, removed = task.reset_obs(rows), tb.truth_rule(task), 0
+    for t in range(SMALL["max_steps"]):
+        codes = act(obs, t)
+        removed += int((codes >= 2).sum())
+        obs, _, info = task.step(codes)
+        assert (info["removed_true"] == 0).all() and (info["suspended_true"] == 0).all()
+    assert removed > 0  # it acted
+
+
 TINY = ["--users", "200", "--max-steps", "5", "--timesteps", "200", "--n-envs", "4", "--n-steps", "10",
         "--batch-size", "20", "--cem-iterations", "1", "--cem-population", "3", "--eval-seeds", "9000", "9001",
         "9002", "--tune-seeds", "5000"]  # fmt: skip

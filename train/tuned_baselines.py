@@ -226,11 +226,15 @@ def rule_from(tuned: dict, k: int) -> Callable:
 
 
 def truth_rule(task: ModeratorTask) -> Callable:
-    """Privileged reference: remove and suspend every queued misinformation post (reads labels)."""
+    """Privileged reference (reads the hidden labels): remove every queued misinformation
+    post, and suspend its author only where the author is a misinformation account (an
+    ordinary user who shared one is not suspended: that would be a false positive)."""
 
     def act(obs: np.ndarray, t: int) -> np.ndarray:
         st, ids = task.state, task.queue_ids
-        truth = st.misinfo[np.arange(st.k)[:, None], st.slot(ids)] & (ids >= 0)
-        return np.where(truth, moderation.SUSPEND, moderation.NONE)
+        rows, slots = np.arange(st.k)[:, None], st.slot(ids)
+        truth = st.misinfo[rows, slots] & (ids >= 0)
+        source = st.misinfo_account[rows, st.author[rows, slots]]
+        return np.where(truth, np.where(source, moderation.SUSPEND, moderation.REMOVE), moderation.NONE)
 
     return act
