@@ -21,8 +21,10 @@ later: churn), opinions that move with what they engage with and stay moved (har
 and three kinds of user for whom the same post has different value (casual,
 outrage-prone, news-seeking). Outrage (arousal) draws engagement and carries
 misinformation (medium and hard), and misinformation campaigns come and go unseen. The
-best policy depends on the user (per-user weights) and on the state (the campaign, the
-satisfaction the history summaries reveal, the time left).
+dynamics are built so that a policy *could* gain by depending on the user (per-user
+weights) and on the state (the campaign, the satisfaction the history summaries reveal, the
+time left); measured so far (README, Benchmarks), medium shows no such gain: neither PPO
+nor the tuned per-user constant beats the tuned *global* constant on held-out seeds.
 
 ## Action space
 `Box(-1, 1, (6 * 9,))`: W row-major, rows the user features (`USER_FEATURES`: bias,
