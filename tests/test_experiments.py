@@ -51,7 +51,11 @@ def test_parse_param_and_resolve_key():
     assert parse_param("rho=0.4:1.2:5") == ("rho", [0.4, 0.6, 0.8, 1.0, 1.2])
     assert parse_param("k=1,2,4") == ("k", [1, 2, 4])
     assert parse_param("policy.abm.diffusion=none,content_aware")[1] == ["none", "content_aware"]
-    for bad in ("rho", "rho=", "rho=1:2", "rho=a:b:3", "rho=1:2:0"):
+    assert parse_param("users=10:40:4") == ("users", [10, 20, 30, 40])  # whole numbers stay whole
+    assert parse_param("users=5:1:3") == ("users", [5, 3, 1])
+    assert parse_param("rho=0:1:3") == ("rho", [0.0, 0.5, 1.0])
+    assert parse_param("users=1:4:3")[1] == [1.0, 2.5, 4.0]
+    for bad in ("rho", "rho=", "rho=1:2", "rho=a:b:3", "rho=1:2:0", "k=1,,2", "k=1,2,", "k=,1"):
         with pytest.raises(ValueError):
             parse_param(bad)
     cfg = load_scenario("group_polarization").config

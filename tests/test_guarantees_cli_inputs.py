@@ -38,6 +38,7 @@ QUICK_S = 40.0  # "before any compute": a refusal costs the interpreter's start,
 SWEEP = ["sweep", "group_polarization", "--seeds", "1", "--steps", "1"]
 HERD = ["run", "--scenario", "reddit_herd_effect", "--steps", "1", *QUIET]
 MORE = ["--steps", "4"]  # a resume of the 2-step journal that has steps to do
+LLM_RUN = ["run", "--db", "{}", "--users", "30", "--policy", "hybrid", "--core-users", "1", "--steps", "1"]
 TRAIN = ["train", "recommender-v0", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
 
 
@@ -118,6 +119,7 @@ BAD = {
         [*SWEEP, "--param", "rho=0.5,1.0", "--param", "policy.abm.opinion_params.rho=0.8"],
         "more than once",
     ),
+    "sweep_value_empty": (None, [*SWEEP, "--param", "rho=0.5,,0.7"], "empty value"),
     "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),
     "sweep_value_inf": (None, [*SWEEP, "--param", "rho=inf"], "finite"),
     "sweep_range_to_inf": (None, [*SWEEP, "--param", "rho=0:inf:3"], "finite"),
@@ -157,9 +159,24 @@ BAD = {
     "run_users_ten_to_the_40": (None, ["run", "--users", "1" + "0" * 40, *QUIET], "41-digit"),
     "scenario_users_a_billion": (None, [*HERD, "--set", "users=1000000000"], "at most 10,000,000"),
     # a resume with nothing to do: said, not a silent exit 0
+    # a --db that is no journal: refused before the LLM engine starts (it was refused after it,
+    # a dangling symbolic link as a file that "appeared while the journal was being created")
+    "run_db_is_a_folder": (lambda p: p, LLM_RUN, "is a directory"),
+    "run_db_is_a_user_file": (lambda p: _file(p / "notes.txt"), LLM_RUN, "not an oasis-gym journal"),
+    "run_db_dangling_symlink": (lambda p: _dangling(p / "run.db"), LLM_RUN, "symbolic link to a missing file"),
     "resume_steps_behind_the_journal": (_cli_journal, ["--steps", "1"], "at step 2"),
     "resume_of_a_complete_run": (_cli_journal, [], "complete"),
 }
+
+
+def _file(path: Path) -> Path:
+    path.write_text("a user's notes\n")
+    return path
+
+
+def _dangling(path: Path) -> Path:
+    path.symlink_to(path.parent / "missing" / "target.db")
+    return path
 
 
 def _argv(case: str, tmp_path: Path) -> list[str]:

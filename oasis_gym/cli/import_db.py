@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from oasis_gym.console import Summary, duration, quoted, timed
+from oasis_gym.console import Summary, duration, plural, quoted, timed
 from oasis_gym.outputs import OutputError
 from oasis_gym.platform.oasis_import import (
     OasisImportError,
@@ -86,13 +86,16 @@ def cmd_import(args) -> int:
     return 0
 
 
+TABLE_WORDS = (("user", "user"), ("post", "post"), ("comment", "comment"), ("follow", "follow"), ("trace", "trace row"))
+
+
 def import_summary(args, data: dict, platform: str, seconds: float) -> Summary:
     """What `oasis-gym import` says at its end: what it read, the journal, how to go on."""
     counts, step = data["counts"], data["step"]
     done = (
         f"Imported {args.oasis_db} ({platform}, at step {step}) in {duration(seconds)}: "
-        f"{counts.get('user', 0):,} users, {counts.get('post', 0):,} posts, {counts.get('comment', 0):,} comments, "
-        f"{counts.get('follow', 0):,} follows, {counts.get('trace', 0):,} trace rows."
+        + ", ".join(plural(counts.get(t, 0), w) for t, w in TABLE_WORDS)
+        + "."
     )
     if data["counter_mismatches"]:
         done += f"\nStored counters that disagreed with the rows, recomputed: {data['counter_mismatches']}."

@@ -14,7 +14,7 @@ from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
 from oasis_gym.metrics import MetricsRecorder
 from oasis_gym.outputs import check_logdir, claim_logdir
-from oasis_gym.platform.journal_file import check_distinct
+from oasis_gym.platform.journal_file import check_distinct, refusal
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
@@ -120,6 +120,8 @@ def cmd_run(args) -> int:
     logdir = None if args.no_tensorboard else args.logdir or str(Path("runs") / Path(args.db).stem)
     if logdir is not None:
         check_logdir(logdir)  # a file, or a folder of other files: one line, exit code 2, before anything runs
+    if not args.resume and (refused := refusal(args.db, args.overwrite)[1]):
+        raise ConfigError(refused)  # before the LLM engine starts (checked again under the journal's lock)
     # the LLM backend first: a missing one ends the run before any journal is written
     try:
         llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
@@ -189,13 +191,13 @@ def run_summary(data: dict, summary, args, env) -> Summary:
     where = f" (now at step {env._cycles} of {args.steps})" if args.resume else ""
     done = (
         f"{'Resumed' if args.resume else 'Ran'} {plural(summary.steps, 'step')} of {plural(users, 'user')}{where} in "
-        f"{duration(summary.seconds)}: {summary.actions:,} actions, {summary.accepted:,} accepted, "
+        f"{duration(summary.seconds)}: {plural(summary.actions, 'action')}, {summary.accepted:,} accepted, "
         f"{summary.actions_per_s:,.0f} actions/s."
     )
     llm = summary.llm
     if llm:
         done += (
-            f"\nLLM users: {llm.get('agents', 0):,} decisions ({llm.get('valid', 0):,} valid replies), "
+            f"\nLLM users: {plural(llm.get('agents', 0), 'decision')} ({llm.get('valid', 0):,} valid replies), "
             f"{llm.get('decisions_per_s', 0):.3g} decisions/s"
             + (f", prefix cache hit rate {llm['prefix_cache_hit_rate']:.0%}" if "prefix_cache_hit_rate" in llm else "")
             + "."

@@ -95,6 +95,8 @@ def what_is(path: str | os.PathLike) -> str:
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):
+            return f"a symbolic link to a missing file ({os.readlink(path)})"
         return MISSING
     except OSError as err:
         return f"not readable ({err.strerror})"
@@ -189,29 +191,38 @@ def _contents(path: str | os.PathLike) -> tuple[str | None, bool]:
     return meta.get("journal_id"), set(meta) <= {"journal_id"} and not rows
 
 
-def prepare_new(path: str, overwrite: bool, own_journal_id: str | None, lock: JournalLock) -> None:
-    """Make way for a new journal at `path` and create it, locked by `lock` (which holds the
-    file at `path`, if any): nothing there, or a journal that may be replaced (`overwrite`,
-    the caller's own from an earlier episode, or one that holds nothing), whose files are
-    then deleted. Anything else is refused with `JournalError`."""
-    lock.take()  # (the file at the path now, should it have changed since the lock was made)
+def refusal(path: str, overwrite: bool, own_journal_id: str | None = None) -> tuple[str, str | None]:
+    """What is at `path` (`what_is`) and, if a new journal may not be made there, why (one
+    line): anything but nothing, an empty file (with `overwrite`), or a journal that may be
+    replaced (`overwrite`, the caller's own from an earlier episode, or one that holds
+    nothing). Checked again under the lock by `prepare_new`; callers check it first to refuse
+    before any compute."""
     what = what_is(path)
-    if what == MISSING:
-        create_new(path, lock)
-        return
-    if what == "an empty file" and overwrite:
-        pass  # nothing to lose
-    elif what != JOURNAL:
-        raise JournalError(
-            f"{path} exists and is {what}, not an oasis-gym journal: it is never replaced; choose another journal path"
-        )
-    elif not overwrite:
+    if what == MISSING or (what == "an empty file" and overwrite):
+        return what, None
+    if what != JOURNAL:
+        return what, f"{path} exists and is {what}, not an oasis-gym journal: it is never replaced; choose another path"
+    if not overwrite:
         journal_id, empty = _contents(path)
         if not empty and (own_journal_id is None or journal_id != own_journal_id):
-            raise JournalError(
+            return what, (
                 f"{path} exists and is an oasis-gym journal: pass {OVERWRITE_HINT} to replace it, "
                 "or resume it (oasis-gym run --resume)"
             )
+    return what, None
+
+
+def prepare_new(path: str, overwrite: bool, own_journal_id: str | None, lock: JournalLock) -> None:
+    """Make way for a new journal at `path` and create it, locked by `lock` (which holds the
+    file at `path`, if any): nothing there, or a journal that may be replaced (`refusal`),
+    whose files are then deleted. Anything else is refused with `JournalError`."""
+    lock.take()  # (the file at the path now, should it have changed since the lock was made)
+    what, refused = refusal(path, overwrite, own_journal_id)
+    if refused:
+        raise JournalError(refused)
+    if what == MISSING:
+        create_new(path, lock)
+        return
     for suffix in SIBLINGS:
         sibling = path + suffix
         if os.path.lexists(sibling):

@@ -97,7 +97,7 @@ def scenario_summary(data: dict, figures: str | None) -> Summary:
     seconds = float(data.get("setup_s", 0)) + float(data.get("run_s", 0))
     done = [
         f"Ran the scenario {name}: {plural(data.get('steps', 0), 'step')} of {plural(data.get('users', 0), 'user')} "
-        f"({data.get('policy')} users) in {duration(seconds)}, {data.get('actions', 0):,} actions."
+        f"({data.get('policy')} users) in {duration(seconds)}, {plural(data.get('actions', 0), 'action')}."
     ]
     run_keys = {"steps", "users", "seed", "policy", "setup_s", "run_s", "actions", "db_path", "logdir", "scenario"}
     done += [f"  {k}: {_short(v)}" for k, v in data.items() if k not in run_keys and k != "evidence"]

@@ -72,11 +72,22 @@ def parse_param(text: str) -> tuple[str, list[float | Any]]:
             raise ValueError(f"--param {text!r}: a range is lo:hi:n with numbers lo, hi and an integer n") from err
         if len(parts) != 3 or not 1 <= n <= MAX_SWEEP_RUNS or not (math.isfinite(lo) and math.isfinite(hi)):
             raise ValueError(f"--param {text!r}: a range is lo:hi:n with finite lo, hi and n in [1, {MAX_SWEEP_RUNS}]")
-        return key, [round(float(v), 10) for v in np.linspace(lo, hi, n)]
-    values = [parse_value(v.strip()) for v in spec.split(",") if v.strip()]
-    if not values:
-        raise ValueError(f"--param {text!r} has no values")
-    return key, values
+        values = [round(float(v), 10) for v in np.linspace(lo, hi, n)]
+        if all(_is_int(p) for p in parts[:2]) and all(v.is_integer() for v in values):
+            values = [int(v) for v in values]  # users=10:40:4 -> 10, 20, 30, 40 (whole numbers stay whole)
+        return key, values
+    items = [v.strip() for v in spec.split(",")]
+    if "" in items:
+        raise ValueError(f"--param {text!r}: an empty value (two commas, or a comma at an end)")
+    return key, [parse_value(v) for v in items]
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _leaves(node: Mapping[str, Any], prefix: str = ""):

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..console import Summary, bar, duration, quoted
+from ..console import Summary, bar, duration, plural, quoted
 from ..interrupts import exit_code, signum_of
 from .config import parse_sets
 from .scenario import load_scenario
@@ -135,15 +135,16 @@ def sweep_summary(
     executor's words; `resume_argv`: the command that runs the failed runs again)."""
     points, seeds = len(res["points"]), len(res["seeds"])
     failed = res.get("failed", [])
-    params = " x ".join(f"{k.rsplit('.', 1)[-1]} ({len(v)} values)" for k, v in res["params"].items())
+    params = " x ".join(f"{k.rsplit('.', 1)[-1]} ({plural(len(v), 'value')})" for k, v in res["params"].items())
     at = f" {where}" if where else ""
     done = [
-        f"Swept {res['scenario']} over {params} x {seeds} seeds = {points * seeds} runs{at} in {duration(seconds)}; "
+        f"Swept {res['scenario']} over {params} x {plural(seeds, 'seed')} = {plural(points * seeds, 'run')}{at} "
+        f"in {duration(seconds)}; "
         "mean [95% CI] over the seeds:"
     ]
     done += [_point_line(pt, res["headline"]) for pt in res["points"][:_SHOWN_POINTS]]
     if points > _SHOWN_POINTS:
-        done.append(f"  ... {points - _SHOWN_POINTS} more grid points in summary.csv")
+        done.append(f"  ... {plural(points - _SHOWN_POINTS, 'more grid point')} in summary.csv")
     if failed:
         done += _failed_lines(failed)
     folder = Path(out)
