@@ -76,6 +76,19 @@ def test_every_argument_of_every_command_says_what_it_is():
     assert not missing, missing
 
 
+def test_every_command_that_computes_takes_quiet_and_json():
+    """`train recommender-v0` / `moderator-v0` had no --quiet (an error naming no command)."""
+    options: dict[str, set[str]] = {}
+    for path, action in _actions(build_parser()):
+        options.setdefault(" ".join(path), set()).update(action.option_strings)
+    computing = [
+        name for name in options if name.split(" ")[0] in ("run", "report", "import", "sweep", "train", "benchmark")
+    ]
+    assert {"train recommender-v0", "train moderator-v0", "train recommender", "benchmark"} <= set(computing)
+    lacking = [name for name in computing if not {"--quiet", "--json"} <= options[name]]
+    assert not lacking, lacking
+
+
 # --------------------------------------------------------------------------- summaries, --json, --quiet
 
 

@@ -146,6 +146,7 @@ class TrainArgs(RunArgs):
     out: str = opt("runs/train", "output folder (model, checkpoints, TensorBoard, eval.json)")
     baselines: tuple[str, ...] = opt((), cli=False)
     kind: str = opt("recommender", cli=False)
+    quiet: bool = opt(True, cli=False)  # no progress bar or rollout tables (the CLI: unless --quiet / --json)
     env: EnvConfig = dataclasses.field(init=False)
     ppo: PPOConfig = dataclasses.field(init=False)
 
@@ -171,6 +172,8 @@ def configs(a) -> tuple[EnvConfig, PPOConfig]:
         first_bias=a.first_bias,
         ent_coef=a.ent_coef,
         out_dir=a.out,
+        verbose=0 if a.quiet else 1,
+        progress=not a.quiet,
     )
     return env, ppo
 

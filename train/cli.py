@@ -14,6 +14,7 @@ Wire-up (`oasis_gym/cli/parser.py` builds the parser, `oasis_gym/cli/__init__.py
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import fields
 
@@ -51,6 +52,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
             "--overwrite", action="store_true", help="replace an earlier training run's output in --out (nothing else)"
         )
         target.add_argument("--json", action="store_true", help="end with one JSON line instead of the summary")
+        target.add_argument("--quiet", action="store_true", help="no progress bar or rollout tables")
     return train
 
 
@@ -70,7 +72,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 2
 
     module = recommender if args.target == "recommender-v0" else moderator
-    run_args = cli_args.parse_into(module.Args, args)
+    run_args = dataclasses.replace(cli_args.parse_into(module.Args, args), quiet=args.quiet or args.json)
     # a taken --out (a user's model.zip, an earlier run's without --overwrite): one line, exit code 2, before training
     train_output(run_args.out, getattr(args, "overwrite", False)).check()
     used = cli_args.rollout_timesteps(run_args)

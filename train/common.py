@@ -197,6 +197,7 @@ class PPOConfig:
     eval_seeds: tuple[int, ...] = (10_000, 10_001)
     out_dir: str = "runs/train"
     verbose: int = 0
+    progress: bool = False  # SB3's progress bar (the CLI's default; --quiet / --json: off)
 
 
 def train_ppo(
@@ -266,7 +267,9 @@ def train_ppo(
         evaluator = BaselineEvalCallback(evaluate, baselines or {}, cfg.eval_every, normalize=vec.normalize_obs)
         callbacks.append(evaluator)
     start = time.perf_counter()
-    model.learn(cfg.total_timesteps, callback=CallbackList(callbacks), tb_log_name=env_config.kind)
+    model.learn(
+        cfg.total_timesteps, callback=CallbackList(callbacks), tb_log_name=env_config.kind, progress_bar=cfg.progress
+    )
     seconds = time.perf_counter() - start
     model_path = out / "model.zip"
     with train_output(out).staging() as tmp:  # renamed into place together (oasis_gym.outputs)
