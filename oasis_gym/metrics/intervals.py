@@ -4,7 +4,10 @@ The interval is mean +- t(0.975, n-1) * sd / sqrt(n) (sd with ddof=1); seeds are
 replications, so this is the textbook interval for the mean effect (or, of per-seed paired
 differences, for the mean difference). The t quantiles are tabulated (no scipy dependency);
 beyond 30 degrees of freedom the table's values approach 1.96 and the normal quantile is used
-from df 121 on. `bounds` clips the interval of a value bounded by definition (a share).
+from df 121 on. `bounds` clips the interval of a value bounded by definition (a share of
+users in each seed). A share of *seeds* (every value 0 or 1, e.g. the share of seeds whose
+votes come out ordered) is a binomial proportion: it gets the Wilson score interval, which
+stays in [0, 1] and, unlike t, is not empty when every seed agrees (3 of 3: [0.44, 1]).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["t975", "mean_ci"]
+__all__ = ["t975", "mean_ci", "wilson"]
 
 # t(0.975, df) for df = 1..30, then a few larger df (linear in 1/df between them)
 _T975 = [
@@ -80,8 +83,19 @@ def mean_ci(values: Sequence[float], bounds: tuple[float, float] | None = None) 
     if n == 1:
         return {"mean": m, "lo": math.nan, "hi": math.nan, "sd": math.nan, "n": 1}
     sd = float(x.std(ddof=1))
+    if bounds == (0.0, 1.0) and np.all((x == 0) | (x == 1)):
+        lo, hi = wilson(int(x.sum()), n)
+        return {"mean": m, "lo": lo, "hi": hi, "sd": sd, "n": n}
     half = t975(n - 1) * sd / math.sqrt(n)
     lo, hi = m - half, m + half
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     return {"mean": m, "lo": lo, "hi": hi, "sd": sd, "n": n}
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score 95% interval of a proportion k of n (n >= 1)."""
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

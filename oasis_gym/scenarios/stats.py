@@ -6,7 +6,8 @@ quantiles are tabulated (no scipy dependency); beyond 30 degrees of freedom the 
 values approach 1.96 and the normal quantile is used from df 121 on. A share (a value that
 lies in [0, 1] by definition) gets the same interval clipped to [0, 1] (`bounds`): with
 few seeds the t interval of a share can reach past both ends (-0.98 to 2.12 with n = 2),
-and the clipped one then honestly says the seeds pin nothing down.
+and the clipped one then honestly says the seeds pin nothing down. A share of seeds (each
+seed 0 or 1, `ordering_share`'s rows) gets the Wilson score interval (`metrics.intervals`).
 """
 
 from __future__ import annotations
