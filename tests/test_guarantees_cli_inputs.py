@@ -119,6 +119,8 @@ BAD = {
         [*SWEEP, "--param", "rho=0.5,1.0", "--param", "policy.abm.opinion_params.rho=0.8"],
         "more than once",
     ),
+    # an unknown option names the command (argparse said "oasis-gym: error")
+    "train_unknown_option": (None, [*TRAIN, "--bogus"], "train recommender-v0: error: unrecognized arguments: --bogus"),
     "sweep_value_empty": (None, [*SWEEP, "--param", "rho=0.5,,0.7"], "empty value"),
     "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),
     "sweep_value_inf": (None, [*SWEEP, "--param", "rho=inf"], "finite"),

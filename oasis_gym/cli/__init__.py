@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     resumes or repeats it) and exit code 130 or 143 (`interrupt`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    name = args.command if args.command != "train" else f"train {args.target}"
+    if unknown:  # (argparse names the top-level parser: "oasis-gym: error", no command)
+        parser.exit(2, f"oasis-gym {name}: error: unrecognized arguments: {' '.join(unknown)}\n")
     try:
         with stop_signals():  # SIGTERM stops every command as Ctrl-C does (oasis_gym.interrupts)
             if args.command == "run":
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                         "benchmark": cmd_benchmark}  # fmt: skip
             return commands.get(args.command, cmd_train)(args)
     except (OasisGymError, ProfileError) as err:
-        parser.exit(2, f"oasis-gym {args.command}: error: {' '.join(str(err).splitlines())}\n")
+        parser.exit(2, f"oasis-gym {name}: error: {' '.join(str(err).splitlines())}\n")
     except RunStopped as stop:  # where the run stopped and how to continue it
         parser.exit(stop.code, f"oasis-gym run: {stop.again(argv)}\n")
     except KeyboardInterrupt as err:  # stopped before a run's steps began, or another command
@@ -61,5 +64,4 @@ def main(argv: list[str] | None = None) -> int:
             stop = interrupted(err, args, argv)
         else:
             stop = command_stopped(err, args, argv)
-        name = args.command if args.command != "train" else f"train {args.target}"
         parser.exit(stop.code, f"oasis-gym {name}: {stop}\n")
