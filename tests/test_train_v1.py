@@ -177,6 +177,32 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
     assert {"benchmark/episode_return_mean", "benchmark/episode_return_min"} <= set(acc.Tags()["scalars"])
 
 
+def test_results_table_gives_the_interval_over_episodes_when_the_seeds_agree():
+    """Moderator-v1 medium: all 5 PPO seeds ended in the tuned rule's policy, and the table
+    said PPO - tuned_constant = +21.18 [+21.18, +21.18]: certainty from an interval of width 0."""
+    from oasis_gym.train.benchmark import compare, markdown
+
+    rng = np.random.default_rng(0)
+    ppo = rng.normal(-70, 10, 20)
+    ppo_runs = [[{"return": float(r)} for r in ppo]] * 3  # three seeds, one policy
+    baselines = {"tuned_constant": [{"return": float(r)} for r in ppo - 20 + rng.normal(0, 5, 20)]}
+    vs = compare(ppo_runs, baselines)
+    assert vs["tuned_constant"]["lo"] == vs["tuned_constant"]["hi"]  # width 0 over the seeds
+    e = vs["tuned_constant"]["episode_ci"]
+    assert e["lo"] < e["mean"] < e["hi"] and e["n"] == 20
+    result = {
+        "task": "moderator-v1", "settings": {"difficulty": "medium"}, "ppo_seeds": [0, 1, 2],
+        "timesteps_per_seed": 100, "users": "rule-based", "tuning_env_steps": {"constant": 10},
+        "environment": {"cpus": 2, "load_avg_1m_at_start": 0.1},
+        "wall_seconds": 60, "ppo_seconds": 30, "tuning_seconds": 20,
+        "eval_sets": {"held-out seeds": {"population_seed": 0, "seeds": list(range(20)), "baselines": baselines,
+                                         "ppo_seed_means": [float(ppo.mean())] * 3, "ppo_vs": vs}},
+    }  # fmt: skip
+    md = markdown(result)
+    assert f"[{e['lo']:+.2f}, {e['hi']:+.2f}]" in md and "| [95% CI over episodes] |" in md
+    assert "ended in the same policy" in md
+
+
 @pytest.mark.parametrize(
     ("extra", "match"),
     [(["--seeds", "1"], "--seeds must be an integer in [2, 100]"), (["--eval-seeds", "1"], "overlap the training")],

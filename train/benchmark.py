@@ -82,14 +82,21 @@ def markdown(result: dict) -> str:
     ]
     for set_name, res in result["eval_sets"].items():
         lines += ["", f"**{set_name}** (population {res['population_seed']}, {len(res['seeds'])} episodes)", "",
-                  "| policy | return (mean ± std) | PPO − policy [95% CI over training seeds] | PPO wins |",
-                  "|---|---|---|---|"]  # fmt: skip
+                  "| policy | return (mean ± std) | PPO − policy [95% CI over training seeds] "
+                  "| [95% CI over episodes] | PPO wins |",
+                  "|---|---|---|---|---|"]  # fmt: skip
         p = res["ppo_seed_means"]
-        lines.append(f"| PPO | {np.mean(p):.2f} ± {np.std(p, ddof=1) if len(p) > 1 else 0:.2f} (over seeds) | | |")
+        lines.append(f"| PPO | {np.mean(p):.2f} ± {np.std(p, ddof=1) if len(p) > 1 else 0:.2f} (over seeds) | | | |")
         for name, runs in res["baselines"].items():
             r, v = _episode_returns(runs), res["ppo_vs"][name]
+            e = v["episode_ci"]
             lines.append(f"| {name} | {r.mean():.2f} ± {r.std(ddof=1):.2f} | {v['mean']:+.2f} [{v['lo']:+.2f}, "
-                         f"{v['hi']:+.2f}] | {v['wins']}/{v['pairs']} |")  # fmt: skip
+                         f"{v['hi']:+.2f}] | [{e['lo']:+.2f}, {e['hi']:+.2f}] "
+                         f"| {v['wins']}/{v['pairs']} |")  # fmt: skip
+    if any(np.ptp(res["ppo_seed_means"]) == 0 for res in result["eval_sets"].values()):
+        lines += ["", "PPO's training seeds ended in the same policy (the interval over them has width 0): "
+                  "the interval over episodes (PPO's seed-mean minus the baseline, per episode) "
+                  "is the one to read."]  # fmt: skip
     lines += headroom(result)
     spent = ", ".join(f"{k} {v:,}" for k, v in result["tuning_env_steps"].items())
     lines += ["", f"Tuning compute (env steps): {spent}; PPO {result['timesteps_per_seed']:,} per seed."]
