@@ -234,3 +234,26 @@ def test_a_stopped_training_run_says_what_is_kept_and_writes_no_model(tmp_path):
     assert f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)" in line
     assert not any((out / name).exists() for name in ("model.zip", "eval.json", "learning_curve.png"))
     assert again(line)[: len(argv)] == argv and leftovers(tmp_path) == []
+
+
+def test_a_stopped_benchmark_names_its_own_outputs_and_its_rerun_works(tmp_path):
+    """A stopped benchmark said "model.zip, eval.json and learning_curve.png were not written":
+    train's outputs, not its own."""
+    out = tmp_path / "b"
+    argv = ["benchmark", "moderator", "--seeds", "2", "--users", "100", "--max-steps", "5", "--n-envs", "2",
+            "--n-steps", "10", "--batch-size", "20", "--cem-iterations", "1", "--cem-population", "2",
+            "--tune-seeds", "5000", "--eval-seeds", "9000", "--quiet", "--out", str(out)]  # fmt: skip
+
+    def training(proc):  # stopped once PPO's first seed has begun (its folder appears)
+        deadline = time.monotonic() + WAIT_S
+        while not (out / "seed_0").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+
+    res = stopped(tmp_path, [*argv[:10], "--timesteps", "100000", *argv[10:]], signal.SIGTERM, ready=training)
+    line = one_line(res, 143, "benchmark", signal.SIGTERM)
+    assert "results.md, results.json and learning_curves.png were not written" in line
+    assert not (out / "results.json").exists()
+    redo = cli(tmp_path, *argv, "--timesteps", "40")  # the same folder, no --overwrite: it runs
+    assert redo.returncode == 0, redo.stderr[-2000:]
+    assert (out / "results.json").is_file()

@@ -74,7 +74,7 @@ def _train_logs(out: Path) -> bool:
 
 
 def command_stopped(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
-    """What `oasis-gym report`, `import`, `train` or a sweep stopped while it was being planned
+    """What `oasis-gym report`, `import`, `train`, `benchmark` or a sweep stopped while it was being planned
     say (`err`: the signal): what is kept (their outputs are staged: nothing new, or the
     previous output) and the command that does it again (`argv`: the command line's)."""
     again = ["oasis-gym", *argv]
@@ -85,6 +85,12 @@ def command_stopped(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped
         kept = f"no journal was written ({args.out} is as it was before)"
     elif args.command == "sweep":
         kept = "while planning the sweep: nothing was run or written"
+    elif args.command == "benchmark":
+        out = Path(args.out)
+        kept = (
+            f"results.md, results.json and learning_curves.png were not written (an earlier benchmark's in {out} "
+            "are kept; the stopped one's seed folders are replaced by the next run)"
+        )
     else:  # train
         out = Path(args.out)
         kept = f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)"
