@@ -137,7 +137,8 @@ def test_oasis_gym_train_trains_the_v1_task_by_default_and_says_what_next(tmp_pa
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert json.loads((out / "eval.json").read_text())["task"] == "moderator-v1"
-    assert "its strongest baseline" in done.stdout and "Next:\n  tensorboard --logdir" in done.stdout
+    assert "its strongest baseline" in done.stdout and "constants tuned by CEM 1 x 3 on 1 seed)" in done.stdout
+    assert "Next:\n  tensorboard --logdir" in done.stdout
     assert "tuned_constant" in done.stdout and "truth (privileged)" in done.stdout
 
 

@@ -35,7 +35,7 @@ from oasis_gym.batched import moderation
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
-from oasis_gym.console import Summary
+from oasis_gym.console import Summary, plural
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
 from oasis_gym.metrics.intervals import mean_ci
@@ -332,7 +332,9 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
     verdict = "beats" if v["lo"] > 0 else ("loses to" if v["hi"] < 0 else "is not distinguishable from")
     Summary(
         f"\nPPO ({result['train']['timesteps']:,} timesteps) {verdict} its strongest baseline, {best} "
-        f"({v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}] return on held-out seeds; rule-based users).",
+        f"({v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}] return on held-out seeds; rule-based users; "
+        f"constants tuned by CEM {args.cem_iterations} x {args.cem_population} "
+        f"on {plural(len(args.tune_seeds), 'seed')}).",
         outputs=[(f"{args.out}/eval.json", "every policy on the held-out seeds and population"),
                  (f"{args.out}/learning_curve.png", "PPO's return while it trained"),
                  (f"{args.out}/model.zip", "the trained policy (SB3)")],
