@@ -262,12 +262,15 @@ def _step(db: Path) -> int:
         return -1
 
 
+SIGNAL_RUN_STEPS = 400  # seconds of steps: the signal lands mid-run even on an idle machine (120 ended first once)
+
+
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exactly(signum, code, tmp_path):
     """SIGINT printed a KeyboardInterrupt traceback (SIGTERM: a silent kill): now one line with
     the step and the exact `oasis-gym run --resume` command, exit code 128 + the signal; that
     command finishes the run as if it had never stopped."""
-    argv = [*RUN, "--users", "400", "--steps", "120", "--db", "run.db"]
+    argv = [*RUN, "--users", "400", "--steps", str(SIGNAL_RUN_STEPS), "--db", "run.db"]
     assert oasis_cli(*argv[:-1], "full.db", cwd=tmp_path)[0].returncode == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "oasis_gym.cli", *argv],
@@ -288,12 +291,15 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
     lines = err.strip().splitlines()
     assert proc.returncode == code and len(lines) == 1 and "Traceback" not in err, err
     step = read_meta(tmp_path / "run.db")["step"]
-    assert 2 <= step < 120 and f"stopped by {signal.Signals(signum).name} at step {step} of 120" in lines[0], lines[0]
+    assert (
+        2 <= step < SIGNAL_RUN_STEPS
+        and f"stopped by {signal.Signals(signum).name} at step {step} of {SIGNAL_RUN_STEPS}" in lines[0]
+    ), lines[0]
     command = shlex.split(lines[0].split("continue it with: ", 1)[1])
     assert command == ["oasis-gym", "run", "--resume", "run.db"] and out == ""
     resumed, _ = oasis_cli(*command[1:], "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == 120 - step
+    assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == SIGNAL_RUN_STEPS - step
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")
 
 
