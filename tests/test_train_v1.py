@@ -239,3 +239,19 @@ def test_the_slot_policy_distribution_is_sb3s_multicategorical_batched():
     assert th.allclose(ours.log_prob(actions), sb3.log_prob(actions), atol=1e-5)
     assert th.allclose(ours.entropy(), sb3.entropy(), atol=1e-5)
     assert th.equal(ours.mode(), sb3.mode()) and ours.sample().shape == (7, 5)
+
+
+def test_the_headroom_line_takes_the_baseline_that_was_best_on_the_tuning_seeds():
+    """It took the baseline with the best mean on the evaluation episodes: chosen on the data it scores."""
+    from oasis_gym.train.benchmark import headroom
+
+    runs = lambda r: [{"return": r}, {"return": r}]  # noqa: E731
+    result = {
+        "tuned": {"constant": {"score": -120.0}, "report_threshold": {"score": -110.0}},
+        "eval_sets": {"held-out seeds": {
+            "baselines": {"tuned_constant": runs(-100.0), "tuned_report_threshold": runs(-105.0),
+                          "truth (privileged)": runs(-50.0)},
+            "ppo_seed_means": [-105.0, -105.0]}},
+    }  # fmt: skip
+    (line,) = [x for x in headroom(result) if x]
+    assert "best tuned baseline tuned_report_threshold -105.00: +55.00" in line, line
