@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from dataclasses import fields
 
 from oasis_gym.agents import ModeratorAgent, RecommenderAgent
 from oasis_gym.console import Summary
@@ -65,7 +64,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.target.endswith("-v0"):
         return v1.run_cli(args.target, args, f"oasis-gym train {args.target}")
     agent_cls = RecommenderAgent if args.target == "recommender-v0" else ModeratorAgent
-    numeric = sorted(f.name for f in fields(agent_cls) if isinstance(f.default, (int, float)))
+    numeric = sorted(f.name for f in dataclasses.fields(agent_cls) if isinstance(f.default, (int, float)))
     bad = sorted({k for k, _ in args.agent_param} - set(numeric))
     if bad:
         print(f"oasis-gym train {args.target}: error: unknown --agent-param {bad}; valid: {numeric}", file=sys.stderr)
