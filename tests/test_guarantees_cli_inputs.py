@@ -262,7 +262,7 @@ def _step(db: Path) -> int:
         return -1
 
 
-SIGNAL_RUN_STEPS = 400  # seconds of steps: the signal lands mid-run even on an idle machine (120 ended first once)
+SIGNAL_RUN_STEPS = 400  # seconds of steps; the test signals a frozen run (SIGSTOP) at a step it has read
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -279,17 +279,24 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
         stderr=subprocess.PIPE,
         text=True,
     )
+    seen = []  # the steps the journal showed, each read while the run was frozen (SIGSTOP)
     try:
-        deadline = time.monotonic() + 60
-        while _step(tmp_path / "run.db") < 2 and time.monotonic() < deadline and proc.poll() is None:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            os.kill(proc.pid, signal.SIGSTOP)  # no race: the step read is the step the signal meets
+            seen.append(_step(tmp_path / "run.db"))
+            if 2 <= seen[-1] <= SIGNAL_RUN_STEPS - 10:
+                os.kill(proc.pid, signum)
+                os.kill(proc.pid, signal.SIGCONT)
+                break
+            os.kill(proc.pid, signal.SIGCONT)
             time.sleep(0.05)
-        os.kill(proc.pid, signum)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
         proc.wait()
     lines = err.strip().splitlines()
-    assert proc.returncode == code and len(lines) == 1 and "Traceback" not in err, err
+    assert proc.returncode == code and len(lines) == 1 and "Traceback" not in err, (err, seen[-20:])
     step = read_meta(tmp_path / "run.db")["step"]
     assert (
         2 <= step < SIGNAL_RUN_STEPS
