@@ -58,11 +58,20 @@ from .output_files import (
     walk_files,
 )
 
-__all__ = ["OutputError", "OutputDir", "OutputFile", "check_logdir", "claim_logdir", "signed", "is_signed"]
+__all__ = ["OutputError", "OutputDir", "OutputFile", "staged_path", "signed", "is_signed"]
 
-_EVENTS = "events.out.tfevents."
-_LOGDIR_MARKER = ".oasis-gym-tensorboard.json"
 _MAX_MARKER = 64 << 20
+_STAGED: dict[Path, Path] = {}  # an output folder -> its staging folder, while its `transaction` is open
+
+
+def staged_path(path: Path) -> Path:
+    """Where `path` is written, and read back until the command ends: inside the staging folder
+    of an open `transaction` on it or on a folder above it, else itself."""
+    absolute = Path(os.path.abspath(path))
+    for root, stage in _STAGED.items():
+        if absolute == root or root in absolute.parents:
+            return stage / absolute.relative_to(root)
+    return path
 
 
 class OutputDir:
@@ -89,7 +98,7 @@ class OutputDir:
         option: str = "--out",
         own_hint: str = "pass --overwrite to replace it",
     ):
-        self.path, self.command = Path(path), command
+        self.path, self.command = staged_path(Path(path)), command
         self.files, self.trees = tuple(files), tuple(trees)
         self.overwrite, self.resume, self.settings = overwrite, resume, settings
         self.option, self.own_hint = option, own_hint
@@ -192,11 +201,18 @@ class OutputDir:
                 raise self._foreign(path)
             if not may_replace:
                 raise OutputError(f"{path} holds an earlier output of oasis-gym {self.command}: {self.own_hint}")
-        for tree in self.trees:
+        for tree in self._tree_names():
             if self._tree_files(tree, manifest) and not may_replace:
                 raise OutputError(
                     f"{self.path / tree} holds an earlier output of oasis-gym {self.command}: {self.own_hint}"
                 )
+
+    def _tree_names(self) -> list[str]:
+        """The existing sub-folders (and other entries) that a tree pattern (``seed_*``) names."""
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            names = os.listdir(self.path)
+            return sorted(n for n in names if any(fnmatch.fnmatchcase(n, t) for t in self.trees))
+        return []
 
     def _tree_files(self, tree: str, manifest: dict) -> list[Path]:
         """The files in sub-folder `tree`; `OutputError` if it is something else, or holds files
@@ -205,7 +221,8 @@ class OutputDir:
         if not os.path.lexists(where):
             return []
         files = [] if where.is_symlink() or not where.is_dir() else list(walk_files(where))
-        if tree not in manifest["trees"] and (where.is_symlink() or not where.is_dir() or files):
+        owned = any(fnmatch.fnmatchcase(tree, t) for t in manifest["trees"])
+        if not owned and (where.is_symlink() or not where.is_dir() or files):
             raise self._foreign(files[0] if files else where)
         return files
 
@@ -228,11 +245,52 @@ class OutputDir:
         """Create the folder and record its `trees` as this command's, before other code writes
         them: each must be missing, empty or already this command's (else `OutputError`)."""
         manifest = self._open()
-        for tree in self.trees:
+        for tree in self._tree_names():
             self._tree_files(tree, manifest)
         manifest["trees"] = sorted(set(manifest["trees"]) | set(self.trees))
         self._save(manifest)
         return self
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Path]:
+        """A whole command's output at once. Until the block ends, every `OutputDir` of this
+        folder, or of a folder in it, writes into one hidden staging folder here (yielded;
+        `tensorboard --logdir` on this folder shows what SB3 streams there as it is written).
+        When the block ends without an exception, its files are installed as `staging` installs
+        them and each claimed tree (``tb/``, a seed's folder) is swapped in whole; stopped or
+        failed, the staging folder goes and the earlier output stays as it was."""
+        self.claim_trees()
+        made, installed = missing_folders(self.path), False
+        stage = self.path / tmp_name()
+        stage.mkdir()
+        root = Path(os.path.abspath(self.path))
+        _STAGED[root] = stage
+        try:
+            yield stage
+            del _STAGED[root]
+            with deferred():
+                (stage / self.marker.name).unlink(missing_ok=True)  # the staging folder's own marker
+                trees = [n for n in sorted(os.listdir(stage)) if any(fnmatch.fnmatchcase(n, t) for t in self.trees)]
+                for name in trees:
+                    self._swap_tree(stage / name, name)
+                self._install_all(stage, ())
+                installed = True
+        finally:
+            _STAGED.pop(root, None)
+            shutil.rmtree(stage, ignore_errors=True)
+            if not installed:
+                remove_empty(made)
+
+    def _swap_tree(self, new: Path, name: str) -> None:
+        """Put the folder `new` in place of the tree `name` (this command's, checked again now):
+        the old one is renamed aside first and removed after, so a kill leaves one of the two."""
+        target = self.path / name
+        self._tree_files(name, self._load())
+        aside = self.path / tmp_name()
+        if os.path.lexists(target):
+            os.rename(target, aside)
+        os.rename(new, target)
+        shutil.rmtree(aside, ignore_errors=True)
 
     @contextlib.contextmanager
     def staging(self, prune: Sequence[str] = ()) -> Iterator[Path]:
@@ -354,36 +412,3 @@ class OutputFile:
             shutil.rmtree(tmp, ignore_errors=True)
             if not installed:
                 remove_empty(made)
-
-
-def check_logdir(path: str | os.PathLike) -> Path:
-    """Refuse a TensorBoard folder that is not a folder, or holds anything but its oasis-gym
-    marker and event files (a folder without the marker: only if empty)."""
-    p = Path(path)
-    if os.path.lexists(p) and not p.is_dir():
-        raise OutputError(f"--logdir {p} exists and is not a folder: choose another --logdir")
-    check_writable(p, "--logdir")
-    if not os.path.lexists(p):
-        return p
-    marker = p / _LOGDIR_MARKER
-    ours = os.path.lexists(marker) and is_signed("tensorboard")(marker)
-    for entry in walk_files(p):
-        if entry == marker or entry.name.startswith(TMP_PREFIX):
-            continue
-        if not (ours and is_regular_file(entry) and entry.name.startswith(_EVENTS)):
-            raise OutputError(
-                f"--logdir {p} holds {entry}, which is not an oasis-gym TensorBoard file: "
-                "it is never written into; choose another --logdir"
-            )
-    return p
-
-
-def claim_logdir(path: str | os.PathLike) -> Path:
-    """`check_logdir`, then create the folder and its marker (runs add event files to it)."""
-    p = check_logdir(path)
-    p.mkdir(parents=True, exist_ok=True)
-    if not os.path.lexists(p / _LOGDIR_MARKER):
-        note = {"note": "TensorBoard event files of oasis-gym runs: runs add theirs here"}
-        with OutputFile(p / _LOGDIR_MARKER, "tensorboard", is_signed("tensorboard")).staging() as tmp:
-            tmp.write_text(json.dumps(signed(note, "tensorboard")), encoding="utf-8")
-    return p

@@ -121,6 +121,8 @@ BAD = {
     ),
     # an unknown option names the command (argparse said "oasis-gym: error")
     "train_unknown_option": (None, [*TRAIN, "--bogus"], "train recommender-v0: error: unrecognized arguments: --bogus"),
+    # a bad value of a benchmark option names the task too (argparse said "oasis-gym benchmark: error")
+    "benchmark_users_text": (None, ["benchmark", "moderator", "--users", "abc"], "benchmark moderator: error:"),
     "sweep_value_empty": (None, [*SWEEP, "--param", "rho=0.5,,0.7"], "empty value"),
     "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),
     "sweep_value_inf": (None, [*SWEEP, "--param", "rho=inf"], "finite"),

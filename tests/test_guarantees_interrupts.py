@@ -218,42 +218,60 @@ def test_a_resume_stopped_before_its_steps_leaves_the_journal_as_it_was(journal,
 # --------------------------------------------------------------------------- train
 
 
-def test_a_stopped_training_run_says_what_is_kept_and_writes_no_model(tmp_path):
-    """Training was a KeyboardInterrupt traceback (SIGTERM: a silent kill)."""
+def _streaming(out: Path, name: str = "events.out.tfevents.*"):
+    """`ready` for `stopped`: returns once the command streams `name` (SB3's TensorBoard
+    events, a seed's folder) into its staging folder in `out`."""
+
+    def ready(proc):
+        deadline = time.monotonic() + WAIT_S
+        while not list(out.glob(f".oasis-gym-tmp-*/**/{name}")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+
+    return ready
+
+
+def test_a_stopped_training_run_says_what_is_kept_and_leaves_nothing(tmp_path):
+    """Training was a KeyboardInterrupt traceback (SIGTERM: a silent kill); then a stopped run
+    left SB3's TensorBoard logs and checkpoints in --out (streamed there as it trained), and the
+    next run needed --overwrite. Now they stream into the staging folder, which goes."""
     out = tmp_path / "t"
-
-    def ready(proc):  # its first line comes once the arguments are checked, before any training
-        deadline, said = time.monotonic() + WAIT_S, ""
-        while "rounded up" not in said:
-            assert proc.poll() is None and time.monotonic() < deadline, said
-            said += proc.stderr.readline()
-
-    argv = [*TRAIN, "--timesteps", "100001", "--out", str(out)]  # hours of training: it is stopped long before
-    res = stopped(tmp_path, argv, signal.SIGINT, ready=ready)
+    argv = [*TRAIN, "--timesteps", "100000", "--quiet", "--out", str(out)]  # hours of training: stopped long before
+    res = stopped(tmp_path, argv, signal.SIGINT, ready=_streaming(out))
     line = one_line(res, 130, "train recommender-v0", signal.SIGINT)
-    assert f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)" in line
-    assert not any((out / name).exists() for name in ("model.zip", "eval.json", "learning_curve.png"))
-    assert again(line)[: len(argv)] == argv and leftovers(tmp_path) == []
+    assert f"nothing new was written ({out} holds what it held before)" in line, line
+    assert visible(out) == {} and leftovers(tmp_path) == []
+    assert again(line) == argv  # no --overwrite needed: nothing of the stopped run is left
+
+
+V1_TRAIN = ["--users", "100", "--max-steps", "5", "--n-envs", "2", "--n-steps", "10", "--batch-size", "20", "--quiet"]
+V1_TRAIN += ["--cem-iterations", "1", "--cem-population", "2", "--tune-seeds", "5000", "--eval-seeds", "9000"]
+
+
+def test_a_stopped_training_run_leaves_the_earlier_output_as_it_was(tmp_path):
+    """The earlier run's model, eval.json, TensorBoard logs and checkpoints are replaced only
+    when the new run ends: stopped midway (with --overwrite), every file is as it was."""
+    out = tmp_path / "t"
+    argv = ["train", "moderator", *V1_TRAIN, "--out", str(out)]
+    assert cli(tmp_path, *argv, "--timesteps", "40").returncode == 0
+    before = visible(out)
+    assert {"model.zip", "eval.json", "learning_curve.png"} <= set(before)
+    assert any(name.startswith("tb/") for name in before)
+    res = stopped(tmp_path, [*argv, "--timesteps", "100000", "--overwrite"], signal.SIGTERM, ready=_streaming(out))
+    one_line(res, 143, "train moderator", signal.SIGTERM)
+    assert visible(out) == before and leftovers(tmp_path) == []
 
 
 def test_a_stopped_benchmark_names_its_own_outputs_and_its_rerun_works(tmp_path):
     """A stopped benchmark said "model.zip, eval.json and learning_curve.png were not written":
-    train's outputs, not its own."""
+    train's outputs, not its own; its seed folders stayed, half written."""
     out = tmp_path / "b"
-    argv = ["benchmark", "moderator", "--seeds", "2", "--users", "100", "--max-steps", "5", "--n-envs", "2",
-            "--n-steps", "10", "--batch-size", "20", "--cem-iterations", "1", "--cem-population", "2",
-            "--tune-seeds", "5000", "--eval-seeds", "9000", "--quiet", "--out", str(out)]  # fmt: skip
-
-    def training(proc):  # stopped once PPO's first seed has begun (its folder appears)
-        deadline = time.monotonic() + WAIT_S
-        while not (out / "seed_0").exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-
-    res = stopped(tmp_path, [*argv[:10], "--timesteps", "100000", *argv[10:]], signal.SIGTERM, ready=training)
+    argv = ["benchmark", "moderator", "--seeds", "2", *V1_TRAIN, "--out", str(out)]
+    res = stopped(tmp_path, [*argv, "--timesteps", "100000"], signal.SIGTERM, ready=_streaming(out, "seed_0"))
     line = one_line(res, 143, "benchmark", signal.SIGTERM)
-    assert "results.md, results.json and learning_curves.png were not written" in line
-    assert not (out / "results.json").exists()
+    assert f"nothing new was written ({out} holds what it held before)" in line, line
+    assert visible(out) == {} and leftovers(tmp_path) == []
     redo = cli(tmp_path, *argv, "--timesteps", "40")  # the same folder, no --overwrite: it runs
     assert redo.returncode == 0, redo.stderr[-2000:]
-    assert (out / "results.json").is_file()
+    assert (out / "results.json").is_file() and (out / "seed_0" / "model.zip").is_file()
+    assert any((out / "seed_1" / "tb").rglob("events.out.tfevents.*")) and (out / "tb_band").is_dir()

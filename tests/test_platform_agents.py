@@ -301,6 +301,10 @@ def test_train_cli_prints_baseline_table_and_writes_eval(target, tmp_path, capsy
     png = out / "learning_curve.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "\nNext:\n  tensorboard --logdir" in text  # a summary, then the next step
+    # SB3's TensorBoard logs, streamed into the staging folder, are installed with the rest
+    assert any((out / "tb").rglob("events.out.tfevents.*"))
+    assert json.loads((out / "eval.json").read_text())["learning_curve_png"] == str(png)
+    assert not list(out.glob(".oasis-gym-tmp-*"))
 
 
 def test_report_rules_are_tuned_on_training_seeds_only():

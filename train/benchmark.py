@@ -39,7 +39,7 @@ from oasis_gym.metrics.intervals import mean_ci
 from . import args as cli_args
 from . import tuned_baselines as tb
 from . import v1
-from .outputs import train_output
+from .outputs import benchmark_output, train_output
 
 
 def _environment() -> dict:
@@ -230,9 +230,12 @@ def add_benchmark_parser(subparsers) -> argparse.ArgumentParser:
     """`oasis-gym benchmark {recommender,moderator}` with the v1 training options and --seeds."""
     p = subparsers.add_parser("benchmark", help="the v1 benchmark protocol: N PPO seeds vs tuned baselines",
                               description=__doc__.split("\n")[0])  # fmt: skip
-    p.add_argument("target", choices=v1.TASKS, metavar="{recommender,moderator}", help="the v1 task")
-    p.add_argument("--seeds", type=int, default=5, help="PPO training seeds (seed .. seed + N - 1), >= 2 (default: 5)")
-    v1.add_options(p)
+    targets = p.add_subparsers(dest="target", required=True, metavar="{recommender,moderator}")
+    for task in v1.TASKS:  # one parser per task: its errors name it (`oasis-gym benchmark moderator: error: ...`)
+        text = f"benchmark {task.capitalize()}-v1: PPO over N training seeds vs its tuned baselines"
+        t = targets.add_parser(task, help=text, description=text)
+        t.add_argument("--seeds", type=int, default=5, help="PPO training seeds (seed .. seed+N-1), >= 2; default 5")
+        v1.add_options(t)
     return p
 
 
@@ -244,11 +247,14 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
         if not isinstance(ns.seeds, int) or not 2 <= ns.seeds <= 100:
             raise ValueError(f"--seeds must be an integer in [2, 100], got {ns.seeds!r}")
         args.check(n_seeds=ns.seeds)
-        train_output(args.out, ns.overwrite).check()
+        output = benchmark_output(args.out, ns.overwrite).check()
     except (ValueError, OSError) as err:
         print(f"{command}: error: {err}", file=sys.stderr)
         return 2
-    result = run(args, ns.seeds, say=v1.progress_printer(args.quiet))
+    say = v1.progress_printer(args.quiet)
+    with output.transaction():  # everything appears at the end, or nothing (oasis_gym.outputs)
+        say(f"TensorBoard while it trains: tensorboard --logdir {args.out}")
+        result = run(args, ns.seeds, say=say)
     held = result["eval_sets"]["held-out seeds"]["ppo_vs"]
     if not ns.json:
         print(markdown(result))
@@ -262,8 +268,4 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
         data={"task": result["task"], "difficulty": args.difficulty, "out": args.out,
               "ppo_vs": {c: [v["mean"], v["lo"], v["hi"]] for c, v in held.items()}},
     ).show(as_json=ns.json)  # fmt: skip
-    return 0
-    print(markdown(result))
-    print(f"wrote {args.out}/results.md, results.json, learning_curves.png, tb_band/ and seed_*/model.zip")
-    print(f"next: tensorboard --logdir {args.out}   (the band and every seed's run)")
     return 0

@@ -73,7 +73,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     module = recommender if args.target == "recommender-v0" else moderator
     run_args = dataclasses.replace(cli_args.parse_into(module.Args, args), quiet=args.quiet or args.json)
     # a taken --out (a user's model.zip, an earlier run's without --overwrite): one line, exit code 2, before training
-    train_output(run_args.out, getattr(args, "overwrite", False)).check()
+    output = train_output(run_args.out, getattr(args, "overwrite", False)).check()
     used = cli_args.rollout_timesteps(run_args)
     if used != run_args.timesteps:  # PPO learns in whole rollouts: say what runs
         print(
@@ -81,7 +81,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             f" (whole rollouts of --n-steps {run_args.n_steps} x --n-envs {run_args.n_envs})",
             file=sys.stderr,
         )
-    result = module.train(run_args)
+    with output.transaction():  # everything appears at the end, or nothing (oasis_gym.outputs)
+        if not run_args.quiet:
+            print(f"TensorBoard while it trains: tensorboard --logdir {run_args.out}", file=sys.stderr, flush=True)
+        result = module.train(run_args)
     if not args.json:
         print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents
     if args.target == "recommender-v0":

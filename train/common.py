@@ -213,7 +213,7 @@ def train_ppo(
 
     limit_threads(1)
     out = Path(cfg.out_dir)
-    train_output(out).claim_trees()  # tb/ and checkpoints/ are this run's (oasis_gym.outputs)
+    logs = train_output(out).claim_trees().path  # tb/ and checkpoints/ are this run's (staged under the CLI)
     vec = VecNormalize(
         make_vec_env(env_config, cfg.n_envs, cfg.seed, cfg.subproc),
         norm_obs=True,
@@ -245,7 +245,7 @@ def train_ppo(
         policy_kwargs=policy_kwargs,
         seed=cfg.seed,
         device="cpu",
-        tensorboard_log=str(out / "tb"),
+        tensorboard_log=str(logs / "tb"),
         verbose=cfg.verbose,
     )
     curve = LearningCurve()
@@ -254,7 +254,7 @@ def train_ppo(
         callbacks.append(
             CheckpointCallback(
                 max(cfg.checkpoint_every // cfg.n_envs, 1),
-                str(out / "checkpoints"),
+                str(logs / "checkpoints"),
                 name_prefix=env_config.kind,
                 save_vecnormalize=True,
             )

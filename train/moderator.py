@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+from oasis_gym.outputs import staged_path
 from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
@@ -158,7 +159,7 @@ def train(args: Args, cache: dict | None = None) -> dict:
         else {}
     )
     _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
-    policy = SB3Policy.load(info["model"], agent="moderator_0")
+    policy = SB3Policy.load(staged_path(info["model"]), agent="moderator_0")  # (staged by the CLI)
     result: dict = {
         "train": info,
         "eval_sets": {},

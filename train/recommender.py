@@ -26,6 +26,7 @@ import json
 import sys
 from dataclasses import dataclass, replace
 
+from oasis_gym.outputs import staged_path
 from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
@@ -90,7 +91,7 @@ def train(args: Args, cache: dict | None = None) -> dict:
     # 3. PPO
     _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     # 4. the saved model, reloaded as a policy, on the evaluation sets
-    policy = SB3Policy.load(info["model"], agent="recommender_0")
+    policy = SB3Policy.load(staged_path(info["model"]), agent="recommender_0")  # (staged by the CLI)
     result: dict = {"train": info, "eval_sets": {}, "tables": []}
     for s in sets:
         runs = evaluate_recommender(policy, s.seeds, configs[s.name])

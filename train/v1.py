@@ -187,7 +187,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     model = PPO(policy, vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
                 learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
                 ent_coef=args.ent_coef, policy_kwargs=policy_kwargs, seed=args.seed, device="cpu",
-                tensorboard_log=str(out / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
+                tensorboard_log=str(train_output(out).path / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
     curve, callbacks = LearningCurve(), []
     stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
     callbacks = [curve] + ([stopper] if stopper else [])
@@ -313,7 +313,7 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
     args = dataclasses.replace(cli_args.parse_into(Args, ns), task=task, quiet=ns.quiet or ns.json)
     try:
         args.check()
-        train_output(args.out, ns.overwrite).check()
+        output = train_output(args.out, ns.overwrite).check()
     except (ValueError, OSError) as err:
         print(f"{command}: error: {err}", file=sys.stderr)
         return 2
@@ -322,7 +322,10 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
         used = -(-args.timesteps // rollout) * rollout
         print(f"{command}: --timesteps {args.timesteps} is rounded up to {used} (whole rollouts of --n-steps "
               f"{args.n_steps} x --n-envs {args.n_envs})", file=sys.stderr)  # fmt: skip
-    result = train(args, say=progress_printer(args.quiet))
+    say = progress_printer(args.quiet)
+    with output.transaction():  # everything appears at the end, or nothing (oasis_gym.outputs)
+        say(f"TensorBoard while it trains: tensorboard --logdir {args.out}")
+        result = train(args, say=say)
     held = result["eval_sets"]["held-out seeds"]
     if not ns.json:
         print("\n\n".join(result["tables"]))

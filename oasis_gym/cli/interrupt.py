@@ -17,7 +17,6 @@ from pathlib import Path
 
 from oasis_gym.interrupts import Stopped, exit_code, signal_name, stop_signals
 from oasis_gym.platform.journal import JournalError, read_meta
-from oasis_gym.train.outputs import TREES as TRAIN_TREES
 
 __all__ = ["Stopped", "RunStopped", "stop_signals", "run_stopped", "interrupted", "command_stopped"]
 
@@ -68,11 +67,6 @@ def interrupted(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
     return RunStopped(f"stopped by {name}; {what}: {shlex.join(again)}", exit_code(err))
 
 
-def _train_logs(out: Path) -> bool:
-    """Whether SB3 wrote logs or checkpoints into `out` (then a new run needs --overwrite)."""
-    return any(p.is_file() for tree in TRAIN_TREES for p in (out / tree).rglob("*"))
-
-
 def command_stopped(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
     """What `oasis-gym report`, `import`, `train`, `benchmark` or a sweep stopped while it was being planned
     say (`err`: the signal): what is kept (their outputs are staged: nothing new, or the
@@ -85,17 +79,6 @@ def command_stopped(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped
         kept = f"no journal was written ({args.out} is as it was before)"
     elif args.command == "sweep":
         kept = "while planning the sweep: nothing was run or written"
-    elif args.command == "benchmark":
-        out = Path(args.out)
-        kept = (
-            f"results.md, results.json and learning_curves.png were not written (an earlier benchmark's in {out} "
-            "are kept; the stopped one's seed folders are replaced by the next run)"
-        )
-    else:  # train
-        out = Path(args.out)
-        kept = f"model.zip, eval.json and learning_curve.png were not written (an earlier run's in {out} are kept)"
-        if _train_logs(out):
-            kept += f"; its TensorBoard logs and checkpoints so far are in {out / 'tb'} and {out / 'checkpoints'}"
-            if "--overwrite" not in argv:
-                again.append("--overwrite")
+    else:  # train, benchmark: the whole output is staged (SB3's logs too) and installed at the end
+        kept = f"nothing new was written ({args.out} holds what it held before)"
     return RunStopped(f"stopped by {signal_name(err)}; {kept}; run it again: {shlex.join(again)}", exit_code(err))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..console import Summary, duration, plural, quoted
 from ..errors import ConfigError
-from ..outputs import OutputFile, claim_logdir, is_signed, signed
+from ..output_logdir import claim_logdir
+from ..outputs import OutputFile, is_signed, signed
 from .config import list_scenarios, parse_sets
 from .scenario import _jsonable, load_scenario
 
