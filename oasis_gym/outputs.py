@@ -258,9 +258,9 @@ class OutputDir:
         `tensorboard --logdir` on this folder shows what SB3 streams there as it is written).
         When the block ends without an exception, its files are installed as `staging` installs
         them and each claimed tree (``tb/``, a seed's folder) is swapped in whole; stopped or
-        failed, the staging folder goes and the earlier output stays as it was."""
-        self.claim_trees()
-        made, installed = missing_folders(self.path), False
+        failed, the staging folder goes and the earlier output stays as it was (a folder the
+        check created goes too, when the command ends: `release`)."""
+        self._open()
         stage = self.path / tmp_name()
         stage.mkdir()
         root = Path(os.path.abspath(self.path))
@@ -269,21 +269,20 @@ class OutputDir:
             yield stage
             del _STAGED[root]
             with deferred():
+                self.claim_trees()
                 (stage / self.marker.name).unlink(missing_ok=True)  # the staging folder's own marker
                 trees = [n for n in sorted(os.listdir(stage)) if any(fnmatch.fnmatchcase(n, t) for t in self.trees)]
                 for name in trees:
                     self._swap_tree(stage / name, name)
                 self._install_all(stage, ())
-                installed = True
         finally:
             _STAGED.pop(root, None)
             shutil.rmtree(stage, ignore_errors=True)
-            if not installed:
-                remove_empty(made)
 
     def _swap_tree(self, new: Path, name: str) -> None:
         """Put the folder `new` in place of the tree `name` (this command's, checked again now):
-        the old one is renamed aside first and removed after, so a kill leaves one of the two."""
+        the old one is renamed aside first and removed after (a kill between the two renames
+        leaves the tree missing, never half old and half new)."""
         target = self.path / name
         self._tree_files(name, self._load())
         aside = self.path / tmp_name()

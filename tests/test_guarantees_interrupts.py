@@ -240,7 +240,7 @@ def test_a_stopped_training_run_says_what_is_kept_and_leaves_nothing(tmp_path):
     res = stopped(tmp_path, argv, signal.SIGINT, ready=_streaming(out))
     line = one_line(res, 130, "train recommender-v0", signal.SIGINT)
     assert f"nothing new was written ({out} holds what it held before)" in line, line
-    assert visible(out) == {} and leftovers(tmp_path) == []
+    assert not out.exists() and leftovers(tmp_path) == []  # not even the folder it created
     assert again(line) == argv  # no --overwrite needed: nothing of the stopped run is left
 
 
@@ -270,7 +270,7 @@ def test_a_stopped_benchmark_names_its_own_outputs_and_its_rerun_works(tmp_path)
     res = stopped(tmp_path, [*argv, "--timesteps", "100000"], signal.SIGTERM, ready=_streaming(out, "seed_0"))
     line = one_line(res, 143, "benchmark", signal.SIGTERM)
     assert f"nothing new was written ({out} holds what it held before)" in line, line
-    assert visible(out) == {} and leftovers(tmp_path) == []
+    assert not out.exists() and leftovers(tmp_path) == []
     redo = cli(tmp_path, *argv, "--timesteps", "40")  # the same folder, no --overwrite: it runs
     assert redo.returncode == 0, redo.stderr[-2000:]
     assert (out / "results.json").is_file() and (out / "seed_0" / "model.zip").is_file()
