@@ -122,6 +122,8 @@ BAD = {
     # an unknown option names the command (argparse said "oasis-gym: error")
     "train_unknown_option": (None, [*TRAIN, "--bogus"], "train recommender-v0: error: unrecognized arguments: --bogus"),
     # a bad value of a benchmark option names the task too (argparse said "oasis-gym benchmark: error")
+    "train_rule_logit_negative": (None, ["train", "moderator", "--rule-logit", "-1"], "--rule-logit"),
+    "train_rule_logit_nan": (None, ["train", "moderator", "--rule-logit", "nan"], "--rule-logit"),
     "benchmark_users_text": (None, ["benchmark", "moderator", "--users", "abc"], "benchmark moderator: error:"),
     "sweep_value_empty": (None, [*SWEEP, "--param", "rho=0.5,,0.7"], "empty value"),
     "sweep_value_nan": (None, [*SWEEP, "--param", "rho=0.5,nan"], "finite"),

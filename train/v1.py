@@ -85,6 +85,11 @@ class Args:
         "learns the whole action (none); train/anchored.py",
         choices=["tuned", "none"],
     )
+    rule_logit: float = opt(
+        FIRST_LOGIT,
+        "moderator: how much PPO's slot policy prefers code 0 at the start (the tuned rule's code; 'none' "
+        "with --anchor none): a logit bonus, lower explores more",
+    )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -119,7 +124,7 @@ class Args:
         for name in ("seed", "population_seed", "eval_population"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {getattr(self, name)!r}")
-        for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit"):
+        for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit", "rule_logit"):
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0 or (name in ("gamma", "gae_lambda") and value > 1):
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number in range, got {value!r}")
@@ -182,7 +187,8 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
         policy, policy_kwargs = "MlpPolicy", {"net_arch": [64, 64], "log_std_init": log_std}
     else:  # one network shared by the queue's slots; code 0 (the rule's, or none) first
         policy = SlotActorCriticPolicy
-        policy_kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS), "first_bias": FIRST_LOGIT}
+        policy_kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS),
+                         "first_bias": args.rule_logit}  # fmt: skip
     out = Path(args.out)
     model = PPO(policy, vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
                 learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
