@@ -39,7 +39,7 @@ from oasis_gym.metrics.intervals import mean_ci
 from . import args as cli_args
 from . import tuned_baselines as tb
 from . import v1
-from .outputs import benchmark_output, train_output
+from .outputs import benchmark_output, staged_training, train_output
 
 
 def _environment() -> dict:
@@ -252,8 +252,7 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
         print(f"{command}: error: {err}", file=sys.stderr)
         return 2
     say = v1.progress_printer(args.quiet)
-    with output.transaction():  # everything appears at the end, or nothing (oasis_gym.outputs)
-        say(f"TensorBoard while it trains: tensorboard --logdir {args.out}")
+    with staged_training(output, say):
         result = run(args, ns.seeds, say=say)
     held = result["eval_sets"]["held-out seeds"]["ppo_vs"]
     if not ns.json:

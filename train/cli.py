@@ -22,7 +22,7 @@ from oasis_gym.console import Summary
 
 from . import args as cli_args
 from . import moderator, recommender, v1
-from .outputs import train_output
+from .outputs import staged_training, train_output
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
@@ -81,9 +81,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f" (whole rollouts of --n-steps {run_args.n_steps} x --n-envs {run_args.n_envs})",
             file=sys.stderr,
         )
-    with output.transaction():  # everything appears at the end, or nothing (oasis_gym.outputs)
-        if not run_args.quiet:
-            print(f"TensorBoard while it trains: tensorboard --logdir {run_args.out}", file=sys.stderr, flush=True)
+    with staged_training(output, v1.progress_printer(run_args.quiet)):
         result = module.train(run_args)
     if not args.json:
         print("\n\n".join(result["tables"]))  # baselines vs PPO on the held-out sets, both agents

@@ -11,11 +11,13 @@ command ends, or not at all (the earlier output stays).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from oasis_gym.outputs import OutputDir
 
-__all__ = ["FILES", "TREES", "train_output", "benchmark_output"]
+__all__ = ["FILES", "TREES", "train_output", "benchmark_output", "staged_training"]
 
 FILES = ("model.zip", "model.obs_norm.npz", "eval.json", "learning_curve.png")
 TREES = ("tb", "checkpoints")
@@ -33,3 +35,12 @@ def benchmark_output(out: str | Path, overwrite: bool = False) -> OutputDir:
     """The folder `out` of `oasis-gym benchmark`: its tables and plot, the band's TensorBoard
     run and one training output per seed (``seed_<i>/``), owned whole."""
     return OutputDir(out, "train", BENCHMARK_FILES, BENCHMARK_TREES, overwrite=overwrite)
+
+
+@contextlib.contextmanager
+def staged_training(output: OutputDir, say: Callable[[str], None]) -> Iterator[None]:
+    """A training command's whole output (`output`, checked) in one `OutputDir.transaction`:
+    it appears when the block ends, or not at all; `say` tells where TensorBoard shows it meanwhile."""
+    with output.transaction():
+        say(f"TensorBoard while it trains: tensorboard --logdir {output.path}")
+        yield

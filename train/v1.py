@@ -47,7 +47,7 @@ from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
 from .args import opt
 from .common import limit_threads, save_obs_normalizer, write_results
-from .outputs import train_output
+from .outputs import staged_training, train_output
 from .report import mean_std
 
 TASKS = ("recommender", "moderator")
@@ -329,8 +329,7 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
         print(f"{command}: --timesteps {args.timesteps} is rounded up to {used} (whole rollouts of --n-steps "
               f"{args.n_steps} x --n-envs {args.n_envs})", file=sys.stderr)  # fmt: skip
     say = progress_printer(args.quiet)
-    with output.transaction():  # everything appears at the end, or nothing (oasis_gym.outputs)
-        say(f"TensorBoard while it trains: tensorboard --logdir {args.out}")
+    with staged_training(output, say):
         result = train(args, say=say)
     held = result["eval_sets"]["held-out seeds"]
     if not ns.json:
