@@ -24,63 +24,7 @@ import os
 
 import numpy as np
 
-from oasis_gym.batched import moderation
-from oasis_gym.batched.tasks import ModeratorTask
-
-F = {name: i for i, name in enumerate(moderation.QUEUE_FEATURES)}
-PUBLIC = [i for name, i in F.items() if name not in ("fact_check", "filled")]
-WITH_CHECK = PUBLIC + [F["fact_check"]]
-
-
-def collect(difficulty: str, seeds: list[int], users: int, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(features (S, 14), labels (S,), episode index (S,)) of every filled queue slot."""
-    task = ModeratorTask(len(seeds), users, difficulty, population_seed=0, max_steps=steps)
-    rows = np.arange(len(seeds))
-    task.reset(rows, np.asarray(seeds))
-    obs = task.reset_obs(rows)
-    xs, ys, eps = [], [], []
-    budget = task.state.dyn.fact_check_budget
-    for _ in range(steps):
-        st, ids = task.state, task.queue_ids
-        x = obs[:, : moderation.QUEUE * len(F)].reshape(len(seeds), moderation.QUEUE, len(F))
-        filled = ids >= 0
-        label = st.misinfo[rows[:, None], st.slot(ids)]
-        k, j = np.nonzero(filled)
-        xs.append(x[k, j])
-        ys.append(label[k, j])
-        eps.append(k)
-        codes = np.zeros((len(seeds), moderation.QUEUE), np.int64)
-        codes[:, :budget] = moderation.FACT_CHECK
-        obs, _, _ = task.step(codes)
-    return np.concatenate(xs), np.concatenate(ys).astype(np.float64), np.concatenate(eps)
-
-
-def auc(score: np.ndarray, y: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney, ties counted half)."""
-    order = np.argsort(score, kind="stable")
-    ranks = np.empty(len(score))
-    s = score[order]
-    # average ranks of ties
-    edges = np.flatnonzero(np.diff(s)) + 1
-    starts = np.concatenate([[0], edges])
-    ends = np.concatenate([edges, [len(s)]])
-    for a, b in zip(starts, ends):
-        ranks[order[a:b]] = (a + b + 1) / 2
-    pos = y > 0.5
-    n1, n0 = pos.sum(), (~pos).sum()
-    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iters: int = 50) -> np.ndarray:
-    """Newton's method for L2-regularised logistic regression; returns weights (bias last)."""
-    a = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(a.shape[1])
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-np.clip(a @ w, -30, 30)))
-        grad = a.T @ (p - y) / len(y) + l2 * w
-        hess = (a * (p * (1 - p))[:, None]).T @ a / len(y) + l2 * np.eye(len(w))
-        w -= np.linalg.solve(hess, grad)
-    return w
+from oasis_gym.train.label_classifier import PUBLIC, WITH_CHECK, F, auc, collect, fit_logistic
 
 
 def fit_mlp(x: np.ndarray, y: np.ndarray, seed: int, hidden: int = 16, epochs: int = 60):
@@ -125,7 +69,8 @@ def main() -> None:
     args = p.parse_args()
     seeds = list(range(7000, 7000 + args.episodes))
     for tier in args.tiers.split(","):
-        x, y, ep = collect(tier, seeds, args.users, args.steps)
+        env = {"difficulty": tier, "users": args.users, "population_seed": 0, "max_steps": args.steps}
+        x, y, ep = collect(env, seeds)
         for model in args.models.split(","):
             row = {"bench": "moderator_v1_auc", "difficulty": tier, "model": model, "samples": int(len(y)),
                    "misinfo_share": round(float(y.mean()), 4),

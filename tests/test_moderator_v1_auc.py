@@ -24,7 +24,9 @@ def test_auc_is_the_mann_whitney_statistic():
 
 @pytest.fixture(scope="module")
 def hard():
-    return bench.collect("hard", list(range(7000, 7008)), users=1000, steps=100)
+    return bench.collect(
+        {"difficulty": "hard", "users": 1000, "population_seed": 0, "max_steps": 100}, range(7000, 7008)
+    )
 
 
 @pytest.mark.parametrize("model", ["logistic", "mlp"])

@@ -162,6 +162,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
             "tuned_constant",
             "tuned_report_threshold",
             "tuned_fact_check_first",
+            "tuned_classifier",
             "truth (privileged)",
         }
     )

@@ -9,7 +9,7 @@ measures exactly the value of a state-dependent policy. The anchor is tuned on t
 seeds only, like the baselines, and its compute is stated beside PPO's.
 
 - `ConstantAnchor(action)` (Box actions): env action = clip(anchor + a, low, high); a = 0 is the anchor.
-- `RuleAnchor(rule_for, n_codes, slots)` (one code per slot; `rule_for(K)`: the rule for K
+- `RuleAnchor(rule_for, n_codes, slots, name)` (one code per slot; `rule_for(K)`: the rule for K
   episodes): PPO chooses per slot among n_codes + 1 codes, 0 = "what the rule says", c > 0 =
   code c - 1; the moderator's slot policy starts with code 0's logit `FIRST_LOGIT` higher.
 - `NoAnchor`: the action as it is.
@@ -59,10 +59,8 @@ class ConstantAnchor(NoAnchor):
 class RuleAnchor(NoAnchor):
     """PPO's code 0 per slot defers to a tuned rule; code c > 0 is the env's code c - 1."""
 
-    name = "tuned rule"
-
-    def __init__(self, rule_for: Callable[[int], Callable], n_codes: int, slots: int):
-        self.rule_for, self.n_codes, self.slots = rule_for, int(n_codes), int(slots)
+    def __init__(self, rule_for: Callable[[int], Callable], n_codes: int, slots: int, name: str = "tuned rule"):
+        self.rule_for, self.n_codes, self.slots, self.name = rule_for, int(n_codes), int(slots), name
         self._rules: dict[int, Callable] = {}  # the rule for K episodes, by K
 
     def space(self, env_space: spaces.Space) -> spaces.Space:

@@ -79,6 +79,13 @@ def markdown(result: dict) -> str:
         "",
         f"Users: {result['users']}. Machine: {env['cpus']} cores, load {env['load_avg_1m_at_start']} at start; "
         f"wall time {minutes['wall']:.0f} min (PPO {minutes['ppo']:.0f}, tuning {minutes['tuning']:.0f}).",
+        "PPO learns "
+        + (
+            "the whole action"
+            if result.get("anchor", "none") == "none"
+            else f"corrections of {result['anchor']} (the anchor, best on the tuning seeds)"
+        )
+        + ".",
     ]
     for set_name, res in result["eval_sets"].items():
         lines += ["", f"**{set_name}** (population {res['population_seed']}, {len(res['seeds'])} episodes)", "",

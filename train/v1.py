@@ -8,7 +8,9 @@ Steps (read top to bottom):
 1. baselines, tuned on their own seeds of the training population (never the evaluation
    seeds): the best constant action by the cross-entropy method (the recommender's best
    global ranking too), the moderator's best report-threshold and fact-check-first rules by
-   grid search; their compute (env steps) is recorded beside PPO's timesteps.
+   grid search, and its supervised baseline: a logistic-regression label classifier fit on
+   the tuning seeds' labels with its threshold tuned (`train/label_classifier.py`); their
+   compute (env steps) is recorded beside PPO's timesteps.
 2. PPO (stable-baselines3) on `n_envs` episodes stepped together in one process
    (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize, by
    default anchored at the tuned baseline (`--anchor`, `train/anchored.py`; the moderator
@@ -41,7 +43,7 @@ from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
-from . import anchored
+from . import anchored, label_classifier
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
@@ -154,18 +156,23 @@ def tune(args: Args, say) -> dict:
         start = tb.global_as_per_user(glob["action"])
         return {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
                 "global_constant": glob}  # fmt: skip
-    return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem)}
+    return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem),
+            "classifier": label_classifier.tune_classifier(env, seeds, say)}  # fmt: skip
 
 
 def make_anchor(args: Args, tuned: dict) -> anchored.NoAnchor:
     """What PPO's action is relative to (`--anchor`): the tuned constant ranking (recommender),
-    the better of the two tuned rules on the tuning seeds (moderator), or nothing."""
+    the best of the tuned rules and the label classifier on the tuning seeds (moderator), or
+    nothing."""
     if args.anchor == "none":
         return anchored.NoAnchor()
     if args.task == "recommender":
         return anchored.ConstantAnchor(tuned["constant"]["action"])
-    best = max(("report_threshold", "fact_check_first"), key=lambda f: tuned[f]["score"])
-    return anchored.RuleAnchor(lambda k: tb.rule_from(tuned[best], k), len(moderation.ACTIONS), moderation.QUEUE)
+    rules = {"report_threshold": lambda k: tb.rule_from(tuned["report_threshold"], k),
+             "fact_check_first": lambda k: tb.rule_from(tuned["fact_check_first"], k),
+             "classifier": lambda k: label_classifier.rule_of(tuned["classifier"], k)}  # fmt: skip
+    best = max(rules, key=lambda f: tuned[f]["score"])
+    return anchored.RuleAnchor(rules[best], len(moderation.ACTIONS), moderation.QUEUE, name=f"tuned_{best}")
 
 
 def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
@@ -235,6 +242,7 @@ def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | 
         "tuned_constant": constant(tuned["constant"]["action"]),
         "tuned_report_threshold": lambda task: tb.rule_from(tuned["report_threshold"], task.k),
         "tuned_fact_check_first": lambda task: tb.rule_from(tuned["fact_check_first"], task.k),
+        "tuned_classifier": lambda task: label_classifier.rule_of(tuned["classifier"], task.k),
         "truth (privileged)": tb.truth_rule,
     }
 

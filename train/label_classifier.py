@@ -1,0 +1,142 @@
+"""The moderator's supervised baseline: a misinformation classifier on the public queue features.
+
+A trust and safety team with labelled history (past fact-checks) trains a classifier before
+it tries RL; this is that baseline, tuned as hard as the others and on the same tuning seeds
+only (`tune_classifier`):
+
+1. `collect`: play the tuning episodes with no removals, the fact-check budget spent on the
+   queue's first slots, and keep every filled slot's features and hidden label;
+2. `fit_logistic`: an L2 logistic regression (Newton's method) on the standardised public
+   features (`PUBLIC`: everything the moderator sees except the fact-check verdict, which
+   the rule reads directly);
+3. `classifier_rule`, grid-searched over its threshold and whether it fact-checks: remove a
+   post whose predicted misinformation probability is >= the threshold, or whose
+   fact-check found it false (never one found true); with checks on, spend the budget on
+   the unchecked posts it would keep that it finds most suspicious.
+
+Labels are read only on the tuning seeds. At evaluation the rule sees what PPO sees (the
+observation), on the held-out seeds and population like every baseline. The fitted model
+is saved in the result (`weights`, `mean`, `scale`), so `rule_of` rebuilds the rule.
+`bench/moderator_v1_auc.py` measures the same classifier family cross-validated by episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from oasis_gym.batched import moderation
+from oasis_gym.batched.tasks import ModeratorTask
+
+F = {name: i for i, name in enumerate(moderation.QUEUE_FEATURES)}
+NF, QUEUE = len(F), moderation.QUEUE
+PUBLIC = [i for name, i in F.items() if name not in ("fact_check", "filled")]
+WITH_CHECK = PUBLIC + [F["fact_check"]]
+THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def collect(env: dict, seeds) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(features (S, 14), labels (S,), episode index (S,)) of every filled queue slot of one
+    episode per seed (env: the ModeratorTask kwargs), played without removals and with the
+    fact-check budget on the first slots every step (so verdicts exist)."""
+    seeds = np.asarray(seeds, np.int64)
+    task = ModeratorTask(len(seeds), **env)
+    rows = np.arange(len(seeds))
+    task.reset(rows, seeds)
+    obs = task.reset_obs(rows)
+    xs, ys, eps = [], [], []
+    codes = np.zeros((len(seeds), QUEUE), np.int64)
+    codes[:, : task.state.dyn.fact_check_budget] = moderation.FACT_CHECK
+    for _ in range(task.max_steps):
+        st, ids = task.state, task.queue_ids
+        label = st.misinfo[rows[:, None], st.slot(ids)]
+        k, j = np.nonzero(ids >= 0)
+        xs.append(obs[:, : QUEUE * NF].reshape(len(seeds), QUEUE, NF)[k, j])
+        ys.append(label[k, j])
+        eps.append(k)
+        obs, _, _ = task.step(codes)
+    return np.concatenate(xs), np.concatenate(ys).astype(np.float64), np.concatenate(eps)
+
+
+def auc(score: np.ndarray, y: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney, ties counted half)."""
+    order = np.argsort(score, kind="stable")
+    s = score[order]
+    edges = np.flatnonzero(np.diff(s)) + 1
+    starts, ends = np.concatenate([[0], edges]), np.concatenate([edges, [len(s)]])
+    ranks = np.empty(len(score))
+    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)  # tied scores share their mean rank
+    pos = y > 0.5
+    n1, n0 = pos.sum(), (~pos).sum()
+    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iters: int = 50) -> np.ndarray:
+    """Newton's method for L2-regularised logistic regression; returns weights (bias last)."""
+    a = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(a.shape[1])
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(a @ w, -30, 30)))
+        grad = a.T @ (p - y) / len(y) + l2 * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a / len(y) + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hess, grad)
+    return w
+
+
+def probability(model: dict, slots: np.ndarray) -> np.ndarray:
+    """The classifier's misinformation probability of queue slots (..., 14)."""
+    z = (slots[..., PUBLIC] - np.asarray(model["mean"])) / np.asarray(model["scale"])
+    w = np.asarray(model["weights"])
+    return 1 / (1 + np.exp(-np.clip(z @ w[:-1] + w[-1], -30, 30)))
+
+
+def classifier_rule(model: dict, threshold: np.ndarray, check: np.ndarray) -> Callable:
+    """A batched rule with per-episode settings (K,) (module docstring, step 3)."""
+
+    def act(obs: np.ndarray, t: int) -> np.ndarray:
+        k = len(obs)
+        x = obs[:, : QUEUE * NF].reshape(k, QUEUE, NF)
+        filled, verdict = x[..., F["filled"]] > 0, x[..., F["fact_check"]]
+        p = probability(model, x)
+        remove = filled & (((p >= threshold[:, None]) & (verdict == 0)) | (verdict < 0))
+        codes = np.where(remove, moderation.REMOVE, moderation.NONE)
+        budget = np.rint(obs[:, QUEUE * NF + 2] * QUEUE).astype(np.int64)  # fact_check_budget_share
+        suspect = np.where(filled & ~remove & (verdict == 0) & check[:, None], p, -1.0)
+        rank = np.argsort(np.argsort(-suspect, axis=1, kind="stable"), axis=1)  # 0: most suspicious
+        codes[(suspect >= 0) & (rank < budget[:, None])] = moderation.FACT_CHECK
+        return codes
+
+    return act
+
+
+def rule_of(tuned: dict, k: int) -> Callable:
+    """The tuned classifier rule (a `tune_classifier` result) over K episodes."""
+    return classifier_rule(tuned, np.full(k, tuned["threshold"]), np.full(k, tuned["check"]))
+
+
+def tune_classifier(env: dict, seeds, progress: Callable[[str], None] | None = None) -> dict:
+    """Fit the classifier on the tuning seeds' labelled slots, then grid-search its rule
+    (THRESHOLDS x checks off / on, every cell on every tuning seed, in one batched run)."""
+    from .tuned_baselines import make_steps, run_episodes
+
+    seeds = np.asarray(seeds, np.int64)
+    x, y, _ = collect(env, seeds)
+    mean, scale = x[:, PUBLIC].mean(0), x[:, PUBLIC].std(0) + 1e-9
+    weights = fit_logistic((x[:, PUBLIC] - mean) / scale, y)
+    model = {"weights": weights.tolist(), "mean": mean.tolist(), "scale": scale.tolist()}
+    cells = [(thr, check) for check in (False, True) for thr in THRESHOLDS]
+    thr = np.repeat([c[0] for c in cells], len(seeds))
+    chk = np.repeat([c[1] for c in cells], len(seeds))
+    totals = run_episodes("moderator", env, np.tile(seeds, len(cells)), classifier_rule(model, thr, chk))
+    score = totals["return"].reshape(len(cells), len(seeds)).mean(1)
+    i = int(np.argmax(score))
+    fit_auc = round(auc(probability(model, x), y), 3) if 0 < y.sum() < len(y) else None  # None: one kind of post
+    threshold, check = cells[i]
+    if progress:
+        progress(f"tuned the label classifier: remove at p >= {threshold}, fact-checks {'on' if check else 'off'}: "
+                 f"mean return {score[i]:.3f} (in-sample AUC {fit_auc})")  # fmt: skip
+    steps = (1 + len(cells)) * len(seeds) * make_steps(env)  # the labelled episodes, then the grid
+    return {**model, "threshold": threshold, "check": check, "score": float(score[i]), "samples": len(y),
+            "in_sample_auc": fit_auc, "cells": len(cells), "tune_seeds": seeds.tolist(), "env_steps": steps,
+            "method": "logistic regression + grid"}  # fmt: skip
