@@ -2,7 +2,8 @@
 
 Every registered v1 id, both autoreset modes, a whole episode and the autoreset into the
 next one: observations, rewards, truncations and infos equal bit for bit. Plus Gymnasium's
-checker on the single envs, the seeds (distinct, never evaluation seeds), bad arguments.
+checker on the single envs, the seeds (distinct, never evaluation seeds), bad arguments;
+and the v0 ids, which vectorize through Gymnasium's SyncVectorEnv.
 """
 
 from __future__ import annotations
@@ -142,3 +143,25 @@ def test_ansi_render_says_the_step_and_the_last_values(env_id):
     assert [r.split(":")[0] for r in vec.render()] == ["step 1/6 (episode seed 5)", "step 1/6 (episode seed 6)"]
     with pytest.raises(ValueError, match="render_mode must be None or one of"):
         gym.make(env_id, render_mode="human", **SMALL)
+
+
+@pytest.mark.filterwarnings("ignore:.*is out of date")  # Gymnasium's own hint: v1 is the newer version
+@pytest.mark.parametrize("env_id", sorted(set(oasis_gym.GYMNASIUM_ENVS) - set(oasis_gym.GYMNASIUM_VECTOR_ENVS)))
+def test_the_v0_ids_vectorize_through_gymnasiums_sync_vector_env(env_id):
+    """The v0 ids (a journaled platform per env) register no native vector env: make_vec
+    gives Gymnasium's SyncVectorEnv, whose env i plays the single env's episode with seed s + i."""
+    small = {"users": 40, "max_cycles": 3}
+    vec = gym.make_vec(env_id, num_envs=2, **small)
+    assert isinstance(vec, gym.vector.SyncVectorEnv)
+    obs, _ = vec.reset(seed=3)
+    actions = _actions(vec.single_action_space, 2, seed=0)
+    got = vec.step(np.stack(actions))
+    for i in range(2):
+        single = gym.make(env_id, **small)
+        o, _ = single.reset(seed=3 + i)
+        np.testing.assert_array_equal(o, obs[i])
+        step = single.step(actions[i])
+        np.testing.assert_array_equal(step[0], got[0][i])
+        assert step[1] == got[1][i]
+        single.close()
+    vec.close()
