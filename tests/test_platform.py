@@ -804,3 +804,19 @@ def test_indexes_are_built_at_close(tmp_path):
         ('SELECT * FROM "like" WHERE post_id = 3 AND user_id = 1', "idx_like_pair"),
     ):
         assert index in " ".join(r[3] for r in db(j).execute("EXPLAIN QUERY PLAN " + query)), query
+
+
+def test_a_grow_array_holds_exactly_what_was_appended_across_growth_and_truncation():
+    """Storage beyond the live rows is uninitialised (np.empty): appends write every row."""
+    from oasis_gym.platform.store import GrowArray
+
+    g = GrowArray(np.float32, width=3, fill=-1.0, capacity=2)
+    g.extend(np.ones((3, 3)))
+    g.append_fill(2)
+    assert g.a.shape == (5, 3) and (g.a[:3] == 1).all() and (g.a[3:] == -1).all()
+    g.n = 1  # a rolled-back step truncates
+    g.append_fill(1)
+    g.extend(np.full((4, 3), 7.0))
+    np.testing.assert_array_equal(g.a[:, 0], [1, -1, 7, 7, 7, 7])
+    ids = GrowArray(np.int64, fill=-1, capacity=1)
+    assert ids.extend([5, 6, 7]).tolist() == [0, 1, 2] and ids.a.tolist() == [5, 6, 7]

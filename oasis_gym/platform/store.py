@@ -13,22 +13,25 @@ _LOW_MASK = np.int64((1 << 32) - 1)
 
 
 class GrowArray:
-    """A 1-D or 2-D numpy array with amortized O(1) append along axis 0."""
+    """A 1-D or 2-D numpy array with amortized O(1) append along axis 0.
+
+    Storage beyond the live rows is left uninitialised (np.empty): every row is written
+    when it is appended, so only the pages rows reach are ever touched (a growth copies the
+    live rows and touches nothing else; filling the whole doubled buffer made steps of a
+    long run stall for hundreds of ms on a machine with slow first-touch page faults)."""
 
     def __init__(self, dtype, width: int | None = None, fill=0, capacity: int = 1024):
         self.dtype = np.dtype(dtype)
         self.width = width
         self.fill = fill
-        shape = (capacity,) if width is None else (capacity, width)
-        self._buf = np.full(shape, fill, dtype=self.dtype)
+        self._buf = np.empty((capacity,) if width is None else (capacity, width), dtype=self.dtype)
         self.n = 0
 
     def _reserve(self, n: int) -> None:
         if n <= len(self._buf):
             return
         cap = max(n, 2 * len(self._buf))
-        shape = (cap,) if self.width is None else (cap, self.width)
-        buf = np.full(shape, self.fill, dtype=self.dtype)
+        buf = np.empty((cap,) if self.width is None else (cap, self.width), dtype=self.dtype)
         buf[: self.n] = self._buf[: self.n]
         self._buf = buf
 
