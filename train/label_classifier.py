@@ -27,10 +27,13 @@ from collections.abc import Callable
 import numpy as np
 
 from oasis_gym.batched import moderation
-from oasis_gym.batched.tasks import ModeratorTask
+from oasis_gym.batched.tasks import MODERATOR_GLOBALS, ModeratorTask
+
+from .tuned_baselines import make_steps, run_episodes
 
 F = {name: i for i, name in enumerate(moderation.QUEUE_FEATURES)}
 NF, QUEUE = len(F), moderation.QUEUE
+BUDGET = QUEUE * NF + MODERATOR_GLOBALS.index("fact_check_budget_share")  # its column in the observation
 PUBLIC = [i for name, i in F.items() if name not in ("fact_check", "filled")]
 WITH_CHECK = PUBLIC + [F["fact_check"]]
 THRESHOLDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -101,7 +104,7 @@ def classifier_rule(model: dict, threshold: np.ndarray, check: np.ndarray) -> Ca
         p = probability(model, x)
         remove = filled & (((p >= threshold[:, None]) & (verdict == 0)) | (verdict < 0))
         codes = np.where(remove, moderation.REMOVE, moderation.NONE)
-        budget = np.rint(obs[:, QUEUE * NF + 2] * QUEUE).astype(np.int64)  # fact_check_budget_share
+        budget = np.rint(obs[:, BUDGET] * QUEUE).astype(np.int64)
         suspect = np.where(filled & ~remove & (verdict == 0) & check[:, None], p, -1.0)
         rank = np.argsort(np.argsort(-suspect, axis=1, kind="stable"), axis=1)  # 0: most suspicious
         codes[(suspect >= 0) & (rank < budget[:, None])] = moderation.FACT_CHECK
@@ -118,8 +121,6 @@ def rule_of(tuned: dict, k: int) -> Callable:
 def tune_classifier(env: dict, seeds, progress: Callable[[str], None] | None = None) -> dict:
     """Fit the classifier on the tuning seeds' labelled slots, then grid-search its rule
     (THRESHOLDS x checks off / on, every cell on every tuning seed, in one batched run)."""
-    from .tuned_baselines import make_steps, run_episodes
-
     seeds = np.asarray(seeds, np.int64)
     x, y, _ = collect(env, seeds)
     mean, scale = x[:, PUBLIC].mean(0), x[:, PUBLIC].std(0) + 1e-9
