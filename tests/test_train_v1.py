@@ -172,6 +172,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
     md = (out / "results.md").read_text()
     assert "| PPO − policy [95% CI over training seeds] |" in md and "held-out population" in md
     assert md in done.stdout and "Next:\n  tensorboard --logdir" in done.stdout
+    assert f"PPO learns corrections of its anchor, {result['anchor']} (tuned on the tuning seeds)." in md
     assert ("Headroom on held-out seeds: truth (privileged)" in md) == (task == "moderator")  # a reference only there
     events = [p for p in (out / "tb_band").iterdir() if p.name.startswith("events")]
     acc = EventAccumulator(str(events[0]))

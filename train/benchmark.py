@@ -79,13 +79,7 @@ def markdown(result: dict) -> str:
         "",
         f"Users: {result['users']}. Machine: {env['cpus']} cores, load {env['load_avg_1m_at_start']} at start; "
         f"wall time {minutes['wall']:.0f} min (PPO {minutes['ppo']:.0f}, tuning {minutes['tuning']:.0f}).",
-        "PPO learns "
-        + (
-            "the whole action"
-            if result.get("anchor", "none") == "none"
-            else f"corrections of {result['anchor']} (the anchor, best on the tuning seeds)"
-        )
-        + ".",
+        f"PPO learns {_learns(result.get('anchor', 'none'))}.",
     ]
     for set_name, res in result["eval_sets"].items():
         lines += ["", f"**{set_name}** (population {res['population_seed']}, {len(res['seeds'])} episodes)", "",
@@ -108,6 +102,13 @@ def markdown(result: dict) -> str:
     spent = ", ".join(f"{k} {v:,}" for k, v in result["tuning_env_steps"].items())
     lines += ["", f"Tuning compute (env steps): {spent}; PPO {result['timesteps_per_seed']:,} per seed."]
     return "\n".join(lines) + "\n"
+
+
+def _learns(anchor: str) -> str:
+    """What PPO learns, by its anchor (`--anchor`)."""
+    return (
+        "the whole action" if anchor == "none" else f"corrections of its anchor, {anchor} (tuned on the tuning seeds)"
+    )
 
 
 def headroom(result: dict) -> list[str]:
