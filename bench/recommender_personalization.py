@@ -1,0 +1,95 @@
+"""How much a per-user ranking can gain over one ranking for everyone in Recommender-v1 (issue 30).
+
+    python bench/recommender_personalization.py --difficulty medium
+
+Issue 30 asks that the per-user recommender beat the best global ranking. This measures the
+most a per-user *constant* ranking can gain, with privileged information: the ranking's user
+features are replaced by the one-hot of each user's hidden kind (casual, outrage-prone,
+news-seeking), so W's first three rows are one ranking per kind. Both are tuned by the same
+cross-entropy search on the tuning seeds (`train.tuned_baselines.tune_constant`, the
+per-kind search started at the tuned global ranking), then scored on held-out seeds of the
+training population and on a held-out population, paired by seed. If the per-kind ranking
+does not beat the global one, the tier gives personalization no headroom: its kinds want
+nearly the same ranking. Rule-based users (no LLM).
+
+Prints one JSON line: both tuned scores, per evaluation set the two means, the paired
+difference with its 95 % t interval and the per-kind ranking's wins, both weight matrices,
+the wall time and the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from oasis_gym.batched import feed
+from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.train import tuned_baselines as tb
+
+
+@contextmanager
+def kind_features():
+    """While open, every batched engine ranks with the user features [kind == 0, kind == 1,
+    kind == 2, 0, 0, 0] (the hidden kind: privileged) instead of the history summaries."""
+
+    def by_kind(state, ka, ua):
+        z = np.zeros((len(ka), len(feed.USER_FEATURES)), np.float32)
+        z[np.arange(len(ka)), state.pop.kind[ua]] = 1.0
+        return z
+
+    original = feed.user_features  # what the engine calls (`engine.feed` is this module)
+    feed.user_features = by_kind
+    try:
+        yield
+    finally:
+        feed.user_features = original
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--difficulty", default="medium", choices=["easy", "medium", "hard"])
+    p.add_argument("--users", type=int, default=1000)
+    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--iterations", type=int, default=10, help="CEM iterations of each search [10]")
+    p.add_argument("--population", type=int, default=24, help="CEM candidates per iteration [24]")
+    p.add_argument("--tune-seeds", type=int, nargs="+", default=list(range(5000, 5008)))
+    p.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(9000, 9020)))
+    p.add_argument("--eval-population", type=int, default=1, help="the held-out population [1]")
+    a = p.parse_args(argv)
+    began = time.perf_counter()
+    env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps}
+    cem = {"iterations": a.iterations, "population": a.population}
+    glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
+    init = np.zeros((len(feed.USER_FEATURES), len(glob["action"])), np.float32)
+    init[:3] = glob["action"]  # every kind starts at the tuned global ranking
+    with kind_features():
+        kind = tb.tune_constant(env, a.tune_seeds, ranking="per_user", start=init.ravel(), start_sd=0.25, **cem)
+    out = {"bench": "recommender_personalization", "difficulty": a.difficulty, "users": a.users,
+           "tuned_global_score": round(glob["score"], 3), "tuned_per_kind_score": round(kind["score"], 3)}  # fmt: skip
+    for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
+        e = {**env, "population_seed": population}
+        with kind_features():
+            per_kind = tb.run_episodes(
+                "recommender", e, a.eval_seeds, lambda o, t: np.tile(kind["action"], (len(o), 1))
+            )
+        glob_run = tb.run_episodes("recommender", {**e, "ranking": "global"}, a.eval_seeds,
+                                   lambda o, t: np.tile(glob["action"], (len(o), 1)))  # fmt: skip
+        d = per_kind["return"] - glob_run["return"]
+        ci = mean_ci(d)
+        out[name] = {"per_kind": round(float(per_kind["return"].mean()), 3),
+                     "global": round(float(glob_run["return"].mean()), 3),
+                     "per_kind_minus_global": {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")},
+                     "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
+    out.update(per_kind_weights=np.round(kind["action"].reshape(6, -1)[:3], 3).tolist(),
+               global_weights=np.round(glob["action"], 3).tolist(), candidate_features=list(feed.CANDIDATE_FEATURES),
+               wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""bench/recommender_personalization.py (issue 30): the privileged per-kind ranking against the
+tuned global one. Tiny settings here; the README's figures use the defaults."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import recommender_personalization as bench  # noqa: E402
+
+from oasis_gym.batched import feed  # noqa: E402
+from oasis_gym.batched.tasks import RecommenderTask  # noqa: E402
+
+
+def test_the_privileged_features_are_the_hidden_kind_and_are_put_back():
+    task = RecommenderTask(1, users=60, difficulty="medium", max_steps=2)
+    task.reset(np.arange(1), np.array([5000]))
+    ua = np.arange(60)
+    ka = np.zeros(60, np.int64)
+    original = feed.user_features
+    with bench.kind_features():
+        z = feed.user_features(task.state, ka, ua)
+    assert feed.user_features is original
+    np.testing.assert_array_equal(z.argmax(1), task.state.pop.kind)
+    assert (z.sum(1) == 1).all() and (z[:, 3:] == 0).all()
+
+
+def test_the_bench_prints_one_json_line(capsys):
+    bench.main(["--users", "100", "--max-steps", "3", "--iterations", "1", "--population", "3",
+                "--tune-seeds", "5000", "--eval-seeds", "9000", "9001", "9002"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out.strip())
+    assert out["bench"] == "recommender_personalization" and len(out["per_kind_weights"]) == 3
+    for name in ("held-out seeds", "held-out population"):
+        d = out[name]["per_kind_minus_global"]
+        assert d["lo"] <= d["mean"] <= d["hi"] and out[name]["episodes"] == 3
