@@ -13,7 +13,8 @@ of candidates in one run. Baselines:
   `global_as_per_user`): what per-user weights must beat.
 - moderator: `tune_constant_codes` -- the best constant action (a code per queue slot) by
   the cross-entropy method; `tune_rules` -- the best report-threshold rule and the best
-  fact-check-first rule over a grid of thresholds (every cell on the tuning seeds). `truth` is a
+  fact-check-first rule over a grid of thresholds (every cell on the tuning seeds); its
+  supervised baseline, a label classifier, is `train/label_classifier.py`. `truth` is a
   privileged reference (it reads the hidden labels: remove and suspend every queued
   misinformation post); it is not called an oracle because it is not proven an upper bound.
 
