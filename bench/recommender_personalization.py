@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
                      "global": round(float(glob_run["return"].mean()), 3),
                      "per_kind_minus_global": {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")},
                      "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
-    out.update(per_kind_weights=np.round(kind["action"].reshape(6, -1)[:3], 3).tolist(),
+    out.update(per_kind_weights=np.round(kind["action"].reshape(len(feed.USER_FEATURES), -1)[:3], 3).tolist(),
                global_weights=np.round(glob["action"], 3).tolist(), candidate_features=list(feed.CANDIDATE_FEATURES),
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)

@@ -160,6 +160,13 @@ def tune(args: Args, say) -> dict:
             "classifier": label_classifier.tune_classifier(env, seeds, say)}  # fmt: skip
 
 
+def moderator_rules(tuned: dict) -> dict:
+    """The tuned moderator policies by their `tuned` key, each as `rule_for(K)`."""
+    return {"report_threshold": lambda k: tb.rule_from(tuned["report_threshold"], k),
+            "fact_check_first": lambda k: tb.rule_from(tuned["fact_check_first"], k),
+            "classifier": lambda k: label_classifier.rule_of(tuned["classifier"], k)}  # fmt: skip
+
+
 def make_anchor(args: Args, tuned: dict) -> anchored.NoAnchor:
     """What PPO's action is relative to (`--anchor`): the tuned constant ranking (recommender),
     the best of the tuned rules and the label classifier on the tuning seeds (moderator), or
@@ -168,9 +175,7 @@ def make_anchor(args: Args, tuned: dict) -> anchored.NoAnchor:
         return anchored.NoAnchor()
     if args.task == "recommender":
         return anchored.ConstantAnchor(tuned["constant"]["action"])
-    rules = {"report_threshold": lambda k: tb.rule_from(tuned["report_threshold"], k),
-             "fact_check_first": lambda k: tb.rule_from(tuned["fact_check_first"], k),
-             "classifier": lambda k: label_classifier.rule_of(tuned["classifier"], k)}  # fmt: skip
+    rules = moderator_rules(tuned)
     best = max(rules, key=lambda f: tuned[f]["score"])
     return anchored.RuleAnchor(rules[best], len(moderation.ACTIONS), moderation.QUEUE, name=f"tuned_{best}")
 
@@ -240,9 +245,10 @@ def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | 
         "ppo": ppo,
         "no_moderation": constant(np.zeros(moderation.QUEUE, np.int64)),
         "tuned_constant": constant(tuned["constant"]["action"]),
-        "tuned_report_threshold": lambda task: tb.rule_from(tuned["report_threshold"], task.k),
-        "tuned_fact_check_first": lambda task: tb.rule_from(tuned["fact_check_first"], task.k),
-        "tuned_classifier": lambda task: label_classifier.rule_of(tuned["classifier"], task.k),
+        **{
+            f"tuned_{name}": (lambda task, rule_for=rule_for: rule_for(task.k))
+            for name, rule_for in moderator_rules(tuned).items()
+        },
         "truth (privileged)": tb.truth_rule,
     }
 
