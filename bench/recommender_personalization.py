@@ -1,6 +1,7 @@
-"""How much a per-user ranking can gain over one ranking for everyone in Recommender-v1 (issue 30).
+"""How much a per-user ranking can gain over one ranking for everyone in Recommender-v1 or v2 (issue 30).
 
     python bench/recommender_personalization.py --difficulty medium
+    python bench/recommender_personalization.py --version 2 --difficulty medium
 
 Issue 30 asks that the per-user recommender beat the best global ranking. This measures the
 most a per-user *constant* ranking can gain, with privileged information: the ranking's user
@@ -35,10 +36,10 @@ from oasis_gym.train import tuned_baselines as tb
 @contextmanager
 def kind_features():
     """While open, every batched engine ranks with the user features [kind == 0, kind == 1,
-    kind == 2, 0, 0, 0] (the hidden kind: privileged) instead of the history summaries."""
+    kind == 2, 0, ...] (the hidden kind: privileged) instead of the history summaries."""
 
     def by_kind(state, ka, ua):
-        z = np.zeros((len(ka), len(feed.USER_FEATURES)), np.float32)
+        z = np.zeros((len(ka), len(feed.user_feature_names(state.dyn))), np.float32)
         z[np.arange(len(ka)), state.pop.kind[ua]] = 1.0
         return z
 
@@ -52,6 +53,7 @@ def kind_features():
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--version", type=int, default=1, choices=[1, 2], help="Recommender-v1 or v2 [1]")
     p.add_argument("--difficulty", default="medium", choices=["easy", "medium", "hard"])
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--max-steps", type=int, default=100)
@@ -62,14 +64,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eval-population", type=int, default=1, help="the held-out population [1]")
     a = p.parse_args(argv)
     began = time.perf_counter()
-    env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps}
+    env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
+           "version": a.version}  # fmt: skip
+    rows = tb.user_rows(env)
     cem = {"iterations": a.iterations, "population": a.population}
     glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
-    init = np.zeros((len(feed.USER_FEATURES), len(glob["action"])), np.float32)
+    init = np.zeros((rows, len(glob["action"])), np.float32)
     init[:3] = glob["action"]  # every kind starts at the tuned global ranking
     with kind_features():
         kind = tb.tune_constant(env, a.tune_seeds, ranking="per_user", start=init.ravel(), start_sd=0.25, **cem)
-    out = {"bench": "recommender_personalization", "difficulty": a.difficulty, "users": a.users,
+    out = {"bench": "recommender_personalization", "version": a.version, "difficulty": a.difficulty, "users": a.users,
            "tuned_global_score": round(glob["score"], 3), "tuned_per_kind_score": round(kind["score"], 3)}  # fmt: skip
     for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
         e = {**env, "population_seed": population}
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
                      "global": round(float(glob_run["return"].mean()), 3),
                      "per_kind_minus_global": {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")},
                      "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
-    out.update(per_kind_weights=np.round(kind["action"].reshape(len(feed.USER_FEATURES), -1)[:3], 3).tolist(),
+    out.update(per_kind_weights=np.round(kind["action"].reshape(rows, -1)[:3], 3).tolist(),
                global_weights=np.round(glob["action"], 3).tolist(), candidate_features=list(feed.CANDIDATE_FEATURES),
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)

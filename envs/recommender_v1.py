@@ -23,8 +23,10 @@ outrage-prone, news-seeking). Outrage (arousal) draws engagement and carries
 misinformation (medium and hard), and misinformation campaigns come and go unseen. The
 dynamics are built so that a policy *could* gain by depending on the user (per-user
 weights) and on the state (the campaign, the satisfaction the history summaries reveal, the
-time left); measured so far (README, Benchmarks), medium shows no such gain: neither PPO
-nor the tuned per-user constant beats the tuned *global* constant on held-out seeds.
+time left); measured (README, Benchmarks), no tier shows such a gain: neither PPO nor the
+tuned per-user constant beats the tuned *global* constant on held-out seeds, and even a
+ranking that knows each user's hidden kind gains at most 1.5 %. Recommender-v2
+(`envs/recommender_v2.py`) gives the kinds different tastes.
 
 ## Action space
 `Box(-1, 1, (6 * 9,))`: W row-major, rows the user features (`USER_FEATURES`: bias,
@@ -68,6 +70,7 @@ Nothing is journaled: the v1 tasks run on the batched engine, not on the SQLite 
 ## Version history
 - v1 (issues 26, 30): the batched engine, stateful users, tiers, a native vector env.
   Bump the version whenever a change could change any result of a seed.
+- v2 is `envs/recommender_v2.py` (kinds that want different feeds); v1 is unchanged.
 """
 
 from __future__ import annotations
@@ -82,8 +85,8 @@ from .lockstep import LockstepEnv, LockstepVectorEnv
 __all__ = ["RecommenderEnv", "RecommenderVectorEnv", "RecommenderReward"]
 
 
-def _task(k, difficulty, users, population_seed, max_steps, ranking, reward):
-    return RecommenderTask(k, users, difficulty, population_seed, max_steps, ranking, reward)
+def _task(k, difficulty, users, population_seed, max_steps, ranking, reward, version):
+    return RecommenderTask(k, users, difficulty, population_seed, max_steps, ranking, reward, version=version)
 
 
 def _space(task) -> Box:
@@ -93,17 +96,21 @@ def _space(task) -> Box:
 class RecommenderEnv(LockstepEnv):
     """One Recommender-v1 episode at a time (module docstring)."""
 
+    version = 1  # the task version (`oasis_gym.batched.tiers.VERSIONS`); Recommender-v2 subclasses
+
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
                  reward: RecommenderReward | None = None, render_mode=None):  # fmt: skip
-        task = _task(1, difficulty, users, population_seed, max_steps, ranking, reward)
+        task = _task(1, difficulty, users, population_seed, max_steps, ranking, reward, self.version)
         super().__init__(task, _space(task), render_mode)
 
 
 class RecommenderVectorEnv(LockstepVectorEnv):
     """`num_envs` Recommender-v1 episodes stepped together (module docstring)."""
 
+    version = 1
+
     def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  ranking="per_user", reward: RecommenderReward | None = None,
                  autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None):  # fmt: skip
-        task = _task(num_envs, difficulty, users, population_seed, max_steps, ranking, reward)
+        task = _task(num_envs, difficulty, users, population_seed, max_steps, ranking, reward, self.version)
         super().__init__(task, _space(task), autoreset_mode, render_mode)

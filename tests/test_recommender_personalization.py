@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import recommender_personalization as bench  # noqa: E402
@@ -29,11 +30,13 @@ def test_the_privileged_features_are_the_hidden_kind_and_are_put_back():
     assert (z.sum(1) == 1).all() and (z[:, 3:] == 0).all()
 
 
-def test_the_bench_prints_one_json_line(capsys):
-    bench.main(["--users", "100", "--max-steps", "3", "--iterations", "1", "--population", "3",
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_the_bench_prints_one_json_line(capsys, version):
+    bench.main(["--version", version, "--users", "100", "--max-steps", "3", "--iterations", "1", "--population", "3",
                 "--tune-seeds", "5000", "--eval-seeds", "9000", "9001", "9002"])  # fmt: skip
     out = json.loads(capsys.readouterr().out.strip())
     assert out["bench"] == "recommender_personalization" and len(out["per_kind_weights"]) == 3
+    assert out["version"] == int(version)
     for name in ("held-out seeds", "held-out population"):
         d = out[name]["per_kind_minus_global"]
         assert d["lo"] <= d["mean"] <= d["hi"] and out[name]["episodes"] == 3

@@ -19,7 +19,7 @@ from oasis_gym.train import rllib_v1  # noqa: E402
 SMALL = {"users": 100, "max_steps": 4, "difficulty": "hard"}
 
 
-@pytest.mark.parametrize("task", ["recommender", "moderator"])
+@pytest.mark.parametrize("task", ["recommender", "recommender-v2", "moderator"])
 def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_vector_env(task):
     import ray
 

@@ -257,3 +257,27 @@ def test_the_headroom_line_takes_the_baseline_that_was_best_on_the_tuning_seeds(
     }  # fmt: skip
     (line,) = [x for x in headroom(result) if x]
     assert "best tuned baseline tuned_report_threshold -105.00: +55.00" in line, line
+
+
+def test_train_recommender_v2_tunes_and_trains_on_v2(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", "--version", "2", *TINY, "--out", str(out),
+           "--quiet"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "eval.json").read_text())
+    assert result["task"] == "recommender-v2" and result["settings"]["version"] == 2
+    assert len(result["tuned"]["constant"]["action"]) == 8 * 9  # the affinity rows are tuned too
+    assert "oasis-gym benchmark recommender --version 2" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("task", "version", "match"),
+    [("moderator", "2", "--version of the moderator must be one of [1]"), ("recommender", "3", "invalid choice: 3")],
+)
+def test_a_version_the_task_lacks_is_one_line_and_exit_code_2(tmp_path, task, version, match):
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", task, "--version", version, *TINY, "--out",
+           str(tmp_path / "r")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()

@@ -206,7 +206,7 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
         eval_sets[name] = {"population_seed": population, "seeds": list(args.eval_seeds), "baselines": runs,
                            "ppo_runs": ppo, "ppo_seed_means": [float(_episode_returns(r).mean()) for r in ppo],
                            "ppo_vs": compare(ppo, runs)}  # fmt: skip
-    result = {"task": f"{args.task}-v1", "settings": dataclasses.asdict(args), "ppo_seeds": list(range(
+    result = {"task": args.task_id, "settings": dataclasses.asdict(args), "ppo_seeds": list(range(
               args.seed, args.seed + seeds)), "timesteps_per_seed": int(models[0][0].num_timesteps),
               "anchor": anchor.name, "tuned": tuned, "tuning_env_steps": _tuning_steps(tuned), "eval_sets": eval_sets,
               "learning_curves": curves, "users": "rule-based (oasis_gym.batched), no LLM",
@@ -266,7 +266,7 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
     if not ns.json:
         print(markdown(result))
     Summary(
-        f"\nBenchmarked {args.task}-v1 ({args.difficulty}): PPO over {ns.seeds} training seeds vs the tuned "
+        f"\nBenchmarked {args.task_id} ({args.difficulty}): PPO over {ns.seeds} training seeds vs the tuned "
         "baselines (rule-based users).",
         outputs=[(f"{args.out}/results.md", "the table above"), (f"{args.out}/results.json", "every number"),
                  (f"{args.out}/learning_curves.png", "PPO's return over training, mean and band"),

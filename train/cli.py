@@ -37,7 +37,10 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     )
     targets = train.add_subparsers(dest="target", required=True)
     for name, text in (
-        ("recommender", "learn the feed ranking of Recommender-v1 (stateful users; native vector env)"),
+        (
+            "recommender",
+            "learn the feed ranking of Recommender-v1 (--version 2: v2; stateful users)",
+        ),
         ("moderator", "learn to moderate in Moderator-v1 (adaptive adversaries, fact-check budget)"),
     ):
         v1.add_options(targets.add_parser(name, help=text, description=text))

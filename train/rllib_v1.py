@@ -1,7 +1,8 @@
-"""Train a v1 platform agent (Recommender-v1 / Moderator-v1) with Ray RLlib on its native vector env.
+"""Train a platform agent (Recommender-v1 / v2, Moderator-v1) with Ray RLlib on its native vector env.
 
     pip install -e ".[rllib]"     # its own venv: ray[rllib] pins gymnasium 1.2.2 (.ci/run)
     python -m oasis_gym.train.rllib_v1 recommender --difficulty medium --env-runners 2 --envs-per-runner 16
+    python -m oasis_gym.train.rllib_v1 recommender-v2 --difficulty hard
     python -m oasis_gym.train.rllib_v1 recommender --env-runners 8 --address HEAD:6379   # on a Ray cluster
 
 Each RLlib env runner steps its `num_envs_per_env_runner` episodes in one batched call: the
@@ -30,8 +31,10 @@ from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.checks import argtype, ray_address
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
+from oasis_gym.envs.recommender_v2 import RecommenderVectorEnv as RecommenderV2VectorEnv
 
-VECTOR_ENVS = {"recommender": RecommenderVectorEnv, "moderator": ModeratorVectorEnv}
+VECTOR_ENVS = {"recommender": RecommenderVectorEnv, "recommender-v2": RecommenderV2VectorEnv,
+               "moderator": ModeratorVectorEnv}  # fmt: skip
 ENV_NAME = "oasis_gym_v1_task"
 
 

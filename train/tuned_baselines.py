@@ -30,7 +30,9 @@ import numpy as np
 
 from oasis_gym.batched import moderation
 from oasis_gym.batched.engine import DEFAULT_WEIGHTS
+from oasis_gym.batched.feed import user_feature_names
 from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
+from oasis_gym.batched.tiers import tier
 
 EPISODE_KEYS = ("return", "engagements", "misinfo_impressions", "churned", "satisfaction")
 
@@ -71,13 +73,17 @@ def per_episode(totals: dict) -> list[dict]:
 # --------------------------------------------------------------------------- recommender
 
 
-def default_action(ranking: str = "per_user") -> np.ndarray:
-    """The action of the platform's default ranking (DEFAULT_WEIGHTS for everyone)."""
+def user_rows(env: dict) -> int:
+    """Rows of the per-user ranking W (the user features) of a recommender task's env kwargs."""
+    return len(user_feature_names(tier(env.get("difficulty", "medium"), env.get("version", 1))))
+
+
+def default_action(ranking: str = "per_user", rows: int = 6) -> np.ndarray:
+    """The action of the platform's default ranking (DEFAULT_WEIGHTS for everyone; `rows`:
+    of the per-user W, `user_rows(env)`)."""
     if ranking == "global":
         return DEFAULT_WEIGHTS.copy()
-    w = np.zeros((6, len(DEFAULT_WEIGHTS)), np.float32)
-    w[0] = DEFAULT_WEIGHTS
-    return w.ravel()
+    return global_as_per_user(DEFAULT_WEIGHTS, rows)
 
 
 def _score_constants(kind: str, env: dict, seeds: np.ndarray, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +105,7 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
     best. Returns the best action seen, its score and the compute."""
     rng = np.random.default_rng([seed, 0xCE])
     seeds = np.asarray(seeds, np.int64)
-    mean = (default_action(ranking) if start is None else np.asarray(start)).astype(np.float64)
+    mean = (default_action(ranking, user_rows(env)) if start is None else np.asarray(start)).astype(np.float64)
     sd = np.full_like(mean, start_sd)
     best, best_score, steps = mean.copy(), -np.inf, 0
     env = {**env, "ranking": ranking}
@@ -118,9 +124,9 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
             "iterations": iterations, "population": population, "tune_seeds": seeds.tolist()}  # fmt: skip
 
 
-def global_as_per_user(w: np.ndarray) -> np.ndarray:
-    """A global ranking w (9,) as the per-user action W (6 x 9): w in the bias row, zeros below."""
-    out = np.zeros((6, len(DEFAULT_WEIGHTS)), np.float32)
+def global_as_per_user(w: np.ndarray, rows: int = 6) -> np.ndarray:
+    """A global ranking w (9,) as the per-user action W (rows x 9): w in the bias row, zeros below."""
+    out = np.zeros((rows, len(DEFAULT_WEIGHTS)), np.float32)
     out[0] = w
     return out.ravel()
 

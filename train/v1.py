@@ -1,8 +1,10 @@
-"""Train PPO on a v1 task (Recommender-v1 / Moderator-v1) through its native vector env, then
-compare it with baselines tuned as hard, on held-out seeds and a held-out population.
+"""Train PPO on a v1/v2 task (Recommender-v1, Recommender-v2 with `--version 2`, Moderator-v1)
+through its native vector env, then compare it with baselines tuned as hard, on held-out
+seeds and a held-out population.
 
     python -m oasis_gym.train.v1 recommender --difficulty medium --timesteps 1000000 --out runs/rec-v1
     oasis-gym train recommender --difficulty hard --out runs/rec-v1
+    oasis-gym train recommender --version 2 --difficulty hard --out runs/rec-v2
 
 Steps (read top to bottom):
 1. baselines, tuned on their own seeds of the training population (never the evaluation
@@ -40,6 +42,7 @@ from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.console import Summary, plural
 from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
+from oasis_gym.envs.recommender_v2 import RecommenderVectorEnv as RecommenderV2VectorEnv
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
@@ -53,6 +56,8 @@ from .outputs import staged_training, train_output
 from .report import mean_std
 
 TASKS = ("recommender", "moderator")
+# each task's vector env per version
+VERSIONS = {"recommender": {1: RecommenderVectorEnv, 2: RecommenderV2VectorEnv}, "moderator": {1: ModeratorVectorEnv}}
 COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
 
 
@@ -61,6 +66,7 @@ class Args:
     """Settings of one v1 training run (each field is a command-line option)."""
 
     task: str = opt("recommender", cli=False)
+    version: int = opt(1, "task version: the recommender has 1 and 2 (envs/recommender_v2.py)", choices=[1, 2])
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
     users: int = opt(1000, "users per simulated platform")
     max_steps: int = opt(100, "steps per episode")
@@ -108,8 +114,13 @@ class Args:
         env = {"users": self.users, "difficulty": self.difficulty, "max_steps": self.max_steps}
         env["population_seed"] = self.population_seed if population_seed is None else population_seed
         if self.task == "recommender":
-            env["ranking"] = self.ranking
+            env.update(ranking=self.ranking, version=self.version)
         return env
+
+    @property
+    def task_id(self) -> str:
+        """The task's name and version, e.g. "recommender-v2"."""
+        return f"{self.task}-v{self.version}"
 
     def check(self, n_seeds: int = 1) -> None:
         """Every setting in range and the seed sets disjoint from the training seeds of
@@ -121,6 +132,10 @@ class Args:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, got {value!r}")
         if self.n_envs > 1024:
             raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
+        if self.version not in VERSIONS[self.task]:
+            raise ValueError(
+                f"--version of the {self.task} must be one of {list(VERSIONS[self.task])}, got {self.version!r}"
+            )
         if not 2 * FOLLOWEES <= self.users <= MAX_USERS:
             raise ValueError(f"--users must be in [{2 * FOLLOWEES}, {MAX_USERS}], got {self.users}")
         for name in ("seed", "population_seed", "eval_population"):
@@ -153,7 +168,7 @@ def tune(args: Args, say) -> dict:
         # the best one ranking for everyone (what per-user weights must beat), then the best
         # per-user weights searched from it
         glob = tb.tune_constant(env, seeds, ranking="global", **cem)
-        start = tb.global_as_per_user(glob["action"])
+        start = tb.global_as_per_user(glob["action"], tb.user_rows(env))
         return {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
                 "global_constant": glob}  # fmt: skip
     return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem),
@@ -190,8 +205,9 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     from .sb3_vec_env import LockstepSB3VecEnv
     from .slot_policy import SlotActorCriticPolicy
 
-    cls = RecommenderVectorEnv if args.task == "recommender" else ModeratorVectorEnv
-    venv = cls(args.n_envs, autoreset_mode="SameStep", **args.env())
+    env = args.env()
+    env.pop("version", None)  # the class is the version
+    venv = VERSIONS[args.task][args.version](args.n_envs, autoreset_mode="SameStep", **env)
     anchor = anchor or anchored.NoAnchor()
     vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
@@ -210,7 +226,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
     callbacks = [curve] + ([stopper] if stopper else [])
     start = time.perf_counter()
-    model.learn(args.timesteps, callback=callbacks, tb_log_name=f"{args.task}-v1", progress_bar=not args.quiet)
+    model.learn(args.timesteps, callback=callbacks, tb_log_name=args.task_id, progress_bar=not args.quiet)
     seconds = time.perf_counter() - start
     with train_output(out, overwrite=True).staging() as tmp:
         model.save(str(tmp / "model.zip"))
@@ -236,10 +252,11 @@ def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | 
         return lambda task: lambda obs, t: np.tile(np.asarray(action), (task.k, 1))
 
     if args.task == "recommender":
-        out = {"ppo": ppo, "default_ranking": constant(tb.default_action(args.ranking)),
+        rows = tb.user_rows(args.env())
+        out = {"ppo": ppo, "default_ranking": constant(tb.default_action(args.ranking, rows)),
                "tuned_constant": constant(tuned["constant"]["action"])}  # fmt: skip
         if "global_constant" in tuned:  # as a per-user action: its weights in the bias row
-            out["tuned_global_constant"] = constant(tb.global_as_per_user(tuned["global_constant"]["action"]))
+            out["tuned_global_constant"] = constant(tb.global_as_per_user(tuned["global_constant"]["action"], rows))
         return out
     return {
         "ppo": ppo,
@@ -296,7 +313,7 @@ def train(args: Args, say=print) -> dict:
     say(f"trained {info['timesteps']} timesteps in {info['train_seconds']:.0f} s ({rate:.0f} timesteps/s)")
     say(f"evaluating PPO and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
     results = evaluate(args, candidates(args, tuned, model, vec, anchor))
-    result = {"task": f"{args.task}-v1", "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
+    result = {"task": args.task_id, "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
               "eval_sets": results, "tables": [table(n, r) for n, r in results.items()],
               "users": "rule-based (oasis_gym.batched), no LLM"}  # fmt: skip
     baselines = {
@@ -309,7 +326,7 @@ def train(args: Args, say=print) -> dict:
         result,
         info["learning_curve"],
         baselines,
-        f"{args.task.capitalize()}-v1 ({args.difficulty}): PPO training",
+        f"{args.task_id.capitalize()} ({args.difficulty}): PPO training",
     )
     return result
 
@@ -361,7 +378,8 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
                  (f"{args.out}/learning_curve.png", "PPO's return while it trained"),
                  (f"{args.out}/model.zip", "the trained policy (SB3)")],
         next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"),
-              (f"oasis-gym benchmark {task}", "N training seeds with confidence intervals")],
+              (f"oasis-gym benchmark {task}" + (f" --version {args.version}" if args.version != 1 else ""),
+               "N training seeds with confidence intervals")],
         data={"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
               "out": args.out, "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}},
     ).show(as_json=ns.json)  # fmt: skip

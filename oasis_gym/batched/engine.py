@@ -24,9 +24,9 @@ FEED_SIZE = 10
 DEFAULT_WEIGHTS = np.array([1.0, 0.5, 0.3, 0.6, 0.5, 0.3, 0.0, 0.3, 0.5], np.float32)
 
 
-def global_weights(w: np.ndarray) -> np.ndarray:
-    """W (6, 9) of one weight vector over the candidate features for every user."""
-    out = np.zeros((len(feed.USER_FEATURES), len(feed.CANDIDATE_FEATURES)), np.float32)
+def global_weights(w: np.ndarray, user_features: int = len(feed.USER_FEATURES)) -> np.ndarray:
+    """W (user_features, 9) of one weight vector over the candidate features for every user."""
+    out = np.zeros((user_features, len(feed.CANDIDATE_FEATURES)), np.float32)
     out[0] = w
     return out
 
@@ -42,11 +42,11 @@ def segment_sums(values: np.ndarray, ka: np.ndarray, k: int) -> np.ndarray:
 
 
 class Engine:
-    """K simulations of one population and tier (`difficulty` or explicit `dynamics`)."""
+    """K simulations of one population and tier (`difficulty` of task `version`, or explicit `dynamics`)."""
 
     def __init__(self, k: int, users: int = 1000, difficulty: str = "medium", population_seed: int = 0,
-                 dynamics: Dynamics | None = None, population: Population | None = None):  # fmt: skip
-        self.dynamics = dynamics if dynamics is not None else tier(difficulty)
+                 dynamics: Dynamics | None = None, population: Population | None = None, version: int = 1):  # fmt: skip
+        self.dynamics = dynamics if dynamics is not None else tier(difficulty, version)
         self.population = (
             population if population is not None else make_population(users, self.dynamics, population_seed)
         )
@@ -58,7 +58,7 @@ class Engine:
         self.state.reset(np.asarray(rows), np.asarray(seeds))
 
     def step(self, weights=None, queue_ids=None, codes=None, stepping=None) -> dict[str, np.ndarray]:
-        """One step of every simulation. `weights` (K, 6, 9): the ranking W of each (None:
+        """One step of every simulation. `weights` (K, Z, 9): the ranking W of each (None:
         DEFAULT_WEIGHTS for everyone); `queue_ids`/`codes` (K, QUEUE): moderator actions on
         the queue it saw; `stepping` (K,) bool: only these simulations step, the others are
         left exactly as they are (None: all). Returns per-simulation counts, each (K,)."""
@@ -79,7 +79,8 @@ class Engine:
         x = feed.features(st, feed.post_table(st), ka, ua, flat, in_net)
         z = feed.user_features(st, ka, ua)
         if weights is None:
-            weights = np.broadcast_to(global_weights(DEFAULT_WEIGHTS), (self.k, 6, len(DEFAULT_WEIGHTS)))
+            w = global_weights(DEFAULT_WEIGHTS, len(feed.user_feature_names(dyn)))
+            weights = np.broadcast_to(w, (self.k, *w.shape))
         demoted = st.downranked.reshape(-1)[flat]
         top, served_ok = feed.rank(x, z, np.asarray(weights, np.float32)[ka], valid, demoted, FEED_SIZE)
         at = top + (np.arange(len(ka)) * ids.shape[1])[:, None]  # flat cells of the served posts
@@ -122,7 +123,10 @@ class Engine:
         st.satisfaction[back] = 0.5
         p = self.population.activity[None, :] * (0.4 + 1.2 * st.satisfaction)
         draw = rng.uniform(st.key[:, None], st.t[:, None], S_ACTIVE, users_)
-        return (back | (draw < np.minimum(p, 0.9))) & ~st.churned & (st.suspended_at < 0) & go[:, None]
+        visit = back | (draw < np.minimum(p, 0.9))
+        if dyn.campaign_visits:  # campaign bots are always on
+            visit |= st.misinfo_account & st.campaign[:, None]
+        return visit & ~st.churned & (st.suspended_at < 0) & go[:, None]
 
     def _pool_stats(self, ka: np.ndarray, x: np.ndarray, valid: np.ndarray, out: dict) -> None:
         """Per-simulation means of each candidate feature over the valid cells."""

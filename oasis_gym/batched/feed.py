@@ -6,8 +6,9 @@ account has lost its followers, so its posts are in-network for nobody) and
 `OUT_OF_NETWORK` posts drawn from the ring (out-of-network), duplicates and dead posts
 masked. Each candidate has the `CANDIDATE_FEATURES` a ranking service would
 compute (no labels: arousal is a classifier's noisy score), each user the `USER_FEATURES`
-(history summaries). The score of a candidate is x . w(u), w(u) = z(u) @ W, with the
-ranking weights W of the user's simulation; the top `feed_size` are served in score order.
+(history summaries; Recommender-v2 adds the `AFFINITY_FEATURES`). The score of a candidate
+is x . w(u), w(u) = z(u) @ W, with the ranking weights W of the user's simulation; the top
+`feed_size` are served in score order.
 Every operation is over the flat list of (simulation, user) pairs, so a step costs the
 same Python for 1 or 64 simulations, and a row's numbers never depend on the other rows.
 """
@@ -43,6 +44,9 @@ USER_FEATURES = (
     "visit_rate",  # moving average of visits per step
     "arousal_affinity",  # moving average of 4 * mean(engaged * (arousal - 0.5))
 )
+# v2 (`Dynamics.history_affinities`): moving averages of the user's engagement rate on
+# in-network minus out-of-network posts, and on fresh minus old posts (recency-weighted)
+AFFINITY_FEATURES = ("in_network_affinity", "recency_affinity")
 _LOG1000, _LOG100 = np.log(1000.0), np.log(100.0)
 
 
@@ -118,15 +122,23 @@ def features(
     return x
 
 
+def user_feature_names(dyn) -> tuple[str, ...]:
+    """The user features of a tier's ranking: USER_FEATURES, + AFFINITY_FEATURES in v2."""
+    return USER_FEATURES + (AFFINITY_FEATURES if dyn.history_affinities else ())
+
+
 def user_features(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
-    """The USER_FEATURES of pairs (ka, ua): (M, 6) float32."""
-    z = np.empty((len(ka), len(USER_FEATURES)), np.float32)
+    """The user features of pairs (ka, ua): (M, len(user_feature_names)) float32."""
+    z = np.empty((len(ka), len(user_feature_names(state.dyn))), np.float32)
     z[:, 0] = 1.0
     z[:, 1] = state.opinion[ka, ua]
     z[:, 2] = np.abs(z[:, 1])
     z[:, 3] = state.eng_ema[ka, ua]
     z[:, 4] = state.visit_ema[ka, ua]
     z[:, 5] = state.arousal_ema[ka, ua]
+    if state.dyn.history_affinities:
+        z[:, 6] = state.in_network_ema[ka, ua]
+        z[:, 7] = state.recency_ema[ka, ua]
     return z
 
 
@@ -135,7 +147,7 @@ def rank(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (M, feed_size) into the candidates, best first, and whether each is a post.
 
-    `x` (M, C, len(TABLE)) from `features`; `weights` (M, 6, 9) are the ranking weights W of
+    `x` (M, C, len(TABLE)) from `features`; `weights` (M, Z, 9) are the ranking weights W of
     each pair's simulation. The scores are einsum's sum of products per cell (no BLAS, a fixed
     order per cell), so a row's scores are bit-identical whatever the batch (tested). Demoted
     (downranked) candidates lose 2."""

@@ -21,7 +21,8 @@ MISINFO_ACCOUNT_SHARE = 0.01
 (S_SETUP, S_ACTIVE, S_RETURN, S_CANDIDATE, S_ENGAGE, S_REPORT, S_CHURN, S_POST,
  S_ATTR, S_CAMPAIGN, S_BRIGADE, S_CHECK) = range(12)  # fmt: skip
 
-USER_FLOATS = ("satisfaction", "opinion", "eng_ema", "visit_ema", "arousal_ema", "fans", "chill")
+USER_FLOATS = ("satisfaction", "opinion", "eng_ema", "visit_ema", "arousal_ema", "in_network_ema", "recency_ema",
+               "fans", "chill")  # fmt: skip
 USER_INTS = ("last_visit", "last_post", "last_share", "account_start", "suspended_at", "reports_made", "moderated")
 POST_FLOATS = ("stance", "quality", "arousal", "arousal_score", "likes", "shares", "reports", "impressions",
                "step_reports", "frequent_reports")  # fmt: skip

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import moderation
 from .engine import DEFAULT_WEIGHTS, Engine, global_weights
-from .feed import CANDIDATE_FEATURES, USER_FEATURES
+from .feed import CANDIDATE_FEATURES, user_feature_names
 
 RECOMMENDER_OBS = (
     "engagements_per_visitor",
@@ -59,7 +59,8 @@ class ModeratorReward:
 class _Task:
     """What both tasks share: the engine, the episode clock, per-episode opinion baselines."""
 
-    def __init__(self, k: int, users: int, difficulty: str, population_seed: int, max_steps: int, population=None):
+    def __init__(self, k: int, users: int, difficulty: str, population_seed: int, max_steps: int, population=None,
+                 version: int = 1):  # fmt: skip
         for name, value, low in (
             ("num_envs", k, 1),
             ("max_steps", max_steps, 1),
@@ -67,7 +68,7 @@ class _Task:
         ):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        self.engine = Engine(k, users, difficulty, population_seed, population=population)
+        self.engine = Engine(k, users, difficulty, population_seed, population=population, version=version)
         self.k, self.n, self.max_steps = self.engine.k, self.engine.n, int(max_steps)
         self._prev_std = np.zeros(self.k, np.float32)
 
@@ -96,25 +97,27 @@ class _Task:
 
 
 class RecommenderTask(_Task):
-    """Recommender-v1's logic: the action is the ranking W (per-user) or w (global)."""
+    """Recommender-v1's (`version=2`: v2's) logic: the action is the ranking W (per-user) or w (global)."""
 
     def __init__(self, k, users=1000, difficulty="medium", population_seed=0, max_steps=100, ranking="per_user",
-                 reward: RecommenderReward | None = None, population=None):  # fmt: skip
+                 reward: RecommenderReward | None = None, population=None, version: int = 1):  # fmt: skip
         if ranking not in ("per_user", "global"):
             raise ValueError(f"ranking must be 'per_user' or 'global', got {ranking!r}")
-        super().__init__(k, users, difficulty, population_seed, max_steps, population)
+        super().__init__(k, users, difficulty, population_seed, max_steps, population, version)
         self.ranking = ranking
         self.reward_params = reward or RecommenderReward()
-        shape = (len(USER_FEATURES), len(CANDIDATE_FEATURES))
-        self.action_size = shape[0] * shape[1] if ranking == "per_user" else shape[1]
+        self.user_features = user_feature_names(self.engine.dynamics)
+        self.weight_shape = (len(self.user_features), len(CANDIDATE_FEATURES))
+        rows, cols = self.weight_shape
+        self.action_size = rows * cols if ranking == "per_user" else cols
         self.obs_size = len(RECOMMENDER_OBS)
 
     def weights(self, actions: np.ndarray) -> np.ndarray:
-        """Ranking weights (K, 6, 9) of actions (K, action_size) in [-1, 1] (clipped)."""
+        """Ranking weights (K, Z, 9) of actions (K, action_size) in [-1, 1] (clipped)."""
         a = np.clip(np.asarray(actions, np.float32).reshape(self.k, -1), -1.0, 1.0)
         if self.ranking == "per_user":
-            return a.reshape(self.k, len(USER_FEATURES), len(CANDIDATE_FEATURES))
-        w = np.zeros((self.k, len(USER_FEATURES), len(CANDIDATE_FEATURES)), np.float32)
+            return a.reshape(self.k, *self.weight_shape)
+        w = np.zeros((self.k, *self.weight_shape), np.float32)
         w[:, 0] = a
         return w
 
@@ -168,9 +171,8 @@ class ModeratorTask(_Task):
         self.queue_size, self.n_codes = moderation.QUEUE, len(moderation.ACTIONS)
         self.obs_size = moderation.QUEUE * len(moderation.QUEUE_FEATURES) + len(MODERATOR_GLOBALS)
         self.queue_ids = np.full((self.k, moderation.QUEUE), -1, np.int64)
-        self._weights = np.broadcast_to(
-            global_weights(DEFAULT_WEIGHTS), (self.k, len(USER_FEATURES), len(DEFAULT_WEIGHTS))
-        )
+        w = global_weights(DEFAULT_WEIGHTS, len(user_feature_names(self.engine.dynamics)))
+        self._weights = np.broadcast_to(w, (self.k, *w.shape))
 
     def reset(self, rows, seeds) -> None:
         """New episodes in `rows`, their review queues empty."""

@@ -9,6 +9,11 @@ return), outrage that draws engagement and carries misinformation, misinformatio
 campaigns that come and go, three kinds of user. `hard` adds lasting opinion change,
 a noisier arousal classifier and longer campaigns; for the moderator it adds adversaries
 whose public signals mimic true posts, brigades that move, and costly false positives.
+
+`TIERS_V2` are Recommender-v2's tiers: v1's, plus kinds that want different feeds
+(`engage_in_network`, `engage_recency`), the ranking service's affinity summaries
+(`history_affinities`) and campaign bots (`campaign_visits`). v1's fields keep their
+meaning and v1's tiers their values: a v1 result never changes (tests/test_recommender_v2.py).
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ class Dynamics:
     engage_arousal: tuple[float, float, float] = (0.8, 2.6, -1.2)
     engage_alignment: float = 0.8
     engage_position: float = 0.08
+    # v2: + in_network[kind] * in_network + recency[kind] * recency (kinds that want
+    # different feeds: friends' posts, fresh news)
+    engage_in_network: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    engage_recency: tuple[float, float, float] = (0.0, 0.0, 0.0)
     share_given_engage: float = 0.25
     # satisfaction s in [0, 1]: s <- (1 - rate) s + rate * sigmoid(4 * session value + 0.5),
     # session value = mean over the feed of quality_gain (q - 0.5) + engaged_gain * engaged
@@ -56,6 +65,9 @@ class Dynamics:
     campaign_on: float = 0.0
     campaign_off: float = 0.2
     campaign_boost: float = 4.0
+    campaign_visits: bool = False  # v2: misinformation accounts visit every step of a campaign (bots)
+    # v2: the ranking service also keeps per-user engagement contrasts (feed.AFFINITY_FEATURES)
+    history_affinities: bool = False
     # opinions: bounded-confidence pull towards engaged stances within confidence, and an
     # outward push of aroused engagement (lasting: nothing pulls opinions back)
     opinion_pull: float = 0.0
@@ -110,10 +122,20 @@ HARD = replace(
     fact_check_accuracy=0.9,
 )
 TIERS = {"easy": EASY, "medium": MEDIUM, "hard": HARD}
+# Recommender-v2: kinds that want different feeds (casual users engage with their friends'
+# posts, news-seekers with fresh ones), the service's per-user engagement contrasts, and
+# campaign bots that are always on while a campaign runs
+_V2 = dict(engage_in_network=(1.5, 0.0, -0.8), engage_recency=(0.0, 0.0, 2.0), campaign_visits=True,
+           history_affinities=True)  # fmt: skip
+TIERS_V2 = {"easy": replace(EASY, **_V2, kind_shares=(0.5, 0.0, 0.5)), "medium": replace(MEDIUM, **_V2),
+            "hard": replace(HARD, **_V2)}  # fmt: skip
+VERSIONS = {1: TIERS, 2: TIERS_V2}
 
 
-def tier(difficulty: str) -> Dynamics:
-    """The dynamics of a difficulty tier (one line on a bad name)."""
-    if difficulty not in TIERS:
+def tier(difficulty: str, version: int = 1) -> Dynamics:
+    """The dynamics of a difficulty tier of a task version (one line on a bad name)."""
+    if version not in VERSIONS:
+        raise ValueError(f"version must be one of {list(VERSIONS)}, got {version!r}")
+    if difficulty not in VERSIONS[version]:
         raise ValueError(f"difficulty must be one of {list(DIFFICULTIES)}, got {difficulty!r}")
-    return TIERS[difficulty]
+    return VERSIONS[version][difficulty]

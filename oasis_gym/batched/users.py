@@ -2,14 +2,16 @@
 
 Per served post (a user of kind c, post quality q, arousal r, stance, misinformation m):
 P(engage) = sigmoid(base + similarity_w * sim + quality_w[c] * q + arousal_w[c] * r
-+ alignment_w * opinion * stance - position_w * rank); a quarter of engagements are
++ alignment_w * opinion * stance - position_w * rank [+ in_network_w[c] * in_network +
+recency_w[c] * recency in v2]); a quarter of engagements are
 reposts (the post enters the reposter's followers' candidates). A user who does not engage
 reports with probability (misinfo ? misinfo_report_prob : true_report_prob) x (0.5 +
 |opinion - stance| / 2). After the visit the user's satisfaction moves towards the value
 of the session (quality and engagement raise it; arousal and misinformation lower it, by
 kind), a user left below `churn_below` may leave, and engaged stances move opinions
 (bounded confidence; aroused agreement pushes outward). The ranking service's history
-summaries (engagement rate, visit rate, arousal affinity) are updated from what it saw.
+summaries (engagement rate, visit rate, arousal affinity; in v2 the in-network and recency
+affinities, `_contrast`) are updated from what it saw.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, sx: n
         + dyn.engage_alignment * opinion * stance
         - dyn.engage_position * np.arange(ids.shape[1], dtype=np.float32)
     )
+    for name, w in (("in_network", dyn.engage_in_network), ("recency", dyn.engage_recency)):
+        if any(w):  # v2 kinds' tastes (skipped at 0: v1's numbers stay bit-identical)
+            logit = logit + np.asarray(w, np.float32)[kind] * sx[..., COL[name]]
     h = rng.hash64(state.key[rows], state.t[rows], S_ENGAGE, ua[:, None], ids)  # one hash per impression
     u_engage, u_share = rng.two_uniforms(h)
     engaged = valid & (u_engage < _sigmoid(logit))
@@ -48,6 +53,15 @@ def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, sx: n
     p_report = p_report * (0.5 + np.abs(opinion - stance) / 2)
     reported = valid & ~engaged & (rng.uniform(h, S_REPORT) < p_report)
     return engaged, shared, reported
+
+
+def _contrast(ema: np.ndarray, a: np.ndarray, b: np.ndarray, engaged: np.ndarray) -> np.ndarray:
+    """The moving average `ema` (0.7 old + 0.3 new) of the engagement rate on posts weighted
+    `a` minus that on posts weighted `b` (M, F), updated only where both were served."""
+    wa, wb = a.sum(1), b.sum(1)
+    both = (wa >= 0.5) & (wb >= 0.5)
+    rate = (engaged * a).sum(1) / np.maximum(wa, 0.5) - (engaged * b).sum(1) / np.maximum(wb, 0.5)
+    return np.where(both, 0.7 * ema + 0.3 * rate, ema).astype(np.float32)
 
 
 def count_on_posts(state: State, ka, ua, flat, valid, engaged, shared, reported) -> None:
@@ -81,6 +95,9 @@ def update_users(state: State, ka, ua, ids, sx, valid, engaged, shared) -> None:
     state.arousal_ema[ka, ua] = np.where(
         seen, 0.7 * state.arousal_ema[ka, ua] + 0.3 * affinity, state.arousal_ema[ka, ua]
     )
+    if dyn.history_affinities:
+        for ema, name in ((state.in_network_ema, "in_network"), (state.recency_ema, "recency")):
+            ema[ka, ua] = _contrast(ema[ka, ua], sx[..., COL[name]] * valid, (1 - sx[..., COL[name]]) * valid, engaged)
     kind = state.pop.kind[ua]
     if dyn.satisfaction_rate > 0:
         arousal, misinfo = sx[..., COL["true_arousal"]], sx[..., COL["misinfo"]]
