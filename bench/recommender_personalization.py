@@ -13,6 +13,10 @@ training population and on a held-out population, paired by seed. If the per-kin
 does not beat the global one, the tier gives personalization no headroom: its kinds want
 nearly the same ranking. Rule-based users (no LLM).
 
+`--campaign` adds the state's headroom: a per-kind ranking that also knows when a hidden
+misinformation campaign is on (rows 3-5: kind x campaign; privileged), its campaign rows
+tuned by the same search from the per-kind ranking, compared with the per-kind ranking.
+
 Prints one JSON line: both tuned scores, per evaluation set the two means, the paired
 difference with its 95 % t interval and the per-kind ranking's wins, both weight matrices,
 the wall time and the load.
@@ -34,13 +38,18 @@ from oasis_gym.train import tuned_baselines as tb
 
 
 @contextmanager
-def kind_features():
+def kind_features(campaign: bool = False):
     """While open, every batched engine ranks with the user features [kind == 0, kind == 1,
-    kind == 2, 0, ...] (the hidden kind: privileged) instead of the history summaries."""
+    kind == 2, 0, ...] (the hidden kind: privileged) instead of the history summaries;
+    `campaign`: also [kind == 0, kind == 1, kind == 2] x (a campaign is on) in rows 3-5 (the
+    hidden campaign regime: privileged too)."""
 
     def by_kind(state, ka, ua):
         z = np.zeros((len(ka), len(feed.user_feature_names(state.dyn))), np.float32)
-        z[np.arange(len(ka)), state.pop.kind[ua]] = 1.0
+        rows, kind = np.arange(len(ka)), state.pop.kind[ua]
+        z[rows, kind] = 1.0
+        if campaign:
+            z[rows, 3 + kind] = state.campaign[ka]
         return z
 
     original = feed.user_features  # what the engine calls (`engine.feed` is this module)
@@ -62,6 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tune-seeds", type=int, nargs="+", default=list(range(5000, 5008)))
     p.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(9000, 9020)))
     p.add_argument("--eval-population", type=int, default=1, help="the held-out population [1]")
+    p.add_argument("--campaign", action="store_true",
+                   help="also a per-kind ranking that knows when a campaign is on (state headroom)")  # fmt: skip
     a = p.parse_args(argv)
     began = time.perf_counter()
     env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
@@ -73,6 +84,12 @@ def main(argv: list[str] | None = None) -> None:
     init[:3] = glob["action"]  # every kind starts at the tuned global ranking
     with kind_features():
         kind = tb.tune_constant(env, a.tune_seeds, ranking="per_user", start=init.ravel(), start_sd=0.25, **cem)
+    if a.campaign:  # only the campaign rows searched (the per-kind rows stay near their optimum)
+        sd = np.full((rows, len(glob["action"])), 0.05)
+        sd[3:6] = 0.25
+        with kind_features(campaign=True):
+            both = tb.tune_constant(env, a.tune_seeds, ranking="per_user", start=kind["action"], start_sd=sd.ravel(),
+                                    **cem)  # fmt: skip
     out = {"bench": "recommender_personalization", "version": a.version, "difficulty": a.difficulty, "users": a.users,
            "tuned_global_score": round(glob["score"], 3), "tuned_per_kind_score": round(kind["score"], 3)}  # fmt: skip
     for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
@@ -84,15 +101,26 @@ def main(argv: list[str] | None = None) -> None:
         glob_run = tb.run_episodes("recommender", {**e, "ranking": "global"}, a.eval_seeds,
                                    lambda o, t: np.tile(glob["action"], (len(o), 1)))  # fmt: skip
         d = per_kind["return"] - glob_run["return"]
-        ci = mean_ci(d)
         out[name] = {"per_kind": round(float(per_kind["return"].mean()), 3),
                      "global": round(float(glob_run["return"].mean()), 3),
-                     "per_kind_minus_global": {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")},
-                     "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
+                     "per_kind_minus_global": _ci(d), "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
+        if a.campaign:
+            with kind_features(campaign=True):
+                aware = tb.run_episodes(
+                    "recommender", e, a.eval_seeds, lambda o, t: np.tile(both["action"], (len(o), 1))
+                )
+            d = aware["return"] - per_kind["return"]
+            out[name].update(per_kind_campaign=round(float(aware["return"].mean()), 3),
+                             per_kind_campaign_minus_per_kind=_ci(d), campaign_wins=int((d > 0).sum()))  # fmt: skip
     out.update(per_kind_weights=np.round(kind["action"].reshape(rows, -1)[:3], 3).tolist(),
                global_weights=np.round(glob["action"], 3).tolist(), candidate_features=list(feed.CANDIDATE_FEATURES),
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)
+
+
+def _ci(d: np.ndarray) -> dict:
+    ci = mean_ci(d)
+    return {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")}
 
 
 if __name__ == "__main__":

@@ -40,3 +40,17 @@ def test_the_bench_prints_one_json_line(capsys, version):
     for name in ("held-out seeds", "held-out population"):
         d = out[name]["per_kind_minus_global"]
         assert d["lo"] <= d["mean"] <= d["hi"] and out[name]["episodes"] == 3
+
+
+def test_the_campaign_reference_knows_the_campaign_and_is_tuned_from_the_per_kind_ranking(capsys):
+    task = RecommenderTask(1, users=60, difficulty="medium", max_steps=2)
+    task.reset(np.arange(1), np.array([5000]))
+    task.state.campaign[:] = True
+    with bench.kind_features(campaign=True):
+        z = feed.user_features(task.state, np.zeros(60, np.int64), np.arange(60))
+    np.testing.assert_array_equal(z[:, 3:6], z[:, :3])  # kind x campaign on
+    bench.main(["--campaign", "--users", "100", "--max-steps", "3", "--iterations", "1", "--population", "3",
+                "--tune-seeds", "5000", "--eval-seeds", "9000", "9001"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out.strip())
+    d = out["held-out seeds"]["per_kind_campaign_minus_per_kind"]
+    assert d["lo"] <= d["mean"] <= d["hi"] and out["held-out population"]["campaign_wins"] <= 2

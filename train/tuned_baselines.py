@@ -97,12 +97,12 @@ def _score_constants(kind: str, env: dict, seeds: np.ndarray, cands: np.ndarray)
 
 def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
                   ranking: str = "per_user", progress: Callable[[str], None] | None = None,
-                  start: np.ndarray | None = None, start_sd: float = 0.5) -> dict:  # fmt: skip
+                  start: np.ndarray | None = None, start_sd: float | np.ndarray = 0.5) -> dict:  # fmt: skip
     """The cross-entropy method over constant actions in [-1, 1]^A: each iteration samples
     `population` actions from a diagonal Gaussian (started at `start`, default the default
-    ranking, with sd `start_sd`), scores each by its mean return over `seeds` (all candidates
-    x seeds in one batched run; the incumbent is always among them), refits to the `elite`
-    best. Returns the best action seen, its score and the compute."""
+    ranking, with sd `start_sd`: one for all or one per dimension), scores each by its mean
+    return over `seeds` (all candidates x seeds in one batched run; the incumbent is always
+    among them), refits to the `elite` best. Returns the best action seen, its score and the compute."""
     rng = np.random.default_rng([seed, 0xCE])
     seeds = np.asarray(seeds, np.int64)
     mean = (default_action(ranking, user_rows(env)) if start is None else np.asarray(start)).astype(np.float64)
