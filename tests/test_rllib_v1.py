@@ -19,13 +19,13 @@ from oasis_gym.train import rllib_v1  # noqa: E402
 SMALL = {"users": 100, "max_steps": 4, "difficulty": "hard"}
 
 
-@pytest.mark.parametrize("task", ["recommender", "recommender-v2", "moderator"])
-def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_vector_env(task):
+@pytest.mark.parametrize(("task", "version"), [("recommender", 1), ("recommender", 2), ("moderator", 1)])
+def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_vector_env(task, version):
     import ray
 
     ray.init(num_cpus=3, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
-        config = rllib_v1.build_config(task, {**SMALL, "record_seeds": True}, num_env_runners=2,
+        config = rllib_v1.build_config(task, {**SMALL, "record_seeds": True, "version": version}, num_env_runners=2,
                                        num_envs_per_env_runner=2, train_batch_size=64, minibatch_size=32,
                                        num_epochs=1)  # fmt: skip
         algo = config.build_algo()
@@ -34,12 +34,16 @@ def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_
             kinds = algo.env_runner_group.foreach_env_runner(
                 lambda r: type(r.env.unwrapped).__mro__, local_env_runner=False
             )
+            versions = algo.env_runner_group.foreach_env_runner(
+                lambda r: r.env.unwrapped.version if hasattr(r.env.unwrapped, "version") else 1, local_env_runner=False
+            )
             played = algo.env_runner_group.foreach_env_runner(rllib_v1.episode_seeds_of, local_env_runner=False)
         finally:
             algo.stop()
     finally:
         ray.shutdown()
     assert all(LockstepVectorEnv in mro for mro in kinds)  # the native vector env, not a SyncVectorEnv
+    assert versions == [version, version]
     assert math.isfinite(result["env_runners"]["episode_return_mean"])
     runners = sorted(w for ((w, _),) in played)
     seeds = [s for ((_, ss),) in played for s in ss]
@@ -104,6 +108,13 @@ def test_the_command_trains_on_an_existing_two_node_cluster_given_by_address(cap
         cluster.shutdown()
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 0 and len(rows) == 1 and rows[0]["num_env_steps_sampled_lifetime"] > 0
+
+
+def test_the_command_refuses_a_version_the_task_lacks_in_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        rllib_v1.main(["moderator", "--version", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and "--version of the moderator must be one of [1]" in err[-1]
 
 
 def test_the_command_refuses_a_bad_address_in_one_line(capsys):

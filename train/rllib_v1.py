@@ -2,7 +2,7 @@
 
     pip install -e ".[rllib]"     # its own venv: ray[rllib] pins gymnasium 1.2.2 (.ci/run)
     python -m oasis_gym.train.rllib_v1 recommender --difficulty medium --env-runners 2 --envs-per-runner 16
-    python -m oasis_gym.train.rllib_v1 recommender-v2 --difficulty hard
+    python -m oasis_gym.train.rllib_v1 recommender --version 2 --difficulty hard
     python -m oasis_gym.train.rllib_v1 recommender --env-runners 8 --address HEAD:6379   # on a Ray cluster
 
 Each RLlib env runner steps its `num_envs_per_env_runner` episodes in one batched call: the
@@ -33,8 +33,11 @@ from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
 from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
 from oasis_gym.envs.recommender_v2 import RecommenderVectorEnv as RecommenderV2VectorEnv
 
-VECTOR_ENVS = {"recommender": RecommenderVectorEnv, "recommender-v2": RecommenderV2VectorEnv,
-               "moderator": ModeratorVectorEnv}  # fmt: skip
+# each task's native vector env per version (env_config "version", default 1)
+VECTOR_ENVS = {
+    "recommender": {1: RecommenderVectorEnv, 2: RecommenderV2VectorEnv},
+    "moderator": {1: ModeratorVectorEnv},
+}
 ENV_NAME = "oasis_gym_v1_task"
 
 
@@ -65,7 +68,7 @@ def make_vector_env(ctx) -> RunnerSeeds:
     config = dict(ctx)
     task, num_envs = config.pop("task"), int(config.pop("num_envs", 1))
     record = config.pop("record_seeds", False)
-    env = VECTOR_ENVS[task](num_envs, **config)
+    env = VECTOR_ENVS[task][config.pop("version", 1)](num_envs, **config)
     if record:
         env.seeds_played = []
     return RunnerSeeds(env, getattr(ctx, "worker_index", 0))
@@ -87,6 +90,9 @@ def build_config(task: str, env_config: dict | None = None, num_env_runners: int
 
     if task not in VECTOR_ENVS:
         raise ValueError(f"task must be one of {sorted(VECTOR_ENVS)}, got {task!r}")
+    version = (env_config or {}).get("version", 1)
+    if version not in VECTOR_ENVS[task]:
+        raise ValueError(f"version of the {task} must be one of {sorted(VECTOR_ENVS[task])}, got {version!r}")
     register_env(ENV_NAME, make_vector_env)
     return (
         PPOConfig()
@@ -135,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: RLlib PPO on a v1 task; one JSON line per iteration."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task", choices=sorted(VECTOR_ENVS))
+    p.add_argument("--version", type=int, default=1, choices=[1, 2], help="task version (the recommender has 2)")
     p.add_argument("--difficulty", default="medium", choices=list(DIFFICULTIES))
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--env-runners", type=int, default=0)
@@ -153,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.env_runners < 0 or args.seed < 0:
         p.error("--env-runners and --seed must be >= 0")
-    env_config = {"difficulty": args.difficulty, "users": args.users}
+    if args.version not in VECTOR_ENVS[args.task]:
+        p.error(f"--version of the {args.task} must be one of {sorted(VECTOR_ENVS[args.task])}")
+    env_config = {"difficulty": args.difficulty, "users": args.users, "version": args.version}
     for row in train(args.task, args.iterations, env_config, args.address, num_env_runners=args.env_runners,
                      num_envs_per_env_runner=args.envs_per_runner, seed=args.seed):  # fmt: skip
         print(json.dumps(row, default=str), flush=True)
