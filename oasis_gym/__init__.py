@@ -44,6 +44,13 @@ SCENARIOS = {
 DEFAULT_USER_POLICY = "oasis_gym.policies.abm:abm_users"
 
 
+def vector_envs(task: str) -> dict[int, str]:
+    """A platform-agent task's native vector envs by version: {N: entry point} of the
+    registered ``"oasis_gym/{Task}-vN"`` ids in GYMNASIUM_VECTOR_ENVS (task "recommender", ...)."""
+    prefix = f"oasis_gym/{task.capitalize()}-v"
+    return {int(i[len(prefix) :]): e for i, e in GYMNASIUM_VECTOR_ENVS.items() if i.startswith(prefix)}
+
+
 def load_entry_point(entry_point: str) -> Any:
     """The object an entry point ``"package.module:attr"`` names (imports the module)."""
     module, _, attr = entry_point.partition(":")

@@ -3,6 +3,9 @@ summaries, campaign bots; and v1's numbers pinned (v2 came in without changing v
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -12,6 +15,9 @@ from oasis_gym.batched import feed, users
 from oasis_gym.batched.engine import Engine
 from oasis_gym.batched.tiers import TIERS, TIERS_V2, tier
 from oasis_gym.train import tuned_baselines as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import recommender_personalization as bench  # noqa: E402
 
 SMALL = {"users": 200, "max_steps": 5}
 
@@ -96,31 +102,22 @@ def test_campaign_bots_visit_every_step_of_a_campaign_and_v1_bots_do_not():
 def test_a_ranking_that_knows_the_kind_helps_more_in_v2():
     """The mechanism, not a tuned number: sending casual users their friends' posts and
     news-seekers fresh posts beats the same ranking for both, in v2 (not in v1's tastes)."""
-
-    def z_kind(state, ka, ua):
-        z = np.zeros((len(ka), len(feed.user_feature_names(state.dyn))), np.float32)
-        z[np.arange(len(ka)), state.pop.kind[ua]] = 1.0
-        return z
-
     gains = {}
     for version in (1, 2):
-        rows = 8 if version == 2 else 6
         env = {"difficulty": "medium", "users": 400, "population_seed": 0, "max_steps": 20, "version": version}
+        rows = tb.user_rows(env)
         same = np.zeros((rows, 9), np.float32)
         same[:3] = [0.5, 0.3, 0.3, 0.6, 0.5, 0.0, -0.5, 0.2, 0.5]  # one ranking for all kinds
         split = same.copy()
         split[0, 4] += 1.0  # casual: in-network first
         split[2, 0] += 1.0  # news-seekers: fresh first
         split[2, 4] -= 1.0
-        original, feed.user_features = feed.user_features, z_kind
-        try:
+        with bench.kind_features():
             r = [
                 tb.run_episodes(
                     "recommender", env, range(5000, 5006), lambda o, t, w=w: np.tile(w.ravel(), (len(o), 1))
                 )
                 for w in (same, split)
             ]
-        finally:
-            feed.user_features = original
         gains[version] = float((r[1]["engagements"] - r[0]["engagements"]).mean())
     assert gains[2] > 0 and gains[2] > gains[1]

@@ -26,18 +26,13 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import VectorWrapper
 
+from oasis_gym import load_entry_point, vector_envs
 from oasis_gym.batched.rng import TRAIN_SEEDS_FROM, hash64
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.checks import argtype, ray_address
-from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
-from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
-from oasis_gym.envs.recommender_v2 import RecommenderVectorEnv as RecommenderV2VectorEnv
 
-# each task's native vector env per version (env_config "version", default 1)
-VECTOR_ENVS = {
-    "recommender": {1: RecommenderVectorEnv, 2: RecommenderV2VectorEnv},
-    "moderator": {1: ModeratorVectorEnv},
-}
+# each task's native vector env per version (env_config "version", default 1): entry points
+VECTOR_ENVS = {task: vector_envs(task) for task in ("moderator", "recommender")}
 ENV_NAME = "oasis_gym_v1_task"
 
 
@@ -68,7 +63,7 @@ def make_vector_env(ctx) -> RunnerSeeds:
     config = dict(ctx)
     task, num_envs = config.pop("task"), int(config.pop("num_envs", 1))
     record = config.pop("record_seeds", False)
-    env = VECTOR_ENVS[task][config.pop("version", 1)](num_envs, **config)
+    env = load_entry_point(VECTOR_ENVS[task][config.pop("version", 1)])(num_envs, **config)
     if record:
         env.seeds_played = []
     return RunnerSeeds(env, getattr(ctx, "worker_index", 0))

@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from oasis_gym.batched import moderation
-from oasis_gym.batched.engine import DEFAULT_WEIGHTS
+from oasis_gym.batched.engine import DEFAULT_WEIGHTS, global_weights
 from oasis_gym.batched.feed import user_feature_names
 from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
 from oasis_gym.batched.tiers import tier
@@ -126,9 +126,7 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
 
 def global_as_per_user(w: np.ndarray, rows: int = 6) -> np.ndarray:
     """A global ranking w (9,) as the per-user action W (rows x 9): w in the bias row, zeros below."""
-    out = np.zeros((rows, len(DEFAULT_WEIGHTS)), np.float32)
-    out[0] = w
-    return out.ravel()
+    return global_weights(w, rows).ravel()
 
 
 def tune_constant_codes(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,

@@ -35,14 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
+from oasis_gym import load_entry_point, vector_envs
 from oasis_gym.batched import moderation
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.console import Summary, plural
-from oasis_gym.envs.moderator_v1 import ModeratorVectorEnv
-from oasis_gym.envs.recommender_v1 import RecommenderVectorEnv
-from oasis_gym.envs.recommender_v2 import RecommenderVectorEnv as RecommenderV2VectorEnv
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
@@ -57,7 +55,7 @@ from .report import mean_std
 
 TASKS = ("recommender", "moderator")
 # each task's vector env per version
-VERSIONS = {"recommender": {1: RecommenderVectorEnv, 2: RecommenderV2VectorEnv}, "moderator": {1: ModeratorVectorEnv}}
+VERSIONS = {task: vector_envs(task) for task in TASKS}
 COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
 
 
@@ -207,7 +205,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
 
     env = args.env()
     env.pop("version", None)  # the class is the version
-    venv = VERSIONS[args.task][args.version](args.n_envs, autoreset_mode="SameStep", **env)
+    venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
     anchor = anchor or anchored.NoAnchor()
     vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
