@@ -62,7 +62,7 @@ def kind_features(campaign: bool = False):
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--version", type=int, default=1, choices=[1, 2], help="Recommender-v1 or v2 [1]")
+    p.add_argument("--version", type=int, default=1, choices=[1, 2, 3], help="Recommender-v1, v2 or v3 [1]")
     p.add_argument("--difficulty", default="medium", choices=["easy", "medium", "hard"])
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--max-steps", type=int, default=100)

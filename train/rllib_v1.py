@@ -2,7 +2,7 @@
 
     pip install -e ".[rllib]"     # its own venv: ray[rllib] pins gymnasium 1.2.2 (.ci/run)
     python -m oasis_gym.train.rllib_v1 recommender --difficulty medium --env-runners 2 --envs-per-runner 16
-    python -m oasis_gym.train.rllib_v1 recommender --version 2 --difficulty hard
+    python -m oasis_gym.train.rllib_v1 recommender --version 3 --difficulty hard
     python -m oasis_gym.train.rllib_v1 recommender --env-runners 8 --address HEAD:6379   # on a Ray cluster
 
 Each RLlib env runner steps its `num_envs_per_env_runner` episodes in one batched call: the
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     """Command line: RLlib PPO on a v1 task; one JSON line per iteration."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task", choices=sorted(VECTOR_ENVS))
-    p.add_argument("--version", type=int, default=1, choices=[1, 2], help="task version (the recommender has 2)")
+    p.add_argument("--version", type=int, default=1, choices=sorted(VECTOR_ENVS["recommender"]),
+                   help="task version (the recommender has 1-3)")  # fmt: skip
     p.add_argument("--difficulty", default="medium", choices=list(DIFFICULTIES))
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--env-runners", type=int, default=0)

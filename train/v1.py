@@ -1,10 +1,10 @@
-"""Train PPO on a v1/v2 task (Recommender-v1, Recommender-v2 with `--version 2`, Moderator-v1)
+"""Train PPO on a platform-agent task (Recommender-v1, -v2 and -v3 with `--version N`, Moderator-v1)
 through its native vector env, then compare it with baselines tuned as hard, on held-out
 seeds and a held-out population.
 
     python -m oasis_gym.train.v1 recommender --difficulty medium --timesteps 1000000 --out runs/rec-v1
     oasis-gym train recommender --difficulty hard --out runs/rec-v1
-    oasis-gym train recommender --version 2 --difficulty hard --out runs/rec-v2
+    oasis-gym train recommender --version 3 --difficulty hard --out runs/rec-v3
 
 Steps (read top to bottom):
 1. baselines, tuned on their own seeds of the training population (never the evaluation
@@ -64,7 +64,8 @@ class Args:
     """Settings of one v1 training run (each field is a command-line option)."""
 
     task: str = opt("recommender", cli=False)
-    version: int = opt(1, "task version: the recommender has 1 and 2 (envs/recommender_v2.py)", choices=[1, 2])
+    version: int = opt(1, "task version: the recommender has 1-3 (envs/recommender_vN.py)",
+                       choices=sorted(VERSIONS["recommender"]))  # fmt: skip
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
     users: int = opt(1000, "users per simulated platform")
     max_steps: int = opt(100, "steps per episode")

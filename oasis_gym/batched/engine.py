@@ -70,6 +70,7 @@ class Engine:
         st.t += go
         st.step_reports[go] = 0
         posting.switch_campaigns(st, go)
+        posting.amplify(st, go)
         if dyn.brigade_move_every > 0:
             st.retarget(np.flatnonzero(go & (st.t % dyn.brigade_move_every == 0)))
         posting.return_accounts(st, go)

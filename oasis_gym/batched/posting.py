@@ -31,6 +31,21 @@ def switch_campaigns(state: State, go: np.ndarray) -> None:
     state.campaign = np.where(go, switched, state.campaign)
 
 
+def amplify(state: State, go: np.ndarray) -> None:
+    """Campaign bots like every live post of the misinformation accounts (`campaign_amplify`
+    likes per unsuspended bot a step, no impressions) while their simulation's campaign is on."""
+    a = state.dyn.campaign_amplify
+    on = state.campaign & go
+    if a <= 0 or not on.any():
+        return
+    bots = (state.misinfo_account & (state.suspended_at < 0)).sum(1)
+    rows = np.arange(state.k)[:, None]
+    theirs = state.misinfo_account[rows, state.author] & (state.post_id >= 0) & ~state.removed & on[:, None]
+    add = np.where(theirs, np.float32(a) * bots[:, None].astype(np.float32), np.float32(0))
+    state.likes += add
+    state.impressions += 2 * add
+
+
 def return_accounts(state: State, go: np.ndarray) -> None:
     """Suspended misinformation accounts whose delay is over come back as new accounts."""
     delay = state.dyn.account_return_delay

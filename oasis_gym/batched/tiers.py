@@ -14,6 +14,9 @@ whose public signals mimic true posts, brigades that move, and costly false posi
 (`engage_in_network`, `engage_recency`), the ranking service's affinity summaries
 (`history_affinities`) and campaign bots (`campaign_visits`). v1's fields keep their
 meaning and v1's tiers their values: a v1 result never changes (tests/test_recommender_v2.py).
+`TIERS_V3` are Recommender-v3's: v2's, plus campaigns whose bots inflate the popularity of
+the campaign's posts (`campaign_amplify`), post more and run longer, so the best ranking
+during a campaign differs from the best between campaigns (tests/test_recommender_v3.py).
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class Dynamics:
     campaign_off: float = 0.2
     campaign_boost: float = 4.0
     campaign_visits: bool = False  # v2: misinformation accounts visit every step of a campaign (bots)
+    # v3: coordinated inauthentic amplification: while a campaign runs, every live post of a
+    # misinformation account gains campaign_amplify likes and twice as many views per
+    # unsuspended bot a step (popularity lies; the like rate stays plausible)
+    campaign_amplify: float = 0.0
     # v2: the ranking service also keeps per-user engagement contrasts (feed.AFFINITY_FEATURES)
     history_affinities: bool = False
     # opinions: bounded-confidence pull towards engaged stances within confidence, and an
@@ -129,7 +136,14 @@ _V2 = dict(engage_in_network=(1.5, 0.0, -0.8), engage_recency=(0.0, 0.0, 2.0), c
            history_affinities=True)  # fmt: skip
 TIERS_V2 = {"easy": replace(EASY, **_V2, kind_shares=(0.5, 0.0, 0.5)), "medium": replace(MEDIUM, **_V2),
             "hard": replace(HARD, **_V2)}  # fmt: skip
-VERSIONS = {1: TIERS, 2: TIERS_V2}
+# Recommender-v3: v2 plus campaigns that lie about popularity. While a campaign runs (about
+# 40 % of the time, about 20 steps each), bots post twelve times as often and like and view
+# every post of the campaign accounts: popularity, a good signal between campaigns, points
+# at misinformation during them. The easy tier (no campaigns) is v2's.
+_V3 = dict(campaign_amplify=1.0, campaign_boost=12.0, campaign_on=0.03, campaign_off=0.05)
+TIERS_V3 = {"easy": TIERS_V2["easy"], "medium": replace(TIERS_V2["medium"], **_V3),
+            "hard": replace(TIERS_V2["hard"], **_V3)}  # fmt: skip
+VERSIONS = {1: TIERS, 2: TIERS_V2, 3: TIERS_V3}
 
 
 def tier(difficulty: str, version: int = 1) -> Dynamics:
