@@ -86,23 +86,31 @@ def default_action(ranking: str = "per_user", rows: int = 6) -> np.ndarray:
     return global_as_per_user(DEFAULT_WEIGHTS, rows)
 
 
-def _score_constants(kind: str, env: dict, seeds: np.ndarray, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _score_constants(kind: str, env: dict, seeds: np.ndarray, cands: np.ndarray,
+                     policy: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Mean return of each constant action in `cands` over `seeds` (all in one batched run),
-    and the candidates' order, best first."""
+    and the candidates' order, best first. `policy(task, params (K, A))`: the act of
+    episodes with those parameters (None: the parameters are the action)."""
     acts = np.repeat(cands, len(seeds), axis=0)
-    totals = run_episodes(kind, env, np.tile(seeds, len(cands)), lambda obs, t, a=acts: a)
+    if policy is None:
+        totals = run_episodes(kind, env, np.tile(seeds, len(cands)), lambda obs, t, a=acts: a)
+    else:
+        totals = run_episodes(kind, env, np.tile(seeds, len(cands)), act_for=lambda task, a=acts: policy(task, a))
     score = totals["return"].reshape(len(cands), len(seeds)).mean(1)
     return score, np.argsort(-score)
 
 
 def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
                   ranking: str = "per_user", progress: Callable[[str], None] | None = None,
-                  start: np.ndarray | None = None, start_sd: float | np.ndarray = 0.5) -> dict:  # fmt: skip
+                  start: np.ndarray | None = None, start_sd: float | np.ndarray = 0.5,
+                  policy: Callable | None = None) -> dict:  # fmt: skip
     """The cross-entropy method over constant actions in [-1, 1]^A: each iteration samples
     `population` actions from a diagonal Gaussian (started at `start`, default the default
     ranking, with sd `start_sd`: one for all or one per dimension), scores each by its mean
     return over `seeds` (all candidates x seeds in one batched run; the incumbent is always
-    among them), refits to the `elite` best. Returns the best action seen, its score and the compute."""
+    among them), refits to the `elite` best. Returns the best action seen, its score and the
+    compute. `policy(task, params)` searches the parameters of a policy instead (see
+    `_score_constants`; `start` is then required)."""
     rng = np.random.default_rng([seed, 0xCE])
     seeds = np.asarray(seeds, np.int64)
     mean = (default_action(ranking, user_rows(env)) if start is None else np.asarray(start)).astype(np.float64)
@@ -112,7 +120,7 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
     for it in range(iterations):
         cands = np.clip(rng.normal(mean, sd, (population, len(mean))), -1, 1)
         cands[0] = best  # keep the incumbent (re-scored on the same seeds)
-        score, order = _score_constants("recommender", env, seeds, cands.astype(np.float32))
+        score, order = _score_constants("recommender", env, seeds, cands.astype(np.float32), policy)
         steps += population * len(seeds) * make_steps(env)
         if score[order[0]] > best_score or it == 0:
             best, best_score = cands[order[0]].copy(), float(score[order[0]])

@@ -1,0 +1,111 @@
+"""How much a recommender can gain by changing its ranking with the platform's state (issue 30).
+
+    python bench/recommender_state_headroom.py --version 3 --difficulty medium
+
+PPO in `oasis-gym benchmark recommender` starts at the tuned per-user constant and can only
+beat it by acting on the state. This measures what the state is worth at most, in the one
+state variable the tiers make matter: the hidden misinformation campaign. A privileged
+reference is told whether a campaign is on and adds a tuned change to the global row of
+the ranking W while it is (`on_campaign`); everything else is the tuned constant. Searched
+with the same budget (cross-entropy, `train.tuned_baselines.tune_constant`, on the tuning
+seeds of the training population):
+1. the best global constant w, and from it the best per-user constant W (the baselines PPO
+   is compared with);
+2. the campaign change d (9 weights) on top of W.
+Then all three are scored on held-out seeds of the training population and on a held-out
+population, paired by seed. "campaign-aware minus per-user constant" is the headroom a
+state-dependent policy has; if its interval includes 0, no policy can be expected to beat
+the tuned constant by acting on campaigns. Rule-based users (no LLM).
+
+Prints one JSON line: the tuned scores, per evaluation set the means, the paired
+differences with their 95 % t intervals and wins, the change d, the wall time and the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from oasis_gym.batched import feed
+from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.train import tuned_baselines as tb
+
+
+def on_campaign(base: np.ndarray):
+    """The privileged policy family: action = base + (a campaign is on) x d in W's global
+    row, d the policy's parameters, one per episode; reads the hidden campaign of the task."""
+
+    def policy(task, params: np.ndarray):
+        nf = len(feed.CANDIDATE_FEATURES)
+
+        def act(obs, t):
+            out = np.tile(base, (task.k, 1))
+            out[:, :nf] += task.state.campaign[:, None] * params
+            return out
+
+        return act
+
+    return policy
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--version", type=int, default=3, choices=[1, 2, 3], help="Recommender-v1, v2 or v3 [3]")
+    p.add_argument("--difficulty", default="medium", choices=["medium", "hard"])
+    p.add_argument("--users", type=int, default=1000)
+    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--iterations", type=int, default=10, help="CEM iterations of each search [10]")
+    p.add_argument("--population", type=int, default=24, help="CEM candidates per iteration [24]")
+    p.add_argument("--tune-seeds", type=int, nargs="+", default=list(range(5000, 5008)))
+    p.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(9000, 9020)))
+    p.add_argument("--eval-population", type=int, default=1, help="the held-out population [1]")
+    a = p.parse_args(argv)
+    for name in ("users", "max_steps", "iterations", "population"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    began = time.perf_counter()
+    env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
+           "version": a.version}  # fmt: skip
+    rows, nf = tb.user_rows(env), len(feed.CANDIDATE_FEATURES)
+    cem = {"iterations": a.iterations, "population": a.population}
+    glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
+    const = tb.tune_constant(env, a.tune_seeds, start=tb.global_as_per_user(glob["action"], rows), **cem)
+    aware = tb.tune_constant(env, a.tune_seeds, start=np.zeros(nf), start_sd=0.4, policy=on_campaign(const["action"]),
+                             **cem)  # fmt: skip
+    out = {"bench": "recommender_state_headroom", "version": a.version, "difficulty": a.difficulty, "users": a.users,
+           "tuned": {"global": round(glob["score"], 3), "per_user_constant": round(const["score"], 3),
+                     "campaign_aware": round(aware["score"], 3)}}  # fmt: skip
+    policy = on_campaign(const["action"])
+    for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
+        e = {**env, "population_seed": population}
+        runs = {
+            "global": tb.run_episodes("recommender", {**e, "ranking": "global"}, a.eval_seeds,
+                                      lambda o, t: np.tile(glob["action"], (len(o), 1))),  # fmt: skip
+            "per_user_constant": tb.run_episodes(
+                "recommender", e, a.eval_seeds, lambda o, t: np.tile(const["action"], (len(o), 1))
+            ),
+            "campaign_aware": tb.run_episodes(
+                "recommender", e, a.eval_seeds,
+                act_for=lambda task: policy(task, np.tile(aware["action"], (task.k, 1))),
+            ),
+        }
+        res = {k: round(float(v["return"].mean()), 3) for k, v in runs.items()}
+        for x, y in (("campaign_aware", "per_user_constant"), ("per_user_constant", "global")):
+            d = runs[x]["return"] - runs[y]["return"]
+            ci = mean_ci(d)
+            res[f"{x}_minus_{y}"] = {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")} | {
+                "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
+        out[name] = res
+    out.update(campaign_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(aware["action"], 3).tolist())),
+               global_weights=dict(zip(feed.CANDIDATE_FEATURES, np.round(glob["action"], 3).tolist())),
+               env_steps=glob["env_steps"] + const["env_steps"] + aware["env_steps"],
+               wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

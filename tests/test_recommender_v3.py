@@ -1,0 +1,131 @@
+"""Recommender-v3 (issue 30): misinformation campaigns whose bots fake popularity, so the best
+ranking changes while a campaign runs; v2's numbers pinned (v3 came in without changing v2)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import oasis_gym  # noqa: F401  (registers the ids)
+from oasis_gym.batched import feed, posting
+from oasis_gym.batched.engine import Engine, global_weights
+from oasis_gym.batched.tiers import TIERS_V2, TIERS_V3, tier
+from oasis_gym.train import tuned_baselines as tb
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import recommender_state_headroom as bench  # noqa: E402
+
+# v2 returns of 2 episodes (seeds 11, 12; 300 users, 30 steps, the default ranking), their
+# engagements and misinformation impressions, as published at commit d48ed1c (before v3)
+V2_PINNED = {
+    "medium": [105.29999981820583, 129.9333342909813, 15.203333333333331, 17.22, 2.336666666666667,
+               2.1133333333333333],
+    "hard": [101.70855484902859, 127.76331454515457, 15.3, 17.206666666666667, 2.5266666666666673,
+             2.173333333333333],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("difficulty", sorted(V2_PINNED))
+def test_v2_results_are_unchanged_by_v3(difficulty):
+    env = {"difficulty": difficulty, "users": 300, "population_seed": 0, "max_steps": 30, "version": 2}
+    a = tb.default_action("per_user", 8)
+    r = tb.run_episodes("recommender", env, [11, 12], lambda o, t: np.tile(a, (len(o), 1)))
+    got = [*r["return"], *r["engagements"], *r["misinfo_impressions"]]
+    assert got == pytest.approx(V2_PINNED[difficulty], rel=1e-9)
+
+
+def test_v3_has_v2s_spaces_and_differs_only_in_its_campaigns():
+    env = gym.make("oasis_gym/Recommender-v3", users=200, max_steps=5)
+    assert env.action_space.shape == (8 * 9,) and env.observation_space.shape == (19,)
+    assert TIERS_V3["easy"] == TIERS_V2["easy"]  # no campaigns: v2's sanity tier
+    for name in ("medium", "hard"):
+        v2, v3 = TIERS_V2[name], TIERS_V3[name]
+        changed = {f for f in v2.__dataclass_fields__ if getattr(v2, f) != getattr(v3, f)}
+        assert changed == {"campaign_amplify", "campaign_boost", "campaign_on", "campaign_off"}
+        assert v3.campaign_amplify > 0 and v3.campaign_on / (v3.campaign_on + v3.campaign_off) > 0.3
+
+
+def _engine(version: int, campaign: list[bool]) -> Engine:
+    e = Engine(len(campaign), 200, "medium", version=version)
+    e.reset(np.arange(len(campaign)), np.arange(31, 31 + len(campaign)))
+    for _ in range(6):
+        e.step()
+    e.state.campaign[:] = campaign
+    return e
+
+
+def test_campaign_bots_like_and_view_every_live_campaign_post_while_the_campaign_runs():
+    e = _engine(3, [True, False])
+    st = e.state
+    likes, views = st.likes.copy(), st.impressions.copy()
+    posting.amplify(st, np.ones(2, bool))
+    bots = (st.misinfo_account & (st.suspended_at < 0)).sum(1)
+    rows = np.arange(2)[:, None]
+    theirs = st.misinfo_account[rows, st.author] & (st.post_id >= 0) & ~st.removed
+    assert theirs[0].any()
+    np.testing.assert_array_equal(st.likes[0] - likes[0], np.where(theirs[0], bots[0], 0))
+    np.testing.assert_array_equal(st.impressions[0] - views[0], np.where(theirs[0], 2 * bots[0], 0))
+    np.testing.assert_array_equal(st.likes[1], likes[1])  # no campaign, no bots
+    v2 = _engine(2, [True, True])
+    before = v2.state.likes.copy()
+    posting.amplify(v2.state, np.ones(2, bool))
+    np.testing.assert_array_equal(v2.state.likes, before)  # v2 has no amplification
+
+
+def _misinfo_share_by_regime(dynamics) -> np.ndarray:
+    """Misinformation share of impressions [between campaigns, during campaigns] when the
+    ranking is popularity alone."""
+    k = 8
+    e = Engine(k, 300, dynamics=dynamics)
+    e.reset(np.arange(k), np.arange(20, 20 + k))
+    w = np.zeros(len(feed.CANDIDATE_FEATURES), np.float32)
+    w[feed.CANDIDATE_FEATURES.index("popularity")] = 1.0
+    weights = np.broadcast_to(global_weights(w, 8), (k, 8, len(w)))
+    mis, imp = np.zeros(2), np.zeros(2)
+    for _ in range(60):
+        out = e.step(weights)
+        regime = out["campaign"].astype(int)
+        np.add.at(mis, regime, out["misinfo_impressions"])
+        np.add.at(imp, regime, out["impressions"])
+    assert imp.min() > 0  # both regimes seen
+    return mis / imp
+
+
+@pytest.mark.parametrize("difficulty", ["medium", "hard"])
+def test_during_campaigns_popularity_points_at_misinformation(difficulty):
+    v3 = tier(difficulty, 3)
+    faked = _misinfo_share_by_regime(v3)
+    honest = _misinfo_share_by_regime(replace(v3, campaign_amplify=0.0))
+    assert faked[1] > 1.5 * honest[1]  # the bots' likes put their posts in the feeds
+    assert faked[1] > 1.4 * faked[0]
+
+
+def test_the_state_headroom_bench_runs_and_reports_the_paired_differences(capsys):
+    bench.main(["--users", "200", "--max-steps", "20", "--iterations", "2", "--population", "4",
+                "--tune-seeds", "1", "2", "--eval-seeds", "3", "4", "5"])  # fmt: skip
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["bench"] == "recommender_state_headroom" and out["version"] == 3
+    for name in ("held-out seeds", "held-out population"):
+        diff = out[name]["campaign_aware_minus_per_user_constant"]
+        assert diff["episodes"] == 3 and diff["lo"] <= diff["mean"] <= diff["hi"]
+    assert set(out["campaign_change"]) == set(feed.CANDIDATE_FEATURES)
+    assert out["tuned"]["campaign_aware"] >= out["tuned"]["per_user_constant"]  # the incumbent d = 0 is kept
+
+
+def test_the_campaign_aware_policy_adds_its_change_only_while_a_campaign_runs():
+    e = {"difficulty": "medium", "users": 200, "max_steps": 3, "version": 3}
+    task = tb.make_task("recommender", 2, e)
+    task.state.campaign[:] = [True, False]
+    base = tb.default_action("per_user", 8)
+    act = bench.on_campaign(base)(task, np.ones((2, 9), np.float32))
+    got = act(None, 0)
+    np.testing.assert_array_equal(got[1], base)
+    np.testing.assert_array_equal(got[0, :9], base[:9] + 1)
+    np.testing.assert_array_equal(got[0, 9:], base[9:])
