@@ -52,6 +52,11 @@ def on_campaign(base: np.ndarray):
     return policy
 
 
+def constant(action: np.ndarray):
+    """The act of a constant action."""
+    return lambda o, t: np.tile(action, (len(o), 1))
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--version", type=int, default=3, choices=[1, 2, 3], help="Recommender-v1, v2 or v3 [3]")
@@ -82,17 +87,13 @@ def main(argv: list[str] | None = None) -> None:
     policy = on_campaign(const["action"])
     for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
         e = {**env, "population_seed": population}
+        g = {**e, "ranking": "global"}
         runs = {
-            "global": tb.run_episodes("recommender", {**e, "ranking": "global"}, a.eval_seeds,
-                                      lambda o, t: np.tile(glob["action"], (len(o), 1))),  # fmt: skip
-            "per_user_constant": tb.run_episodes(
-                "recommender", e, a.eval_seeds, lambda o, t: np.tile(const["action"], (len(o), 1))
-            ),
-            "campaign_aware": tb.run_episodes(
-                "recommender", e, a.eval_seeds,
-                act_for=lambda task: policy(task, np.tile(aware["action"], (task.k, 1))),
-            ),
-        }
+            "global": tb.run_episodes("recommender", g, a.eval_seeds, constant(glob["action"])),
+            "per_user_constant": tb.run_episodes("recommender", e, a.eval_seeds, constant(const["action"])),
+            "campaign_aware": tb.run_episodes("recommender", e, a.eval_seeds,
+                                              act_for=lambda task: policy(task, np.tile(aware["action"], (task.k, 1)))),
+        }  # fmt: skip
         res = {k: round(float(v["return"].mean()), 3) for k, v in runs.items()}
         for x, y in (("campaign_aware", "per_user_constant"), ("per_user_constant", "global")):
             d = runs[x]["return"] - runs[y]["return"]

@@ -1,4 +1,4 @@
-"""Recommender-v3: Recommender-v2 with misinformation campaigns that fake popularity, so the best ranking depends on the platform's state.
+"""Recommender-v3: Recommender-v2 with campaigns that fake popularity, so the best ranking depends on the state.
 
 Make it with ``gymnasium.make("oasis_gym/Recommender-v3", difficulty="medium")`` (after
 `import oasis_gym`), K of them stepped together with

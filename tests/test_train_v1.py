@@ -273,7 +273,7 @@ def test_train_recommender_v2_tunes_and_trains_on_v2(tmp_path):
 
 @pytest.mark.parametrize(
     ("task", "version", "match"),
-    [("moderator", "2", "--version of the moderator must be one of [1]"), ("recommender", "3", "invalid choice: 3")],
+    [("moderator", "2", "--version of the moderator must be one of [1]"), ("recommender", "4", "invalid choice: 4")],
 )
 def test_a_version_the_task_lacks_is_one_line_and_exit_code_2(tmp_path, task, version, match):
     cmd = [sys.executable, "-m", "oasis_gym.cli", "train", task, "--version", version, *TINY, "--out",
