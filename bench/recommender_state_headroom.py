@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     rows, nf = tb.user_rows(env), len(feed.CANDIDATE_FEATURES)
     cem = {"iterations": a.iterations, "population": a.population}
     glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
-    const = tb.tune_constant(env, a.tune_seeds, start=tb.global_as_per_user(glob["action"], rows), **cem)
+    const = tb.tune_constant(env, a.tune_seeds, start=tb.global_as_per_user(glob["action"], rows), start_sd=0.25,
+                             **cem)  # fmt: skip
     aware = tb.tune_constant(env, a.tune_seeds, start=np.zeros(nf), start_sd=0.4, policy=on_campaign(const["action"]),
                              **cem)  # fmt: skip
     out = {"bench": "recommender_state_headroom", "version": a.version, "difficulty": a.difficulty, "users": a.users,

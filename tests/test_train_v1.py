@@ -122,6 +122,7 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
         (["--eval-population", "0"], "held-out population"),
         (["--gamma", "1.5"], "--gamma must be"),
         (["--gamma", "nan"], "--gamma must be"),
+        (["--anchor", "tuned_row", "--ranking", "global"], "--anchor tuned_row corrects"),
     ],
 )
 def test_bad_settings_are_one_line_and_exit_code_2_before_any_compute(tmp_path, extra, match):
@@ -269,6 +270,30 @@ def test_train_recommender_v2_tunes_and_trains_on_v2(tmp_path):
     assert result["task"] == "recommender-v2" and result["settings"]["version"] == 2
     assert len(result["tuned"]["constant"]["action"]) == 8 * 9  # the affinity rows are tuned too
     assert "oasis-gym benchmark recommender --version 2" in done.stdout
+
+
+def test_train_recommender_v3_with_global_row_corrections(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", "--version", "3", "--anchor", "tuned_row",
+           *TINY, "--out", str(out), "--quiet"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "eval.json").read_text())
+    assert result["task"] == "recommender-v3" and result["train"]["anchor"] == "tuned constant, global-row corrections"
+
+
+def test_the_row_anchor_corrects_only_the_global_row():
+    from gymnasium import spaces
+
+    from oasis_gym.train.anchored import RowAnchor
+
+    base = np.linspace(-0.9, 0.9, 8 * 9).astype(np.float32)
+    anchor = RowAnchor(base, 9)
+    assert anchor.space(spaces.Box(-1, 1, (72,))).shape == (9,)
+    got = anchor.env_action(np.full((2, 9), 0.5, np.float32), np.zeros((2, 19)))
+    np.testing.assert_allclose(got[:, :9], np.tile(np.clip(base[:9] + 0.5, -1, 1), (2, 1)))
+    np.testing.assert_array_equal(got[:, 9:], np.tile(base[9:], (2, 1)))
+    np.testing.assert_array_equal(anchor.env_action(np.zeros((1, 9)), None)[0], base)
 
 
 @pytest.mark.parametrize(

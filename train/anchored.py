@@ -9,6 +9,9 @@ measures exactly the value of a state-dependent policy. The anchor is tuned on t
 seeds only, like the baselines, and its compute is stated beside PPO's.
 
 - `ConstantAnchor(action)` (Box actions): env action = clip(anchor + a, low, high); a = 0 is the anchor.
+- `RowAnchor(action, cols)` (the recommender's per-user W): PPO corrects only W's global
+  row (`cols` actions, one change of the ranking for every user: what a change of the
+  platform's state asks for), the per-user rows stay as tuned.
 - `RuleAnchor(rule_for, n_codes, slots, name)` (one code per slot; `rule_for(K)`: the rule for K
   episodes): PPO chooses per slot among n_codes + 1 codes, 0 = "what the rule says", c > 0 =
   code c - 1; the moderator's slot policy starts with code 0's logit `FIRST_LOGIT` higher.
@@ -54,6 +57,27 @@ class ConstantAnchor(NoAnchor):
     def env_action(self, action: np.ndarray, obs: np.ndarray) -> np.ndarray:
         """clip(anchor + action)."""
         return np.clip(self.action[None] + np.asarray(action, np.float32), self.low, self.high)
+
+
+class RowAnchor(ConstantAnchor):
+    """PPO's action (`cols` numbers) is added to the first row of a tuned per-user W (its
+    global row: the same correction for every user), the other rows kept as tuned."""
+
+    name = "tuned constant, global-row corrections"
+
+    def __init__(self, action: np.ndarray, cols: int, low: float = -1.0, high: float = 1.0):
+        super().__init__(action, low, high)
+        self.cols = int(cols)
+
+    def space(self, env_space: spaces.Space) -> spaces.Space:
+        """One correction per candidate feature."""
+        return spaces.Box(-1.0, 1.0, (self.cols,), np.float32)
+
+    def env_action(self, action: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        """The anchor with clip(anchor's first row + action)."""
+        out = np.tile(self.action, (len(action), 1))
+        out[:, : self.cols] += np.asarray(action, np.float32)
+        return np.clip(out, self.low, self.high)
 
 
 class RuleAnchor(NoAnchor):

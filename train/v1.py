@@ -37,6 +37,7 @@ import numpy as np
 
 from oasis_gym import load_entry_point, vector_envs
 from oasis_gym.batched import moderation
+from oasis_gym.batched.feed import CANDIDATE_FEATURES
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
@@ -88,9 +89,10 @@ class Args:
     cem_population: int = opt(32, "candidates per cross-entropy iteration (each on every tuning seed)")
     anchor: str = opt(
         "tuned",
-        "PPO starts at the tuned baseline and learns corrections of its action (tuned) or "
-        "learns the whole action (none); train/anchored.py",
-        choices=["tuned", "none"],
+        "PPO starts at the tuned baseline and learns corrections of its action (tuned), of the "
+        "recommender's global row only (tuned_row: one change for every user, what a change of "
+        "the platform's state asks for) or learns the whole action (none); train/anchored.py",
+        choices=["tuned", "tuned_row", "none"],
     )
     rule_logit: float = opt(
         FIRST_LOGIT,
@@ -155,6 +157,8 @@ class Args:
             raise ValueError("--eval-seeds and --tune-seeds must be disjoint (never tune on what is scored)")
         if self.eval_population == self.population_seed:
             raise ValueError("--eval-population must differ from --population-seed (a held-out population)")
+        if self.anchor == "tuned_row" and (self.task != "recommender" or self.ranking != "per_user"):
+            raise ValueError("--anchor tuned_row corrects the per-user ranking's global row (recommender, per_user)")
 
 
 def tune(args: Args, say) -> dict:
@@ -187,6 +191,8 @@ def make_anchor(args: Args, tuned: dict) -> anchored.NoAnchor:
     nothing."""
     if args.anchor == "none":
         return anchored.NoAnchor()
+    if args.anchor == "tuned_row":
+        return anchored.RowAnchor(tuned["constant"]["action"], len(CANDIDATE_FEATURES))
     if args.task == "recommender":
         return anchored.ConstantAnchor(tuned["constant"]["action"])
     rules = moderator_rules(tuned)
