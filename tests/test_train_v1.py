@@ -123,6 +123,8 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
         (["--gamma", "1.5"], "--gamma must be"),
         (["--gamma", "nan"], "--gamma must be"),
         (["--anchor", "tuned_row", "--ranking", "global"], "--anchor tuned_row corrects"),
+        (["--action-std", "-0.1"], "--action-std must be"),
+        (["--action-std", "inf"], "--action-std must be"),
     ],
 )
 def test_bad_settings_are_one_line_and_exit_code_2_before_any_compute(tmp_path, extra, match):

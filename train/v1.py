@@ -99,6 +99,10 @@ class Args:
         "moderator: how much PPO's slot policy prefers code 0 at the start (the tuned rule's code; 'none' "
         "with --anchor none): a logit bonus, lower explores more",
     )
+    action_std: float = opt(
+        0.0,
+        "recommender: initial std of PPO's Gaussian actions (0: 0.135 anchored, 0.37 with --anchor none)",
+    )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -142,7 +146,7 @@ class Args:
         for name in ("seed", "population_seed", "eval_population"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {getattr(self, name)!r}")
-        for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit", "rule_logit"):
+        for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit", "rule_logit", "action_std"):
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0 or (name in ("gamma", "gae_lambda") and value > 1):
                 raise ValueError(f"--{name.replace('_', '-')} must be a finite number in range, got {value!r}")
@@ -217,6 +221,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
         log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
+        log_std = float(np.log(args.action_std)) if args.action_std > 0 else log_std
         policy, policy_kwargs = "MlpPolicy", {"net_arch": [64, 64], "log_std_init": log_std}
     else:  # one network shared by the queue's slots; code 0 (the rule's, or none) first
         policy = SlotActorCriticPolicy
