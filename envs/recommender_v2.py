@@ -46,7 +46,8 @@ Nothing is journaled: the task runs on the batched engine (rule-based users, not
 ## Version history
 - v2 (issue 30): kinds with different tastes, the affinity history summaries, campaign
   bots. Bump the version whenever a change could change any result of a seed.
-- v1: `envs/recommender_v1.py`.
+- v1: `envs/recommender_v1.py`; v3: `envs/recommender_v3.py` (campaigns that fake
+  popularity; v2 is unchanged).
 """
 
 from __future__ import annotations
