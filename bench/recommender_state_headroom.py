@@ -11,14 +11,20 @@ with the same budget (cross-entropy, `train.tuned_baselines.tune_constant`, on t
 seeds of the training population):
 1. the best global constant w, and from it the best per-user constant W (the baselines PPO
    is compared with);
-2. the campaign change d (9 weights) on top of W.
-Then all three are scored on held-out seeds of the training population and on a held-out
+2. the campaign change d (9 weights) on top of W;
+3. the same change, applied where a campaign *detector* fires instead (not privileged): a
+   logistic regression of "a campaign ran this step" on the observation (time left out),
+   fit on the tuning episodes played with W (the hidden campaign is read only then, as the
+   moderator's label classifier reads labels), its change d tuned by the same search.
+Then all four are scored on held-out seeds of the training population and on a held-out
 population, paired by seed. "campaign-aware minus per-user constant" is the headroom a
 state-dependent policy has; if its interval includes 0, no policy can be expected to beat
-the tuned constant by acting on campaigns. Rule-based users (no LLM).
+the tuned constant by acting on campaigns; "detector minus per-user constant" is how much
+of it the observation gives a simple supervised policy. Rule-based users (no LLM).
 
-Prints one JSON line: the tuned scores, per evaluation set the means, the paired
-differences with their 95 % t intervals and wins, the change d, the wall time and the load.
+Prints one JSON line: the tuned scores, the detector's AUC on its tuning episodes, per
+evaluation set the means, the paired differences with their 95 % t intervals and wins,
+both changes, the compute (env steps), the wall time and the load.
 """
 
 from __future__ import annotations
@@ -31,8 +37,12 @@ import time
 import numpy as np
 
 from oasis_gym.batched import feed
+from oasis_gym.batched.tasks import RECOMMENDER_OBS
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.train import tuned_baselines as tb
+from oasis_gym.train.label_classifier import auc, fit_logistic
+
+TIME = RECOMMENDER_OBS.index("time")
 
 
 def on_campaign(base: np.ndarray):
@@ -50,6 +60,52 @@ def on_campaign(base: np.ndarray):
         return act
 
     return policy
+
+
+def on_detector(base: np.ndarray, detector: dict):
+    """The same family with the campaign *detected* from the observation (not privileged):
+    the change applies where the detector's probability is above 0.5."""
+
+    def policy(task, params: np.ndarray):
+        nf = len(feed.CANDIDATE_FEATURES)
+
+        def act(obs, t):
+            out = np.tile(base, (task.k, 1))
+            out[:, :nf] += (detect(detector, obs) > 0.5)[:, None] * params
+            return out
+
+        return act
+
+    return policy
+
+
+def fit_detector(env: dict, seeds, action: np.ndarray) -> dict:
+    """A logistic regression of "a campaign ran this step" on the step's observation (its
+    time left out), fit on episodes of the tuning seeds played with `action`; the campaign
+    labels are read only here, while tuning."""
+    task = tb.make_task("recommender", len(seeds), env)
+    rows = np.arange(len(seeds))
+    task.reset(rows, np.asarray(seeds))
+    task.reset_obs(rows)
+    xs, ys = [], []
+    for _ in range(task.max_steps):
+        obs, _, info = task.step(np.tile(action, (len(seeds), 1)))
+        xs.append(obs)
+        ys.append(info["campaign"])
+    x, y = np.concatenate(xs).astype(np.float64), np.concatenate(ys).astype(np.float64)
+    mean, scale = x.mean(0), x.std(0) + 1e-6
+    mean[TIME], scale[TIME] = 0.0, np.inf  # time left out
+    model = {"mean": mean, "scale": scale, "weights": fit_logistic((x - mean) / scale, y) if 0 < y.mean() < 1 else None}
+    model["tuning_auc"] = auc(detect(model, x), y) if model["weights"] is not None else float("nan")
+    return model
+
+
+def detect(model: dict, obs: np.ndarray) -> np.ndarray:
+    """The detector's campaign probability per observation row (0 if it was never fit)."""
+    if model["weights"] is None:
+        return np.zeros(len(obs))
+    w = model["weights"]
+    return 1 / (1 + np.exp(-np.clip(((obs - model["mean"]) / model["scale"]) @ w[:-1] + w[-1], -30, 30)))
 
 
 def constant(action: np.ndarray):
@@ -82,10 +138,14 @@ def main(argv: list[str] | None = None) -> None:
                              **cem)  # fmt: skip
     aware = tb.tune_constant(env, a.tune_seeds, start=np.zeros(nf), start_sd=0.4, policy=on_campaign(const["action"]),
                              **cem)  # fmt: skip
+    detector = fit_detector(env, a.tune_seeds, const["action"])
+    det = tb.tune_constant(env, a.tune_seeds, start=np.zeros(nf), start_sd=0.4,
+                           policy=on_detector(const["action"], detector), **cem)  # fmt: skip
     out = {"bench": "recommender_state_headroom", "version": a.version, "difficulty": a.difficulty, "users": a.users,
            "tuned": {"global": round(glob["score"], 3), "per_user_constant": round(const["score"], 3),
-                     "campaign_aware": round(aware["score"], 3)}}  # fmt: skip
-    policy = on_campaign(const["action"])
+                     "campaign_aware": round(aware["score"], 3), "detector": round(det["score"], 3)},
+           "detector_tuning_auc": round(detector["tuning_auc"], 3)}  # fmt: skip
+    policy, detected = on_campaign(const["action"]), on_detector(const["action"], detector)
     for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
         e = {**env, "population_seed": population}
         g = {**e, "ranking": "global"}
@@ -94,17 +154,21 @@ def main(argv: list[str] | None = None) -> None:
             "per_user_constant": tb.run_episodes("recommender", e, a.eval_seeds, constant(const["action"])),
             "campaign_aware": tb.run_episodes("recommender", e, a.eval_seeds,
                                               act_for=lambda task: policy(task, np.tile(aware["action"], (task.k, 1)))),
+            "detector": tb.run_episodes("recommender", e, a.eval_seeds,
+                                        act_for=lambda task: detected(task, np.tile(det["action"], (task.k, 1)))),
         }  # fmt: skip
         res = {k: round(float(v["return"].mean()), 3) for k, v in runs.items()}
-        for x, y in (("campaign_aware", "per_user_constant"), ("per_user_constant", "global")):
+        for x, y in (("campaign_aware", "per_user_constant"), ("detector", "per_user_constant"),
+                     ("per_user_constant", "global")):  # fmt: skip
             d = runs[x]["return"] - runs[y]["return"]
             ci = mean_ci(d)
             res[f"{x}_minus_{y}"] = {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")} | {
                 "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
         out[name] = res
     out.update(campaign_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(aware["action"], 3).tolist())),
+               detector_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(det["action"], 3).tolist())),
                global_weights=dict(zip(feed.CANDIDATE_FEATURES, np.round(glob["action"], 3).tolist())),
-               env_steps=glob["env_steps"] + const["env_steps"] + aware["env_steps"],
+               env_steps=sum(r["env_steps"] for r in (glob, const, aware, det)) + len(a.tune_seeds) * a.max_steps,
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)
 

@@ -106,16 +106,17 @@ def test_during_campaigns_popularity_points_at_misinformation(difficulty):
 
 
 def test_the_state_headroom_bench_runs_and_reports_the_paired_differences(capsys):
-    bench.main(["--users", "200", "--max-steps", "20", "--iterations", "2", "--population", "4",
-                "--tune-seeds", "1", "2", "--eval-seeds", "3", "4", "5"])  # fmt: skip
+    bench.main(["--users", "200", "--max-steps", "40", "--iterations", "2", "--population", "4",
+                "--tune-seeds", "1", "2", "3", "--eval-seeds", "4", "5", "6"])  # fmt: skip
     import json
 
     out = json.loads(capsys.readouterr().out)
     assert out["bench"] == "recommender_state_headroom" and out["version"] == 3
     for name in ("held-out seeds", "held-out population"):
-        diff = out[name]["campaign_aware_minus_per_user_constant"]
-        assert diff["episodes"] == 3 and diff["lo"] <= diff["mean"] <= diff["hi"]
-    assert set(out["campaign_change"]) == set(feed.CANDIDATE_FEATURES)
+        for key in ("campaign_aware_minus_per_user_constant", "detector_minus_per_user_constant"):
+            diff = out[name][key]
+            assert diff["episodes"] == 3 and diff["lo"] <= diff["mean"] <= diff["hi"]
+    assert set(out["campaign_change"]) == set(out["detector_change"]) == set(feed.CANDIDATE_FEATURES)
     assert out["tuned"]["campaign_aware"] >= out["tuned"]["per_user_constant"]  # the incumbent d = 0 is kept
 
 
@@ -129,3 +130,22 @@ def test_the_campaign_aware_policy_adds_its_change_only_while_a_campaign_runs():
     np.testing.assert_array_equal(got[1], base)
     np.testing.assert_array_equal(got[0, :9], base[:9] + 1)
     np.testing.assert_array_equal(got[0, 9:], base[9:])
+
+
+def test_the_campaign_detector_reads_the_observation_only_and_applies_its_change_where_it_fires():
+    env = {"difficulty": "medium", "users": 200, "max_steps": 40, "version": 3}
+    base = tb.default_action("per_user", 8)
+    det = bench.fit_detector(env, [1, 2, 3], base)
+    assert det["weights"] is not None and det["tuning_auc"] > 0.75  # the campaign shows in the observation
+    obs = np.zeros((3, 19), np.float32)
+    obs[:, bench.TIME] = [0.0, 0.5, 1.0]
+    p = bench.detect(det, obs)
+    assert np.ptp(p) == 0.0  # the time is left out
+    task = tb.make_task("recommender", 2, env)
+    sure = {**det, "weights": np.r_[np.zeros(19), 50.0]}  # always fires
+    act = bench.on_detector(base, sure)(task, np.ones((2, 9), np.float32))
+    np.testing.assert_array_equal(act(obs[:2], 0)[:, :9], np.tile(base[:9] + 1, (2, 1)))
+    never = {**det, "weights": None}
+    np.testing.assert_array_equal(
+        bench.on_detector(base, never)(task, np.ones((2, 9)))(obs[:2], 0), np.tile(base, (2, 1))
+    )
