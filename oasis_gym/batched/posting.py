@@ -7,7 +7,8 @@ are drawn around its author's; misinformation accounts post extreme, low-quality
 high-arousal misinformation (with `mimicry`, arousal drawn like true posts'), and any
 post is misinformation with probability `misinfo_base + misinfo_arousal_link * max(r -
 0.5, 0)`: outrage and harm go together. The arousal classifier's score is the arousal
-plus noise. Brigaders report each new post of their target authors once, the step after
+plus noise. In Recommender-v3 the bots of a running campaign like and view every post of
+the misinformation accounts (`amplify`): their popularity lies. Brigaders report each new post of their target authors once, the step after
 it appears. A suspended misinformation account comes back after `account_return_delay`
 steps as a new account: no followers, no history.
 """
@@ -33,7 +34,8 @@ def switch_campaigns(state: State, go: np.ndarray) -> None:
 
 def amplify(state: State, go: np.ndarray) -> None:
     """Campaign bots like every live post of the misinformation accounts (`campaign_amplify`
-    likes per unsuspended bot a step, no impressions) while their simulation's campaign is on."""
+    likes and twice as many views per unsuspended bot a step) while their simulation's
+    campaign is on (Recommender-v3; nothing at `campaign_amplify` 0)."""
     a = state.dyn.campaign_amplify
     on = state.campaign & go
     if a <= 0 or not on.any():
