@@ -9,8 +9,9 @@ post is misinformation with probability `misinfo_base + misinfo_arousal_link * m
 0.5, 0)`: outrage and harm go together. The arousal classifier's score is the arousal
 plus noise. In Recommender-v3 the bots of a running campaign like and view every post of
 the misinformation accounts (`amplify`): their popularity lies. Brigaders report each new
-post of their target authors once, the step after it appears. A suspended misinformation account comes back after `account_return_delay`
-steps as a new account: no followers, no history.
+post of their target authors once, the step after it appears. A suspended misinformation
+account comes back after `account_return_delay` steps as a new account: no followers, no
+history.
 """
 
 from __future__ import annotations
