@@ -27,10 +27,12 @@ Between campaigns, popularity and freshness are signals of posts users value; du
 campaign they point at misinformation. A constant ranking must compromise; a ranking that
 knows the campaign is on should change. The campaign is hidden; what the observation shows
 of it is what a ranking service sees (the candidate pools' popularity, like rate, recency,
-reports and arousal; reports per impression). Measured (README, Benchmarks): a privileged
-reference told when a campaign runs beats the tuned per-user constant by 8.6-10.5 in
-medium (`bench/recommender_state_headroom.py`); PPO at the documented budget does not (it
-ties or trails the constant), so this is the tier where learning has something to find.
+reports and arousal; reports per impression). Measured (README, Benchmarks;
+`bench/recommender_state_headroom.py`): changing the ranking while a campaign runs beats the
+tuned per-user constant in medium and hard, by 8.6-15.7 when told the campaign
+(privileged) and by 3.9-17.2 when a logistic-regression detector reads it from the
+observation; PPO at the documented budget does not (it ties or trails the constant): the
+tier where learning has something to find.
 These constants were chosen from a first look (4 settings, each compared by a privileged
 campaign-aware ranking against the tuned global ranking) on the tuning seeds 5000-5007 and
 seeds 6000-6019, disjoint from the evaluation seeds (9000-9019), and not changed after.
