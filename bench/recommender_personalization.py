@@ -60,10 +60,12 @@ def kind_features(campaign: bool = False):
         feed.user_features = original
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--version", type=int, default=1, choices=[1, 2, 3], help="Recommender-v1, v2 or v3 [1]")
-    p.add_argument("--difficulty", default="medium", choices=["easy", "medium", "hard"])
+def search_arguments(doc: str, version: int, difficulties: list[str]) -> argparse.ArgumentParser:
+    """The options the recommender headroom benches share: the task, the search budget, the
+    tuning and evaluation seeds (`check_arguments` checks them)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("--version", type=int, default=version, choices=[1, 2, 3], help=f"Recommender-vN [{version}]")
+    p.add_argument("--difficulty", default="medium", choices=difficulties)
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--max-steps", type=int, default=100)
     p.add_argument("--iterations", type=int, default=10, help="CEM iterations of each search [10]")
@@ -71,9 +73,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tune-seeds", type=int, nargs="+", default=list(range(5000, 5008)))
     p.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(9000, 9020)))
     p.add_argument("--eval-population", type=int, default=1, help="the held-out population [1]")
+    return p
+
+
+def check_arguments(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Sizes >= 1 (one line and exit code 2 otherwise)."""
+    for name in ("users", "max_steps", "iterations", "population"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = search_arguments(__doc__, 1, ["easy", "medium", "hard"])
     p.add_argument("--campaign", action="store_true",
                    help="also a per-kind ranking that knows when a campaign is on (state headroom)")  # fmt: skip
     a = p.parse_args(argv)
+    check_arguments(p, a)
     began = time.perf_counter()
     env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
            "version": a.version}  # fmt: skip

@@ -29,12 +29,12 @@ both changes, the compute (env steps), the wall time and the load.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
 
 import numpy as np
+from recommender_personalization import check_arguments, search_arguments
 
 from oasis_gym.batched import feed
 from oasis_gym.batched.tasks import RECOMMENDER_OBS
@@ -114,20 +114,9 @@ def constant(action: np.ndarray):
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--version", type=int, default=3, choices=[1, 2, 3], help="Recommender-v1, v2 or v3 [3]")
-    p.add_argument("--difficulty", default="medium", choices=["medium", "hard"])
-    p.add_argument("--users", type=int, default=1000)
-    p.add_argument("--max-steps", type=int, default=100)
-    p.add_argument("--iterations", type=int, default=10, help="CEM iterations of each search [10]")
-    p.add_argument("--population", type=int, default=24, help="CEM candidates per iteration [24]")
-    p.add_argument("--tune-seeds", type=int, nargs="+", default=list(range(5000, 5008)))
-    p.add_argument("--eval-seeds", type=int, nargs="+", default=list(range(9000, 9020)))
-    p.add_argument("--eval-population", type=int, default=1, help="the held-out population [1]")
+    p = search_arguments(__doc__, 3, ["medium", "hard"])
     a = p.parse_args(argv)
-    for name in ("users", "max_steps", "iterations", "population"):
-        if getattr(a, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    check_arguments(p, a)
     began = time.perf_counter()
     env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
            "version": a.version}  # fmt: skip
