@@ -60,10 +60,17 @@ def kind_features(campaign: bool = False):
         feed.user_features = original
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Errors in one line (no usage block), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def search_arguments(doc: str, version: int, difficulties: list[str]) -> argparse.ArgumentParser:
     """The options the recommender headroom benches share: the task, the search budget, the
     tuning and evaluation seeds (`check_arguments` checks them)."""
-    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p = OneLineParser(description=doc.split("\n")[0])
     p.add_argument("--version", type=int, default=version, choices=[1, 2, 3], help=f"Recommender-vN [{version}]")
     p.add_argument("--difficulty", default="medium", choices=difficulties)
     p.add_argument("--users", type=int, default=1000)
@@ -77,10 +84,15 @@ def search_arguments(doc: str, version: int, difficulties: list[str]) -> argpars
 
 
 def check_arguments(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
-    """Sizes >= 1 (one line and exit code 2 otherwise)."""
+    """Sizes >= 1, tuning and evaluation seeds disjoint, a held-out population (one line and
+    exit code 2 otherwise, before any compute)."""
     for name in ("users", "max_steps", "iterations", "population"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if set(a.tune_seeds) & set(a.eval_seeds):
+        p.error("--tune-seeds and --eval-seeds must be disjoint (never tune on what is scored)")
+    if a.eval_population == 0:
+        p.error("--eval-population must not be 0, the population tuned on")
 
 
 def main(argv: list[str] | None = None) -> None:

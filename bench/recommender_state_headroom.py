@@ -3,7 +3,7 @@
     python bench/recommender_state_headroom.py --version 3 --difficulty medium
 
 PPO in `oasis-gym benchmark recommender` starts at the tuned per-user constant and can only
-beat it by acting on the state. This measures what the state is worth at most, in the one
+beat it by acting on the state. This measures what acting on the state is worth, in the one
 state variable the tiers make matter: the hidden misinformation campaign. A privileged
 reference is told whether a campaign is on and adds a tuned change to the global row of
 the ranking W while it is (`on_campaign`); everything else is the tuned constant. Searched
@@ -18,8 +18,8 @@ seeds of the training population):
    moderator's label classifier reads labels), its change d tuned by the same search.
 Then all four are scored on held-out seeds of the training population and on a held-out
 population, paired by seed. "campaign-aware minus per-user constant" is the headroom a
-state-dependent policy has; if its interval includes 0, no policy can be expected to beat
-the tuned constant by acting on campaigns; "detector minus per-user constant" is how much
+state-dependent policy has (a reference, not a proven upper bound); if its interval
+includes 0, acting on campaigns shows no gain; "detector minus per-user constant" is how much
 of it the observation gives a simple supervised policy. Rule-based users (no LLM).
 
 Prints one JSON line: the tuned scores, the detector's AUC on its tuning episodes, per
@@ -45,38 +45,31 @@ from oasis_gym.train.label_classifier import auc, fit_logistic
 TIME = RECOMMENDER_OBS.index("time")
 
 
-def on_campaign(base: np.ndarray):
-    """The privileged policy family: action = base + (a campaign is on) x d in W's global
-    row, d the policy's parameters, one per episode; reads the hidden campaign of the task."""
+def when(base: np.ndarray, flag):
+    """The policy family: action = base + flag x d in W's global row, d the policy's
+    parameters (one per episode), `flag(task, obs)` (K,) whether to change now."""
 
     def policy(task, params: np.ndarray):
         nf = len(feed.CANDIDATE_FEATURES)
 
         def act(obs, t):
             out = np.tile(base, (task.k, 1))
-            out[:, :nf] += task.state.campaign[:, None] * params
+            out[:, :nf] += flag(task, obs)[:, None] * params
             return out
 
         return act
 
     return policy
+
+
+def on_campaign(base: np.ndarray):
+    """Changes while a campaign is on: reads the task's hidden campaign (privileged)."""
+    return when(base, lambda task, obs: task.state.campaign)
 
 
 def on_detector(base: np.ndarray, detector: dict):
-    """The same family with the campaign *detected* from the observation (not privileged):
-    the change applies where the detector's probability is above 0.5."""
-
-    def policy(task, params: np.ndarray):
-        nf = len(feed.CANDIDATE_FEATURES)
-
-        def act(obs, t):
-            out = np.tile(base, (task.k, 1))
-            out[:, :nf] += (detect(detector, obs) > 0.5)[:, None] * params
-            return out
-
-        return act
-
-    return policy
+    """Changes where the detector's probability is above 0.5: reads the observation only."""
+    return when(base, lambda task, obs: detect(detector, obs) > 0.5)
 
 
 def fit_detector(env: dict, seeds, action: np.ndarray) -> dict:

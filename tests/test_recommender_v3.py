@@ -149,3 +149,21 @@ def test_the_campaign_detector_reads_the_observation_only_and_applies_its_change
     np.testing.assert_array_equal(
         bench.on_detector(base, never)(task, np.ones((2, 9)))(obs[:2], 0), np.tile(base, (2, 1))
     )
+
+
+@pytest.mark.parametrize(
+    ("bench_file", "extra", "match"),
+    [
+        ("recommender_state_headroom.py", ["--users", "0"], "--users must be >= 1"),
+        ("recommender_state_headroom.py", ["--tune-seeds", "1", "--eval-seeds", "1", "2"], "disjoint"),
+        ("recommender_state_headroom.py", ["--difficulty", "easy"], "invalid choice"),
+        ("recommender_personalization.py", ["--eval-population", "0"], "--eval-population must not be 0"),
+        ("recommender_personalization.py", ["--iterations", "x"], "invalid int value"),
+    ],
+)
+def test_the_headroom_benches_refuse_bad_input_in_one_line_before_any_compute(bench_file, extra, match):
+    import subprocess
+
+    path = Path(__file__).resolve().parents[1] / "bench" / bench_file
+    done = subprocess.run([sys.executable, str(path), *extra], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
