@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from contextlib import contextmanager
 
@@ -83,6 +84,11 @@ def search_arguments(doc: str, version: int, difficulties: list[str]) -> argpars
     return p
 
 
+def progress(message: str) -> None:
+    """A search's progress, on stderr (stdout keeps the one JSON line)."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def check_arguments(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
     """Sizes >= 1, tuning and evaluation seeds disjoint, a held-out population (one line and
     exit code 2 otherwise, before any compute)."""
@@ -105,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
            "version": a.version}  # fmt: skip
     rows = tb.user_rows(env)
-    cem = {"iterations": a.iterations, "population": a.population}
+    cem = {"iterations": a.iterations, "population": a.population, "progress": progress}
     glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
     init = np.zeros((rows, len(glob["action"])), np.float32)
     init[:3] = glob["action"]  # every kind starts at the tuned global ranking

@@ -34,7 +34,7 @@ import os
 import time
 
 import numpy as np
-from recommender_personalization import check_arguments, search_arguments
+from recommender_personalization import check_arguments, progress, search_arguments
 
 from oasis_gym.batched import feed
 from oasis_gym.batched.tasks import RECOMMENDER_OBS
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
            "version": a.version}  # fmt: skip
     rows, nf = tb.user_rows(env), len(feed.CANDIDATE_FEATURES)
-    cem = {"iterations": a.iterations, "population": a.population}
+    cem = {"iterations": a.iterations, "population": a.population, "progress": progress}
     glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
     const = tb.tune_constant(env, a.tune_seeds, start=tb.global_as_per_user(glob["action"], rows), start_sd=0.25,
                              **cem)  # fmt: skip
