@@ -16,11 +16,13 @@ seeds of the training population):
    logistic regression of "a campaign ran this step" on the observation (time left out),
    fit on the tuning episodes played with W (the hidden campaign is read only then, as the
    moderator's label classifier reads labels), its change d tuned by the same search.
-Then all four are scored on held-out seeds of the training population and on a held-out
-population, paired by seed. "campaign-aware minus per-user constant" is the headroom a
-state-dependent policy has (a reference, not a proven upper bound); if its interval
-includes 0, acting on campaigns shows no gain; "detector minus per-user constant" is how much
-of it the observation gives a simple supervised policy. Rule-based users (no LLM).
+Both state-dependent policies live in `train/campaign_detector.py`: `oasis-gym benchmark`
+and `oasis-gym train` compare PPO with them too. Then all four are scored on held-out
+seeds of the training population and on a held-out population, paired by seed.
+"campaign-aware minus per-user constant" is the headroom a state-dependent policy has (a
+reference, not a proven upper bound); if its interval includes 0, acting on campaigns
+shows no gain; "detector minus per-user constant" is how much of it the observation gives
+a simple supervised policy. Rule-based users (no LLM).
 
 Prints one JSON line: the tuned scores, the detector's AUC on its tuning episodes, per
 evaluation set the means, the paired differences with their 95 % t intervals and wins,
@@ -37,68 +39,9 @@ import numpy as np
 from recommender_personalization import check_arguments, progress, search_arguments
 
 from oasis_gym.batched import feed
-from oasis_gym.batched.tasks import RECOMMENDER_OBS
 from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
-from oasis_gym.train.label_classifier import auc, fit_logistic
-
-TIME = RECOMMENDER_OBS.index("time")
-
-
-def when(base: np.ndarray, flag):
-    """The policy family: action = base + flag x d in W's global row, d the policy's
-    parameters (one per episode), `flag(task, obs)` (K,) whether to change now."""
-
-    def policy(task, params: np.ndarray):
-        nf = len(feed.CANDIDATE_FEATURES)
-
-        def act(obs, t):
-            out = np.tile(base, (task.k, 1))
-            out[:, :nf] += flag(task, obs)[:, None] * params
-            return out
-
-        return act
-
-    return policy
-
-
-def on_campaign(base: np.ndarray):
-    """Changes while a campaign is on: reads the task's hidden campaign (privileged)."""
-    return when(base, lambda task, obs: task.state.campaign)
-
-
-def on_detector(base: np.ndarray, detector: dict):
-    """Changes where the detector's probability is above 0.5: reads the observation only."""
-    return when(base, lambda task, obs: detect(detector, obs) > 0.5)
-
-
-def fit_detector(env: dict, seeds, action: np.ndarray) -> dict:
-    """A logistic regression of "a campaign ran this step" on the step's observation (its
-    time left out), fit on episodes of the tuning seeds played with `action`; the campaign
-    labels are read only here, while tuning."""
-    task = tb.make_task("recommender", len(seeds), env)
-    rows = np.arange(len(seeds))
-    task.reset(rows, np.asarray(seeds))
-    task.reset_obs(rows)
-    xs, ys = [], []
-    for _ in range(task.max_steps):
-        obs, _, info = task.step(np.tile(action, (len(seeds), 1)))
-        xs.append(obs)
-        ys.append(info["campaign"])
-    x, y = np.concatenate(xs).astype(np.float64), np.concatenate(ys).astype(np.float64)
-    mean, scale = x.mean(0), x.std(0) + 1e-6
-    mean[TIME], scale[TIME] = 0.0, np.inf  # time left out
-    model = {"mean": mean, "scale": scale, "weights": fit_logistic((x - mean) / scale, y) if 0 < y.mean() < 1 else None}
-    model["tuning_auc"] = auc(detect(model, x), y) if model["weights"] is not None else float("nan")
-    return model
-
-
-def detect(model: dict, obs: np.ndarray) -> np.ndarray:
-    """The detector's campaign probability per observation row (0 if it was never fit)."""
-    if model["weights"] is None:
-        return np.zeros(len(obs))
-    w = model["weights"]
-    return 1 / (1 + np.exp(-np.clip(((obs - model["mean"]) / model["scale"]) @ w[:-1] + w[-1], -30, 30)))
 
 
 def constant(action: np.ndarray):
@@ -113,21 +56,18 @@ def main(argv: list[str] | None = None) -> None:
     began = time.perf_counter()
     env = {"difficulty": a.difficulty, "users": a.users, "population_seed": 0, "max_steps": a.max_steps,
            "version": a.version}  # fmt: skip
-    rows, nf = tb.user_rows(env), len(feed.CANDIDATE_FEATURES)
+    rows = tb.user_rows(env)
     cem = {"iterations": a.iterations, "population": a.population, "progress": progress}
     glob = tb.tune_constant(env, a.tune_seeds, ranking="global", **cem)
     const = tb.tune_constant(env, a.tune_seeds, start=tb.global_as_per_user(glob["action"], rows), start_sd=0.25,
                              **cem)  # fmt: skip
-    aware = tb.tune_constant(env, a.tune_seeds, start=np.zeros(nf), start_sd=0.4, policy=on_campaign(const["action"]),
-                             **cem)  # fmt: skip
-    detector = fit_detector(env, a.tune_seeds, const["action"])
-    det = tb.tune_constant(env, a.tune_seeds, start=np.zeros(nf), start_sd=0.4,
-                           policy=on_detector(const["action"], detector), **cem)  # fmt: skip
+    found = cd.tune(env, a.tune_seeds, const["action"], "per_user", cem)
+    det, aware, detector = found["campaign_detector"], found["campaign_told"], found["campaign_detector"]["detector"]
     out = {"bench": "recommender_state_headroom", "version": a.version, "difficulty": a.difficulty, "users": a.users,
            "tuned": {"global": round(glob["score"], 3), "per_user_constant": round(const["score"], 3),
                      "campaign_aware": round(aware["score"], 3), "detector": round(det["score"], 3)},
            "detector_tuning_auc": round(detector["tuning_auc"], 3)}  # fmt: skip
-    policy, detected = on_campaign(const["action"]), on_detector(const["action"], detector)
+    policies = cd.candidates(found, const["action"])
     for name, population in (("held-out seeds", 0), ("held-out population", a.eval_population)):
         e = {**env, "population_seed": population}
         g = {**e, "ranking": "global"}
@@ -135,9 +75,8 @@ def main(argv: list[str] | None = None) -> None:
             "global": tb.run_episodes("recommender", g, a.eval_seeds, constant(glob["action"])),
             "per_user_constant": tb.run_episodes("recommender", e, a.eval_seeds, constant(const["action"])),
             "campaign_aware": tb.run_episodes("recommender", e, a.eval_seeds,
-                                              act_for=lambda task: policy(task, np.tile(aware["action"], (task.k, 1)))),
-            "detector": tb.run_episodes("recommender", e, a.eval_seeds,
-                                        act_for=lambda task: detected(task, np.tile(det["action"], (task.k, 1)))),
+                                              act_for=policies["campaign_told (privileged)"]),
+            "detector": tb.run_episodes("recommender", e, a.eval_seeds, act_for=policies["tuned_campaign_detector"]),
         }  # fmt: skip
         res = {k: round(float(v["return"].mean()), 3) for k, v in runs.items()}
         for x, y in (("campaign_aware", "per_user_constant"), ("detector", "per_user_constant"),
@@ -150,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     out.update(campaign_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(aware["action"], 3).tolist())),
                detector_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(det["action"], 3).tolist())),
                global_weights=dict(zip(feed.CANDIDATE_FEATURES, np.round(glob["action"], 3).tolist())),
-               env_steps=sum(r["env_steps"] for r in (glob, const, aware, det)) + len(a.tune_seeds) * a.max_steps,
+               env_steps=sum(r["env_steps"] for r in (glob, const, aware, det)),
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)
 

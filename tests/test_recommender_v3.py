@@ -15,6 +15,7 @@ import oasis_gym  # noqa: F401  (registers the ids)
 from oasis_gym.batched import feed, posting
 from oasis_gym.batched.engine import Engine, global_weights
 from oasis_gym.batched.tiers import TIERS_V2, TIERS_V3, tier
+from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -125,7 +126,7 @@ def test_the_campaign_aware_policy_adds_its_change_only_while_a_campaign_runs():
     task = tb.make_task("recommender", 2, e)
     task.state.campaign[:] = [True, False]
     base = tb.default_action("per_user", 8)
-    act = bench.on_campaign(base)(task, np.ones((2, 9), np.float32))
+    act = cd.on_campaign(base)(task, np.ones((2, 9), np.float32))
     got = act(None, 0)
     np.testing.assert_array_equal(got[1], base)
     np.testing.assert_array_equal(got[0, :9], base[:9] + 1)
@@ -135,20 +136,18 @@ def test_the_campaign_aware_policy_adds_its_change_only_while_a_campaign_runs():
 def test_the_campaign_detector_reads_the_observation_only_and_applies_its_change_where_it_fires():
     env = {"difficulty": "medium", "users": 200, "max_steps": 40, "version": 3}
     base = tb.default_action("per_user", 8)
-    det = bench.fit_detector(env, [1, 2, 3], base)
+    det = cd.fit_detector(env, [1, 2, 3], base)
     assert det["weights"] is not None and det["tuning_auc"] > 0.75  # the campaign shows in the observation
     obs = np.zeros((3, 19), np.float32)
-    obs[:, bench.TIME] = [0.0, 0.5, 1.0]
-    p = bench.detect(det, obs)
+    obs[:, cd.TIME] = [0.0, 0.5, 1.0]
+    p = cd.detect(det, obs)
     assert np.ptp(p) == 0.0  # the time is left out
     task = tb.make_task("recommender", 2, env)
     sure = {**det, "weights": np.r_[np.zeros(19), 50.0]}  # always fires
-    act = bench.on_detector(base, sure)(task, np.ones((2, 9), np.float32))
+    act = cd.on_detector(base, sure)(task, np.ones((2, 9), np.float32))
     np.testing.assert_array_equal(act(obs[:2], 0)[:, :9], np.tile(base[:9] + 1, (2, 1)))
     never = {**det, "weights": None}
-    np.testing.assert_array_equal(
-        bench.on_detector(base, never)(task, np.ones((2, 9)))(obs[:2], 0), np.tile(base, (2, 1))
-    )
+    np.testing.assert_array_equal(cd.on_detector(base, never)(task, np.ones((2, 9)))(obs[:2], 0), np.tile(base, (2, 1)))
 
 
 @pytest.mark.parametrize(
@@ -167,3 +166,25 @@ def test_the_headroom_benches_refuse_bad_input_in_one_line_before_any_compute(be
     path = Path(__file__).resolve().parents[1] / "bench" / bench_file
     done = subprocess.run([sys.executable, str(path), *extra], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_campaign_baselines_are_tuned_where_the_tier_has_campaigns_and_never_lose_on_their_seeds():
+    assert cd.has_campaigns({"difficulty": "medium", "version": 3})
+    assert not cd.has_campaigns({"difficulty": "easy", "version": 3})  # no campaigns: no such baselines
+    env = {"difficulty": "hard", "users": 200, "max_steps": 30, "version": 3, "population_seed": 0}
+    seeds = [1, 2, 3]
+    const = tb.tune_constant(env, seeds, iterations=1, population=3)
+    cem = {"iterations": 2, "population": 4}
+    found = cd.tune(env, seeds, const["action"], "per_user", cem)
+    for name in ("campaign_detector", "campaign_told"):  # the incumbent d = 0 (the constant itself) is kept
+        assert found[name]["score"] >= const["score"] - 1e-9 and len(found[name]["action"]) == 9
+    assert found["campaign_detector"]["env_steps"] == 2 * 4 * 3 * 30 + 3 * 30  # the search and the fit's episodes
+    policies = cd.candidates(found, const["action"])
+    assert set(policies) == {"tuned_campaign_detector", "campaign_told (privileged)"}
+    runs = tb.run_episodes("recommender", env, seeds, act_for=policies["tuned_campaign_detector"])
+    assert np.isclose(runs["return"].mean(), found["campaign_detector"]["score"])  # scored as tuned
+    assert cd.candidates({"constant": const}, const["action"]) == {}
+    glob = tb.tune_constant(env, seeds, iterations=1, population=3, ranking="global")  # one w: its change is all of it
+    found = cd.tune(env, seeds, glob["action"], "global", {"iterations": 1, "population": 3})
+    act = cd.candidates(found, glob["action"])["tuned_campaign_detector"](tb.make_task("recommender", 3, env))
+    assert act(np.zeros((3, len(cd.RECOMMENDER_OBS)), np.float32), 0).shape == (3, 9)

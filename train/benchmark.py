@@ -5,8 +5,10 @@
 Steps (read top to bottom):
 1. the baselines, tuned once on the tuning seeds of the training population
    (`train.v1.tune`; the recommender's best per-user and best global constant ranking by
-   the cross-entropy method, the moderator's best threshold rules by grid search), with
-   the env steps each search used;
+   the cross-entropy method, and in tiers with campaigns the campaign detector's and the
+   privileged told-the-campaign change of it, `train/campaign_detector.py`; the
+   moderator's best threshold rules by grid search and its label classifier), with the env
+   steps each search used;
 2. PPO trained from `--seeds` training seeds (`train.v1.train_ppo`, one folder each);
 3. every PPO model and every baseline on the held-out seeds of the training population and
    on a held-out population, one episode per evaluation seed;

@@ -11,8 +11,11 @@ Steps (read top to bottom):
    seeds): the best constant action by the cross-entropy method (the recommender's best
    global ranking too), the moderator's best report-threshold and fact-check-first rules by
    grid search, and its supervised baseline: a logistic-regression label classifier fit on
-   the tuning seeds' labels with its threshold tuned (`train/label_classifier.py`); their
-   compute (env steps) is recorded beside PPO's timesteps.
+   the tuning seeds' labels with its threshold tuned (`train/label_classifier.py`); in the
+   recommender tiers with campaigns, the tuned constant plus a tuned change of its global
+   row where a campaign detector fires, and the privileged same while a campaign runs
+   (`train/campaign_detector.py`); their compute (env steps) is recorded beside PPO's
+   timesteps.
 2. PPO (stable-baselines3) on `n_envs` episodes stepped together in one process
    (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize, by
    default anchored at the tuned baseline (`--anchor`, `train/anchored.py`; the moderator
@@ -45,7 +48,7 @@ from oasis_gym.console import Summary, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
-from . import anchored, label_classifier
+from . import anchored, campaign_detector, label_classifier
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
@@ -171,13 +174,16 @@ def tune(args: Args, say) -> dict:
     cem = {"iterations": args.cem_iterations, "population": args.cem_population, "seed": args.seed, "progress": say}
     if args.task == "recommender":
         if args.ranking == "global":
-            return {"constant": tb.tune_constant(env, seeds, ranking="global", **cem)}
-        # the best one ranking for everyone (what per-user weights must beat), then the best
-        # per-user weights searched from it
-        glob = tb.tune_constant(env, seeds, ranking="global", **cem)
-        start = tb.global_as_per_user(glob["action"], tb.user_rows(env))
-        return {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
-                "global_constant": glob}  # fmt: skip
+            out = {"constant": tb.tune_constant(env, seeds, ranking="global", **cem)}
+        else:  # the best one ranking for everyone (what per-user weights must beat), then the
+            # best per-user weights searched from it
+            glob = tb.tune_constant(env, seeds, ranking="global", **cem)
+            start = tb.global_as_per_user(glob["action"], tb.user_rows(env))
+            out = {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
+                   "global_constant": glob}  # fmt: skip
+        if campaign_detector.has_campaigns(env):  # rankings that change with the campaign regime
+            out |= campaign_detector.tune(env, seeds, out["constant"]["action"], args.ranking, cem)
+        return out
     return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem),
             "classifier": label_classifier.tune_classifier(env, seeds, say)}  # fmt: skip
 
@@ -267,7 +273,7 @@ def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | 
                "tuned_constant": constant(tuned["constant"]["action"])}  # fmt: skip
         if "global_constant" in tuned:  # as a per-user action: its weights in the bias row
             out["tuned_global_constant"] = constant(tb.global_as_per_user(tuned["global_constant"]["action"], rows))
-        return out
+        return out | campaign_detector.candidates(tuned, tuned["constant"]["action"])
     return {
         "ppo": ppo,
         "no_moderation": constant(np.zeros(moderation.QUEUE, np.int64)),
