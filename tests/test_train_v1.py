@@ -125,6 +125,8 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
         (["--anchor", "tuned_row", "--ranking", "global"], "--anchor tuned_row corrects"),
         (["--action-std", "-0.1"], "--action-std must be"),
         (["--action-std", "inf"], "--action-std must be"),
+        (["--policy-layers", "0"], "--policy-layers must be"),
+        (["--policy-layers", "8", "8", "8", "8", "8"], "--policy-layers must be"),
     ],
 )
 def test_bad_settings_are_one_line_and_exit_code_2_before_any_compute(tmp_path, extra, match):
@@ -287,11 +289,16 @@ def test_train_recommender_v2_tunes_and_trains_on_v2(tmp_path):
 def test_train_recommender_v3_with_global_row_corrections(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", "--version", "3", "--anchor", "tuned_row",
-           *TINY, "--out", str(out), "--quiet"]  # fmt: skip
+           "--policy-layers", "1", *TINY, "--out", str(out), "--quiet"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     result = json.loads((out / "eval.json").read_text())
     assert result["task"] == "recommender-v3" and result["train"]["anchor"] == "tuned constant, global-row corrections"
+    from stable_baselines3 import PPO
+
+    net = PPO.load(out / "model.zip", device="cpu").policy.mlp_extractor
+    assert [m.out_features for m in net.policy_net if hasattr(m, "out_features")] == [1]  # the actor's one unit
+    assert [m.out_features for m in net.value_net if hasattr(m, "out_features")] == [64, 64]
 
 
 def test_the_row_anchor_corrects_only_the_global_row():

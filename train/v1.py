@@ -106,6 +106,9 @@ class Args:
         0.0,
         "recommender: initial std of PPO's Gaussian actions (0: 0.135 anchored, 0.37 with --anchor none)",
     )
+    policy_layers: tuple[int, ...] = opt(
+        (64, 64), "recommender: hidden layer sizes of PPO's actor (the critic's: 64 64)"
+    )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -138,6 +141,10 @@ class Args:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, got {value!r}")
+        if not 1 <= len(self.policy_layers) <= 4 or not all(
+            isinstance(n, int) and 1 <= n <= 1024 for n in self.policy_layers
+        ):
+            raise ValueError(f"--policy-layers must be 1-4 layer sizes in [1, 1024], got {list(self.policy_layers)}")
         if self.n_envs > 1024:
             raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
         if self.version not in VERSIONS[self.task]:
@@ -228,7 +235,8 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
         log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
         log_std = float(np.log(args.action_std)) if args.action_std > 0 else log_std
-        policy, policy_kwargs = "MlpPolicy", {"net_arch": [64, 64], "log_std_init": log_std}
+        arch = {"pi": list(args.policy_layers), "vf": [64, 64]}
+        policy, policy_kwargs = "MlpPolicy", {"net_arch": arch, "log_std_init": log_std}
     else:  # one network shared by the queue's slots; code 0 (the rule's, or none) first
         policy = SlotActorCriticPolicy
         policy_kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS),
