@@ -271,7 +271,10 @@ def test_the_headroom_line_takes_the_baseline_that_was_best_on_the_tuning_seeds(
             "ppo_seed_means": [-105.0, -105.0]}},
     }  # fmt: skip
     (line,) = [x for x in headroom(result) if x]
-    assert "best tuned baseline tuned_report_threshold -105.00: +55.00" in line, line
+    assert "best tuned baseline tuned_report_threshold -105.00: +55.00; PPO closes 0% of it." in line, line
+    result["eval_sets"]["held-out seeds"]["ppo_seed_means"] = [-110.0, -110.0]  # below the baseline: no share
+    (line,) = [x for x in headroom(result) if x]
+    assert line.endswith(": +55.00; PPO is -5.00 from that baseline."), line
 
 
 def test_train_recommender_v2_tunes_and_trains_on_v2(tmp_path):

@@ -127,7 +127,10 @@ def headroom(result: dict) -> list[str]:
             continue
         best = max(tuned, key=lambda n: _tuning_score(result, n, tuned[n]))  # chosen on the tuning seeds
         gap, ppo = means[privileged[0]] - tuned[best], float(np.mean(res["ppo_seed_means"]))
-        closed = f"; PPO closes {(ppo - tuned[best]) / gap:+.0%} of it" if gap > 0 else ""
+        if gap > 0 and ppo >= tuned[best]:
+            closed = f"; PPO closes {(ppo - tuned[best]) / gap:.0%} of it"
+        else:  # (a share of a gap PPO does not enter, or of none, says nothing)
+            closed = f"; PPO is {ppo - tuned[best]:+.2f} from that baseline"
         lines.append(f"Headroom on {set_name}: {privileged[0]} {means[privileged[0]]:.2f} vs the best tuned "
                      f"baseline {best} {tuned[best]:.2f}: {gap:+.2f}{closed}.")  # fmt: skip
     return [""] + lines if lines else []
