@@ -70,12 +70,12 @@ def test_the_tuned_rule_acts_through_the_env_within_its_budget():
 
 
 def test_ppo_is_anchored_on_the_tuned_policy_that_was_best_on_the_tuning_seeds():
-    from oasis_gym.train import v1
+    from oasis_gym.train import v1, v1_baselines
 
     args = v1.Args(task="moderator", users=200, max_steps=5)
     rule = {"remove_at": 1, "suspend_at": 99, "check_at": None}
     tuned = {"report_threshold": {**rule, "score": -5.0}, "fact_check_first": {**rule, "check_at": 1, "score": -6.0},
              "classifier": {**lc.tune_classifier({**SMALL, "max_steps": 5}, [5000]), "score": -4.0}}  # fmt: skip
-    assert v1.make_anchor(args, tuned).name == "tuned_classifier"
+    assert v1_baselines.make_anchor(args, tuned).name == "tuned_classifier"
     tuned["classifier"]["score"] = -7.0
-    assert v1.make_anchor(args, tuned).name == "tuned_report_threshold"
+    assert v1_baselines.make_anchor(args, tuned).name == "tuned_report_threshold"

@@ -4,7 +4,7 @@
 
 Steps (read top to bottom):
 1. the baselines, tuned once on the tuning seeds of the training population
-   (`train.v1.tune`; the recommender's best per-user and best global constant ranking by
+   (`train.v1_baselines.tune`; the recommender's best per-user and best global constant ranking by
    the cross-entropy method, and in tiers with campaigns the campaign detector's and the
    privileged told-the-campaign change of it, `train/campaign_detector.py`; the
    moderator's best threshold rules by grid search and its label classifier), with the env
@@ -40,7 +40,7 @@ from oasis_gym.metrics.intervals import mean_ci
 
 from . import args as cli_args
 from . import tuned_baselines as tb
-from . import v1
+from . import v1, v1_baselines
 from .outputs import benchmark_output, staged_training, train_output
 
 
@@ -187,8 +187,8 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
     tb_band/ under args.out, each seed's model under args.out/seed_<i>/."""
     start = time.perf_counter()
     environment = _environment()
-    tuned = v1.tune(args, say)
-    anchor = v1.make_anchor(args, tuned)
+    tuned = v1_baselines.tune(args, say)
+    anchor = v1_baselines.make_anchor(args, tuned)
     tuning_seconds = time.perf_counter() - start
     out, models, curves, ppo_seconds = Path(args.out), [], [], 0.0
     for i in range(seeds):
@@ -201,7 +201,7 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
         curves.append(info["learning_curve"])
     say(f"evaluating {seeds} PPO models and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
     sets = {"held-out seeds": args.population_seed, "held-out population": args.eval_population}
-    base = {c: f for c, f in v1.candidates(args, tuned, *models[0], anchor).items() if c != "ppo"}
+    base = v1_baselines.baselines(args, tuned)
     eval_sets = {}
     for name, population in sets.items():
         env = args.env(population)

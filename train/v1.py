@@ -8,7 +8,7 @@ seeds and a held-out population.
 
 Steps (read top to bottom):
 1. baselines, tuned on their own seeds of the training population (never the evaluation
-   seeds): the best constant action by the cross-entropy method (the recommender's best
+   seeds; `train/v1_baselines.py`): the best constant action by the cross-entropy method (the recommender's best
    global ranking too), the moderator's best report-threshold and fact-check-first rules by
    grid search, and its supervised baseline: a logistic-regression label classifier fit on
    the tuning seeds' labels with its threshold tuned (`train/label_classifier.py`); in the
@@ -40,7 +40,6 @@ import numpy as np
 
 from oasis_gym import load_entry_point, vector_envs
 from oasis_gym.batched import moderation
-from oasis_gym.batched.feed import CANDIDATE_FEATURES
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
@@ -48,7 +47,7 @@ from oasis_gym.console import Summary, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
-from . import anchored, campaign_detector, label_classifier
+from . import anchored
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
@@ -56,6 +55,7 @@ from .args import opt
 from .common import limit_threads, save_obs_normalizer, write_results
 from .outputs import staged_training, train_output
 from .report import mean_std
+from .v1_baselines import baselines, make_anchor, tune
 
 TASKS = ("recommender", "moderator")
 # each task's vector env per version
@@ -175,48 +175,6 @@ class Args:
             raise ValueError("--anchor tuned_row corrects the per-user ranking's global row (recommender, per_user)")
 
 
-def tune(args: Args, say) -> dict:
-    """1. the baselines, tuned on the tuning seeds of the training population."""
-    env, seeds = args.env(), np.asarray(args.tune_seeds)
-    cem = {"iterations": args.cem_iterations, "population": args.cem_population, "seed": args.seed, "progress": say}
-    if args.task == "recommender":
-        if args.ranking == "global":
-            out = {"constant": tb.tune_constant(env, seeds, ranking="global", **cem)}
-        else:  # the best one ranking for everyone (what per-user weights must beat), then the
-            # best per-user weights searched from it
-            glob = tb.tune_constant(env, seeds, ranking="global", **cem)
-            start = tb.global_as_per_user(glob["action"], tb.user_rows(env))
-            out = {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
-                   "global_constant": glob}  # fmt: skip
-        if campaign_detector.has_campaigns(env):  # rankings that change with the campaign regime
-            out |= campaign_detector.tune(env, seeds, out["constant"]["action"], args.ranking, cem)
-        return out
-    return {**tb.tune_rules(env, seeds, say), "constant": tb.tune_constant_codes(env, seeds, **cem),
-            "classifier": label_classifier.tune_classifier(env, seeds, say)}  # fmt: skip
-
-
-def moderator_rules(tuned: dict) -> dict:
-    """The tuned moderator policies by their `tuned` key, each as `rule_for(K)`."""
-    return {"report_threshold": lambda k: tb.rule_from(tuned["report_threshold"], k),
-            "fact_check_first": lambda k: tb.rule_from(tuned["fact_check_first"], k),
-            "classifier": lambda k: label_classifier.rule_of(tuned["classifier"], k)}  # fmt: skip
-
-
-def make_anchor(args: Args, tuned: dict) -> anchored.NoAnchor:
-    """What PPO's action is relative to (`--anchor`): the tuned constant ranking (recommender),
-    the best of the tuned rules and the label classifier on the tuning seeds (moderator), or
-    nothing."""
-    if args.anchor == "none":
-        return anchored.NoAnchor()
-    if args.anchor == "tuned_row":
-        return anchored.RowAnchor(tuned["constant"]["action"], len(CANDIDATE_FEATURES))
-    if args.task == "recommender":
-        return anchored.ConstantAnchor(tuned["constant"]["action"])
-    rules = moderator_rules(tuned)
-    best = max(rules, key=lambda f: tuned[f]["score"])
-    return anchored.RuleAnchor(rules[best], len(moderation.ACTIONS), moderation.QUEUE, name=f"tuned_{best}")
-
-
 def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     """2. PPO on the native vector env (its actions relative to `anchor`); returns (model,
     VecNormalize, run info)."""
@@ -268,30 +226,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
 
 def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | None = None) -> dict:
     """name -> act_for(task) of PPO (its actions relative to `anchor`) and every baseline (as tuned)."""
-
-    def ppo(task):
-        return anchored.act(model, vec, anchor or anchored.NoAnchor())
-
-    def constant(action):
-        return lambda task: lambda obs, t: np.tile(np.asarray(action), (task.k, 1))
-
-    if args.task == "recommender":
-        rows = tb.user_rows(args.env())
-        out = {"ppo": ppo, "default_ranking": constant(tb.default_action(args.ranking, rows)),
-               "tuned_constant": constant(tuned["constant"]["action"])}  # fmt: skip
-        if "global_constant" in tuned:  # as a per-user action: its weights in the bias row
-            out["tuned_global_constant"] = constant(tb.global_as_per_user(tuned["global_constant"]["action"], rows))
-        return out | campaign_detector.candidates(tuned, tuned["constant"]["action"])
-    return {
-        "ppo": ppo,
-        "no_moderation": constant(np.zeros(moderation.QUEUE, np.int64)),
-        "tuned_constant": constant(tuned["constant"]["action"]),
-        **{
-            f"tuned_{name}": (lambda task, rule_for=rule_for: rule_for(task.k))
-            for name, rule_for in moderator_rules(tuned).items()
-        },
-        "truth (privileged)": tb.truth_rule,
-    }
+    return {"ppo": lambda task: anchored.act(model, vec, anchor or anchored.NoAnchor())} | baselines(args, tuned)
 
 
 def evaluate(args: Args, acts: dict) -> dict:
