@@ -202,9 +202,13 @@ def test_sigint_or_sigterm_stops_a_sweep_with_one_line_and_its_resume_finishes_i
         while not (out / "runs").is_dir() or not any((out / "runs").iterdir()):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
+        proc.send_signal(signal.SIGSTOP)  # frozen: the runs counted are those the signal finds
+        done = sorted(p.name for p in (out / "runs").iterdir())
+        assert len(done) < 10 and proc.poll() is None, f"the sweep ended before the signal: {done}"
         proc.send_signal(signum)
+        proc.send_signal(signal.SIGCONT)
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode == code, err
+        assert proc.returncode == code, (done, err)
         lines = err.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in err and signum.name in lines[0], err
         resume = shlex.split(lines[0].split("continue with: ", 1)[1])

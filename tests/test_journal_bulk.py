@@ -80,19 +80,44 @@ def test_a_large_first_wal_is_copied_in_the_background_and_by_close(tmp_path, mo
 
 
 def test_a_stream_stopped_midway_lets_go_of_the_connection(tmp_path):
-    from concurrent.futures import ThreadPoolExecutor
-
     conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None, check_same_thread=False)
     conn.execute("CREATE TABLE t (x)")
     conn.execute("BEGIN")
-    with ThreadPoolExecutor(1) as pool:
-        stream = StatementStream(pool, conn)
-        for i in range(50):
-            stream.emit("INSERT INTO t VALUES (?)", [i])
-        stream.stop()
-        conn.execute("ROLLBACK")  # the writer thread is done with it
-        stream = StatementStream(pool, conn)
-        stream.emit("INSERT INTO nowhere VALUES (1)", [])
-        with pytest.raises(sqlite3.OperationalError):
-            stream.finish()
+    stream = StatementStream(conn)
+    for i in range(50):
+        stream.emit("INSERT INTO t VALUES (?)", [i])
+    stream.stop()
+    conn.execute("ROLLBACK")  # the stream's thread is done with it
+    stream = StatementStream(conn)
+    stream.emit("INSERT INTO nowhere VALUES (1)", [])
+    with pytest.raises(sqlite3.OperationalError):
+        stream.finish()
     assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (0,)
+
+
+def test_a_first_commit_abandoned_midway_is_rolled_back_by_close(tmp_path):
+    journal = Journal(tmp_path / "j.db", new=True)
+    journal.begin_step(platform())  # (a signal landing before finish_step: nothing finishes it)
+    assert journal._stream is not None
+    journal.close()  # stops the stream, rolls the step back, lets the writer thread go
+    assert journal._stream is None
+    conn = sqlite3.connect(tmp_path / "j.db")
+    assert conn.execute("SELECT COUNT(*) FROM user").fetchone() == (0,)
+    assert conn.execute("SELECT COUNT(*) FROM meta WHERE key = 'step'").fetchone() == (0,)
+
+
+def test_a_first_commit_abandoned_and_never_closed_does_not_hold_the_exit(tmp_path):
+    """Seen under SIGTERM in a sweep: the writer thread waited for the next statement forever,
+    and the interpreter's exit waited for it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path.insert(0, {tests!r}); from test_journal_bulk import platform; "
+        "from oasis_gym.platform import Journal; Journal({path!r}, new=True).begin_step(platform()); "
+        "print('begun', flush=True)"
+    ).format(tests=os.path.dirname(__file__), path=str(tmp_path / "j.db"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "begun\n", done.stderr
+    conn = sqlite3.connect(tmp_path / "j.db")
+    assert conn.execute("SELECT COUNT(*) FROM meta WHERE key = 'step'").fetchone() == (0,)  # nothing committed

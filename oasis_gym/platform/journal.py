@@ -131,7 +131,7 @@ class Journal:
         self._thread_prefix = f"oasis-gym-journal-{id(self):x}"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=self._thread_prefix) if pipelined else None
         self._in_flight: Future | None = None
-        self._stream: StatementStream | None = None  # the first commit's statements, on the writer thread
+        self._stream: StatementStream | None = None  # the first commit's statements, on the stream's thread
         self._checkpoint: BackgroundCheckpoint | None = None  # the first commit's WAL, being copied
         self._failed: JournalError | None = None
         self._closed = False
@@ -185,6 +185,8 @@ class Journal:
             return  # (a garbage-collected owner on our own writer thread: waiting would deadlock)
         self._closed = True
         try:
+            if self._stream is not None:  # a first commit begun and never finished (stopped in between)
+                self.abort_step()
             self.flush()
             if query_indexes and self._started:  # (never committed: it holds nothing to index)
                 self.build_query_indexes()
@@ -226,10 +228,16 @@ class Journal:
         names that step, so a journal always says where a resumed run starts. A failure while
         the step is built (a raising hook, say) rolls it back, and memory and journal still
         agree: the changes stay pending and the clock stays. Pipelined, the step is handed to
-        the writer thread; the first commit (a bulk load) is always written in place.
+        the writer thread; the first commit (a bulk load) is always written in place (streamed
+        to a thread of its own as it is built, `journal_bulk.StatementStream`).
         """
         statements = self.begin_step(platform, advance_minutes, extra, meta)
-        self.finish_step(statements)
+        try:
+            self.finish_step(statements)
+        except BaseException:
+            if self._stream is not None:  # (a signal before finish_step took the stream over)
+                self.abort_step()
+            raise
         platform.reset_pending()
         if advance_minutes is not None:
             platform.advance(advance_minutes)
@@ -270,8 +278,8 @@ class Journal:
             meta_rows = meta_rows_now()
             if handoff:
                 emit = lambda sql, params: statements.append((sql, params))  # noqa: E731
-            elif self._writer is not None:  # the first commit: executed on the writer thread as it is made
-                self._stream = StatementStream(self._writer, conn)
+            elif self._writer is not None:  # the first commit: executed on the stream's thread as it is made
+                self._stream = StatementStream(conn)
                 emit = self._stream.emit
             else:
                 emit = conn.execute
@@ -325,7 +333,7 @@ class Journal:
 
     def abort_step(self) -> None:
         """Roll back a step `begin_step` opened (nothing of it reaches the database)."""
-        if self._stream is not None:  # the writer thread lets go of the connection first
+        if self._stream is not None:  # the stream's thread lets go of the connection first
             self._stream.stop()
             self._stream = None
         if self._conn.in_transaction:

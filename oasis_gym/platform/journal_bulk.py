@@ -1,6 +1,6 @@
 """A large journal's first commit (a population's users and follow graph: gigabytes at 10M
-users) without the two waits it used to cost: its statements run on the writer thread as
-they are made (`StatementStream`: SQLite works on one core while Python makes the next
+users) without the two waits it used to cost: its statements run on a thread of their own
+as they are made (`StatementStream`: SQLite works on one core while Python makes the next
 rows on the other), and the write-ahead log it leaves is copied into the database by a
 thread of its own (`BackgroundCheckpoint`) while the run goes on.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from concurrent.futures import Executor
+from concurrent.futures import Future
 
 from .journal_schema import connect
 
@@ -26,19 +26,28 @@ _STOP = None
 
 
 class StatementStream:
-    """`emit(sql, params)` hands a statement to the writer thread, which executes them in
-    order on `conn` (inside the caller's open transaction); `finish` waits for the last one
-    and raises the first error; `stop` ends the stream after a failure (the caller rolls
-    back). The caller must not use `conn` between the first `emit` and `finish` / `stop`."""
+    """`emit(sql, params)` hands a statement to a thread of the stream's own, which executes
+    them in order on `conn` (inside the caller's open transaction); `finish` waits for the
+    last one and raises the first error; `stop` ends the stream after a failure (the caller
+    rolls back). The caller must not use `conn` between the first `emit` and `finish` /
+    `stop`. The thread is a daemon: a stream its caller abandons (a signal landing between
+    two of the caller's statements) never holds the interpreter's exit, and what it wrote
+    stays uncommitted."""
 
-    def __init__(self, executor: Executor, conn):
+    def __init__(self, conn):
         self._queue: queue.Queue = queue.Queue(maxsize=_DEPTH)
         self._conn = conn
-        self._done = executor.submit(self._run)
+        self._done: Future = Future()
+        threading.Thread(target=self._main, name="oasis-gym-journal-stream", daemon=True).start()
 
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not _STOP:
-            self._conn.execute(*item)
+    def _main(self) -> None:
+        try:
+            while (item := self._queue.get()) is not _STOP:
+                self._conn.execute(*item)
+        except BaseException as err:  # (handed to the caller by finish / emit)
+            self._done.set_exception(err)
+        else:
+            self._done.set_result(None)
 
     def _put(self, item) -> None:
         while True:
