@@ -16,7 +16,8 @@ pairs (OASIS, then oasis-gym with the same users and steps) so that both see the
 each row records the 1-minute load average before and after it. The machine is shared: say so
 with the figures.
 
-    /work/venv-oasis/bin/pip install camel-oasis==0.2.5 "pydantic<2.12" mcp==1.16.0
+    /work/venv-oasis/bin/pip install torch==2.13.0  # first: the CPU build (unpinned, camel pulls CUDA wheels)
+    /work/venv-oasis/bin/pip install camel-oasis==0.2.5 "pydantic<2.12" mcp==1.16.0 torch==2.13.0
     python bench/oasis_throughput.py --oasis-python /work/venv-oasis/bin/python \\
         --users 100,1000 --steps 100:12,1000:4 --pairs 3
 
