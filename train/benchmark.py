@@ -4,8 +4,8 @@
 
 Steps (read top to bottom):
 1. the baselines, tuned once on the tuning seeds of the training population
-   (`train.v1_baselines.tune`; the recommender's best per-user and best global constant ranking by
-   the cross-entropy method, and in tiers with campaigns the campaign detector's and the
+   (`train.v1_baselines.tune`; the recommender's best per-user and best global constant
+   ranking by the cross-entropy method, and in tiers with campaigns the campaign detector's and the
    privileged told-the-campaign change of it, `train/campaign_detector.py`; the
    moderator's best threshold rules by grid search and its label classifier), with the env
    steps each search used;
@@ -206,8 +206,8 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
     for name, population in sets.items():
         env = args.env(population)
         runs = {c: tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=f)) for c, f in base.items()}
-        ppo = [tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=v1.candidates(
-            args, tuned, m, v, anchor)["ppo"])) for m, v in models]  # fmt: skip
+        ppo = [tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=v1.ppo_policy(m, v, anchor)))
+               for m, v in models]  # fmt: skip
         eval_sets[name] = {"population_seed": population, "seeds": list(args.eval_seeds), "baselines": runs,
                            "ppo_runs": ppo, "ppo_seed_means": [float(_episode_returns(r).mean()) for r in ppo],
                            "ppo_vs": compare(ppo, runs)}  # fmt: skip

@@ -7,11 +7,12 @@ seeds and a held-out population.
     oasis-gym train recommender --version 3 --difficulty hard --out runs/rec-v3
 
 Steps (read top to bottom):
-1. baselines, tuned on their own seeds of the training population (never the evaluation
-   seeds; `train/v1_baselines.py`): the best constant action by the cross-entropy method (the recommender's best
-   global ranking too), the moderator's best report-threshold and fact-check-first rules by
-   grid search, and its supervised baseline: a logistic-regression label classifier fit on
-   the tuning seeds' labels with its threshold tuned (`train/label_classifier.py`); in the
+1. baselines (`train/v1_baselines.py`), tuned on their own seeds of the training
+   population (never the evaluation seeds): the best constant action by the cross-entropy
+   method (the recommender's best global ranking too), the moderator's best
+   report-threshold and fact-check-first rules by grid search, and its supervised
+   baseline: a logistic-regression label classifier fit on the tuning seeds' labels with
+   its threshold tuned (`train/label_classifier.py`); in the
    recommender tiers with campaigns, the tuned constant plus a tuned change of its global
    row where a campaign detector fires, and the privileged same while a campaign runs
    (`train/campaign_detector.py`); their compute (env steps) is recorded beside PPO's
@@ -224,9 +225,14 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     return model, vec, info
 
 
+def ppo_policy(model, vec, anchor: anchored.NoAnchor | None = None):
+    """PPO as `act_for(task)` (deterministic, its actions relative to `anchor`)."""
+    return lambda task: anchored.act(model, vec, anchor or anchored.NoAnchor())
+
+
 def candidates(args: Args, tuned: dict, model, vec, anchor: anchored.NoAnchor | None = None) -> dict:
     """name -> act_for(task) of PPO (its actions relative to `anchor`) and every baseline (as tuned)."""
-    return {"ppo": lambda task: anchored.act(model, vec, anchor or anchored.NoAnchor())} | baselines(args, tuned)
+    return {"ppo": ppo_policy(model, vec, anchor)} | baselines(args, tuned)
 
 
 def evaluate(args: Args, acts: dict) -> dict:
