@@ -256,3 +256,37 @@ def test_a_full_disk_at_the_first_commit_from_python(tmp_path):
     journal.commit_step(pf)
     journal.close()
     assert Platform.from_db(path).n_users == 20
+
+
+# --------------------------------------------------------------------------- 4: a busy journal is not a damaged one
+
+HOLD_SQLITE_LOCK = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode=EXCLUSIVE")  # what a writer frozen mid-commit is to its readers
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('held', '1')")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+conn.close()
+"""
+
+
+def test_a_journal_whose_writer_holds_sqlites_lock_is_called_busy_never_damaged(tmp_path):
+    """A reader kept out by a writer's SQLite lock (a run suspended with Ctrl-Z mid-commit: its
+    readers wait ~10 s, then SQLite says "locking protocol") was told the journal was "not a
+    SQLite database" or "damaged". It is busy, and says so in one line; nothing is changed."""
+    path = tmp_path / "run.db"
+    assert cli(*CLI_RUN, "--db", str(path)).returncode == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_SQLITE_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(JournalError, match="is busy: the process writing it holds SQLite's lock"):
+            read_meta(path)  # (after SQLite's 5 s busy wait)
+        one_line_error(cli("run", "--resume", str(path), "--steps", "3", "--quiet"), "is busy", "Ctrl-Z")
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert read_meta(path)["step"] == 2 and "held" not in read_meta(path)

@@ -59,6 +59,23 @@ JOURNAL, MISSING = "an oasis-gym journal", "missing"
 OVERWRITE_HINT = "--overwrite (overwrite=True in Python)"
 
 
+# SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PROTOCOL: a reader that a writer's lock kept out (a run
+# suspended, Ctrl-Z, while it held one): the file is fine, it is busy
+_LOCK_CODES = (5, 6, 15)
+BUSY = "busy"  # what_is: SQLite's lock kept the reader out
+
+
+def busy(path: str | os.PathLike, err: sqlite3.Error | None = None) -> str | None:
+    """One line saying the journal at `path` is busy, not damaged (another process holds
+    SQLite's lock on it); None if `err` is another error."""
+    if err is not None and getattr(err, "sqlite_errorcode", None) not in _LOCK_CODES:
+        return None
+    return (
+        f"{path} is busy: the process writing it holds SQLite's lock{f' ({err})' if err else ''}; "
+        "a run suspended (Ctrl-Z) holds it until it continues. Try again then"
+    )
+
+
 class JournalError(OasisGymError, RuntimeError):
     """The journal cannot be used: its path holds something else, another run writes it, it
     is damaged, or a pipelined step failed to commit (then the journal holds the steps before
@@ -115,8 +132,8 @@ def what_is(path: str | os.PathLike) -> str:
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         finally:
             conn.close()
-    except sqlite3.DatabaseError:
-        return "not a SQLite database"
+    except sqlite3.DatabaseError as err:
+        return BUSY if busy(path, err) else "not a SQLite database"
     if app_id == APPLICATION_ID or {"meta", "post", "trace"} <= tables:
         if wal:
             connect_readonly(path).close()  # ours: closing last, SQLite removes the -shm it made
@@ -133,6 +150,8 @@ def require_journal(path: str | os.PathLike) -> None:
     what = what_is(path)
     if what == MISSING:
         raise JournalError(f"no journal at {path}")
+    if what == BUSY:
+        raise JournalError(busy(path))
     if what != JOURNAL:
         raise JournalError(f"{path} is {what}, not an oasis-gym journal")
 
@@ -200,6 +219,8 @@ def refusal(path: str, overwrite: bool, own_journal_id: str | None = None) -> tu
     what = what_is(path)
     if what == MISSING or (what == "an empty file" and overwrite):
         return what, None
+    if what == BUSY:
+        return what, busy(path)
     if what != JOURNAL:
         return what, f"{path} exists and is {what}, not an oasis-gym journal: it is never replaced; choose another path"
     if not overwrite:

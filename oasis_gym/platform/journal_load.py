@@ -12,7 +12,7 @@ import numpy as np
 
 from .config import PlatformConfig
 from .integrity import first_inconsistency
-from .journal_file import JournalError, connect_readonly, require_journal
+from .journal_file import JournalError, busy, connect_readonly, require_journal
 from .journal_schema import RELATION_TABLES
 from .kinds import REPOST
 from .platform import Platform
@@ -30,7 +30,7 @@ def read_meta(path: str | Path) -> dict:
         finally:
             conn.close()
     except (sqlite3.Error, ValueError, RecursionError) as err:
-        raise JournalError(f"{path}: the journal's meta is damaged ({err})") from err
+        raise JournalError(busy(path, err) or f"{path}: the journal's meta is damaged ({err})") from err
 
 
 def load_platform(path: str | Path) -> Platform:
@@ -42,7 +42,8 @@ def load_platform(path: str | Path) -> Platform:
     try:
         pf = _load_platform(path)
     except (sqlite3.Error, ValueError, TypeError, IndexError, OverflowError, RecursionError) as err:  # (chained)
-        raise JournalError(f"{path}: the journal is damaged and cannot be loaded ({err!r})") from err
+        problem = f"{path}: the journal is damaged and cannot be loaded ({err!r})"
+        raise JournalError((isinstance(err, sqlite3.Error) and busy(path, err)) or problem) from err
     problem = first_inconsistency(pf)
     if problem:
         raise JournalError(f"{path}: the journal is damaged: {problem}")
