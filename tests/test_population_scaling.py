@@ -8,6 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 
+from oasis_gym.platform import platform as platform_module
 from oasis_gym.platform.platform import Platform
 from oasis_gym.platform.store import PairSet, pair_keys, strictly_increasing
 from oasis_gym.population import synthetic
@@ -133,6 +134,25 @@ def test_seed_follows_matches_reference() -> None:
     np.testing.assert_array_equal(pf.u_followers.a, followers)
     every = np.union1d(old_keys, keys)
     np.testing.assert_array_equal(pf.rel["follow"].keys(), every)
+
+
+def test_seed_follows_in_chunks_valid_and_not_matches_reference(monkeypatch) -> None:
+    """Chunks whose pairs are all valid are packed in place, the others filtered: both kinds
+    in one call give the reference's keys."""
+    monkeypatch.setattr(platform_module, "_CHUNK", 1000)
+    pf = Platform()
+    pf.add_users(synthetic(700, seed=1))
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 690, 6500), rng.integers(0, 690, 6500)
+    src[src == dst] = 695  # chunks 0-2: valid (offset 3 keeps every id below 700)
+    src[3500], dst[4200], src[5100] = -9, 800, dst[5100]  # chunks 3, 4 and 5: one bad pair each
+    keys, ids, followings, followers = _reference_seed(pf, src, dst, offset=3)
+    pf._seed_follows(src, dst, offset=3)
+    got = pf.pending.inserts["follow"][-1]
+    np.testing.assert_array_equal(got[0], keys)
+    np.testing.assert_array_equal(got[1], ids)
+    np.testing.assert_array_equal(pf.u_followings.a, followings)
+    np.testing.assert_array_equal(pf.u_followers.a, followers)
 
 
 def test_first_seeding_matches_reference() -> None:

@@ -88,16 +88,25 @@ _CHUNK = 1 << 22  # pairs per chunk of the follow seeding's temporaries
 
 def _valid_follow_keys(src, dst, offset: int, n: int) -> np.ndarray:
     """`pair_keys(src + offset, dst + offset)` of the pairs with both ids in [0, n) and no
-    self-follow, in input order; built chunk by chunk (one int64 array of the result's size)."""
+    self-follow, in input order; built chunk by chunk (one int64 array of the result's size).
+    A chunk whose pairs are all valid (checked by its bounds: a population's usual case) is
+    packed in place, with no temporary of its size."""
     m = len(src)
     keys = np.empty(m, dtype=np.int64)
-    keep = np.empty(m, dtype=bool)
+    keep = None  # (made at the first chunk with an invalid pair)
     for at in range(0, m, _CHUNK):
-        a = np.asarray(src[at : at + _CHUNK], dtype=np.int64) + offset
-        b = np.asarray(dst[at : at + _CHUNK], dtype=np.int64) + offset
+        a = np.asarray(src[at : at + _CHUNK], dtype=np.int64)
+        b = np.asarray(dst[at : at + _CHUNK], dtype=np.int64)
+        out = keys[at : at + len(a)]
+        if len(a) and min(a.min(), b.min()) + offset >= 0 and max(a.max(), b.max()) + offset < n and (a != b).all():
+            pair_keys(a, b, offset, out=out)
+            continue
+        if keep is None:
+            keep = np.ones(m, dtype=bool)
+        a, b = a + offset, b + offset
         keep[at : at + len(a)] = (a != b) & (a >= 0) & (b >= 0) & (a < n) & (b < n)
-        keys[at : at + len(a)] = pair_keys(a, b)
-    return keys if keep.all() else keys[keep]
+        pair_keys(a, b, out=out)
+    return keys if keep is None or keep.all() else keys[keep]
 
 
 def _drop_repeats(keys: np.ndarray) -> np.ndarray:

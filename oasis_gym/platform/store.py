@@ -60,9 +60,18 @@ class GrowArray:
         return self.n
 
 
-def pair_keys(a, b) -> np.ndarray:
-    """Pack (a, b) id pairs, each < 2**31, into sortable int64 keys ordered by a then b."""
-    return (np.asarray(a, dtype=np.int64) << _PAIR_SHIFT) | np.asarray(b, dtype=np.int64)
+def pair_keys(a, b, offset: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+    """Pack (a + offset, b + offset) id pairs, each < 2**31, into sortable int64 keys ordered
+    by a then b; into `out` if given (then with no temporary of its size)."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if out is None and not offset:
+        return (a << _PAIR_SHIFT) | b
+    out = np.empty(len(a), dtype=np.int64) if out is None else out
+    np.left_shift(a, _PAIR_SHIFT, out=out)
+    out += b  # (b < 2**32: the same as |)
+    if offset:
+        out += offset * ((1 << int(_PAIR_SHIFT)) + 1)  # (a + offset) << shift, plus b + offset
+    return out
 
 
 def unpack_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
