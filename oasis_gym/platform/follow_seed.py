@@ -24,7 +24,7 @@ from .row_writer import RowWriter, Same
 from .store import strictly_increasing, unpack_keys
 
 MIN_ROWS = 1_000_000  # seeded follows from which a journal stores them compactly
-_EDGES_PER_BATCH = 1 << 18  # followees turned into JSON text at a time (bounded memory)
+_EDGES_PER_BATCH = 1 << 18  # followees turned into JSON text at a time (SQLite writes while the next are made)
 
 COMPACT_SCHEMA = """
 DROP TABLE follow;

@@ -231,7 +231,7 @@ def _write_users(conn: sqlite3.Connection, sql: RowWriter, pf: Platform, ids: np
         _write_new_users(sql, pf, new[lo : lo + _USER_BLOCK])
 
 
-_USER_BLOCK = 1 << 16
+_USER_BLOCK = 1 << 16  # small: a first commit's statement thread writes one block while the next is made
 
 
 def _write_new_users(sql: RowWriter, pf: Platform, new: np.ndarray) -> None:
