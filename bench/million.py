@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import resource
+import shutil
 import tempfile
 import time
 
@@ -77,7 +78,8 @@ def main(argv=None) -> None:
     pop.activity[pop.is_core] = args.core_active  # core users
     population_s = time.perf_counter() - t0
     rss_population = _peak_mb()
-    db = os.path.join(tempfile.mkdtemp(), "million.db")
+    folder = tempfile.mkdtemp(prefix="oasis_gym_million_")  # removed at the end (7 GB at 10M users)
+    db = os.path.join(folder, "million.db")
     env = twitter_v0.parallel_env(users=pop, max_cycles=args.steps + 1, db_path=db, recsys="twitter")
     _timing(parts, "add_users_s", Platform, "add_users")
     _timing(parts, "first_commit_s", Journal, "commit_step")
@@ -101,6 +103,8 @@ def main(argv=None) -> None:
     t = time.perf_counter()
     env.close()  # awaits the journal's last step, builds its indexes, checkpoints the WAL
     close = time.perf_counter() - t
+    db_mb = round(os.path.getsize(db) / 2**20)
+    shutil.rmtree(folder)
     steady = times[1:] if len(times) > 1 else times
     print(
         json.dumps(
@@ -124,7 +128,7 @@ def main(argv=None) -> None:
                 "peak_rss_after_population_mb": round(rss_population),
                 "peak_rss_after_setup_mb": round(rss_setup),
                 "peak_rss_after_steps_mb": round(rss_steps),
-                "db_mb": round(os.path.getsize(db) / 2**20),
+                "db_mb": db_mb,
                 "loadavg_1m": round(os.getloadavg()[0], 2),
             }
         )

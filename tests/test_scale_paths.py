@@ -4,6 +4,12 @@ served users' followees, sorted look-ups in a large pair set, bulk text renderin
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -155,3 +161,16 @@ def test_bulk_personas_and_figures_are_the_one_at_a_time_texts():
     assert signed_2f(values) == [f"{float(v):+.2f}" for v in values]
     assert id_texts("user{i}", np.array([0, 12])) == ["user0", "user12"]
     assert id_texts("{i}:{i}", np.array([3])) == ["3:3"]  # (not the simple form: str.format)
+
+
+def test_the_million_bench_prints_one_json_line_and_leaves_no_journal_behind(tmp_path):
+    """bench/million.py left its journal (7 GB at 10M users) in the temp folder on every run."""
+    bench = Path(__file__).resolve().parents[1] / "bench" / "million.py"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(bench), "--users", "3000", "--steps", "2"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["users"] == 3000 and out["db_mb"] > 0 and out["median_step_s"] > 0
+    assert list(tmp_path.iterdir()) == []
