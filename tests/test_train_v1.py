@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -193,6 +194,16 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
     acc = EventAccumulator(str(events[0]))
     acc.Reload()
     assert {"benchmark/episode_return_mean", "benchmark/episode_return_min"} <= set(acc.Tags()["scalars"])
+    if task == "recommender":  # the diagnostic that trains PPO told the campaign reads these results
+        told = Path(__file__).resolve().parents[1] / "bench" / "recommender_told_ppo.py"
+        cmd = [sys.executable, str(told), "--results", str(out / "results.json"), "--seeds", "1", "--eval-seeds",
+               "9100-9102", "--eval-population", "2"]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        line = json.loads(done.stdout.strip().splitlines()[-1])
+        run = line["runs"][0]
+        assert set(run["ppo_vs"]["held-out population"]) == expected and run["gate_mean_abs"] >= 0
+        assert "PPO-told minus default_ranking" in done.stderr and "flipping the flag" in done.stderr
 
 
 def test_results_table_gives_the_interval_over_episodes_when_the_seeds_agree():

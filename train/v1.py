@@ -176,9 +176,10 @@ class Args:
             raise ValueError("--anchor tuned_row corrects the per-user ranking's global row (recommender, per_user)")
 
 
-def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
-    """2. PPO on the native vector env (its actions relative to `anchor`); returns (model,
-    VecNormalize, run info)."""
+def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) -> tuple:
+    """2. PPO on the native vector env (its actions relative to `anchor`; `wrap(vec_env)`, if
+    given, wraps the SB3 env before normalization: a diagnostic's extra observation); returns
+    (model, VecNormalize, run info)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
@@ -190,7 +191,8 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None) -> tuple:
     env.pop("version", None)  # the class is the version
     venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
     anchor = anchor or anchored.NoAnchor()
-    vec = VecNormalize(VecMonitor(LockstepSB3VecEnv(venv, anchor)), gamma=args.gamma, clip_obs=10.0)
+    inner = LockstepSB3VecEnv(venv, anchor)
+    vec = VecNormalize(VecMonitor(wrap(inner) if wrap else inner), gamma=args.gamma, clip_obs=10.0)
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
         log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
         log_std = float(np.log(args.action_std)) if args.action_std > 0 else log_std
