@@ -65,9 +65,9 @@ _LOCK_CODES = (5, 6, 15)
 BUSY = "busy"  # what_is: SQLite's lock kept the reader out
 
 
-def busy(path: str | os.PathLike, err: sqlite3.Error | None = None) -> str | None:
+def busy(path: str | os.PathLike, err: BaseException | None = None) -> str | None:
     """One line saying the journal at `path` is busy, not damaged (another process holds
-    SQLite's lock on it); None if `err` is another error."""
+    SQLite's lock on it); None if `err` is another error (not one of SQLite's lock errors)."""
     if err is not None and getattr(err, "sqlite_errorcode", None) not in _LOCK_CODES:
         return None
     return (

@@ -42,8 +42,7 @@ def load_platform(path: str | Path) -> Platform:
     try:
         pf = _load_platform(path)
     except (sqlite3.Error, ValueError, TypeError, IndexError, OverflowError, RecursionError) as err:  # (chained)
-        problem = f"{path}: the journal is damaged and cannot be loaded ({err!r})"
-        raise JournalError((isinstance(err, sqlite3.Error) and busy(path, err)) or problem) from err
+        raise JournalError(busy(path, err) or f"{path}: the journal is damaged and cannot be loaded ({err!r})") from err
     problem = first_inconsistency(pf)
     if problem:
         raise JournalError(f"{path}: the journal is damaged: {problem}")
