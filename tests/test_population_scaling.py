@@ -115,6 +115,19 @@ def _reference_seed(pf: Platform, src, dst, offset: int):
     )
 
 
+def _seed_like_the_reference(pf: Platform, src, dst, offset: int) -> np.ndarray:
+    """Seed the follows and check the logged keys, row ids and counters against the
+    reference; returns the reference's keys."""
+    keys, ids, followings, followers = _reference_seed(pf, src, dst, offset=offset)
+    pf._seed_follows(src, dst, offset=offset)
+    got = pf.pending.inserts["follow"][-1]
+    np.testing.assert_array_equal(got[0], keys)
+    np.testing.assert_array_equal(got[1], ids)
+    np.testing.assert_array_equal(pf.u_followings.a, followings)
+    np.testing.assert_array_equal(pf.u_followers.a, followers)
+    return keys
+
+
 def test_seed_follows_matches_reference() -> None:
     pf = Platform()
     pf.add_users(synthetic(400, seed=1))
@@ -125,13 +138,7 @@ def test_seed_follows_matches_reference() -> None:
     src[:50] = dst[:50]  # self-follows
     src[50:3000], dst[50:3000] = src[3000:5950], dst[3000:5950]  # repeats
     old_keys = pf.rel["follow"].keys().copy()
-    keys, ids, followings, followers = _reference_seed(pf, src, dst, offset=3)
-    pf._seed_follows(src, dst, offset=3)
-    got = pf.pending.inserts["follow"][-1]
-    np.testing.assert_array_equal(got[0], keys)
-    np.testing.assert_array_equal(got[1], ids)
-    np.testing.assert_array_equal(pf.u_followings.a, followings)
-    np.testing.assert_array_equal(pf.u_followers.a, followers)
+    keys = _seed_like_the_reference(pf, src, dst, offset=3)
     every = np.union1d(old_keys, keys)
     np.testing.assert_array_equal(pf.rel["follow"].keys(), every)
 
@@ -146,13 +153,7 @@ def test_seed_follows_in_chunks_valid_and_not_matches_reference(monkeypatch) -> 
     src, dst = rng.integers(0, 690, 6500), rng.integers(0, 690, 6500)
     src[src == dst] = 695  # chunks 0-2: valid (offset 3 keeps every id below 700)
     src[3500], dst[4200], src[5100] = -9, 800, dst[5100]  # chunks 3, 4 and 5: one bad pair each
-    keys, ids, followings, followers = _reference_seed(pf, src, dst, offset=3)
-    pf._seed_follows(src, dst, offset=3)
-    got = pf.pending.inserts["follow"][-1]
-    np.testing.assert_array_equal(got[0], keys)
-    np.testing.assert_array_equal(got[1], ids)
-    np.testing.assert_array_equal(pf.u_followings.a, followings)
-    np.testing.assert_array_equal(pf.u_followers.a, followers)
+    _seed_like_the_reference(pf, src, dst, offset=3)
 
 
 def test_first_seeding_matches_reference() -> None:
