@@ -95,6 +95,8 @@ def main(argv=None) -> None:
     ap.add_argument("--anchor", choices=["tuned", "tuned_row"], default="tuned_row", help="[tuned_row]")
     ap.add_argument("--eval-seeds", default="9100-9119", help="held-out seeds A-B [9100-9119]")
     ap.add_argument("--eval-population", type=int, default=2, help="held-out population [2]")
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=NUMBER",
+                    help="other PPO settings of v1.Args, e.g. n_steps=512 batch_size=2048")  # fmt: skip
     a = ap.parse_args(argv)
     results = json.loads(Path(a.results).read_text())
     settings = {k: tuple(v) if isinstance(v, list) else v for k, v in results["settings"].items()}
@@ -104,6 +106,9 @@ def main(argv=None) -> None:
         base, anchor=a.anchor, timesteps=a.timesteps or base.timesteps, eval_seeds=tuple(range(lo, hi + 1)),
         eval_population=a.eval_population, quiet=True,
     )  # fmt: skip
+    for item in a.set:
+        field, value = item.split("=", 1)
+        base = dataclasses.replace(base, **{field: type(getattr(base, field))(float(value))})
     base.check(a.seeds)
     tuned = results["tuned"]
     d = np.abs(np.asarray(tuned["campaign_told"]["action"])).mean() if "campaign_told" in tuned else None
@@ -129,7 +134,7 @@ def main(argv=None) -> None:
             print(f"seed {seed}: flipping the flag changes its global row by {np.mean(gates):.4f} on average"
                   f" (campaign_told's tuned change: {d:.4f})" if d is not None else "", file=sys.stderr)  # fmt: skip
     print(json.dumps({"bench": "recommender_told_ppo", "task": base.task_id, "difficulty": base.difficulty,
-                      "anchor": a.anchor, "timesteps": base.timesteps, "campaign_told_mean_abs_d": d,
+                      "anchor": a.anchor, "set": a.set, "timesteps": base.timesteps, "campaign_told_mean_abs_d": d,
                       "users": "rule-based", "runs": runs}))  # fmt: skip
 
 
