@@ -23,12 +23,18 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from oasis_fixture import build_oasis_db
 from test_guarantees_journal import tables
 from test_guarantees_outputs import cli, leftovers, visible
 
+from oasis_gym.envs import twitter_v0
 from oasis_gym.interrupts import Stopped, deferred, stop_signals
+from oasis_gym.platform import Journal, Platform, PlatformConfig
+from oasis_gym.platform.journal import read_meta
+from oasis_gym.policies.abm import ABMPolicy
+from oasis_gym.population import synthetic
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 WAIT_S = 300.0  # generous: how long a command may take to reach its marker
@@ -275,3 +281,60 @@ def test_a_stopped_benchmark_names_its_own_outputs_and_its_rerun_works(tmp_path)
     assert redo.returncode == 0, redo.stderr[-2000:]
     assert (out / "results.json").is_file() and (out / "seed_0" / "model.zip").is_file()
     assert any((out / "seed_1" / "tb").rglob("events.out.tfevents.*")) and (out / "tb_band").is_dir()
+
+
+def _signal_after(fn):
+    """`fn`, then SIGINT to this process (its handler runs at the next bytecode: right after)."""
+
+    def wrapped(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return out
+
+    return wrapped
+
+
+def test_a_signal_arriving_as_a_step_is_handed_to_the_journal_leaves_the_step_done(tmp_path):
+    """SIGINT landing just after a step went to the journal's writer thread made the step raise,
+    and memory was rolled back to the step before while the journal committed the step (found
+    by a CI run's signal test: the journal was a step ahead of what the run said). From the
+    hand-off on, the signal now waits until the step is counted as taken, and the step stays
+    done: memory and journal agree, and the run goes on from there like one never stopped."""
+
+    def run(db, stop_at=None):
+        env = twitter_v0.parallel_env(users=60, max_cycles=10, db_path=str(db), activation=0.5)
+        env.reset(seed=0)
+        policy = ABMPolicy()
+        policy.reset(env, np.arange(60), 0)
+        with stop_signals():
+            for step in range(6):
+                if step == stop_at:
+                    real = env.sim.journal._writer.submit
+                    env.sim.journal._writer.submit = _signal_after(real)
+                    with pytest.raises(Stopped):
+                        env.step_batch(policy.act(env, env.sim.obs))
+                    env.sim.journal._writer.submit = real
+                    assert env.sim.platform.step == step + 1  # the step is done in memory ...
+                    continue
+                env.step_batch(policy.act(env, env.sim.obs))
+        env.close()
+        assert read_meta(db)["step"] == 6  # ... and in the journal, once each
+
+    run(tmp_path / "stopped.db", stop_at=3)
+    run(tmp_path / "whole.db")
+    assert tables(tmp_path / "stopped.db") == tables(tmp_path / "whole.db")
+
+
+def test_a_signal_arriving_with_a_commit_in_place_leaves_the_step_done(tmp_path):
+    """The same for a commit made in place (a new journal's first, or an unpipelined journal's):
+    a signal right after its COMMIT no longer rolls the step back in memory (nor forgets a
+    compact follow seed it committed)."""
+    pf = Platform(PlatformConfig())
+    pf.add_users(synthetic(50, seed=0))
+    journal = Journal(str(tmp_path / "j.db"), pipelined=False)
+    journal._finish = _signal_after(journal._finish)
+    with stop_signals(), pytest.raises(Stopped):
+        journal.commit_step(pf, advance_minutes=3)
+    assert journal.steps_taken == 1 and pf.step == 1 and not pf.pending.new_users  # done in memory
+    journal.close()
+    assert read_meta(tmp_path / "j.db")["step"] == 1  # and in the journal

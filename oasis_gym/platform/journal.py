@@ -34,6 +34,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from ..interrupts import deferred
 from .follow_seed import FollowSeed
 from .journal_bulk import AUTOCHECKPOINT_PAGES, BackgroundCheckpoint, StatementStream, wal_pages
 from .journal_file import (
@@ -135,6 +136,9 @@ class Journal:
         self._checkpoint: BackgroundCheckpoint | None = None  # the first commit's WAL, being copied
         self._failed: JournalError | None = None
         self._closed = False
+        # steps this journal has taken (committed in place, or handed to the writer thread):
+        # counted together with the taking, so a step a signal arrives with is never undone
+        self.steps_taken = 0
 
     def _open_schema(self) -> None:
         """Create the schema (a new journal: with its application id and journal id, in one
@@ -231,16 +235,17 @@ class Journal:
         the writer thread; the first commit (a bulk load) is always written in place (streamed
         to a thread of its own as it is built, `journal_bulk.StatementStream`).
         """
+        taken = self.steps_taken
         statements = self.begin_step(platform, advance_minutes, extra, meta)
         try:
             self.finish_step(statements)
-        except BaseException:
-            if self._stream is not None:  # (a signal before finish_step took the stream over)
+        finally:
+            if self.steps_taken != taken:  # the journal has the step (a signal may come with it): memory follows
+                platform.reset_pending()
+                if advance_minutes is not None:
+                    platform.advance(advance_minutes)
+            elif self._stream is not None:  # (a signal before finish_step took the stream over)
                 self.abort_step()
-            raise
-        platform.reset_pending()
-        if advance_minutes is not None:
-            platform.advance(advance_minutes)
 
     def begin_step(
         self, platform: Platform, advance_minutes: int | None = None, extra=None, meta: dict | None = None
@@ -297,21 +302,29 @@ class Journal:
     def finish_step(self, statements: list) -> None:
         """Commit a step `begin_step` built: in place, or handed to the writer thread (pipelined,
         after the first commit). A failure in place rolls the step back and raises."""
+        # From the hand-off (or the COMMIT) on, a signal waits until the step is counted as taken
+        # (`interrupts.deferred`): a step the journal has is never rolled back in memory.
         if self._writer is not None and self._started:
-            self._in_flight = self._writer.submit(self._finish, statements)
-        else:
-            try:
-                if self._stream is not None:
-                    self._stream.finish()
-                    self._stream = None
+            with deferred():
+                self._in_flight = self._writer.submit(self._finish, statements)
+                self.steps_taken += 1
+            return
+        taken = self.steps_taken
+        try:
+            if self._stream is not None:
+                self._stream.finish()
+                self._stream = None
+            with deferred():
                 self._finish(statements)
-            except BaseException as err:
+                self._follow.committed()
+                self._after_first_commit()
+                self._started = True
+                self.steps_taken += 1
+        except BaseException as err:
+            if self.steps_taken == taken:
                 self.abort_step()
                 self._raise_first_commit(err)
-                raise
-            self._follow.committed()
-            self._after_first_commit()
-        self._started = True
+            raise
 
     def _after_first_commit(self) -> None:
         """Back to automatic checkpoints; a WAL past their size is copied in the background."""

@@ -20,6 +20,7 @@ class NoJournal:
     path = None
     journal_id = None
     conn = None
+    steps_taken = 0  # (never counts: a failed step is always restored)
 
     def commit_step(self, platform: Platform, advance_minutes: int | None = None, extra=None, meta=None) -> None:
         """Run `extra(None)`, then move the platform on as a commit would."""

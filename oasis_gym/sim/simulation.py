@@ -294,10 +294,12 @@ class Simulation:
         checked = check_step_input(acts, platform_actions, self.platform_agents)
 
         saved = capture(self)
+        taken = self.journal.steps_taken
         try:
             return self._step(*checked)
         except BaseException:
-            restore(self, saved)
+            if self.journal.steps_taken == taken:  # (a signal with the step's commit leaves it done)
+                restore(self, saved)
             raise
         finally:
             self.platform.release()
@@ -375,6 +377,7 @@ class Simulation:
         # the step committed: a failure anywhere before leaves neither memory nor journal changed
         journal = self.journal
         statements = journal.begin_step(pf, advance_minutes=self.clock.minutes_per_step, extra=extra, meta=self._meta())
+        taken = journal.steps_taken
         try:
             pf.reset_pending()
             pf.advance(self.clock.minutes_per_step)
@@ -383,5 +386,6 @@ class Simulation:
             out.platform_rewards = {name: agent.reward(view) for name, agent in self.platform_agents.items()}
             journal.finish_step(statements)
         except BaseException:
-            journal.abort_step()
+            if journal.steps_taken == taken:
+                journal.abort_step()
             raise
