@@ -10,7 +10,10 @@ sees a failed step. Step hooks that keep state of their own (the metrics recorde
 `rollback_step(sim)`, called after the rest is restored, when they ran in the failed step.
 
 So a failed call leaves no trace, and a retry gives exactly the run the failure never
-happened in (same seed, same run).
+happened in (same seed, same run). The one exception is a step the journal has already
+taken (handed to its writer thread, or committed in place: `Journal.steps_taken`): a signal
+arriving with it (Ctrl-C, SIGTERM) still raises, but the step stays done in memory as in the
+journal, never rolled back in one and kept in the other.
 """
 
 from __future__ import annotations
