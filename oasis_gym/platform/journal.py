@@ -309,7 +309,7 @@ class Journal:
                 self._in_flight = self._writer.submit(self._finish, statements)
                 self.steps_taken += 1
             return
-        taken = self.steps_taken
+        taken, first = self.steps_taken, not self._started
         try:
             if self._stream is not None:
                 self._stream.finish()
@@ -317,7 +317,6 @@ class Journal:
             with deferred():
                 self._finish(statements)
                 self._follow.committed()
-                self._after_first_commit()
                 self._started = True
                 self.steps_taken += 1
         except BaseException as err:
@@ -325,10 +324,13 @@ class Journal:
                 self.abort_step()
                 self._raise_first_commit(err)
             raise
+        finally:
+            if first and self.steps_taken != taken:
+                self._after_first_commit()
 
     def _after_first_commit(self) -> None:
         """Back to automatic checkpoints; a WAL past their size is copied in the background."""
-        if self.path == ":memory:" or self._started:
+        if self.path == ":memory:":
             return
         if wal_pages(self.path) > AUTOCHECKPOINT_PAGES:
             self._checkpoint = BackgroundCheckpoint(self.path)
