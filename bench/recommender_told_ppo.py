@@ -87,6 +87,24 @@ def told_policy(model, vec, anchor, gates: list):
     return act_for
 
 
+def _settings(a: argparse.Namespace) -> tuple[dict, v1.Args]:
+    """The benchmark's results and the PPO settings of this diagnostic (ValueError if out of range)."""
+    results = json.loads(Path(a.results).read_text())
+    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in results["settings"].items()}
+    if settings.get("task") != "recommender" or a.seeds < 1:
+        raise ValueError("--results must be a recommender benchmark's results.json, and --seeds at least 1")
+    lo, hi = map(int, a.eval_seeds.split("-"))
+    base = dataclasses.replace(
+        v1.Args(**settings), anchor=a.anchor, timesteps=a.timesteps or settings["timesteps"],
+        eval_seeds=tuple(range(lo, hi + 1)), eval_population=a.eval_population, quiet=True,
+    )  # fmt: skip
+    for item in a.set:
+        field, value = item.split("=", 1)
+        base = dataclasses.replace(base, **{field: type(getattr(base, field))(float(value))})
+    base.check(a.seeds)
+    return results, base
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", required=True, help="an `oasis-gym benchmark recommender` results.json")
@@ -98,18 +116,11 @@ def main(argv=None) -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=NUMBER",
                     help="other PPO settings of v1.Args, e.g. n_steps=512 batch_size=2048")  # fmt: skip
     a = ap.parse_args(argv)
-    results = json.loads(Path(a.results).read_text())
-    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in results["settings"].items()}
-    lo, hi = map(int, a.eval_seeds.split("-"))
-    base = v1.Args(**settings)
-    base = dataclasses.replace(
-        base, anchor=a.anchor, timesteps=a.timesteps or base.timesteps, eval_seeds=tuple(range(lo, hi + 1)),
-        eval_population=a.eval_population, quiet=True,
-    )  # fmt: skip
-    for item in a.set:
-        field, value = item.split("=", 1)
-        base = dataclasses.replace(base, **{field: type(getattr(base, field))(float(value))})
-    base.check(a.seeds)
+    try:  # every setting checked before any compute: one line, exit code 2
+        results, base = _settings(a)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        print(f"recommender_told_ppo: {type(err).__name__}: {err}", file=sys.stderr)
+        sys.exit(2)
     tuned = results["tuned"]
     d = np.abs(np.asarray(tuned["campaign_told"]["action"])).mean() if "campaign_told" in tuned else None
     runs = []

@@ -204,6 +204,9 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         run = line["runs"][0]
         assert set(run["ppo_vs"]["held-out population"]) == expected and run["gate_mean_abs"] >= 0
         assert "PPO-told minus default_ranking" in done.stderr and "flipping the flag" in done.stderr
+        for bad in (["--seeds", "0"], ["--set", "no_such_field=3"], ["--eval-seeds", "x"]):  # before any compute
+            refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
+            assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
 
 
 def test_results_table_gives_the_interval_over_episodes_when_the_seeds_agree():
