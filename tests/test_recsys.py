@@ -477,6 +477,36 @@ def test_dense_topk_matches_full_sort_with_ties():
         np.testing.assert_array_equal(vals, np.take_along_axis(s, ref, 1))
 
 
+def test_dense_topk_bound_path_equals_the_partition_path(monkeypatch):
+    """The fast path (entries reaching the k-th largest group maximum, one sort) returns
+    exactly what partitioning the groups returns: float32 and float64, ties, -0.0, -inf
+    (blocked cells) and +inf (left to the partition)."""
+    from oasis_gym.recsys import topk
+
+    rng = np.random.default_rng(3)
+    cases, fast = [], 0
+    for trial in range(400):
+        n, p, k = int(rng.integers(1, 60)), int(rng.integers(1, 700)), int(rng.integers(1, 25))
+        s = rng.random((n, p)) * 2 - 1
+        if trial % 3 == 0:
+            s = np.round(s * 5) / 5
+        if trial % 7 == 0:
+            s[s == 0] = -0.0
+        if trial % 5 == 0:
+            s[rng.random((n, p)) < rng.random()] = -np.inf
+        if trial % 11 == 0:
+            s[rng.random((n, p)) < 0.01] = np.inf
+        s = s.astype(np.float32 if trial % 2 else np.float64)
+        cases.append((s, k, dense_topk(s, k)))
+        fast += topk._threshold_topk(s, min(k, p), 16) is not None if p // 16 >= 2 * min(k, p) else 0
+    assert fast > 100
+    monkeypatch.setattr(topk, "_threshold_topk", lambda *a: None)
+    for s, k, (cols, vals) in cases:
+        ref_cols, ref_vals = dense_topk(s, k)
+        np.testing.assert_array_equal(cols, ref_cols)
+        np.testing.assert_array_equal(vals, ref_vals)
+
+
 def test_segmented_topk_and_merge():
     out = segmented_topk(
         np.array([0, 0, 0, 2, 2]), np.array([5, 6, 5, 7, 8]), np.array([1.0, 1.0, 3.0, 0.0, 2.0]), 3, 2
