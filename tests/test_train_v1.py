@@ -56,6 +56,41 @@ def test_ppo_learns_on_the_adapter():
     assert model.num_timesteps == 80 and len(model.ep_info_buffer) >= 8
 
 
+def test_paired_envs_play_the_same_episodes_and_ppo_centers_their_advantages():
+    """Common random numbers: with group=2, envs 2j and 2j+1 start with seed s + j and stay on
+    the same chain; the same actions give the same rewards; after each rollout PPO's
+    advantages sum to 0 within every group and step (and not before the centering)."""
+    from oasis_gym.train.callbacks import PairedAdvantages
+
+    vec = LockstepSB3VecEnv(RecommenderVectorEnv(4, autoreset_mode="SameStep", **SMALL), group=2)
+    vec.seed(21)
+    vec.reset()
+    assert [i["episode_seed"] for i in vec.reset_infos] == [21, 21, 22, 22]
+    vec.action_space.seed(0)
+    for _ in range(2 * SMALL["max_steps"]):  # into the next episodes of the chain
+        a, b = vec.action_space.sample(), vec.action_space.sample()
+        _, reward, _, _ = vec.step(np.stack([a, a, b, b]))
+        assert reward[0] == reward[1] and reward[2] == reward[3]
+    assert vec.venv.episode_seeds[0] == vec.venv.episode_seeds[1] != vec.venv.episode_seeds[2]
+    with pytest.raises(ValueError, match="group must divide"):
+        LockstepSB3VecEnv(RecommenderVectorEnv(4, autoreset_mode="SameStep", **SMALL), group=3)
+
+    seen = []
+
+    class Check(PairedAdvantages):
+        def _on_rollout_end(self) -> None:
+            before = self.model.rollout_buffer.advantages.copy()
+            super()._on_rollout_end()
+            seen.append((before, self.model.rollout_buffer.advantages.copy()))
+
+    model = PPO("MlpPolicy", VecMonitor(vec), n_steps=10, batch_size=20, n_epochs=1, seed=0, device="cpu")
+    model.learn(80, callback=Check(2))
+    before, after = seen[-1]
+    assert after.shape == (10, 4) and np.abs(after.reshape(10, 2, 2).sum(axis=2)).max() < 1e-5
+    assert np.abs(before.reshape(10, 2, 2).sum(axis=2)).max() > 1e-3
+    np.testing.assert_allclose(after[:, 0] - after[:, 1], before[:, 0] - before[:, 1], atol=1e-5)
+
+
 def test_the_adapter_refuses_next_step_autoreset():
     with pytest.raises(ValueError, match="SAME_STEP"):
         LockstepSB3VecEnv(RecommenderVectorEnv(2, **SMALL))
@@ -127,6 +162,8 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
         (["--action-std", "-0.1"], "--action-std must be"),
         (["--action-std", "inf"], "--action-std must be"),
         (["--policy-layers", "0"], "--policy-layers must be"),
+        (["--paired", "3"], "--paired must be an integer >= 1 dividing --n-envs"),
+        (["--paired", "0"], "--paired must be"),
         (["--policy-layers", "8", "8", "8", "8", "8"], "--policy-layers must be"),
     ],
 )

@@ -136,3 +136,28 @@ class BaselineEvalCallback(BaseCallback):
             for name, value in self.baselines.items():
                 self.logger.record(f"eval/baseline_{name}", float(value))
         return True
+
+
+class PairedAdvantages(BaseCallback):
+    """Common random numbers for PPO. The envs play in groups of `group` that share their
+    episode seeds (`LockstepSB3VecEnv(group=...)`), so the v1 tasks' counter-based randomness
+    (the users, the campaigns) is the same within a group and what differs is the policy's
+    own exploration. After each rollout, every step's advantages are centered within their
+    group, before PPO's update: the noise a group shares cancels, and the estimate stays
+    unbiased up to a factor (G - 1) / G (each member's own term in the mean), which PPO's
+    per-minibatch normalization removes. The critic's targets (returns) are left as they are.
+    """
+
+    def __init__(self, group: int, verbose: int = 0):
+        super().__init__(verbose)
+        if group < 2:
+            raise ValueError(f"group must be at least 2, got {group}")
+        self.group = group
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        adv = self.model.rollout_buffer.advantages  # (n_steps, n_envs), env i in column i
+        grouped = adv.reshape(adv.shape[0], -1, self.group)  # a view: centered in place
+        grouped -= grouped.mean(axis=2, keepdims=True)

@@ -4,8 +4,11 @@
 (what SB3 expects: a finished episode's last observation in
 `infos[i]["terminal_observation"]`, the next episode's first in the returned batch) and
 hands SB3 the batch as it is. Seeds follow SB3: `seed(s)` makes the next `reset()` start
-env i with s + i; a reset without seeds continues each env's chain of training seeds. An
-`anchor` (`train.anchored`) turns PPO's actions into the env's, relative to a tuned baseline.
+env i with s + i; a reset without seeds continues each env's chain of training seeds. With
+`group=G` (common random numbers, `callbacks.PairedAdvantages`), env i starts with s + i // G
+instead, so each G envs in a row play the same episodes for as long as they run (the chain
+of seeds is a function of the seed). An `anchor` (`train.anchored`) turns PPO's actions into
+the env's, relative to a tuned baseline.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ from .anchored import NoAnchor
 class LockstepSB3VecEnv(VecEnv):
     """SB3 VecEnv of a native v1 vector env (module docstring)."""
 
-    def __init__(self, vector_env, anchor: NoAnchor | None = None):
+    def __init__(self, vector_env, anchor: NoAnchor | None = None, group: int = 1):
         if vector_env.autoreset_mode != AutoresetMode.SAME_STEP:
             raise ValueError("LockstepSB3VecEnv needs a vector env made with autoreset_mode=SAME_STEP")
+        if group < 1 or vector_env.num_envs % group:
+            raise ValueError(f"group must divide the number of envs ({vector_env.num_envs}), got {group}")
+        self.group, self._reset_once = group, False
         self.venv, self.anchor = vector_env, anchor or NoAnchor()
         action_space = self.anchor.space(vector_env.single_action_space)
         super().__init__(vector_env.num_envs, vector_env.single_observation_space, action_space)
@@ -33,8 +39,12 @@ class LockstepSB3VecEnv(VecEnv):
 
     def reset(self) -> np.ndarray:
         """Start every env: with the seeds of `seed()` if given, else each env's next seed."""
-        seeds = None if self._seeds[0] is None else [int(s) for s in self._seeds]
+        first = self._seeds[0]
+        if first is None and self.group > 1 and not self._reset_once:  # (groups need one seed to share)
+            first = int(np.random.SeedSequence().generate_state(1)[0] % 2**20)
+        seeds = None if first is None else [int(first) + i // self.group for i in range(self.num_envs)]
         obs, info = self.venv.reset(seed=seeds)
+        self._reset_once = True
         self._reset_seeds()
         self.reset_infos = [{"episode_seed": int(s)} for s in info["episode_seed"]]
         self._obs = obs

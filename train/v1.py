@@ -110,6 +110,12 @@ class Args:
     policy_layers: tuple[int, ...] = opt(
         (64, 64), "recommender: hidden layer sizes of PPO's actor (the critic's: 64 64)"
     )
+    paired: int = opt(
+        1,
+        "common random numbers: groups of this many envs play the same episode seeds, and PPO's "
+        "advantages are centered within each group at each step, so the noise a group shares "
+        "cancels (1: off; must divide --n-envs)",
+    )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -146,6 +152,8 @@ class Args:
             isinstance(n, int) and 1 <= n <= 1024 for n in self.policy_layers
         ):
             raise ValueError(f"--policy-layers must be 1-4 layer sizes in [1, 1024], got {list(self.policy_layers)}")
+        if not isinstance(self.paired, int) or self.paired < 1 or self.n_envs % self.paired:
+            raise ValueError(f"--paired must be an integer >= 1 dividing --n-envs ({self.n_envs}), got {self.paired!r}")
         if self.n_envs > 1024:
             raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
         if self.version not in VERSIONS[self.task]:
@@ -183,7 +191,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) ->
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
-    from .callbacks import LearningCurve, StopAfterSeconds
+    from .callbacks import LearningCurve, PairedAdvantages, StopAfterSeconds
     from .sb3_vec_env import LockstepSB3VecEnv
     from .slot_policy import SlotActorCriticPolicy
 
@@ -191,7 +199,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) ->
     env.pop("version", None)  # the class is the version
     venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
     anchor = anchor or anchored.NoAnchor()
-    inner = LockstepSB3VecEnv(venv, anchor)
+    inner = LockstepSB3VecEnv(venv, anchor, group=args.paired)
     vec = VecNormalize(VecMonitor(wrap(inner) if wrap else inner), gamma=args.gamma, clip_obs=10.0)
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
         log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
@@ -209,7 +217,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) ->
                 tensorboard_log=str(train_output(out).path / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
     curve, callbacks = LearningCurve(), []
     stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
-    callbacks = [curve] + ([stopper] if stopper else [])
+    callbacks = [curve] + ([stopper] if stopper else []) + ([PairedAdvantages(args.paired)] if args.paired > 1 else [])
     start = time.perf_counter()
     model.learn(args.timesteps, callback=callbacks, tb_log_name=args.task_id, progress_bar=not args.quiet)
     seconds = time.perf_counter() - start
