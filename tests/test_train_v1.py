@@ -244,6 +244,18 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         for bad in (["--seeds", "0"], ["--set", "no_such_field=3"], ["--eval-seeds", "x"]):  # before any compute
             refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
             assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        # the diagnostic of how the return responds to the size of the tuned campaign change
+        response = Path(__file__).resolve().parents[1] / "bench" / "recommender_response.py"
+        cmd = [sys.executable, str(response), "--results", str(out / "results.json"), "--alphas", "0.01,1",
+               "--seeds", "5000-5002"]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        line = json.loads(done.stdout.strip().splitlines()[-1])
+        assert [r["alpha"] for r in line["rows"]] == [0.01, 1.0] and line["rows"][0]["gain"]["n"] == 3
+        assert "over same-seed episodes" in done.stderr
+        for bad in (["--alphas", "nan"], ["--alphas", "0"], ["--seeds", "7-7"], ["--seeds", "x"]):
+            refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
+            assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
 
 
 def test_results_table_gives_the_interval_over_episodes_when_the_seeds_agree():
