@@ -72,6 +72,10 @@ def test_paired_envs_play_the_same_episodes_and_ppo_centers_their_advantages():
         _, reward, _, _ = vec.step(np.stack([a, a, b, b]))
         assert reward[0] == reward[1] and reward[2] == reward[3]
     assert vec.venv.episode_seeds[0] == vec.venv.episode_seeds[1] != vec.venv.episode_seeds[2]
+    unseeded = LockstepSB3VecEnv(RecommenderVectorEnv(4, autoreset_mode="SameStep", **SMALL), group=2)
+    unseeded.reset()  # seeds from the OS: still in pairs, and never evaluation seeds
+    s = unseeded.venv.episode_seeds
+    assert s[0] == s[1] and s[2] == s[3] == s[0] + 1 and s.min() >= 2**20
     with pytest.raises(ValueError, match="group must divide"):
         LockstepSB3VecEnv(RecommenderVectorEnv(4, autoreset_mode="SameStep", **SMALL), group=3)
 

@@ -19,6 +19,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv
 
+from oasis_gym.batched.rng import TRAIN_SEEDS_FROM
+
 from .anchored import NoAnchor
 
 
@@ -38,10 +40,11 @@ class LockstepSB3VecEnv(VecEnv):
         self._obs: np.ndarray | None = None  # the last raw observations (what an anchor's rule reads)
 
     def reset(self) -> np.ndarray:
-        """Start every env: with the seeds of `seed()` if given, else each env's next seed."""
+        """Start every env: with the seeds of `seed()` if given (s + i, or s + i // group), else
+        each env's next seed."""
         first = self._seeds[0]
-        if first is None and self.group > 1 and not self._reset_once:  # (groups need one seed to share)
-            first = int(np.random.SeedSequence().generate_state(1)[0] % 2**20)
+        if first is None and self.group > 1 and not self._reset_once:  # groups share one seed (from the OS)
+            first = TRAIN_SEEDS_FROM + int(np.random.SeedSequence().generate_state(1, np.uint64)[0]) % 2**40
         seeds = None if first is None else [int(first) + i // self.group for i in range(self.num_envs)]
         obs, info = self.venv.reset(seed=seeds)
         self._reset_once = True
