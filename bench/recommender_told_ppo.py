@@ -65,12 +65,18 @@ class ToldCampaign(VecEnvWrapper):
         return told(obs, flag), reward, done, infos
 
 
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return round(float(a @ b) / norm, 3) if norm > 0 else 0.0
+
+
 def told(obs: np.ndarray, flag: np.ndarray) -> np.ndarray:
     return np.concatenate([obs, np.asarray(flag, np.float32)[:, None]], axis=1).astype(np.float32)
 
 
 def told_policy(model, vec, anchor, gates: list):
-    """PPO-told as `act_for(task)`; records, per step, its env action's change when the flag flips."""
+    """PPO-told as `act_for(task)`; records, per step, its env action's change (on - off) in
+    the global row when the flag flips."""
 
     def act_for(task):
         def act(obs, t):
@@ -79,7 +85,7 @@ def told_policy(model, vec, anchor, gates: list):
                 anchor.env_action(model.predict(vec.normalize_obs(told(obs, f)), deterministic=True)[0], obs)
                 for f in (np.ones_like(flag), np.zeros_like(flag))
             )
-            gates.append(np.abs(on - off)[:, :NF].mean(axis=0))  # the global row (what campaign_told changes)
+            gates.append((on - off)[:, :NF])  # the global row (what campaign_told changes)
             return np.where(flag[:, None] > 0, on, off)
 
         return act
@@ -122,7 +128,8 @@ def main(argv=None) -> None:
         print(f"recommender_told_ppo: {type(err).__name__}: {err}", file=sys.stderr)
         sys.exit(2)
     tuned = results["tuned"]
-    d = np.abs(np.asarray(tuned["campaign_told"]["action"])).mean() if "campaign_told" in tuned else None
+    d_told = np.asarray(tuned["campaign_told"]["action"]) if "campaign_told" in tuned else None
+    d = float(np.abs(d_told).mean()) if d_told is not None else None
     runs = []
     with tempfile.TemporaryDirectory(prefix="told_ppo_") as tmp:
         for seed in range(a.seeds):
@@ -136,14 +143,17 @@ def main(argv=None) -> None:
             print(f"seed {seed}: evaluating ...", file=sys.stderr)
             out = v1.evaluate(args, acts)
             vs = {s: {c: {k: round(v, 3) for k, v in r.items()} for c, r in out[s]["ppo_vs"].items()} for s in out}
+            gate = np.concatenate(gates)
+            direction = _cosine(gate.mean(axis=0), d_told) if d_told is not None else None
             runs.append({"seed": args.seed, "train_seconds": round(info["train_seconds"]), "ppo_vs": vs,
-                         "gate_mean_abs": round(float(np.mean(gates)), 4),
+                         "gate_mean_abs": round(float(np.abs(gate).mean()), 4), "gate_cosine_with_told": direction,
                          "seconds": round(time.perf_counter() - start)})  # fmt: skip
             for s, r in vs.items():
                 line = ", ".join(f"{c} {x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]" for c, x in r.items())
                 print(f"seed {seed}, {s}: PPO-told minus {line}", file=sys.stderr)
-            print(f"seed {seed}: flipping the flag changes its global row by {np.mean(gates):.4f} on average"
-                  f" (campaign_told's tuned change: {d:.4f})" if d is not None else "", file=sys.stderr)  # fmt: skip
+            print(f"seed {seed}: flipping the flag changes its global row by {np.abs(gate).mean():.4f} on average,"
+                  f" in a direction of cosine {direction:+.2f} with campaign_told's tuned change (mean |d| {d:.4f})"
+                  if d is not None else "", file=sys.stderr)  # fmt: skip
     print(json.dumps({"bench": "recommender_told_ppo", "task": base.task_id, "difficulty": base.difficulty,
                       "anchor": a.anchor, "set": a.set, "timesteps": base.timesteps, "campaign_told_mean_abs_d": d,
                       "users": "rule-based", "runs": runs}))  # fmt: skip

@@ -76,6 +76,10 @@ def test_paired_envs_play_the_same_episodes_and_ppo_centers_their_advantages():
     unseeded.reset()  # seeds from the OS: still in pairs, and never evaluation seeds
     s = unseeded.venv.episode_seeds
     assert s[0] == s[1] and s[2] == s[3] == s[0] + 1 and s.min() >= 2**20
+    from oasis_gym.train import v1
+
+    with pytest.raises(ValueError, match="--sde-sample-freq is the recommender's"):
+        v1.Args(task="moderator", sde_sample_freq=-1).check()
     with pytest.raises(ValueError, match="group must divide"):
         LockstepSB3VecEnv(RecommenderVectorEnv(4, autoreset_mode="SameStep", **SMALL), group=3)
 
@@ -168,6 +172,7 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
         (["--policy-layers", "0"], "--policy-layers must be"),
         (["--paired", "3"], "--paired must be an integer >= 1 dividing --n-envs"),
         (["--paired", "0"], "--paired must be"),
+        (["--sde-sample-freq", "-2"], "--sde-sample-freq must be an integer >= -1"),
         (["--policy-layers", "8", "8", "8", "8", "8"], "--policy-layers must be"),
     ],
 )
@@ -244,6 +249,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         line = json.loads(done.stdout.strip().splitlines()[-1])
         run = line["runs"][0]
         assert set(run["ppo_vs"]["held-out population"]) == expected and run["gate_mean_abs"] >= 0
+        assert -1 <= run["gate_cosine_with_told"] <= 1
         assert "PPO-told minus default_ranking" in done.stderr and "flipping the flag" in done.stderr
         for bad in (["--seeds", "0"], ["--set", "no_such_field=3"], ["--eval-seeds", "x"]):  # before any compute
             refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
@@ -359,14 +365,16 @@ def test_train_recommender_v2_tunes_and_trains_on_v2(tmp_path):
 def test_train_recommender_v3_with_global_row_corrections(tmp_path):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", "--version", "3", "--anchor", "tuned_row",
-           "--policy-layers", "1", *TINY, "--out", str(out), "--quiet"]  # fmt: skip
+           "--policy-layers", "1", "--sde-sample-freq", "-1", *TINY, "--out", str(out), "--quiet"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     result = json.loads((out / "eval.json").read_text())
     assert result["task"] == "recommender-v3" and result["train"]["anchor"] == "tuned constant, global-row corrections"
     from stable_baselines3 import PPO
 
-    net = PPO.load(out / "model.zip", device="cpu").policy.mlp_extractor
+    model = PPO.load(out / "model.zip", device="cpu")
+    assert model.use_sde and model.sde_sample_freq == -1  # explored with one noise matrix per rollout
+    net = model.policy.mlp_extractor
     assert [m.out_features for m in net.policy_net if hasattr(m, "out_features")] == [1]  # the actor's one unit
     assert [m.out_features for m in net.value_net if hasattr(m, "out_features")] == [64, 64]
 

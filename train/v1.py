@@ -116,6 +116,12 @@ class Args:
         "advantages are centered within each group at each step, so the noise a group shares "
         "cancels (1: off; must divide --n-envs)",
     )
+    sde_sample_freq: int = opt(
+        0,
+        "recommender: PPO's exploration; 0: independent Gaussian noise each step; -1: "
+        "state-dependent exploration (gSDE) with one noise matrix per rollout, so a change is "
+        "explored consistently over many steps; N: gSDE with a new matrix every N steps",
+    )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
     n_epochs: int = opt(5, "PPO epochs per rollout")
@@ -154,6 +160,10 @@ class Args:
             raise ValueError(f"--policy-layers must be 1-4 layer sizes in [1, 1024], got {list(self.policy_layers)}")
         if not isinstance(self.paired, int) or self.paired < 1 or self.n_envs % self.paired:
             raise ValueError(f"--paired must be an integer >= 1 dividing --n-envs ({self.n_envs}), got {self.paired!r}")
+        if not isinstance(self.sde_sample_freq, int) or self.sde_sample_freq < -1:
+            raise ValueError(f"--sde-sample-freq must be an integer >= -1, got {self.sde_sample_freq!r}")
+        if self.sde_sample_freq and self.task != "recommender":
+            raise ValueError("--sde-sample-freq is the recommender's (the moderator's actions are discrete)")
         if self.n_envs > 1024:
             raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
         if self.version not in VERSIONS[self.task]:
@@ -214,6 +224,7 @@ def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) ->
     model = PPO(policy, vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
                 learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
                 ent_coef=args.ent_coef, policy_kwargs=policy_kwargs, seed=args.seed, device="cpu",
+                use_sde=args.sde_sample_freq != 0, sde_sample_freq=args.sde_sample_freq or -1,
                 tensorboard_log=str(train_output(out).path / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
     curve, callbacks = LearningCurve(), []
     stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
