@@ -13,7 +13,8 @@ Reported per PPO seed, on held-out seeds and a held-out population (never tuned 
 on): PPO-told minus each baseline (mean, 95% CI, wins), and the gate it learned: the mean
 absolute change of its env action when the flag is flipped, on the observations of its
 evaluation episodes, beside the tuned `campaign_told` change |d| (what acting on the flag is
-worth, found by CEM).
+worth, found by CEM), and the cosine of its mean with d; and its drift: how far its action
+without a campaign is from the tuned constant's.
 
     python bench/recommender_told_ppo.py --results bench-recommender-v3-medium/results.json \\
         --seeds 2 --anchor tuned_row --eval-seeds 9100-9119 --eval-population 2
@@ -74,9 +75,10 @@ def told(obs: np.ndarray, flag: np.ndarray) -> np.ndarray:
     return np.concatenate([obs, np.asarray(flag, np.float32)[:, None]], axis=1).astype(np.float32)
 
 
-def told_policy(model, vec, anchor, gates: list):
+def told_policy(model, vec, anchor, gates: list, drift: list):
     """PPO-told as `act_for(task)`; records, per step, its env action's change (on - off) in
-    the global row when the flag flips."""
+    the global row when the flag flips, and how far its action without a campaign (off) is
+    from the tuned anchor's."""
 
     def act_for(task):
         def act(obs, t):
@@ -86,6 +88,8 @@ def told_policy(model, vec, anchor, gates: list):
                 for f in (np.ones_like(flag), np.zeros_like(flag))
             )
             gates.append((on - off)[:, :NF])  # the global row (what campaign_told changes)
+            tuned = anchor.env_action(np.zeros((len(flag), *model.action_space.shape), np.float32), obs)
+            drift.append(np.abs(off - tuned)[:, :NF])
             return np.where(flag[:, None] > 0, on, off)
 
         return act
@@ -139,7 +143,8 @@ def main(argv=None) -> None:
             print(f"seed {seed}: training PPO told the campaign ({args.timesteps} timesteps) ...", file=sys.stderr)
             model, vec, info = v1.train_ppo(args, anchor, wrap=ToldCampaign)
             gates: list = []
-            acts = {"ppo": told_policy(model, vec, anchor, gates)} | v1_baselines.baselines(args, tuned)
+            drift: list = []
+            acts = {"ppo": told_policy(model, vec, anchor, gates, drift)} | v1_baselines.baselines(args, tuned)
             print(f"seed {seed}: evaluating ...", file=sys.stderr)
             out = v1.evaluate(args, acts)
             vs = {s: {c: {k: round(v, 3) for k, v in r.items()} for c, r in out[s]["ppo_vs"].items()} for s in out}
@@ -147,12 +152,14 @@ def main(argv=None) -> None:
             direction = _cosine(gate.mean(axis=0), d_told) if d_told is not None else None
             runs.append({"seed": args.seed, "train_seconds": round(info["train_seconds"]), "ppo_vs": vs,
                          "gate_mean_abs": round(float(np.abs(gate).mean()), 4), "gate_cosine_with_told": direction,
+                         "drift_mean_abs": round(float(np.concatenate(drift).mean()), 4),
                          "seconds": round(time.perf_counter() - start)})  # fmt: skip
             for s, r in vs.items():
                 line = ", ".join(f"{c} {x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]" for c, x in r.items())
                 print(f"seed {seed}, {s}: PPO-told minus {line}", file=sys.stderr)
             print(f"seed {seed}: flipping the flag changes its global row by {np.abs(gate).mean():.4f} on average,"
-                  f" in a direction of cosine {direction:+.2f} with campaign_told's tuned change (mean |d| {d:.4f})"
+                  f" in a direction of cosine {direction:+.2f} with campaign_told's tuned change (mean |d| {d:.4f});"
+                  f" without a campaign its global row is {np.concatenate(drift).mean():.4f} from the tuned constant's"
                   if d is not None else "", file=sys.stderr)  # fmt: skip
     print(json.dumps({"bench": "recommender_told_ppo", "task": base.task_id, "difficulty": base.difficulty,
                       "anchor": a.anchor, "set": a.set, "timesteps": base.timesteps, "campaign_told_mean_abs_d": d,

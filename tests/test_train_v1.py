@@ -249,7 +249,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         line = json.loads(done.stdout.strip().splitlines()[-1])
         run = line["runs"][0]
         assert set(run["ppo_vs"]["held-out population"]) == expected and run["gate_mean_abs"] >= 0
-        assert -1 <= run["gate_cosine_with_told"] <= 1
+        assert -1 <= run["gate_cosine_with_told"] <= 1 and run["drift_mean_abs"] >= 0
         assert "PPO-told minus default_ranking" in done.stderr and "flipping the flag" in done.stderr
         for bad in (["--seeds", "0"], ["--set", "no_such_field=3"], ["--eval-seeds", "x"]):  # before any compute
             refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
