@@ -120,7 +120,8 @@ class Args:
         0,
         "recommender: PPO's exploration; 0: independent Gaussian noise each step; -1: "
         "state-dependent exploration (gSDE) with one noise matrix per rollout, so a change is "
-        "explored consistently over many steps; N: gSDE with a new matrix every N steps",
+        "explored consistently over many steps (--action-std then sets the noise matrix's std); "
+        "N: gSDE with a new matrix every N steps",
     )
     n_steps: int = opt(64, "PPO rollout steps per env")
     batch_size: int = opt(512, "PPO minibatch size")
