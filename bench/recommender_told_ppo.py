@@ -110,7 +110,9 @@ def _settings(a: argparse.Namespace) -> tuple[dict, v1.Args]:
     )  # fmt: skip
     for item in a.set:
         field, value = item.split("=", 1)
-        base = dataclasses.replace(base, **{field: type(getattr(base, field))(float(value))})
+        now = getattr(base, field)
+        value = tuple(int(x) for x in value.split(",")) if isinstance(now, tuple) else type(now)(float(value))
+        base = dataclasses.replace(base, **{field: value})
     base.check(a.seeds)
     return results, base
 
@@ -124,7 +126,8 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-seeds", default="9100-9119", help="held-out seeds A-B [9100-9119]")
     ap.add_argument("--eval-population", type=int, default=2, help="held-out population [2]")
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=NUMBER",
-                    help="other PPO settings of v1.Args, e.g. n_steps=512 batch_size=2048")  # fmt: skip
+                    help="other PPO settings of v1.Args, e.g. n_steps=512 batch_size=2048 policy_layers=1 "
+                         "(a list: comma-separated)")  # fmt: skip
     a = ap.parse_args(argv)
     try:  # every setting checked before any compute: one line, exit code 2
         results, base = _settings(a)

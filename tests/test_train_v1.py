@@ -251,7 +251,9 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         assert set(run["ppo_vs"]["held-out population"]) == expected and run["gate_mean_abs"] >= 0
         assert -1 <= run["gate_cosine_with_told"] <= 1 and run["drift_mean_abs"] >= 0
         assert "PPO-told minus default_ranking" in done.stderr and "flipping the flag" in done.stderr
-        for bad in (["--seeds", "0"], ["--set", "no_such_field=3"], ["--eval-seeds", "x"]):  # before any compute
+        refusals = (["--seeds", "0"], ["--set", "no_such_field=3"], ["--set", "policy_layers=8,x"])
+        refusals += (["--eval-seeds", "x"],)
+        for bad in refusals:  # before any compute
             refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
             assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         # the diagnostic of how the return responds to the size of the tuned campaign change
