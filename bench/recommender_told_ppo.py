@@ -8,6 +8,9 @@ PPO is trained exactly as `oasis-gym benchmark` trains it, from the same tuned b
 observation (privileged: a diagnostic, never a baseline or a result). If PPO told the
 campaign still learns no gate, the obstacle is the optimization (credit for a change that
 pays over many steps, in noisy returns), not reading the campaign from the observation.
+With `--untold` PPO is trained on the task's own observation (a PPO variant scored against a
+benchmark's tuned baselines without tuning them again), and its gate is the mean of its
+global row during campaigns minus outside them.
 
 Reported per PPO seed, on held-out seeds and a held-out population (never tuned or trained
 on): PPO-told minus each baseline (mean, 95% CI, wins), and the gate it learned: the mean
@@ -71,6 +74,34 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
     return round(float(a @ b) / norm, 3) if norm > 0 else 0.0
 
 
+def untold_policy(model, vec, anchor, gates: list, drift: list):
+    """PPO on the task's own observation as `act_for(task)`; records, per step, its global
+    row during campaigns (gates: (flag, row)) and its distance from the tuned constant's."""
+
+    def act_for(task):
+        def act(obs, t):
+            flag = task.state.campaign.astype(bool)
+            out = anchor.env_action(model.predict(vec.normalize_obs(obs), deterministic=True)[0], obs)
+            tuned = anchor.env_action(np.zeros((len(flag), *model.action_space.shape), np.float32), obs)
+            gates.append((flag, out[:, :NF]))
+            drift.append(np.abs(out - tuned)[~flag, :NF])
+            return out
+
+        return act
+
+    return act_for
+
+
+def _gate(gates: list, untold: bool) -> np.ndarray:
+    """Per step and env, the change of the global row with the campaign: on - off when told;
+    untold, the mean row during campaigns minus outside them (one row)."""
+    if not untold:
+        return np.concatenate(gates)
+    flag = np.concatenate([f for f, _ in gates])
+    rows = np.concatenate([r for _, r in gates])
+    return (rows[flag].mean(axis=0) - rows[~flag].mean(axis=0))[None] if flag.any() and (~flag).any() else rows[:0]
+
+
 def told(obs: np.ndarray, flag: np.ndarray) -> np.ndarray:
     return np.concatenate([obs, np.asarray(flag, np.float32)[:, None]], axis=1).astype(np.float32)
 
@@ -120,6 +151,7 @@ def _settings(a: argparse.Namespace) -> tuple[dict, v1.Args]:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", required=True, help="an `oasis-gym benchmark recommender` results.json")
+    ap.add_argument("--untold", action="store_true", help="PPO on the task's own observation (no flag)")
     ap.add_argument("--seeds", type=int, default=2, help="PPO seeds [2]")
     ap.add_argument("--timesteps", type=int, default=0, help="PPO timesteps per seed [the benchmark's]")
     ap.add_argument("--anchor", choices=["tuned", "tuned_row"], default="tuned_row", help="[tuned_row]")
@@ -143,29 +175,35 @@ def main(argv=None) -> None:
             args = dataclasses.replace(base, seed=base.seed + seed, out=str(Path(tmp) / f"seed_{seed}"))
             anchor = v1_baselines.make_anchor(args, tuned)
             start = time.perf_counter()
-            print(f"seed {seed}: training PPO told the campaign ({args.timesteps} timesteps) ...", file=sys.stderr)
-            model, vec, info = v1.train_ppo(args, anchor, wrap=ToldCampaign)
+            what = "on the task's own observation" if a.untold else "told the campaign"
+            print(f"seed {seed}: training PPO {what} ({args.timesteps} timesteps) ...", file=sys.stderr)
+            model, vec, info = v1.train_ppo(args, anchor, wrap=None if a.untold else ToldCampaign)
             gates: list = []
             drift: list = []
-            acts = {"ppo": told_policy(model, vec, anchor, gates, drift)} | v1_baselines.baselines(args, tuned)
+            policy = (untold_policy if a.untold else told_policy)(model, vec, anchor, gates, drift)
+            acts = {"ppo": policy} | v1_baselines.baselines(args, tuned)
             print(f"seed {seed}: evaluating ...", file=sys.stderr)
             out = v1.evaluate(args, acts)
             vs = {s: {c: {k: round(v, 3) for k, v in r.items()} for c, r in out[s]["ppo_vs"].items()} for s in out}
-            gate = np.concatenate(gates)
-            direction = _cosine(gate.mean(axis=0), d_told) if d_told is not None else None
+            gate, off = _gate(gates, a.untold), np.concatenate(drift)
+            measured = d_told is not None and len(gate) and off.size
+            direction = _cosine(gate.mean(axis=0), d_told) if measured else None
             runs.append({"seed": args.seed, "train_seconds": round(info["train_seconds"]), "ppo_vs": vs,
-                         "gate_mean_abs": round(float(np.abs(gate).mean()), 4), "gate_cosine_with_told": direction,
-                         "drift_mean_abs": round(float(np.concatenate(drift).mean()), 4),
+                         "gate_mean_abs": round(float(np.abs(gate).mean()), 4) if measured else None,
+                         "gate_cosine_with_told": direction,
+                         "drift_mean_abs": round(float(off.mean()), 4) if measured else None,
                          "seconds": round(time.perf_counter() - start)})  # fmt: skip
             for s, r in vs.items():
                 line = ", ".join(f"{c} {x['mean']:+.2f} [{x['lo']:+.2f}, {x['hi']:+.2f}]" for c, x in r.items())
-                print(f"seed {seed}, {s}: PPO-told minus {line}", file=sys.stderr)
-            print(f"seed {seed}: flipping the flag changes its global row by {np.abs(gate).mean():.4f} on average,"
+                print(f"seed {seed}, {s}: {'PPO' if a.untold else 'PPO-told'} minus {line}", file=sys.stderr)
+            change = "a campaign moves its mean global row" if a.untold else "flipping the flag changes its global row"
+            print(f"seed {seed}: {change} by {np.abs(gate).mean():.4f} on average,"
                   f" in a direction of cosine {direction:+.2f} with campaign_told's tuned change (mean |d| {d:.4f});"
-                  f" without a campaign its global row is {np.concatenate(drift).mean():.4f} from the tuned constant's"
-                  if d is not None else "", file=sys.stderr)  # fmt: skip
+                  f" without a campaign its global row is {off.mean():.4f} from the tuned constant's"
+                  if measured else "", file=sys.stderr)  # fmt: skip
     print(json.dumps({"bench": "recommender_told_ppo", "task": base.task_id, "difficulty": base.difficulty,
-                      "anchor": a.anchor, "set": a.set, "timesteps": base.timesteps, "campaign_told_mean_abs_d": d,
+                      "anchor": a.anchor, "untold": a.untold, "set": a.set, "timesteps": base.timesteps,
+                      "campaign_told_mean_abs_d": d,
                       "users": "rule-based", "runs": runs}))  # fmt: skip
 
 

@@ -251,6 +251,11 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
         assert set(run["ppo_vs"]["held-out population"]) == expected and run["gate_mean_abs"] >= 0
         assert -1 <= run["gate_cosine_with_told"] <= 1 and run["drift_mean_abs"] >= 0
         assert "PPO-told minus default_ranking" in done.stderr and "flipping the flag" in done.stderr
+        untold = subprocess.run(cmd + ["--untold"], capture_output=True, text=True, timeout=600)
+        assert untold.returncode == 0, untold.stderr[-3000:]
+        run = json.loads(untold.stdout.strip().splitlines()[-1])
+        assert run["untold"] and set(run["runs"][0]["ppo_vs"]["held-out seeds"]) == expected
+        assert "PPO minus default_ranking" in untold.stderr and "on the task's own observation" in untold.stderr
         refusals = (["--seeds", "0"], ["--set", "no_such_field=3"], ["--set", "policy_layers=8,x"])
         refusals += (["--eval-seeds", "x"],)
         for bad in refusals:  # before any compute
