@@ -107,9 +107,10 @@ def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray,
     entries come back like any other; callers turn them into -1. The columns are cut into
     strided groups of `group` columns; the k-th largest group maximum of a row is a bound
     that at least k of its entries reach, and usually few more. Those entries are found in
-    one pass and sorted by one integer key (row, score desc), stable in column desc: 3-4x
-    faster than partitioning the groups' columns row by row (1.3 ms vs 5.3 ms for 1000 x
-    400, k = 10), itself several times faster than a row-wise argpartition over wide rows.
+    one pass and sorted by one integer key (row, score desc), stable in column desc: 2.5-5x
+    faster than partitioning the groups' columns row by row (measured 1.0 vs 5.7 ms for
+    1000 x 400 and 91 vs 241 ms for 10k x 4000), itself several times faster than a row-wise
+    argpartition over wide rows. Where the bound does not apply, the groups are partitioned.
     """
     n, p = scores.shape
     k = min(int(k), p)
