@@ -87,7 +87,10 @@ class SocialMediaEnv(ParallelEnv):
         if config.get("recsys") is None:  # the platform's own, or the trainable one
             config["recsys"] = "agent" if config.get("recommender_agent") else platform
         self.render_mode = render_mode
-        if isinstance(config.get("db_path"), os.PathLike):  # saved in the journal's meta as a string
+        db_path = config.get("db_path")
+        if db_path is not None and not isinstance(db_path, (str, os.PathLike)):  # never a file named "[]"
+            raise TypeError(f"db_path must be a path (str or os.PathLike) or None, got {type(db_path).__name__}")
+        if isinstance(db_path, os.PathLike):  # saved in the journal's meta as a string
             config["db_path"] = os.fspath(config["db_path"])
         if isinstance(users, (str, os.PathLike)):  # the journal must not be the file it reads
             check_distinct(config.get("db_path"), {"profile file (users)": users})

@@ -509,3 +509,17 @@ def test_an_env_refuses_an_activation_that_is_no_probability(activation):
             module.parallel_env(users=30, activation=activation, db_path=None)
     for ok in ("activity", 0, 0.5, 1.0):
         twitter_v0.parallel_env(users=30, activation=ok, db_path=None).close()
+
+
+@pytest.mark.parametrize("db_path", [[], (), {}, 3, b"run.db"])
+def test_a_journal_path_that_is_no_path_is_refused_and_writes_nothing(db_path, tmp_path, monkeypatch):
+    """`db_path=[]` was stringified into a journal file named "[]" in the working folder."""
+    from oasis_gym.envs import twitter_v0
+    from oasis_gym.platform.journal import Journal
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match="db_path must be a path"):
+        twitter_v0.parallel_env(users=30, db_path=db_path)
+    with pytest.raises(TypeError, match="the journal's path must be a str or os.PathLike"):
+        Journal(db_path)
+    assert list(tmp_path.iterdir()) == []

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sqlite3
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -99,6 +100,8 @@ class Journal:
         holds the journal's lock until `close`: a second writer gets a `JournalError` (`lock`:
         the lock of `path`, taken by the caller to read the journal first, handed over).
         """
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"the journal's path must be a str or os.PathLike, got {type(path).__name__}")
         self.path = str(path)
         self._lock: JournalLock | None = None
         self._closed = True  # until the connection is open
