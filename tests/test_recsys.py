@@ -477,7 +477,7 @@ def test_dense_topk_matches_full_sort_with_ties():
         np.testing.assert_array_equal(vals, np.take_along_axis(s, ref, 1))
 
 
-def test_dense_topk_bound_path_equals_the_partition_path(monkeypatch):
+def test_dense_topk_bound_path_equals_the_partition_path():
     """The fast path (entries reaching the k-th largest group maximum, one sort) returns
     exactly what partitioning the groups returns: float32 and float64, ties, -0.0, -inf
     (blocked cells) and +inf (left to the partition)."""
@@ -500,11 +500,26 @@ def test_dense_topk_bound_path_equals_the_partition_path(monkeypatch):
         cases.append((s, k, dense_topk(s, k)))
         fast += topk._threshold_topk(s, min(k, p), 16) is not None if p // 16 >= 2 * min(k, p) else 0
     assert fast > 100
-    monkeypatch.setattr(topk, "_threshold_topk", lambda *a: None)
     for s, k, (cols, vals) in cases:
-        ref_cols, ref_vals = dense_topk(s, k)
+        ref_cols, ref_vals = topk.partition_topk(s, min(k, s.shape[1]))
         np.testing.assert_array_equal(cols, ref_cols)
         np.testing.assert_array_equal(vals, ref_vals)
+
+
+def test_the_topk_bench_checks_both_paths_agree_and_refuses_bad_shapes():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "bench" / "topk.py"
+    done = subprocess.run([sys.executable, str(bench), "--shapes", "50x400,7x30", "--repeat", "1"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
+    assert [r["shape"] for r in rows] == ["50x400", "7x30"] and all(r["speedup"] > 0 for r in rows)
+    refused = subprocess.run([sys.executable, str(bench), "--shapes", "3"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_segmented_topk_and_merge():
