@@ -154,7 +154,9 @@ def main(argv=None) -> None:
     ap.add_argument("--untold", action="store_true", help="PPO on the task's own observation (no flag)")
     ap.add_argument("--seeds", type=int, default=2, help="PPO seeds [2]")
     ap.add_argument("--timesteps", type=int, default=0, help="PPO timesteps per seed [the benchmark's]")
-    ap.add_argument("--anchor", choices=["tuned", "tuned_row"], default="tuned_row", help="[tuned_row]")
+    ap.add_argument(
+        "--anchor", choices=["tuned", "tuned_row", "tuned_detector"], default="tuned_row", help="[tuned_row]"
+    )
     ap.add_argument("--eval-seeds", default="9100-9119", help="held-out seeds A-B [9100-9119]")
     ap.add_argument("--eval-population", type=int, default=2, help="held-out population [2]")
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=NUMBER",

@@ -188,3 +188,32 @@ def test_the_campaign_baselines_are_tuned_where_the_tier_has_campaigns_and_never
     found = cd.tune(env, seeds, glob["action"], "global", {"iterations": 1, "population": 3})
     act = cd.candidates(found, glob["action"])["tuned_campaign_detector"](tb.make_task("recommender", 3, env))
     assert act(np.zeros((3, len(cd.RECOMMENDER_OBS)), np.float32), 0).shape == (3, 9)
+
+
+def test_the_detector_anchor_is_the_tuned_detector_policy_when_ppo_adds_nothing():
+    from oasis_gym.train import v1, v1_baselines
+
+    args = v1.Args(task="recommender", version=3, difficulty="hard", users=200, max_steps=30, anchor="tuned_detector")
+    base = tb.default_action("per_user", 8)
+    det = cd.fit_detector(args.env(), [1, 2], base)
+    d = np.linspace(-0.3, 0.3, 9)
+    tuned = {"constant": {"action": base.tolist()}, "campaign_detector": {"action": d.tolist(), "detector": det},
+             "campaign_told": {"action": d.tolist()}}  # fmt: skip
+    anchor = v1_baselines.make_anchor(args, tuned)
+    assert anchor.name == "tuned campaign detector, global-row corrections"
+    detector = cd.candidates(tuned, base)["tuned_campaign_detector"]
+    task = tb.make_task("recommender", 4, args.env())
+    rows = np.arange(4)
+    task.reset(rows, np.array([7, 8, 9, 10]))
+    obs = task.reset_obs(rows)
+    fired = 0
+    for t in range(task.max_steps):  # PPO's zero correction plays the tuned detector's policy, step by step
+        expected, got = detector(task)(obs, t), anchor.env_action(np.zeros((4, 9), np.float32), obs)
+        np.testing.assert_allclose(got, np.clip(expected, -1, 1), atol=1e-6)
+        fired += int(cd.fires(det, obs).sum())
+        obs = task.step(got)[0]
+    assert fired > 0  # the change was applied somewhere
+    got = anchor.env_action(np.full((4, 9), 0.1, np.float32), obs)  # a correction moves the global row only
+    np.testing.assert_allclose(got[:, 9:], np.clip(np.tile(base[9:], (4, 1)), -1, 1))
+    with pytest.raises(ValueError, match="--anchor tuned_detector needs a tier with campaigns"):
+        v1.Args(task="recommender", version=3, difficulty="easy", anchor="tuned_detector").check(1)

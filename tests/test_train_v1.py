@@ -167,6 +167,8 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
         (["--gamma", "1.5"], "--gamma must be"),
         (["--gamma", "nan"], "--gamma must be"),
         (["--anchor", "tuned_row", "--ranking", "global"], "--anchor tuned_row corrects"),
+        (["--anchor", "tuned_detector", "--ranking", "global"], "--anchor tuned_detector corrects"),
+        (["--anchor", "tuned_detector", "--difficulty", "easy"], "--anchor tuned_detector needs a tier with campaigns"),
         (["--action-std", "-0.1"], "--action-std must be"),
         (["--action-std", "inf"], "--action-std must be"),
         (["--policy-layers", "0"], "--policy-layers must be"),
@@ -384,6 +386,18 @@ def test_train_recommender_v3_with_global_row_corrections(tmp_path):
     net = model.policy.mlp_extractor
     assert [m.out_features for m in net.policy_net if hasattr(m, "out_features")] == [1]  # the actor's one unit
     assert [m.out_features for m in net.value_net if hasattr(m, "out_features")] == [64, 64]
+
+
+def test_train_recommender_v3_anchored_on_the_tuned_detector(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", "--version", "3", "--anchor",
+           "tuned_detector", "--action-std", "0.03", *TINY, "--out", str(out), "--quiet"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "eval.json").read_text())
+    assert result["train"]["anchor"] == "tuned campaign detector, global-row corrections"
+    assert result["settings"]["anchor"] == "tuned_detector" and result["settings"]["action_std"] == 0.03
+    assert "tuned_campaign_detector" in result["eval_sets"]["held-out seeds"]["ppo_vs"]
 
 
 def test_the_row_anchor_corrects_only_the_global_row():

@@ -9,9 +9,10 @@ measures exactly the value of a state-dependent policy. The anchor is tuned on t
 seeds only, like the baselines, and its compute is stated beside PPO's.
 
 - `ConstantAnchor(action)` (Box actions): env action = clip(anchor + a, low, high); a = 0 is the anchor.
-- `RowAnchor(action, cols)` (the recommender's per-user W): PPO corrects only W's global
-  row (`cols` actions, one change of the ranking for every user: what a change of the
-  platform's state asks for), the per-user rows stay as tuned.
+- `RowAnchor(action, cols, shift=None)` (the recommender's per-user W): PPO corrects only W's
+  global row (`cols` actions, one change of the ranking for every user: what a change of the
+  platform's state asks for), the per-user rows stay as tuned; `shift(obs)` (K, cols), if
+  given, is a tuned state-dependent change of that row (the campaign detector's) under PPO's.
 - `RuleAnchor(rule_for, n_codes, slots, name)` (one code per slot; `rule_for(K)`: the rule for K
   episodes): PPO chooses per slot among n_codes + 1 codes, 0 = "what the rule says", c > 0 =
   code c - 1; the moderator's slot policy starts with code 0's logit `FIRST_LOGIT` higher.
@@ -65,9 +66,9 @@ class RowAnchor(ConstantAnchor):
 
     name = "tuned constant, global-row corrections"
 
-    def __init__(self, action: np.ndarray, cols: int, low: float = -1.0, high: float = 1.0):
+    def __init__(self, action: np.ndarray, cols: int, low: float = -1.0, high: float = 1.0, shift=None, name=None):
         super().__init__(action, low, high)
-        self.cols = int(cols)
+        self.cols, self.shift, self.name = int(cols), shift, name or self.name
 
     def space(self, env_space: spaces.Space) -> spaces.Space:
         """One correction per candidate feature."""
@@ -77,6 +78,8 @@ class RowAnchor(ConstantAnchor):
         """The anchor with clip(anchor's first row + action)."""
         out = np.tile(self.action, (len(action), 1))
         out[:, : self.cols] += np.asarray(action, np.float32)
+        if self.shift is not None:
+            out[:, : self.cols] += self.shift(obs)
         return np.clip(out, self.low, self.high)
 
 

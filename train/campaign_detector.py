@@ -68,7 +68,20 @@ def on_campaign(base: np.ndarray) -> Callable:
 
 def on_detector(base: np.ndarray, detector: dict) -> Callable:
     """Changes where the detector's probability is above 0.5: reads the observation only."""
-    return when(base, lambda task, obs: detect(detector, obs) > 0.5)
+    return when(base, lambda task, obs: fires(detector, obs))
+
+
+def fires(detector: dict, obs: np.ndarray) -> np.ndarray:
+    """(K,) bool: where the detector's campaign probability is above 0.5."""
+    return detect(detector, obs) > 0.5
+
+
+def detector_shift(tuned: dict) -> Callable[[np.ndarray], np.ndarray]:
+    """The tuned detector's change of the global row as `shift(obs) -> (K, NF)` (its change d
+    where it fires, 0 elsewhere): what `anchored.RowAnchor` adds under PPO's corrections."""
+    found = tuned["campaign_detector"]
+    d = np.asarray(found["action"], np.float32)
+    return lambda obs: fires(found["detector"], obs)[:, None] * d
 
 
 def fit_detector(env: dict, seeds, action: np.ndarray) -> dict:

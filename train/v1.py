@@ -48,7 +48,7 @@ from oasis_gym.console import Summary, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
-from . import anchored
+from . import anchored, campaign_detector
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
@@ -95,8 +95,9 @@ class Args:
         "tuned",
         "PPO starts at the tuned baseline and learns corrections of its action (tuned), of the "
         "recommender's global row only (tuned_row: one change for every user, what a change of "
-        "the platform's state asks for) or learns the whole action (none); train/anchored.py",
-        choices=["tuned", "tuned_row", "none"],
+        "the platform's state asks for), of that row on top of the tuned campaign detector's change "
+        "(tuned_detector: tiers with campaigns) or learns the whole action (none); train/anchored.py",
+        choices=["tuned", "tuned_row", "tuned_detector", "none"],
     )
     rule_logit: float = opt(
         FIRST_LOGIT,
@@ -191,8 +192,14 @@ class Args:
             raise ValueError("--eval-seeds and --tune-seeds must be disjoint (never tune on what is scored)")
         if self.eval_population == self.population_seed:
             raise ValueError("--eval-population must differ from --population-seed (a held-out population)")
-        if self.anchor == "tuned_row" and (self.task != "recommender" or self.ranking != "per_user"):
-            raise ValueError("--anchor tuned_row corrects the per-user ranking's global row (recommender, per_user)")
+        if self.anchor in ("tuned_row", "tuned_detector") and (
+            self.task != "recommender" or self.ranking != "per_user"
+        ):
+            raise ValueError(
+                f"--anchor {self.anchor} corrects the per-user ranking's global row (recommender, per_user)"
+            )
+        if self.anchor == "tuned_detector" and not campaign_detector.has_campaigns(self.env()):
+            raise ValueError("--anchor tuned_detector needs a tier with campaigns (medium, hard)")
 
 
 def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) -> tuple:

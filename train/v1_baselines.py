@@ -58,6 +58,10 @@ def make_anchor(args, tuned: dict) -> anchored.NoAnchor:
         return anchored.NoAnchor()
     if args.anchor == "tuned_row":
         return anchored.RowAnchor(tuned["constant"]["action"], len(CANDIDATE_FEATURES))
+    if args.anchor == "tuned_detector":
+        shift = campaign_detector.detector_shift(tuned)
+        return anchored.RowAnchor(tuned["constant"]["action"], len(CANDIDATE_FEATURES), shift=shift,
+                                  name="tuned campaign detector, global-row corrections")  # fmt: skip
     if args.task == "recommender":
         return anchored.ConstantAnchor(tuned["constant"]["action"])
     rules = moderator_rules(tuned)
