@@ -35,6 +35,7 @@ from oasis_gym.platform import Journal, Platform, PlatformConfig
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.population import synthetic
+from oasis_gym.sim import simulation
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 WAIT_S = 300.0  # generous: how long a command may take to reach its marker
@@ -294,12 +295,16 @@ def _signal_after(fn):
     return wrapped
 
 
-def test_a_signal_arriving_as_a_step_is_handed_to_the_journal_leaves_the_step_done(tmp_path):
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_a_signal_arriving_as_a_step_is_handed_to_the_journal_leaves_the_step_done(tmp_path, monkeypatch, pipelined):
     """SIGINT landing just after a step went to the journal's writer thread made the step raise,
     and memory was rolled back to the step before while the journal committed the step (found
     by a CI run's signal test: the journal was a step ahead of what the run said). From the
     hand-off on, the signal now waits until the step is counted as taken, and the step stays
-    done: memory and journal agree, and the run goes on from there like one never stopped."""
+    done: memory and journal agree, and the run goes on from there like one never stopped.
+    The same for a run that commits in place (under PIPELINE_MIN_USERS users): the signal
+    lands right after the step's COMMIT."""
+    monkeypatch.setattr(simulation, "PIPELINE_MIN_USERS", 0 if pipelined else 10**9)
 
     def run(db, stop_at=None):
         env = twitter_v0.parallel_env(users=60, max_cycles=10, db_path=str(db), activation=0.5)
@@ -309,11 +314,12 @@ def test_a_signal_arriving_as_a_step_is_handed_to_the_journal_leaves_the_step_do
         with stop_signals():
             for step in range(6):
                 if step == stop_at:
-                    real = env.sim.journal._writer.submit
-                    env.sim.journal._writer.submit = _signal_after(real)
+                    owner, name = (env.sim.journal._writer, "submit") if pipelined else (env.sim.journal, "_finish")
+                    real = getattr(owner, name)
+                    setattr(owner, name, _signal_after(real))
                     with pytest.raises(Stopped):
                         env.step_batch(policy.act(env, env.sim.obs))
-                    env.sim.journal._writer.submit = real
+                    setattr(owner, name, real)
                     assert env.sim.platform.step == step + 1  # the step is done in memory ...
                     continue
                 env.step_batch(policy.act(env, env.sim.obs))

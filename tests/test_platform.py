@@ -585,17 +585,18 @@ def test_a_failed_commit_keeps_memory_and_journal_in_agreement(tmp_path):
 @pytest.mark.parametrize("pipelined", [True, False])
 def test_a_full_disk_loses_nothing_that_was_committed(tmp_path, pipelined):
     """SQLite's real disk-full path (max_page_count caps the file). Committing in place, the
-    failing step stays pending and goes in once there is room. Pipelined, the writer thread's
-    failure raises JournalError on the next use of the journal, and on every use after;
-    the file holds exactly the steps before it, so a run resumes from there."""
+    failing step raises JournalError (one line), stays pending and goes in once there is
+    room. Pipelined, the writer thread's failure raises JournalError on the next use of the
+    journal, and on every use after; the file holds exactly the steps before it, so a run resumes from there."""
     pf, j = fresh(tmp_path, pipelined=pipelined, max_text_length=200_000)
     run(pf, j, (1, A.LIKE_POST, 0))
     pages = j.conn.execute("PRAGMA page_count").fetchone()[0]
     j.conn.execute(f"PRAGMA max_page_count={pages + 2}")
     posts = [(u, A.CREATE_POST, None, "x" * 100_000) for u in range(5)]
     if not pipelined:
-        with pytest.raises(sqlite3.OperationalError, match="full"):
+        with pytest.raises(JournalError, match="a step failed to commit.*full") as err:
             run(pf, j, *posts)
+        assert isinstance(err.value.__cause__, sqlite3.OperationalError)
         assert pf.step == 1 and pf.pending.new_posts  # still pending, clock kept
         j.conn.execute("PRAGMA max_page_count=1073741823")
         j.commit_step(pf, advance_minutes=3)

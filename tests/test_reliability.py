@@ -21,6 +21,7 @@ from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.run import resume, simulate
+from oasis_gym.sim import simulation
 
 ALL = tuple(range(23))
 
@@ -102,9 +103,13 @@ def test_sigkill_mid_run_leaves_a_consistent_resumable_journal(tmp_path):
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path):
-    """Disk full (SQLite's max_page_count) under a pipelined run: the next step raises
-    JournalError, the journal keeps the steps before, and the env still resets and closes."""
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path, monkeypatch, pipelined):
+    """Disk full (SQLite's max_page_count). Pipelined (runs of PIPELINE_MIN_USERS users and
+    more): the next step raises JournalError. In place (smaller runs): the failing step itself
+    raises it and changes nothing, so it goes through once there is room. Either way the
+    journal keeps the steps before, and the env still resets and closes."""
+    monkeypatch.setattr(simulation, "PIPELINE_MIN_USERS", 0 if pipelined else 10**9)
     env = twitter_v0.parallel_env(
         users=300, activation=1.0, max_cycles=5, db_path=str(tmp_path / "full.db"), available_actions=ALL
     )
@@ -113,11 +118,24 @@ def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path
     policy.reset(env, np.arange(300), 1)
     env.step_batch(policy.act(env, env.sim.obs))
     conn = env.sim.journal.conn
-    conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
-    env.step_batch(policy.act(env, env.sim.obs))  # handed to the writer thread, which fails
-    with pytest.raises(JournalError, match="full"):
-        env.step_batch(policy.act(env, env.sim.obs))
-    assert Platform.from_db(tmp_path / "full.db").step == 1
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count={pages}")
+    if pipelined:
+        env.step_batch(policy.act(env, env.sim.obs))  # handed to the writer thread, which fails
+        with pytest.raises(JournalError, match="full"):
+            env.step_batch(policy.act(env, env.sim.obs))
+    else:
+        acts = policy.act(env, env.sim.obs)
+        with pytest.raises(JournalError, match="a step failed to commit.*full"):
+            env.step_batch(acts)
+        assert env.sim.platform.step == 1  # memory as before the step
+        conn.execute("PRAGMA max_page_count=1073741823")
+        env.step_batch(acts)  # the same step, now with room
+        assert env.sim.platform.step == Platform.from_db(tmp_path / "full.db").step == 2
+        conn.execute(f"PRAGMA max_page_count={conn.execute('PRAGMA page_count').fetchone()[0]}")
+        with pytest.raises(JournalError, match="full"):
+            env.step_batch(policy.act(env, env.sim.obs))
+    assert Platform.from_db(tmp_path / "full.db").step == (1 if pipelined else 2)
     env.reset(seed=2)  # a new episode, a new journal
     summary = simulate(env, policy, seed=2, reset=False)
     assert summary.steps == 5

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..actions import COMMENT_TARGET, NUM_ACTIONS, POST_TARGET, TEXT_ACTIONS, USER_TARGET
+from ..actions import IS_COMMENT_TARGET, IS_POST_TARGET, IS_TEXT_ACTION, IS_USER_TARGET, NUM_ACTIONS, KindMask
 from ..actions import ActionType as A
 from ..actions import Result as R
 from .config import REMOVED, UNKNOWN_LABEL
@@ -66,6 +66,7 @@ _COUNTERS = {
     "comment_like": (("c_likes", 1, "touched_comments"),),
     "comment_dislike": (("c_dislikes", 1, "touched_comments"),),
 }
+_RATES_POST, _RATES_COMMENT = KindMask((A.LIKE_POST, A.DISLIKE_POST)), KindMask((A.LIKE_COMMENT, A.DISLIKE_COMMENT))
 _REPORT_POST = int(A.REPORT_POST)  # a plain int: enum attribute lookups are slow in per-row loops
 
 
@@ -110,9 +111,9 @@ class ApplyActions:
         """Check each target by kind (in `res`) and return the targets with reposts (and, OASIS's
         way, quoted quotes) resolved to their root post."""
         n_users, n_posts, n_comments = self.n_users, self.n_posts, self.n_comments
-        is_post_t = np.isin(act, list(POST_TARGET))
-        is_comment_t = np.isin(act, list(COMMENT_TARGET))
-        is_user_t = np.isin(act, list(USER_TARGET))
+        is_post_t = IS_POST_TARGET(act)
+        is_comment_t = IS_COMMENT_TARGET(act)
+        is_user_t = IS_USER_TARGET(act)
         t = target.copy()
         ok = res == 0
         m = ok & is_post_t
@@ -134,20 +135,20 @@ class ApplyActions:
         m = ok & is_user_t
         res[m & ((t < 0) | (t >= n_users))] = R.UNKNOWN_TARGET_USER
         m &= res == 0
-        res[m & (t == user) & np.isin(act, [A.FOLLOW, A.MUTE, A.UNFOLLOW, A.UNMUTE])] = R.SELF_TARGET
+        res[m & (t == user)] = R.SELF_TARGET  # (m: the user-target actions: follow, unfollow, mute, unmute)
         if not self.config.allow_self_rating:
             for codes, author in (
-                ([A.LIKE_POST, A.DISLIKE_POST], self.p_author.a),
-                ([A.LIKE_COMMENT, A.DISLIKE_COMMENT], self.c_author.a),
+                (_RATES_POST, self.p_author.a),
+                (_RATES_COMMENT, self.c_author.a),
             ):
-                i = np.flatnonzero((res == 0) & np.isin(act, codes))
+                i = np.flatnonzero((res == 0) & codes(act))
                 res[i[author[t[i]] == user[i]]] = R.SELF_TARGET
         return t
 
     def _check_texts(self, act: np.ndarray, texts: list, res: np.ndarray) -> None:
         """Check the texts of the text-carrying actions still accepted (only they pay a Python loop)."""
         max_len = self.config.max_text_length
-        rows = np.flatnonzero((res == 0) & np.isin(act, list(TEXT_ACTIONS)))
+        rows = np.flatnonzero((res == 0) & IS_TEXT_ACTION(act))
         res[rows] = [
             check_text(texts[i], max_len, allow_empty=a == _REPORT_POST)
             for i, a in zip(rows.tolist(), act[rows].tolist())

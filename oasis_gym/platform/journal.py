@@ -27,7 +27,6 @@ loss may lose the last few commits (synchronous=FULL closes that gap at some cos
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import sqlite3
@@ -50,7 +49,7 @@ from .journal_file import (
     what_is,
 )
 from .journal_load import load_platform, read_meta
-from .journal_rows import trace_infos, write_step
+from .journal_rows import meta_json, trace_infos, write_step
 from .journal_schema import QUERY_INDEX_NAMES, RELATION_TABLES, SCHEMA, connect, query_indexes
 from .platform import Platform
 from .row_writer import RowWriter, Same, rows_sql
@@ -264,12 +263,12 @@ class Journal:
 
         def meta_rows_now() -> list:  # after `extra`: the row ids it used (a hook's reports) count
             return [
-                (k, json.dumps(v))
+                (k, meta_json(v))
                 for k, v in {
                     "step": step,
                     "minute": minute,
                     "next_row_id": platform.next_row_id,
-                    "platform_config": dataclasses.asdict(platform.config),
+                    "platform_config": platform.config,
                     **(meta or {}),
                 }.items()
             ]
@@ -280,6 +279,7 @@ class Journal:
         if not self._started and self.path != ":memory:":
             conn.execute("PRAGMA wal_autocheckpoint=0")  # the first commit's WAL: copied in the background
         conn.execute("BEGIN")
+        writing = False  # (an error of `extra`'s own SQL is raised as it is)
         try:
             if extra is not None:  # first: what it changes on the platform (a scenario's posts) joins the step
                 extra(conn)
@@ -291,6 +291,7 @@ class Journal:
                 emit = self._stream.emit
             else:
                 emit = conn.execute
+            writing = True
             write_step(conn, platform, platform.pending, emit, follow=self._follow, first=not self._started)
             emit(
                 rows_sql("INSERT OR REPLACE INTO meta(key, value) VALUES ", 2, len(meta_rows), ""),
@@ -298,7 +299,7 @@ class Journal:
             )
         except BaseException as err:
             self.abort_step()
-            self._raise_first_commit(err)
+            self._raise_commit_error(err, writing)
             raise
         return statements
 
@@ -325,7 +326,7 @@ class Journal:
         except BaseException as err:
             if self.steps_taken == taken:
                 self.abort_step()
-                self._raise_first_commit(err)
+                self._raise_commit_error(err, writing=True)
             raise
         finally:
             if first and self.steps_taken != taken:
@@ -339,14 +340,22 @@ class Journal:
             self._checkpoint = BackgroundCheckpoint(self.path)
         self._conn.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
 
-    def _raise_first_commit(self, err: BaseException) -> None:
-        """A failed first commit (a full disk, say) as one line: the journal holds no step, so
-        a new run replaces it without --overwrite. (A later in-place failure stays as it is:
-        its step stays pending and goes in once there is room.)"""
-        if not self._started and isinstance(err, sqlite3.Error):
+    def _raise_commit_error(self, err: BaseException, writing: bool) -> None:
+        """A commit that SQLite failed (a full disk, say) as one line. The first: the journal
+        holds no step, so a new run replaces it without --overwrite. A later one made in place:
+        the journal holds the steps before it and nothing of this one, which stays pending
+        (the platform is untouched) and goes in once there is room."""
+        if not isinstance(err, sqlite3.Error):
+            return
+        if not self._started:
             raise JournalError(
                 f"{self.path}: the journal's first commit failed ({err}); it holds no step, so a new run "
                 "replaces it without --overwrite"
+            ) from err
+        if writing:
+            raise JournalError(
+                f"{self.path}: a step failed to commit ({err}); the journal holds the steps before it and "
+                "nothing of this one, which can be committed again once the cause is fixed"
             ) from err
 
     def abort_step(self) -> None:

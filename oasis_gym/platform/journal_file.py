@@ -78,8 +78,8 @@ def busy(path: str | os.PathLike, err: BaseException | None = None) -> str | Non
 
 class JournalError(OasisGymError, RuntimeError):
     """The journal cannot be used: its path holds something else, another run writes it, it
-    is damaged, or a pipelined step failed to commit (then the journal holds the steps before
-    it and memory is ahead)."""
+    is damaged, or a step failed to commit (the journal holds the steps before it; memory is
+    ahead where the step was pipelined, as it was before the step where it was committed in place)."""
 
 
 def file_uri(path: str | os.PathLike, mode: str = "ro") -> str:

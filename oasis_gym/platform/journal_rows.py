@@ -4,7 +4,9 @@ rows with their OASIS-style info JSON, opinions, moderation)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import sqlite3
 from collections.abc import Callable
 from json.encoder import encode_basestring  # json.dumps(str, ensure_ascii=False), in C
@@ -271,3 +273,21 @@ def _texts_at(pf: Platform, minutes: np.ndarray, at: np.ndarray) -> list[str]:
     texts = np.empty(len(minutes), dtype=object)
     texts[:] = [pf.created_at(m) for m in minutes.tolist()]
     return texts[at.reshape(-1)].tolist()
+
+
+_SETTINGS_JSON: dict[tuple[type, str], str] = {}
+
+
+def meta_json(value) -> str:
+    """A meta row's value as JSON. A settings dataclass (a run's configs, written with every
+    step and the same all run long) is encoded once per distinct repr: asdict + dumps cost
+    ~45 us a step at 100 users."""
+    if not dataclasses.is_dataclass(value):
+        return json.dumps(value)
+    key = (type(value), repr(value))
+    text = _SETTINGS_JSON.get(key)
+    if text is None:
+        if len(_SETTINGS_JSON) >= 64:
+            _SETTINGS_JSON.clear()
+        text = _SETTINGS_JSON[key] = json.dumps(dataclasses.asdict(value))
+    return text

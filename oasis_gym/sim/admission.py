@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..actions import COMMENT_TARGET, POST_TARGET, USER_TARGET
+from ..actions import IS_COMMENT_TARGET, IS_POST_TARGET, IS_USER_TARGET
 from .batches import ObsBatch
 
 
@@ -33,9 +33,9 @@ def admit(obs: ObsBatch, users: np.ndarray, cols: tuple, texts_in, stance_in) ->
         ok = sel & (slots >= 0) & (slots < table.shape[1])
         target[ok] = table[rows[ok], slots[ok]]
 
-    pick(obs.post_ids, post, np.isin(action, list(POST_TARGET)))
-    pick(obs.comment_ids, comment, np.isin(action, list(COMMENT_TARGET)))
-    pick(obs.user_ids, uslot, np.isin(action, list(USER_TARGET)))
+    pick(obs.post_ids, post, IS_POST_TARGET(action))
+    pick(obs.comment_ids, comment, IS_COMMENT_TARGET(action))
+    pick(obs.user_ids, uslot, IS_USER_TARGET(action))
     texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
     stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
     return users, action, target, texts, stance, ignored

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from ..actions import ActionType as A
+from ..actions import KindMask
 
 # Topics of the text the core writes for users that post without text (and of the benches' posts).
 TOPIC_WORDS = (
@@ -264,12 +265,13 @@ def lexicon_stance(texts: list[str], topic: str | None = None) -> np.ndarray:
 # ---------------------------------------------------------------- the texts of a step's actions
 _WRITES = (A.CREATE_POST, A.QUOTE_POST, A.CREATE_COMMENT)
 _SEARCHES = (A.SEARCH_POSTS, A.SEARCH_USER)
+_IS_WRITE, _IS_WRITE_OR_SEARCH = KindMask(_WRITES), KindMask(_WRITES + _SEARCHES)
 
 
 def score_stance(action: np.ndarray, texts: list, stance: np.ndarray) -> None:
     """Texts sent without a stance (e.g. by LLM users) get one from the lexicon scorer, so
     rule-based users can react to them (`stance` is filled in place)."""
-    need = np.flatnonzero(np.isin(action, _WRITES) & np.isnan(stance))
+    need = np.flatnonzero(_IS_WRITE(action) & np.isnan(stance))
     need = [i for i in need.tolist() if isinstance(texts[i], str)]
     if need:
         stance[need] = lexicon_stance([texts[i] for i in need])
@@ -278,7 +280,7 @@ def score_stance(action: np.ndarray, texts: list, stance: np.ndarray) -> None:
 def fill_text(platform, rng: np.random.Generator, users, action, texts: list, stance: np.ndarray) -> None:
     """Numeric policies send no text: give their text actions a short template text whose
     wording follows the user's opinion, and a stance equal to that opinion (in place)."""
-    need = [i for i in np.flatnonzero(np.isin(action, _WRITES + _SEARCHES)) if texts[i] is None]
+    need = [i for i in np.flatnonzero(_IS_WRITE_OR_SEARCH(action)) if texts[i] is None]
     for i in need:
         if action[i] in _SEARCHES:
             texts[i] = TOPIC_WORDS[int(rng.integers(len(TOPIC_WORDS)))]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..actions import NUM_ACTIONS
+from ..actions import NUM_ACTIONS, KindMask
 from ..actions import ActionType as A
 from ..actions import Result as R
 from ..platform import Platform
@@ -20,6 +20,7 @@ from .clock import Clock
 
 # Info-action view kinds shaping a user's next observation
 _VIEW_TREND, _VIEW_SEARCH_POSTS, _VIEW_SEARCH_USERS = 1, 2, 3
+_SHOWS_VIEW = KindMask((A.TREND, A.SEARCH_POSTS, A.SEARCH_USER))  # what record_views remembers
 
 
 class Observer:
@@ -35,7 +36,7 @@ class Observer:
         their next observation is that view."""
         K, S = self.K, self.S
         ok = res == R.OK
-        for i in np.flatnonzero(ok & np.isin(action, [A.TREND, A.SEARCH_POSTS, A.SEARCH_USER])):
+        for i in np.flatnonzero(ok & _SHOWS_VIEW(action)):
             u, a = int(users[i]), action[i]
             if a == A.TREND:
                 views[u] = (_VIEW_TREND, pf.trending(u, K))

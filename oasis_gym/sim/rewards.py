@@ -12,11 +12,15 @@ from typing import Any
 import numpy as np
 
 from ..actions import ActionType as A
+from ..actions import KindMask
 from ..actions import Result as R
 from .batches import StepOutcome
 
 # reward_fn(sim, outcome) -> (n_users,) float32; `sim` is the `Simulation` (it reads `sim.platform`)
 RewardFn = Callable[[Any, StepOutcome], np.ndarray]
+
+
+_ENGAGES_POST = KindMask((A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT))  # +1 to the post's author
 
 
 def engagement_reward(sim: Any, out: StepOutcome) -> np.ndarray:
@@ -26,7 +30,7 @@ def engagement_reward(sim: Any, out: StepOutcome) -> np.ndarray:
     rewards = np.zeros(pf.n_users, dtype=np.float32)
     ok = out.results == R.OK
     a, t = out.actions[ok], out.targets[ok]
-    on_post = np.isin(a, [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT])
+    on_post = _ENGAGES_POST(a)
     np.add.at(rewards, pf.p_author.a[t[on_post]], 1.0)
     on_comment = a == A.LIKE_COMMENT
     np.add.at(rewards, pf.c_author.a[t[on_comment]], 1.0)

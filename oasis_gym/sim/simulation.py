@@ -26,7 +26,6 @@ engine names none of them.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -34,7 +33,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..actions import POST_TARGET
+from ..actions import IS_POST_TARGET
 from ..errors import ConfigError
 from ..platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from ..platform.journal import RowWriter, Same, read_meta
@@ -53,6 +52,19 @@ from .observation import Observer
 from .rewards import RewardFn, engagement_reward
 from .step_atomic import capture, restore
 from .step_input import check_step_input
+
+PIPELINE_MIN_USERS = 100_000
+
+
+def pipelined(n_users: int) -> bool:
+    """Whether a run of `n_users` users commits its steps on the journal's writer thread
+    (`Journal(pipelined=True)`) rather than in place. The writer thread pays off only where the
+    simulation's own work releases the GIL (large numpy arrays): measured 5 % faster steps at
+    1M users, equal at 1k-100k, and 10-15 % slower at 100 users, where the writer waits for the
+    GIL at each statement and the next step waits for the writer. Decided once per run, so a
+    run's failure timing never changes between steps: in place, a failed commit fails its own
+    step (rolled back in memory too); on the writer thread, the next step raises."""
+    return n_users >= PIPELINE_MIN_USERS
 
 
 class Simulation:
@@ -150,6 +162,7 @@ class Simulation:
             new=True,
             overwrite=self.config.overwrite or self._tmpdir is not None,
             own_journal_id=self._journal_id,
+            pipelined=pipelined(self.platform.n_users),
         )
         self._journal_id = journal.journal_id
         return journal
@@ -190,7 +203,7 @@ class Simulation:
         if not self.config.journal:
             return None
         return {
-            "config": dataclasses.asdict(self.config),
+            "config": self.config,  # (a dataclass: the journal encodes it once, `meta_json`)
             "seed": self.seed,
             "rng": [g.bit_generator.state for g in self._generators()],
             "views": [[u, kind, ids.tolist()] for u, (kind, ids) in self.views.items()],
@@ -212,7 +225,7 @@ class Simulation:
         except BaseException:  # the journal is left exactly as it was
             lock.release()
             raise
-        self.journal = Journal(db_path, lock=lock)
+        self.journal = Journal(db_path, lock=lock, pipelined=pipelined(self.platform.n_users))
         self.db_path, self._journal_id = str(db_path), self.journal.journal_id
         self.seed = meta.get("seed")
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng() for _ in range(3))
@@ -347,7 +360,7 @@ class Simulation:
         self.observer.record_views(pf, self.views, users, action, texts, res)
         # the platform resolves reposts to roots; recompute the resolved target for rewards
         resolved = target.copy()
-        on_post = np.isin(action, list(POST_TARGET)) & (target >= 0) & (target < pf.n_posts)
+        on_post = IS_POST_TARGET(action) & (target >= 0) & (target < pf.n_posts)
         resolved[on_post] = np.where(
             pf.p_kind.a[target[on_post]] == REPOST, pf.p_root.a[target[on_post]], target[on_post]
         )
