@@ -40,6 +40,8 @@ from .feed_text import render_view
 
 _ID_HIGH = 2**62
 _MISSING = object()  # an active user without an action this step
+_ACTIVE = np.ones(1, dtype=np.int8)  # every active user's `active` entry: one read-only array
+_ACTIVE.flags.writeable = False
 
 
 def load_population(users, population_seed: int = 0):
@@ -248,9 +250,8 @@ class SocialMediaEnv(ParallelEnv):
         infos = self._infos(batch)
         names = self.possible_agents
         for u, a, r in zip(out.users.tolist(), map(action_name, out.actions.tolist()), out.results.tolist()):
-            info = infos[names[u]] = dict(infos[names[u]])
-            info["last_action"] = a
-            info["last_result"] = RESULT_NAMES[r]
+            name = names[u]
+            infos[name] = {"active": infos[name]["active"], "last_action": a, "last_result": RESULT_NAMES[r]}
         if done:
             self._end_episode()
         return observations, rewards, terminations, truncations, infos
@@ -278,15 +279,14 @@ class SocialMediaEnv(ParallelEnv):
     @staticmethod
     def row_observations(batch: ObsBatch) -> list[dict]:
         """Each row's PettingZoo observation dict (`row_observation`), the batch's arrays cut
-        into row views once per field rather than indexed per agent."""
+        into row views once per field rather than indexed per agent (`active`: one shared
+        read-only array)."""
         n = len(batch.users)
         if not n:
             return []
-        active = np.ones((n, 1), dtype=np.int8)
         rows = [
             list(a)  # iterating an array gives its rows as views
             for a in (
-                active,
                 batch.post_ids,
                 batch.feed,
                 batch.comment_ids,
@@ -302,7 +302,7 @@ class SocialMediaEnv(ParallelEnv):
         ]
         return [
             {
-                "active": a,
+                "active": _ACTIVE,
                 "post_ids": p,
                 "feed": f,
                 "comment_ids": ci,
@@ -312,7 +312,7 @@ class SocialMediaEnv(ParallelEnv):
                 "self": sf,
                 "action_mask": {"type": mt, "post": mp, "comment": mc, "user": mu},
             }
-            for a, p, f, ci, c, ui, uf, sf, mt, mp, mc, mu in zip(*rows)
+            for p, f, ci, c, ui, uf, sf, mt, mp, mc, mu in zip(*rows)
         ]
 
     @staticmethod

@@ -480,11 +480,12 @@ def test_dense_topk_matches_full_sort_with_ties():
 def test_dense_topk_bound_path_equals_the_partition_path():
     """The fast path (entries reaching the k-th largest group maximum, one sort) returns
     exactly what partitioning the groups returns: float32 and float64, ties, -0.0, -inf
-    (blocked cells) and +inf (left to the partition)."""
+    (blocked cells) and +inf (left to the partition); also on narrow rows, where the groups
+    are made smaller so that there are 2k of them."""
     from oasis_gym.recsys import topk
 
     rng = np.random.default_rng(3)
-    cases, fast = [], 0
+    cases, fast, narrow = [], 0, 0
     for trial in range(400):
         n, p, k = int(rng.integers(1, 60)), int(rng.integers(1, 700)), int(rng.integers(1, 25))
         s = rng.random((n, p)) * 2 - 1
@@ -499,7 +500,9 @@ def test_dense_topk_bound_path_equals_the_partition_path():
         s = s.astype(np.float32 if trial % 2 else np.float64)
         cases.append((s, k, dense_topk(s, k)))
         fast += topk._threshold_topk(s, min(k, p), 16) is not None if p // 16 >= 2 * min(k, p) else 0
-    assert fast > 100
+        group = p // (2 * min(k, p))
+        narrow += p // 16 < 2 * min(k, p) and group >= 2 and topk._threshold_topk(s, min(k, p), group) is not None
+    assert fast > 100 and narrow > 50
     for s, k, (cols, vals) in cases:
         ref_cols, ref_vals = topk.partition_topk(s, min(k, s.shape[1]))
         np.testing.assert_array_equal(cols, ref_cols)
