@@ -36,6 +36,7 @@ from oasis_gym.sim import (
 from oasis_gym.sim.action_values import actions_from_dicts
 
 from . import agent_spaces
+from .agent_dicts import AgentDicts
 from .feed_text import render_view
 
 _ID_HIGH = 2**62
@@ -107,6 +108,7 @@ class SocialMediaEnv(ParallelEnv):
         self.possible_agents = [f"user_{i}" for i in range(n)] + list(self.sim.platform_agents)
         self._known: frozenset | None = None  # the agent names, made on the first dict `step`
         self.agents: list[str] = []
+        self._dicts = AgentDicts()  # the per-agent dicts of a step, copied from per-episode templates
         self._build_spaces()
         self._cycles = 0
         if _resume_from is not None:
@@ -241,11 +243,11 @@ class SocialMediaEnv(ParallelEnv):
     def _after_step(self, out: StepOutcome):
         batch = self.sim.obs
         agents = self.agents
-        rewards = dict(zip(agents, out.rewards.tolist()))
+        rewards = self._dicts.floats(agents, out.rewards)
         rewards.update({a: float(out.platform_rewards.get(a, 0.0)) for a in self.sim.platform_agents if a in agents})
         done = self._cycles >= self.sim.config.max_cycles
-        terminations = dict.fromkeys(agents, False)
-        truncations = dict.fromkeys(agents, done)
+        terminations = self._dicts.constant(agents, "terminated", False)
+        truncations = self._dicts.constant(agents, ("truncated", done), done)
         observations = self._observations(batch)
         infos = self._infos(batch)
         names = self.possible_agents
@@ -259,16 +261,16 @@ class SocialMediaEnv(ParallelEnv):
     def _observations(self, batch: ObsBatch) -> dict:
         """Every live agent's observation: the active users' dicts of row views of the batch,
         one shared constant observation for the inactive ones (read them, do not write)."""
-        observations = dict.fromkeys(self.agents, self._inactive_obs)
+        observations = self._dicts.constant(self.agents, "observation", self._inactive_obs)
         names = self.possible_agents
         observations.update(zip([names[u] for u in batch.users.tolist()], self.row_observations(batch)))
         observations.update({a: o for a, o in self.sim.platform_obs.items() if a in observations})
         return observations
 
     def _infos(self, batch: ObsBatch) -> dict:
-        """{"active": False} for the inactive agents (one dict shared by them, as their
-        observation is), a dict of its own for each active one."""
-        infos = dict.fromkeys(self.agents, {"active": False})
+        """{"active": False} for the inactive agents (one dict shared by them all episode, as
+        their observation is: read it, do not write it), a dict of its own for each active one."""
+        infos = self._dicts.constant(self.agents, "info", {"active": False})
         names = self.possible_agents
         infos.update((names[u], {"active": True}) for u in batch.users.tolist())
         for a in self.sim.platform_agents:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from oasis_gym.envs import twitter_v0
 from oasis_gym.platform import JournalError, Platform
+from oasis_gym.platform.journal import read_meta
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
@@ -101,6 +102,17 @@ def test_sigkill_mid_run_leaves_a_consistent_resumable_journal(tmp_path):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT MAX(step) FROM trace").fetchone()[0] == step + 2
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_runs_under_100k_users_commit_in_place_larger_ones_on_the_writer_thread(tmp_path):
+    """The commit mode is one per run, from its user count (`simulation.pipelined`)."""
+    assert not simulation.pipelined(99_999) and simulation.pipelined(100_000)
+    env = twitter_v0.parallel_env(users=20, max_cycles=2, db_path=str(tmp_path / "small.db"))
+    env.reset(seed=0)
+    assert env.sim.journal._writer is None  # in place: a step is in the file when step() returns
+    env.step({})
+    assert read_meta(tmp_path / "small.db")["step"] == 1
+    env.close()
 
 
 @pytest.mark.parametrize("pipelined", [True, False])
