@@ -1,14 +1,14 @@
 """A large journal's first commit (a population's users and follow graph: gigabytes at 10M
 users) without the two waits it used to cost: its statements run on a thread of their own
 as they are made (`StatementStream`: SQLite works on one core while Python makes the next
-rows on the other), and the write-ahead log it leaves is copied into the database by a
-thread of its own (`BackgroundCheckpoint`) while the run goes on.
+rows on the other), and the write-ahead log it leaves (and every later one past the mark:
+`Journal._checkpoint_if_due`) is copied into the database by a thread of its own
+(`BackgroundCheckpoint`) while the run goes on.
 
 Both keep the journal's guarantees: the first commit is one transaction, committed or
 rolled back as before (a failure raises where it did); a WAL not yet copied is a complete
 journal (SQLite reads through it, a killed process loses nothing of what was committed),
-and a PASSIVE checkpoint never blocks the writer (its own automatic checkpoints skip while
-this one runs).
+and a PASSIVE checkpoint never blocks the writer.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from concurrent.futures import Future
 
 from .journal_schema import connect
 
-AUTOCHECKPOINT_PAGES = 16384  # the writer's automatic checkpoint (PRAGMA wal_autocheckpoint)
 _DEPTH = 8  # statements made ahead of the writer, at most (bounded memory)
 _STOP = None
 
@@ -108,6 +107,10 @@ class BackgroundCheckpoint:
     def wait(self) -> None:
         """Until the copy is done."""
         self._thread.join()
+
+    def running(self) -> bool:
+        """Whether the copy is still going on."""
+        return self._thread.is_alive()
 
 
 def wal_pages(path: str) -> int:

@@ -105,6 +105,9 @@ def _index_names(script: str) -> list[str]:
 QUERY_INDEX_NAMES = _index_names(QUERY_INDEXES)
 
 
+AUTOCHECKPOINT_PAGES = 16384  # WAL pages (64 MiB) from which the journal copies it into the database
+
+
 def connect(path: str | Path) -> sqlite3.Connection:
     """A connection to the journal at `path` with the writer's settings (WAL, synchronous=NORMAL,
     a large page cache and statement cache)."""
@@ -116,7 +119,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
     # index pages of large tables must stay cached, or every step pays random I/O
     conn.execute("PRAGMA cache_size=-262144")  # KiB: 256 MiB
     conn.execute("PRAGMA temp_store=MEMORY")
-    # pages (64 MiB): fewer, larger checkpoints. They run inside the COMMIT that crosses the mark,
-    # on the writer thread when the journal is pipelined.
-    conn.execute("PRAGMA wal_autocheckpoint=16384")
+    # SQLite's automatic checkpoint ran inside the COMMIT that crossed its mark: the journal
+    # copies the WAL itself (`Journal._checkpoint_if_due`), mostly on a thread of its own
+    conn.execute("PRAGMA wal_autocheckpoint=0")
     return conn
