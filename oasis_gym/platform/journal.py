@@ -7,10 +7,11 @@ ours (`user` is a view that reads like OASIS's table; see the schema). Our extra
 beside them. Ids are 0-based and equal to the in-memory ids (OASIS's AUTOINCREMENT ids start
 at 1; ours are inserted explicitly).
 
-Speed: a step's rows go in multi-row statements (`RowWriter`), executed and committed on a
-writer thread while the simulation goes on (`Journal`). During the run, rows only append
-(relation rows carry the platform's row ids, so deletes go by id) and no index is kept up;
-`close` builds the indexes analysis queries use.
+Speed: a step's rows go in multi-row statements (`RowWriter`), executed and committed in
+place or on a writer thread while the simulation goes on (`Journal`); the WAL is copied into
+the database off the step (`_checkpoint_if_due`). During the run, rows only append (relation
+rows carry the platform's row ids, so deletes go by id) and no index is kept up; `close`
+builds the indexes analysis queries use.
 
 Files (`journal_file`): a Journal creates or replaces only oasis-gym journals (replacing one
 only when asked, or one a run left before its first commit), holds a one-writer lock on the
@@ -77,7 +78,11 @@ class Journal:
     (and the next `commit_step`, `flush`, `close`) first waits for that write, so what reads
     through the journal sees every step handed to it. A write that fails there (disk full, say) raises
     `JournalError` then and on every later use; the database holds exactly the steps before
-    it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning.
+    it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning; a
+    write that fails then raises `JournalError` at once and leaves the step pending (the
+    platform untouched), to be committed again. The simulation pipelines runs of 100,000 users
+    and more only (`sim.simulation.pipelined`): in smaller ones the writer thread costs more
+    than it saves.
     """
 
     def __init__(
