@@ -87,8 +87,9 @@ render_mode=None, reward_fn=None, setup=None)`
   journal at that path: it replaces the journal this env wrote in its previous episode, an
   other existing oasis-gym journal only with `overwrite=True`, and never anything else (a
   `JournalError` names the file). An env holds its journal's writer lock until `close()`: a
-  second env or process on the same path gets a `JournalError`. Steps are committed on a
-  writer thread, one behind at most; the episode's end and `close()` wait for the last one.
+  second env or process on the same path gets a `JournalError`. Steps are committed before
+  `step` returns; with 100,000 users or more, on a writer thread, one behind at most (the
+  episode's end and `close()` wait for the last one).
 - `render_mode="ansi"`: `render()` returns a readable step summary.
 - `setup(sim)`: called at every reset after users are added (seed root posts, labels...).
 

@@ -35,7 +35,7 @@ from oasis_gym.platform import Journal, Platform, PlatformConfig
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.population import synthetic
-from oasis_gym.sim import simulation
+from oasis_gym.sim import config as sim_config
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 WAIT_S = 300.0  # generous: how long a command may take to reach its marker
@@ -304,7 +304,7 @@ def test_a_signal_arriving_as_a_step_is_handed_to_the_journal_leaves_the_step_do
     done: memory and journal agree, and the run goes on from there like one never stopped.
     The same for a run that commits in place (under PIPELINE_MIN_USERS users): the signal
     lands right after the step's COMMIT."""
-    monkeypatch.setattr(simulation, "PIPELINE_MIN_USERS", 0 if pipelined else 10**9)
+    monkeypatch.setattr(sim_config, "PIPELINE_MIN_USERS", 0 if pipelined else 10**9)
 
     def run(db, stop_at=None):
         env = twitter_v0.parallel_env(users=60, max_cycles=10, db_path=str(db), activation=0.5)

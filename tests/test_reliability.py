@@ -22,7 +22,7 @@ from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.run import resume, simulate
-from oasis_gym.sim import simulation
+from oasis_gym.sim import config as sim_config
 
 ALL = tuple(range(23))
 
@@ -105,8 +105,8 @@ def test_sigkill_mid_run_leaves_a_consistent_resumable_journal(tmp_path):
 
 
 def test_runs_under_100k_users_commit_in_place_larger_ones_on_the_writer_thread(tmp_path):
-    """The commit mode is one per run, from its user count (`simulation.pipelined`)."""
-    assert not simulation.pipelined(99_999) and simulation.pipelined(100_000)
+    """The commit mode is one per run, from its user count (`sim.config.pipelined`)."""
+    assert not sim_config.pipelined(99_999) and sim_config.pipelined(100_000)
     env = twitter_v0.parallel_env(users=20, max_cycles=2, db_path=str(tmp_path / "small.db"))
     env.reset(seed=0)
     assert env.sim.journal._writer is None  # in place: a step is in the file when step() returns
@@ -121,7 +121,7 @@ def test_a_failed_journal_write_is_raised_and_the_env_resets_and_closes(tmp_path
     more): the next step raises JournalError. In place (smaller runs): the failing step itself
     raises it and changes nothing, so it goes through once there is room. Either way the
     journal keeps the steps before, and the env still resets and closes."""
-    monkeypatch.setattr(simulation, "PIPELINE_MIN_USERS", 0 if pipelined else 10**9)
+    monkeypatch.setattr(sim_config, "PIPELINE_MIN_USERS", 0 if pipelined else 10**9)
     env = twitter_v0.parallel_env(
         users=300, activation=1.0, max_cycles=5, db_path=str(tmp_path / "full.db"), available_actions=ALL
     )

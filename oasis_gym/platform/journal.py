@@ -81,7 +81,7 @@ class Journal:
     it (`Platform.from_db` resumes from them). `pipelined=False` commits before returning; a
     write that fails then raises `JournalError` at once and leaves the step pending (the
     platform untouched), to be committed again. The simulation pipelines runs of 100,000 users
-    and more only (`sim.simulation.pipelined`): in smaller ones the writer thread costs more
+    and more only (`sim.config.pipelined`): in smaller ones the writer thread costs more
     than it saves.
     """
 

@@ -10,10 +10,11 @@ One step:
     transaction, not yet committed) -> clock advance -> who is active next -> feeds -> obs
     -> commit
 
-The commit's SQL runs on the journal's writer thread while the next step is computed (see
-`Journal`); step hooks run in the calling thread, first in the step's transaction. A step is
-atomic: anything failing before the commit restores the state before the call
-(`step_atomic`), and the database never sees the step.
+The commit's SQL runs in place, or, in runs of 100,000 users and more (`pipelined`), on the
+journal's writer thread while the next step is computed (see `Journal`); step hooks run in
+the calling thread, first in the step's transaction. A step is atomic: anything failing
+before the commit restores the state before the call (`step_atomic`), and the database never
+sees the step.
 
 Its collaborators, each in a module of its own: the data types (`batches.py`), the settings
 (`config.py`), the users' default reward (`rewards.py`), building observations
@@ -44,7 +45,7 @@ from .admission import admit
 from .agent_protocol import AgentView, PlatformAgent
 from .batches import ActionArrays, ObsBatch, StepOutcome
 from .clock import Clock, sample_active
-from .config import SimulationConfig, check_resumable, platform_config
+from .config import SimulationConfig, check_resumable, pipelined, platform_config
 from .content import fill_text, score_stance
 from .feed_views import FeedViews, user_id
 from .no_journal import NoJournal
@@ -52,19 +53,6 @@ from .observation import Observer
 from .rewards import RewardFn, engagement_reward
 from .step_atomic import capture, restore
 from .step_input import check_step_input
-
-PIPELINE_MIN_USERS = 100_000
-
-
-def pipelined(n_users: int) -> bool:
-    """Whether a run of `n_users` users commits its steps on the journal's writer thread
-    (`Journal(pipelined=True)`) rather than in place. The writer thread pays off only where the
-    simulation's own work releases the GIL (large numpy arrays): measured 5 % faster steps at
-    1M users, equal at 1k-100k, and 10-15 % slower at 100 users, where the writer waits for the
-    GIL at each statement and the next step waits for the writer. Decided once per run, so a
-    run's failure timing never changes between steps: in place, a failed commit fails its own
-    step (rolled back in memory too); on the writer thread, the next step raises."""
-    return n_users >= PIPELINE_MIN_USERS
 
 
 class Simulation:
