@@ -107,12 +107,11 @@ def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray,
     entries come back like any other; callers turn them into -1. The columns are cut into
     strided groups of `group` columns (fewer on narrow rows: 2k groups); the k-th largest
     group maximum of a row is a bound that at least k of its entries reach, and usually few
-    more. Those entries are found in
-    one pass and sorted by one integer key (row, score desc), stable in column desc: 1.6-6x
-    faster than partitioning the groups' columns row by row (`partition_topk`; `bench/topk.py`,
-    k = 10: 0.87 vs 5.6 ms for 1000 x 400, 69 vs 113 ms for 10k x 4000), itself several times
-    faster than a row-wise argpartition over wide rows. Where the bound does not apply, the
-    groups are partitioned.
+    more. Those entries are found in one pass and sorted by one integer key (row, score
+    desc), stable in column desc: 1.6-6x faster than partitioning the groups' columns row by
+    row (`partition_topk`; `bench/topk.py`, k = 10: 0.87 vs 5.6 ms for 1000 x 400, 69 vs 113
+    ms for 10k x 4000), itself several times faster than a row-wise argpartition over wide
+    rows. Where the bound does not apply, the groups are partitioned.
     """
     n, p = scores.shape
     k = min(int(k), p)
@@ -120,9 +119,9 @@ def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray,
         return np.zeros((n, 0), np.int64), np.zeros((n, 0), scores.dtype)
     # narrow rows: smaller groups, still 2k of them (a pool of 300, k = 10: 15 columns each;
     # 2.4x faster than partitioning at 1000 x 300)
-    narrow = group if p // group >= 2 * k else p // (2 * k)
-    if narrow >= 2 and scores.dtype in (np.float32, np.float64):
-        found = _threshold_topk(scores, k, narrow)
+    size = group if p // group >= 2 * k else p // (2 * k)
+    if size >= 2 and scores.dtype in (np.float32, np.float64):
+        found = _threshold_topk(scores, k, size)
         if found is not None:
             return found
     return partition_topk(scores, k, group)
