@@ -6,10 +6,15 @@ seconds per step (median after the first step), actions/s, the follow edge count
 closing seconds (the journal's indexes are built then) and peak RSS.
 
 Usage: python bench/million.py [--users N] [--active FRACTION] [--core-active FRACTION]
-       [--steps S] [--seed K] [--max-core-followees M|none]
+       [--steps S] [--seed K] [--max-core-followees M|none] [--commit auto|in-place|thread]
+       [--dict-api]
 The environment variables BENCH_USERS, BENCH_STEPS and BENCH_ACTIVE still set the defaults.
 ``--max-core-followees none`` builds the population of the unbounded core-follow rule (the
-graph before the bound, quadratic in N) for before/after comparisons.
+graph before the bound, quadratic in N) for before/after comparisons. ``--commit`` overrides
+the journal's commit mode, which otherwise follows the user count (`sim.config.pipelined`):
+run both on one machine to compare them. ``--dict-api`` drives `env.step` with one action
+dict per acting user (built from the policy's columns inside the timed step, as a dict-API
+user builds them) instead of `step_batch`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from oasis_gym.platform.journal import Journal
 from oasis_gym.platform.platform import Platform
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.population import synthetic
+from oasis_gym.sim import config as sim_config
 
 
 def _parse(argv=None) -> argparse.Namespace:
@@ -45,7 +51,21 @@ def _parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=int(os.environ.get("BENCH_STEPS", 10)))
     ap.add_argument("--seed", type=int, default=0, help="population and episode seed [0]")
     ap.add_argument("--max-core-followees", default="20", help="synthetic()'s bound; 'none' = unbounded")
+    ap.add_argument("--commit", choices=("auto", "in-place", "thread"), default="auto", help="journal commit [auto]")
+    ap.add_argument("--dict-api", action="store_true", help="step through env.step with action dicts")
     return ap.parse_args(argv)
+
+
+def _dicts(env, acts) -> dict:
+    """The policy's columnar actions as PettingZoo action dicts, one per acting user."""
+    names = env.possible_agents
+    n = len(acts)
+    cols = zip(*(([0] * n if c is None else c.tolist()) for c in (acts.type, acts.post, acts.comment, acts.user)))
+    texts = acts.text if acts.text is not None else [None] * len(acts)
+    return {
+        names[u]: {"type": a, "post": p, "comment": c, "user": o, "text": t}
+        for u, (a, p, c, o), t in zip(acts.users.tolist(), cols, texts)
+    }
 
 
 def _peak_mb() -> float:
@@ -72,6 +92,8 @@ def main(argv=None) -> None:
     cap = None if args.max_core_followees.lower() == "none" else float(args.max_core_followees)
     n = args.users
     parts: dict[str, float] = {}
+    if args.commit != "auto":  # (the bench's override of the run's choice)
+        sim_config.PIPELINE_MIN_USERS = 0 if args.commit == "thread" else 1 << 62
     t0 = time.perf_counter()
     pop = synthetic(n, seed=args.seed, max_core_followees=cap)
     pop.activity[:] = args.active  # OASIS regular users
@@ -96,10 +118,14 @@ def main(argv=None) -> None:
     for _ in range(args.steps):
         t = time.perf_counter()
         acts = policy.act(env, env.sim.obs)
-        env.step_batch(acts)
+        if args.dict_api:
+            env.step(_dicts(env, acts))
+        else:
+            env.step_batch(acts)
         times.append(time.perf_counter() - t)
         actions += len(acts)
     rss_steps = _peak_mb()
+    commit = "thread" if env.sim.journal._writer is not None else "in-place"
     t = time.perf_counter()
     env.close()  # awaits the journal's last step, builds its indexes, checkpoints the WAL
     close = time.perf_counter() - t
@@ -115,12 +141,14 @@ def main(argv=None) -> None:
                 "steps": args.steps,
                 "edges": int(pop.num_edges),
                 "max_core_followees": cap,
+                "commit": commit,
+                "api": "dict" if args.dict_api else "batch",
                 "setup_s": round(setup, 1),
                 "population_s": round(population_s, 1),
                 "reset_s": round(reset_s, 1),
                 "reset_parts_s": reset_parts,
-                "median_step_s": round(float(np.median(steady)), 3) if times else None,
-                "first_step_s": round(times[0], 3) if times else None,
+                "median_step_s": round(float(np.median(steady)), 5) if times else None,
+                "first_step_s": round(times[0], 5) if times else None,
                 "actions_per_s": round(actions / sum(times)) if times and sum(times) else 0,
                 "actions_per_step": actions // max(1, args.steps),
                 "close_s": round(close, 1),

@@ -163,14 +163,20 @@ def test_bulk_personas_and_figures_are_the_one_at_a_time_texts():
     assert id_texts("{i}:{i}", np.array([3])) == ["3:3"]  # (not the simple form: str.format)
 
 
-def test_the_million_bench_prints_one_json_line_and_leaves_no_journal_behind(tmp_path):
-    """bench/million.py left its journal (7 GB at 10M users) in the temp folder on every run."""
+@pytest.mark.parametrize(
+    "flags, commit, api", [((), "in-place", "batch"), (("--commit", "thread", "--dict-api"), "thread", "dict")]
+)
+def test_the_million_bench_prints_one_json_line_and_leaves_no_journal_behind(tmp_path, flags, commit, api):
+    """bench/million.py left its journal (7 GB at 10M users) in the temp folder on every run.
+    Its commit mode follows the user count unless --commit says otherwise; --dict-api steps
+    through env.step."""
     bench = Path(__file__).resolve().parents[1] / "bench" / "million.py"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, str(bench), "--users", "3000", "--steps", "2"], env=env, capture_output=True, text=True
+        [sys.executable, str(bench), "--users", "3000", "--steps", "2", *flags], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["users"] == 3000 and out["db_mb"] > 0 and out["median_step_s"] > 0
+    assert (out["commit"], out["api"]) == (commit, api)
     assert list(tmp_path.iterdir()) == []
