@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_point
+from oasis_gym.actions import IS_ENGAGEMENT
 from oasis_gym.actions import ActionType as A
 from oasis_gym.agents import esteban_ray, exposure_stats
 from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
@@ -203,9 +204,7 @@ class PlatformAgentEnv(gym.Env):
         """Emergent metrics of this step (exposure of the feeds users acted on, actions, opinions)."""
 
         ok = out.results == 0
-        engaged = int(
-            np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.LIKE_COMMENT]).sum()
-        )
+        engaged = int(IS_ENGAGEMENT(out.actions[ok]).sum())
         op = sim.platform.u_opinion.a
         served = _served(served_stats)
         return {

@@ -99,6 +99,10 @@ IS_POST_TARGET = KindMask(POST_TARGET)
 IS_COMMENT_TARGET = KindMask(COMMENT_TARGET)
 IS_USER_TARGET = KindMask(USER_TARGET)
 IS_TEXT_ACTION = KindMask(TEXT_ACTIONS)
+# what counts as engaging with a served feed (the recommender's reward and the env's info)
+IS_ENGAGEMENT = KindMask(
+    (ActionType.LIKE_POST, ActionType.REPOST, ActionType.QUOTE_POST, ActionType.CREATE_COMMENT, ActionType.LIKE_COMMENT)
+)
 
 # OASIS's default action sets (oasis.social_platform.typing.ActionType.get_default_*_actions).
 TWITTER_DEFAULT_ACTIONS: tuple[ActionType, ...] = (

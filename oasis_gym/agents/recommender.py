@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..actions import ActionType as A
+from ..actions import IS_ENGAGEMENT
 from ..metrics.opinions import opinion_std
 from ..recsys import CANDIDATE_FEATURES, USER_FEATURES
 from ..sim.agent_protocol import AgentView
@@ -156,7 +156,7 @@ class RecommenderAgent:
         if out is None or impressions == 0:
             return 0.0
         ok = out.results == 0
-        engaged = np.isin(out.actions[ok], [A.LIKE_POST, A.REPOST, A.QUOTE_POST, A.CREATE_COMMENT, A.LIKE_COMMENT])
+        engaged = IS_ENGAGEMENT(out.actions[ok])
         return float(engaged.sum()) / impressions
 
     def reward(self, view: AgentView) -> float:
