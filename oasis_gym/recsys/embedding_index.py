@@ -13,7 +13,7 @@ import numpy as np
 
 from ..blas import matmul
 from ..platform import REPOST
-from ..platform.store import GrowArray
+from ..platform.store import GrowArray, StagedGrowArray
 from ..population import TOPICS
 from .embed import Embedder, l2_normalize, make_embedder
 
@@ -94,7 +94,7 @@ class EmbeddingIndex:
     def sync(self, platform) -> np.ndarray:
         """Embed posts created since the last call; returns their ids."""
         if self._posts is None:
-            self._posts = GrowArray(np.float32, width=self.dim, capacity=max(1024, platform.n_posts))
+            self._posts = StagedGrowArray(np.float32, width=self.dim, capacity=max(1024, platform.n_posts))
         lo, hi = len(self._posts), platform.n_posts
         if hi <= lo:
             return np.empty(0, np.int64)
@@ -112,8 +112,8 @@ class EmbeddingIndex:
 
     def truncate(self, n_posts: int) -> None:
         """Forget the posts from `n_posts` on (a failed step's posts are rolled back)."""
-        if self._posts is not None and len(self._posts) > n_posts:
-            self._posts.n = n_posts
+        if self._posts is not None:
+            self._posts.truncate(n_posts)
         self._memo = None
 
     def post_vectors(self, posts: np.ndarray) -> np.ndarray:

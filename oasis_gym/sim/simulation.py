@@ -48,6 +48,7 @@ from .clock import Clock, sample_active
 from .config import SimulationConfig, check_resumable, pipelined, platform_config
 from .content import fill_text, score_stance
 from .feed_views import FeedViews, user_id
+from .heap import warm_heap
 from .no_journal import NoJournal
 from .observation import Observer
 from .rewards import RewardFn, engagement_reward
@@ -125,6 +126,7 @@ class Simulation:
             )
         with contextlib.suppress(JournalError):  # a failed episode's journal: raised at its steps already
             self._close_journal(query_indexes=False)  # the new episode's journal replaces it
+        warm_heap()
         self.seed = seed
         seqs = np.random.SeedSequence(seed).spawn(3)
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
@@ -206,6 +208,7 @@ class Simulation:
         if not self.config.journal:
             raise ConfigError("a resumed run goes on writing its journal: resume takes no journal=False")
         self.close()
+        warm_heap()
         meta = check_resumable(read_meta(db_path), db_path)
         lock = JournalLock(str(db_path))  # the writer's lock first: nothing is read while another run writes
         try:
