@@ -823,13 +823,18 @@ def test_a_grow_array_holds_exactly_what_was_appended_across_growth_and_truncati
     assert ids.extend([5, 6, 7]).tolist() == [0, 1, 2] and ids.a.tolist() == [5, 6, 7]
 
 
-def test_a_staged_grow_array_equals_plain_appends_and_switches_buffers_with_a_small_copy():
+def test_a_staged_grow_array_equals_plain_appends_and_switches_buffers_with_a_small_copy(monkeypatch):
     """Random appends (some rows written right after their append, as the index's reposts
     are), truncations and appends larger than the staged buffer: the rows are always what
-    was appended; at each switch the next buffer already holds all rows but the last call's."""
+    was appended; at each switch the next buffer already holds all rows but the last call's.
+    Buffers are staged from `STAGE_MIN_BYTES` on (0 here; small ones double plainly)."""
     from oasis_gym.platform import store
     from oasis_gym.platform.store import StagedGrowArray
 
+    small = StagedGrowArray(np.float32, width=4, capacity=1024)
+    small.extend(np.ones((600, 4), np.float32))
+    assert small._next is None  # 16 KB: a plain doubling later
+    monkeypatch.setattr(store, "STAGE_MIN_BYTES", 0)
     rng = np.random.default_rng(0)
     switch_copies = []
     real_reserve = StagedGrowArray._reserve
@@ -840,30 +845,27 @@ def test_a_staged_grow_array_equals_plain_appends_and_switches_buffers_with_a_sm
         if staged is not None and self._buf is staged:
             switch_copies.append(before - copied)
 
-    StagedGrowArray._reserve = reserve
-    try:
-        for _ in range(60):
-            g, ref = StagedGrowArray(np.float32, width=3, capacity=int(rng.integers(1, 20))), []
-            for _ in range(int(rng.integers(1, 150))):
-                if rng.random() < 0.85:
-                    k = int(rng.integers(0, 12 if rng.random() < 0.97 else 90))
-                    rows = rng.random((k, 3), dtype=np.float32)
-                    assert g.extend(rows).tolist() == list(range(len(ref), len(ref) + k))
-                    ref.extend(rows)
-                    if k and rng.random() < 0.5:
-                        g.a[-1] = ref[-1] = np.full(3, 7.0, np.float32)
-                else:
-                    n = int(rng.integers(0, len(ref) + 1))
-                    g.truncate(n)
-                    ref = ref[:n]
-                np.testing.assert_array_equal(g.a, np.array(ref, np.float32).reshape(-1, 3))
-        assert len(switch_copies) > 50
-        switch_copies.clear()
-        steady = StagedGrowArray(np.float32, width=4, capacity=1024)
-        for _ in range(2000):  # 74,000 rows: 7 switches, the last from 65,536 rows
-            steady.extend(np.ones((37, 4), np.float32))
-    finally:
-        StagedGrowArray._reserve = real_reserve
+    monkeypatch.setattr(StagedGrowArray, "_reserve", reserve)
+    for _ in range(60):
+        g, ref = StagedGrowArray(np.float32, width=3, capacity=int(rng.integers(1, 20))), []
+        for _ in range(int(rng.integers(1, 150))):
+            if rng.random() < 0.85:
+                k = int(rng.integers(0, 12 if rng.random() < 0.97 else 90))
+                rows = rng.random((k, 3), dtype=np.float32)
+                assert g.extend(rows).tolist() == list(range(len(ref), len(ref) + k))
+                ref.extend(rows)
+                if k and rng.random() < 0.5:
+                    g.a[-1] = ref[-1] = np.full(3, 7.0, np.float32)
+            else:
+                n = int(rng.integers(0, len(ref) + 1))
+                g.truncate(n)
+                ref = ref[:n]
+            np.testing.assert_array_equal(g.a, np.array(ref, np.float32).reshape(-1, 3))
+    assert len(switch_copies) > 50
+    switch_copies.clear()
+    steady = StagedGrowArray(np.float32, width=4, capacity=1024)
+    for _ in range(2000):  # 74,000 rows: 7 switches, the last from 65,536 rows
+        steady.extend(np.ones((37, 4), np.float32))
     assert len(switch_copies) == 7 and max(switch_copies) <= 2 * 37  # a plain doubling copies them all
     block = store.small_page_empty((4, 3), np.float32)
     assert block.shape == (4, 3) and block.flags.writeable

@@ -66,6 +66,9 @@ class GrowArray:
         self.n = min(self.n, n)
 
 
+STAGE_MIN_BYTES = 4 << 20  # (numpy asks for huge pages from 4 MB: `small_page_empty`)
+
+
 class StagedGrowArray(GrowArray):
     """A `GrowArray` whose doublings cost no step a stall, for rows that are final once the
     call that appended them has returned (nothing writes them afterwards: post embeddings).
@@ -78,6 +81,8 @@ class StagedGrowArray(GrowArray):
     few appended) when the current one is full, and the switch copies only those. Reads and
     writes of `a` go to the current buffer, which holds every row until the switch. The next
     buffer takes its memory 4 KB at a time (`small_page_empty`), so the copies spread evenly.
+    Next buffers under `STAGE_MIN_BYTES` are made by a plain doubling (a copy of 2 MB at
+    most, about 1 ms), which takes heap memory the process has already used.
     """
 
     def __init__(self, dtype, width: int | None = None, fill=0, capacity: int = 1024):
@@ -95,7 +100,7 @@ class StagedGrowArray(GrowArray):
             self._next = None
             super()._reserve(n)
             return
-        if 2 * n > cap:
+        if 2 * n > cap and self._buf.nbytes >= STAGE_MIN_BYTES // 2:
             if self._next is None:
                 self._next = small_page_empty((2 * cap,) + self._buf.shape[1:], self.dtype)
                 self._copied = 0
