@@ -75,7 +75,7 @@ class StagedGrowArray(GrowArray):
 
     A doubling copies every live row into a new buffer whose pages are touched for the first
     time: at 100 users, the post embeddings' growth from 16,384 to 32,768 rows (16 MB) made
-    one step every ~340 take 36-82 ms instead of 4. Here the next buffer is made once the
+    one step every ~340 take 36-88 ms instead of 4. Here the next buffer is made once the
     rows pass half the capacity, and each later append first copies twice as many of the
     older rows into it as it appends, so the rows are in the next buffer (but for the last
     few appended) when the current one is full, and the switch copies only those. Reads and
