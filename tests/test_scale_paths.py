@@ -180,3 +180,23 @@ def test_the_million_bench_prints_one_json_line_and_leaves_no_journal_behind(tmp
     assert out["users"] == 3000 and out["db_mb"] > 0 and out["median_step_s"] > 0
     assert (out["commit"], out["api"]) == (commit, api)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_soak_bench_reports_step_jitter_and_leaves_no_journal_behind(tmp_path):
+    """bench/soak.py times each step on its own (median, p99, the slowest steps) and removes
+    its journal; bad flags get argparse's one line and exit 2."""
+    bench = Path(__file__).resolve().parents[1] / "bench" / "soak.py"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    argv = [sys.executable, str(bench), "--users", "60", "--steps", "40", "--activation", "1", "--recsys", "random"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    assert [r["step"] for r in lines[:-1]] == [20, 40]
+    out = lines[-1]
+    assert (out["bench"], out["users"], out["steps"], out["recsys"]) == ("soak_summary", 60, 40, "random")
+    assert 0 < out["step_ms_median"] <= out["step_ms_p99"] <= out["step_ms_max"] == out["slowest_steps"][0][1]
+    assert len(out["slowest_steps"]) == 3 and all(1 <= s <= 40 for s, _ in out["slowest_steps"])
+    assert list(tmp_path.iterdir()) == []
+    for bad in (["--steps", "5"], ["--activation", "0"], ["--users", "x"]):
+        done = subprocess.run([sys.executable, str(bench), *bad], env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and "error:" in done.stderr.strip().splitlines()[-1]
