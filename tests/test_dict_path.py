@@ -90,3 +90,59 @@ def test_acted_users_get_their_result_and_unknown_agents_are_refused():
     with pytest.raises(KeyError, match="nobody"):
         env.step({"nobody": 0, "user_0": 0})
     env.close()
+
+
+def _type_mask_by_slots(avail, n, has, feed, cm, comments, um, user_feats):
+    """The action-type mask slot by slot, as it was first written (the reference)."""
+    from oasis_gym.actions import NUM_ACTIONS
+    from oasis_gym.actions import ActionType as A
+    from oasis_gym.sim.batches import FEED_INDEX
+
+    m = np.zeros((n, NUM_ACTIONS), dtype=bool)
+    for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
+        m[:, a] = True
+    liked, disliked, reposted = (
+        feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me")
+    )
+    m[:, A.LIKE_POST], m[:, A.UNLIKE_POST] = (has & ~liked).any(1), (has & liked).any(1)
+    m[:, A.DISLIKE_POST], m[:, A.UNDO_DISLIKE_POST] = (has & ~disliked).any(1), (has & disliked).any(1)
+    m[:, A.REPOST] = (has & ~reposted).any(1)
+    for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
+        m[:, a] = has.any(1)
+    cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
+    m[:, A.LIKE_COMMENT], m[:, A.UNLIKE_COMMENT] = (cm & ~cl).any(1), (cm & cl).any(1)
+    m[:, A.DISLIKE_COMMENT], m[:, A.UNDO_DISLIKE_COMMENT] = (cm & ~cd).any(1), (cm & cd).any(1)
+    followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
+    m[:, A.FOLLOW], m[:, A.UNFOLLOW] = (um & ~followed).any(1), (um & followed).any(1)
+    m[:, A.MUTE], m[:, A.UNMUTE] = (um & ~muted).any(1), (um & muted).any(1)
+    m &= avail[None, :]
+    m[:, A.DO_NOTHING] = True
+    return m.astype(np.int8)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_counted_type_mask_equals_the_slot_by_slot_one(seed):
+    """`type_mask` counts done slots per row; the same mask as slot-by-slot `any`s, also where a
+    feature is set on an empty slot (it counts only filled ones) and for every availability."""
+    from oasis_gym.actions import NUM_ACTIONS
+    from oasis_gym.sim.batches import COMMENT_FEATURES, FEED_FEATURES, USER_FEATURES
+    from oasis_gym.sim.observation import type_mask
+
+    rng = np.random.default_rng(seed)
+    n, K, C, U = int(rng.integers(1, 30)), int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(1, 8))
+    dense = rng.random()
+
+    def flags(*shape):
+        return (rng.random(shape) < dense).astype(np.float32) * rng.choice([1.0, 2.0, -1.0], shape)
+
+    args = (
+        rng.random(NUM_ACTIONS) < 0.8,
+        n,
+        rng.random((n, K)) < dense,
+        flags(n, K, len(FEED_FEATURES)),
+        rng.random((n, K * C)) < dense,
+        flags(n, K * C, len(COMMENT_FEATURES)),
+        rng.random((n, U)) < dense,
+        flags(n, U, len(USER_FEATURES)),
+    )
+    np.testing.assert_array_equal(type_mask(*args), _type_mask_by_slots(*args))

@@ -165,33 +165,37 @@ class Observer:
         )
 
 
+_ALWAYS = [A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST]
+_ON_ANY_POST = [A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST]
+# per slot kind: (feature columns of what the user did to a slot, the types possible on a slot
+# not yet done, those possible on a slot done)
+_POST_FLAGS = (
+    [FEED_INDEX[k] for k in ("liked_by_me", "disliked_by_me", "reposted_by_me")],
+    [A.LIKE_POST, A.DISLIKE_POST, A.REPOST],
+    [A.UNLIKE_POST, A.UNDO_DISLIKE_POST],
+)
+_COMMENT_FLAGS = ([2, 3], [A.LIKE_COMMENT, A.DISLIKE_COMMENT], [A.UNLIKE_COMMENT, A.UNDO_DISLIKE_COMMENT])
+_USER_FLAGS = ([1, 2], [A.FOLLOW, A.MUTE], [A.UNFOLLOW, A.UNMUTE])
+
+
 def type_mask(avail: np.ndarray, n: int, has, feed, cm, comments, um, user_feats) -> np.ndarray:
     """Which action types can succeed for each user given what they see (joint validity of a
     type with a particular slot is checked when the action is applied); `avail`: the
-    platform's available actions."""
+    platform's available actions. E.g. like_post: a filled post slot not liked yet; unlike_post:
+    a liked one. Counted per row: a type is possible where fewer filled slots are done than
+    filled (do) or where any is done (undo)."""
     m = np.zeros((n, NUM_ACTIONS), dtype=bool)
-    for a in (A.DO_NOTHING, A.REFRESH, A.TREND, A.SEARCH_POSTS, A.SEARCH_USER, A.CREATE_POST):
-        m[:, a] = True
-    liked, disliked, reposted = (
-        feed[..., FEED_INDEX[k]] > 0 for k in ("liked_by_me", "disliked_by_me", "reposted_by_me")
-    )
-    m[:, A.LIKE_POST] = (has & ~liked).any(1)
-    m[:, A.UNLIKE_POST] = (has & liked).any(1)
-    m[:, A.DISLIKE_POST] = (has & ~disliked).any(1)
-    m[:, A.UNDO_DISLIKE_POST] = (has & disliked).any(1)
-    m[:, A.REPOST] = (has & ~reposted).any(1)
-    for a in (A.QUOTE_POST, A.CREATE_COMMENT, A.REPORT_POST):
-        m[:, a] = has.any(1)
-    cl, cd = comments[..., 2] > 0, comments[..., 3] > 0
-    m[:, A.LIKE_COMMENT] = (cm & ~cl).any(1)
-    m[:, A.UNLIKE_COMMENT] = (cm & cl).any(1)
-    m[:, A.DISLIKE_COMMENT] = (cm & ~cd).any(1)
-    m[:, A.UNDO_DISLIKE_COMMENT] = (cm & cd).any(1)
-    followed, muted = user_feats[..., 1] > 0, user_feats[..., 2] > 0
-    m[:, A.FOLLOW] = (um & ~followed).any(1)
-    m[:, A.UNFOLLOW] = (um & followed).any(1)
-    m[:, A.MUTE] = (um & ~muted).any(1)
-    m[:, A.UNMUTE] = (um & muted).any(1)
+    m[:, _ALWAYS] = True
+    for filled, feats, (cols, do, undo) in (
+        (has, feed, _POST_FLAGS),
+        (cm, comments, _COMMENT_FLAGS),
+        (um, user_feats, _USER_FLAGS),
+    ):
+        done = ((feats[..., cols] > 0) & filled[..., None]).sum(axis=1)  # (n, flags): slots done, per flag
+        shown = filled.sum(axis=1)[:, None]
+        m[:, do] = done < shown
+        m[:, undo] = done[:, : len(undo)] > 0
+    m[:, _ON_ANY_POST] = has.any(axis=1)[:, None]
     m &= avail[None, :]
     m[:, A.DO_NOTHING] = True
     return m.astype(np.int8)
