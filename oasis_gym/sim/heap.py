@@ -8,8 +8,9 @@ run soon keeps its temporaries on the heap. A run's first steps are the slow one
 1000-user step's temporaries (random keys, gathered embeddings, observation arrays, 1-6 MB
 each) grow with the post table, each a little larger than the last one freed, so each is
 mapped and faulted afresh. Measured on the 2-core CI-class box, load 0.2-0.7, the first
-episode of a process at 1000 users: 19.0-19.7 against 20.8-22.8 ms a step (4 pairs of
-processes); at 100 users (blocks under 128 KB) no change.
+episode of a process at 1000 users (bench/oasis_throughput.py's steps): faster in all 8
+pairs of processes, medians 19.4 against 22.5 ms a step; at 100 users (blocks under 128 KB)
+no change.
 
 `warm_heap` does once per process what glibc would do after such a step: it frees one
 24 MB block, so the threshold is 24 MB from the first step. It sets nothing: glibc's own
