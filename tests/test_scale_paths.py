@@ -110,7 +110,11 @@ def test_pair_set_lookups_and_contains_among(n_keys):
     assert np.array_equal(s.contains(qa, qb), want)
     users = np.unique(qa[:3000])
     owner = np.searchsorted(users, qa[:3000])
-    assert np.array_equal(s.contains_among(users, owner, qb[:3000]), want[:3000])
+    assert np.array_equal(s.contains_among(users, owner, qb[:3000]), want[:3000])  # sorted keys (15M cells)
+    few = owner < 300  # 300 owners x a span under 5000: a bit table
+    assert np.array_equal(s.contains_among(users[:300], owner[few], qb[:3000][few]), want[:3000][few])
+    outside = s.contains_among(users[:300], np.zeros((2, 3), np.int64), np.array([-1, 5000, 10**9]))
+    assert outside.shape == (2, 3) and not outside.any()
     first = s.partners(users)
     assert s.partners(users.copy()) is first  # kept while the set does not change
     if not s.contains(users[:1], [4999])[0]:

@@ -218,7 +218,7 @@ class PairSet:
             self._base, self._base_values = sorted_unique(keys), _EMPTY
         self._added, self._added_values = _EMPTY, _EMPTY
         self._removed = _EMPTY
-        self._memo: tuple | None = None  # (state, a, partners(a), their sorted keys or None)
+        self._memo: tuple | None = None  # (state, a, partners(a), their lookup or None: `contains_among`)
 
     def __len__(self) -> int:
         return len(self._base) + len(self._added) - len(self._removed)
@@ -324,19 +324,28 @@ class PairSet:
         owner, second = self._partners(a)
         owner.flags.writeable = second.flags.writeable = False
         self._memo = (self.state(), a.copy(), (owner, second), None)
-        return owner, second
+        return self._memo[2]  # (the same tuple a repeated question gets)
 
     def contains_among(self, a: np.ndarray, owner: np.ndarray, b: np.ndarray) -> np.ndarray:
         """`contains(a[owner], b)` looked up among the pairs of `a` (`partners(a)`): for many
         questions about a few first ids (a step's served users), faster than searching the
-        whole set."""
+        whole set. The partners are looked up in a bit table (`_PairTable`) where it is small,
+        else in their sorted keys; either is kept with them."""
         a = np.asarray(a, dtype=np.int64)
         row, second = self.partners(a)
         memo = self._memo
-        if memo[3] is None:  # the partners' keys, sorted, kept with them
-            self._memo = memo = (*memo[:3], np.sort(pair_keys(row, second), kind="stable"))
+        if memo[3] is None:
+            span = int(second.max()) - int(second.min()) + 1 if len(second) else 0
+            if len(a) * span <= _TABLE_CELLS:
+                lookup = _PairTable(len(a), row, second)
+            else:
+                lookup = np.sort(pair_keys(row, second), kind="stable")
+            self._memo = memo = (*memo[:3], lookup)
         owner, b = np.broadcast_arrays(np.asarray(owner, dtype=np.int64), np.asarray(b, dtype=np.int64))
-        return _isin_sorted(memo[3], pair_keys(owner.ravel(), b.ravel())).reshape(owner.shape)
+        shape, owner, b, lookup = owner.shape, owner.ravel(), b.ravel(), memo[3]
+        if isinstance(lookup, _PairTable):
+            return lookup.contains(owner, b).reshape(shape)
+        return _isin_sorted(lookup, pair_keys(owner, b)).reshape(shape)
 
     def _partners(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         owner, second = _partners_in(self._base, a)
@@ -353,6 +362,29 @@ class PairSet:
 
 
 _EMPTY = np.empty(0, dtype=np.int64)  # never written to: no PairSet writes an array in place
+
+_TABLE_CELLS = 1 << 22  # owners x the span of their partners' ids up to which `contains_among` uses a table
+
+
+class _PairTable:
+    """The pairs (owner, second id) of a few owners as a table of bits over the span of the
+    second ids: a question is one index into it, where a binary search over the sorted pairs
+    costs ~30 ns (a step's 1000 users and their follows: 44 against 313 us for 10,000
+    questions; building it, 85 against 24 us)."""
+
+    def __init__(self, n_owners: int, row: np.ndarray, second: np.ndarray):
+        self.lo = int(second.min()) if len(second) else 0
+        self.width = int(second.max()) - self.lo + 1 if len(second) else 0
+        self.bits = np.zeros(n_owners * self.width, dtype=bool)
+        self.bits[row * self.width + (second - self.lo)] = True
+
+    def contains(self, owner: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """True where (owner[i], b[i]) is a pair (owner: an index of the owners)."""
+        at = b - self.lo
+        inside = (at >= 0) & (at < self.width)
+        found = np.zeros(len(b), dtype=bool)
+        found[inside] = self.bits[owner[inside] * self.width + at[inside]]
+        return found
 
 
 def _partners_in(keys: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
