@@ -80,10 +80,8 @@ class StagedGrowArray(GrowArray):
     older rows into it as it appends, so the rows are in the next buffer (but for the last
     few appended) when the current one is full, and the switch copies only those. Reads and
     writes of `a` go to the current buffer, which holds every row until the switch. The next
-    buffer takes its memory 4 KB at a time (`small_page_empty`), so the copies spread evenly.
-    Next buffers under `STAGE_MIN_BYTES` are made by a plain doubling (a copy of 2 MB at
-    most, about 1 ms), which takes heap memory the process has already used.
-    """
+    buffer takes memory 4 KB at a time (`small_page_empty`); under `STAGE_MIN_BYTES` it is a
+    plain doubling (a copy of 2 MB at most, about 1 ms, on heap memory already used)."""
 
     def __init__(self, dtype, width: int | None = None, fill=0, capacity: int = 1024):
         super().__init__(dtype, width, fill, capacity)
@@ -335,9 +333,9 @@ class PairSet:
         row, second = self.partners(a)
         memo = self._memo
         if memo[3] is None:
-            span = int(second.max()) - int(second.min()) + 1 if len(second) else 0
-            if len(a) * span <= _TABLE_CELLS:
-                lookup = _PairTable(len(a), row, second)
+            lo, width = _PairTable.span(second)
+            if len(a) * width <= _TABLE_CELLS:
+                lookup = _PairTable(len(a), row, second, lo, width)
             else:
                 lookup = np.sort(pair_keys(row, second), kind="stable")
             self._memo = memo = (*memo[:3], lookup)
@@ -372,11 +370,16 @@ class _PairTable:
     costs ~30 ns (a step's 1000 users and their follows: 44 against 313 us for 10,000
     questions; building it, 85 against 24 us)."""
 
-    def __init__(self, n_owners: int, row: np.ndarray, second: np.ndarray):
-        self.lo = int(second.min()) if len(second) else 0
-        self.width = int(second.max()) - self.lo + 1 if len(second) else 0
-        self.bits = np.zeros(n_owners * self.width, dtype=bool)
-        self.bits[row * self.width + (second - self.lo)] = True
+    def __init__(self, n_owners: int, row: np.ndarray, second: np.ndarray, lo: int, width: int):
+        self.lo, self.width = lo, width  # (`span(second)`)
+        self.bits = np.zeros(n_owners * width, dtype=bool)
+        self.bits[row * width + (second - lo)] = True
+
+    @staticmethod
+    def span(second: np.ndarray) -> tuple[int, int]:
+        """(lowest id, ids from it to the highest) of `second`; (0, 0) when empty."""
+        lo = int(second.min()) if len(second) else 0
+        return lo, int(second.max()) - lo + 1 if len(second) else 0
 
     def contains(self, owner: np.ndarray, b: np.ndarray) -> np.ndarray:
         """True where (owner[i], b[i]) is a pair (owner: an index of the owners)."""
