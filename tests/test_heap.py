@@ -1,6 +1,7 @@
 """`sim.heap.warm_heap`: after an env's reset, glibc serves a step-sized temporary (16 MB) from
-the heap instead of mapping it afresh; read back through glibc's own `mallinfo2` in a fresh
-process (this one has long since moved its threshold)."""
+the heap instead of mapping it afresh (read back through glibc's own `mallinfo2`), and a new
+temporary's pages are already faulted in (the kernel's count of minor faults); each in a fresh
+process (this one has long since moved its threshold and touched its heap)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 import pytest
 
 PROBE = """
-import ctypes, sys
+import ctypes, resource, sys
 import numpy as np
 
 class MallInfo2(ctypes.Structure):
@@ -32,7 +33,15 @@ if sys.argv[1] == "reset":
     from oasis_gym.envs import twitter_v0
     env = twitter_v0.parallel_env(users=5, max_cycles=2, journal=False)
     env.reset(seed=0)
-print(mapped_while_held(16 << 20), mapped_while_held(40 << 20))
+def faults_to_fill(nbytes):  # under numpy's 4 MB huge-page advice: one fault per 4 KB page
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    block = np.ones(nbytes, dtype=np.uint8)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    del block
+    return faults
+
+faults = faults_to_fill(3 << 20)
+print(mapped_while_held(16 << 20), mapped_while_held(40 << 20), faults)
 """
 
 
@@ -52,6 +61,10 @@ def test_after_reset_a_16_mb_temporary_comes_from_the_heap_not_a_fresh_mapping()
         assert done.returncode == 0, done.stderr
         return done.stdout.split()
 
-    assert probe("bare") == ["True", "True"]  # glibc's start: 16 MB is mapped (the control)
+    bare, reset = probe("bare"), probe("reset")
+    assert bare[:2] == ["True", "True"]  # glibc's start: 16 MB is mapped (the control)
     # after reset: on the heap; blocks above the 24 MB warm-up are still mapped
-    assert probe("reset") == ["False", "True"]
+    assert reset[:2] == ["False", "True"]
+    # 3 MB (768 pages): faulted page by page at glibc's start; after reset, pages the warm-up touched
+    assert int(bare[2]) >= 700
+    assert int(reset[2]) < 50
