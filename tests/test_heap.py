@@ -31,7 +31,7 @@ def mapped_while_held(nbytes):
 
 if sys.argv[1] == "reset":
     from oasis_gym.envs import twitter_v0
-    env = twitter_v0.parallel_env(users=5, max_cycles=2, journal=False)
+    env = twitter_v0.parallel_env(users=5, max_cycles=2, journal=False)  # 8 MB faulted in
     env.reset(seed=0)
 def faults_to_fill(nbytes):  # under numpy's 4 MB huge-page advice: one fault per 4 KB page
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -68,3 +68,16 @@ def test_after_reset_a_16_mb_temporary_comes_from_the_heap_not_a_fresh_mapping()
     # 3 MB (768 pages): faulted page by page at glibc's start; after reset, pages the warm-up touched
     assert int(bare[2]) >= 700
     assert int(reset[2]) < 50
+
+
+def test_the_prefault_grows_with_the_population_once_and_is_capped(monkeypatch):
+    from oasis_gym.sim import heap
+
+    asked = []
+    monkeypatch.setattr(heap, "_prefault", asked.append)
+    monkeypatch.setattr(heap, "_prefaulted", 0)
+    for users in (10, 5, 400, 1000, 1000, 200_000, 0):
+        heap.warm_heap(users)
+    per = heap.PREFAULT_BYTES_PER_USER
+    expected = [heap.PREFAULT_MIN_BYTES, 400 * per, 1000 * per, heap.PREFAULT_MAX_BYTES]
+    assert asked == (expected if sys.platform.startswith("linux") else [])

@@ -17,18 +17,21 @@ no change.
 dynamic rule moves the threshold, and a program that sets its own (`mallopt`, the
 `MALLOC_MMAP_THRESHOLD_` variable) or another allocator keeps it.
 
-Then it touches `PREFAULT_BYTES` of heap and frees them (`malloc`, `memset`, `free`): the
-heap's top then holds pages already faulted in, which the run's temporaries and growing
-tables reuse. On this VM a page's first touch costs ~2.5 us; a first episode at 1000 users
-touched ~660 new pages a step (1.6 ms of an 18 ms step: the random recommender's key
-matrix, a little larger each step, and the post tables' doublings), a later one 100-200.
-Measured on the 2-core CI-class box, load 0.2-0.7, first episodes at 1000 users
-(bench/oasis_throughput.py's steps): faster in 8 of 8 pairs of processes, by 0.3-2.2 ms
-a step (median 1.25). The pages are paid for once, at the first reset (~18 ms).
+Then it touches heap in proportion to the population (`PREFAULT_BYTES_PER_USER`, between
+`PREFAULT_MIN_BYTES` and `PREFAULT_MAX_BYTES`) and frees it (`malloc`, `memset`, `free`): the heap's top then holds
+pages already faulted in, which the run's temporaries and growing tables reuse. On this VM
+a page's first touch costs ~2.5 us; a first episode at 1000 users touched ~660 new pages a
+step (1.6 ms of an 18 ms step: the random recommender's key matrix, a little larger each
+step, and the post tables' doublings), a later one 100-200. Measured on the 2-core
+CI-class box, load 0.2-0.7, first episodes at 1000 users (bench/oasis_throughput.py's
+steps): faster in 23 of 28 pairs of processes (medians 19.0 against 17.4 ms a step; the
+five others fell in the machine's slow spells); at 100 users, 9 of 12 (3.65 against 3.53
+ms). The pages are paid for at reset (~18 ms for 32 MB), and a later, larger population
+tops them up.
 
 The cost of both: up to twice the threshold (48 MB) of freed memory may stay with the
-process instead of going back to the system. Results are unchanged (they move no value,
-only where temporaries live).
+process instead of going back to the system (the prefault: 32 KB a user, 8-32 MB).
+Results are unchanged (they move no value, only where temporaries live).
 """
 
 from __future__ import annotations
@@ -39,36 +42,44 @@ import sys
 import numpy as np
 
 WARM_BLOCK_BYTES = 24 << 20  # glibc caps its dynamic mmap threshold at 32 MB (64-bit)
-PREFAULT_BYTES = 32 << 20  # in blocks under the threshold; under glibc's trim threshold (48 MB) once freed
-PREFAULT_BLOCK_BYTES = 16 << 20
+PREFAULT_BYTES_PER_USER = 32 << 10  # 1000 users: 32 MB
+PREFAULT_MIN_BYTES = 8 << 20  # 100 users: ~30 -> ~3 new pages a step in a first episode
+PREFAULT_MAX_BYTES = 32 << 20  # under glibc's trim threshold (48 MB) once freed
+PREFAULT_BLOCK_BYTES = 16 << 20  # under the raised mmap threshold: from the heap
 
 _warmed = False
+_prefaulted = 0  # bytes
 
 
-def warm_heap() -> None:
-    """Raise glibc's mmap threshold and fault in `PREFAULT_BYTES` of heap, once per process
-    (Linux with glibc only)."""
-    global _warmed
-    if _warmed or not sys.platform.startswith("linux"):
+def warm_heap(n_users: int) -> None:
+    """Raise glibc's mmap threshold (once per process) and fault in heap for `n_users`
+    users (what earlier calls have not). Linux only."""
+    global _warmed, _prefaulted
+    if not sys.platform.startswith("linux"):
         return
-    _warmed = True
-    block = np.empty(WARM_BLOCK_BYTES, dtype=np.uint8)  # mapped (never touched: no page is faulted)
-    del block  # unmapped; glibc's threshold rises to its size
-    _prefault(PREFAULT_BYTES)
+    if not _warmed:
+        _warmed = True
+        block = np.empty(WARM_BLOCK_BYTES, dtype=np.uint8)  # mapped (never touched: no page is faulted)
+        del block  # unmapped; glibc's threshold rises to its size
+    want = min(max(int(n_users) * PREFAULT_BYTES_PER_USER, PREFAULT_MIN_BYTES), PREFAULT_MAX_BYTES)
+    if want > _prefaulted:
+        _prefaulted = want
+        _prefault(want)
 
 
 def _prefault(nbytes: int) -> None:
-    """Touch `nbytes` of fresh heap, then free it into the heap's top (libc directly: numpy
-    would ask for huge pages, ~5 ms each to fault on this VM)."""
+    """Touch `nbytes` of heap, then free it into the heap's top (libc directly: numpy would
+    ask for huge pages, ~5 ms each to fault on this VM). Pages touched before cost little."""
     try:
         libc = ctypes.CDLL(None)
         malloc, free = libc.malloc, libc.free
     except (OSError, AttributeError):
         return
     malloc.restype, malloc.argtypes, free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
-    blocks = [malloc(PREFAULT_BLOCK_BYTES) for _ in range(nbytes // PREFAULT_BLOCK_BYTES)]
-    for ptr in blocks:
+    sizes = [PREFAULT_BLOCK_BYTES] * (nbytes // PREFAULT_BLOCK_BYTES) + [nbytes % PREFAULT_BLOCK_BYTES]
+    blocks = [(malloc(size), size) for size in sizes if size]
+    for ptr, size in blocks:
         if ptr:
-            ctypes.memset(ptr, 0, PREFAULT_BLOCK_BYTES)
-    for ptr in reversed(blocks):  # (the last is nearest the top: each free joins it)
+            ctypes.memset(ptr, 0, size)
+    for ptr, _ in reversed(blocks):  # (the last is nearest the top: each free joins it)
         free(ptr)

@@ -126,7 +126,7 @@ class Simulation:
             )
         with contextlib.suppress(JournalError):  # a failed episode's journal: raised at its steps already
             self._close_journal(query_indexes=False)  # the new episode's journal replaces it
-        warm_heap()
+        warm_heap(self.population.n)
         self.seed = seed
         seqs = np.random.SeedSequence(seed).spawn(3)
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
@@ -208,7 +208,6 @@ class Simulation:
         if not self.config.journal:
             raise ConfigError("a resumed run goes on writing its journal: resume takes no journal=False")
         self.close()
-        warm_heap()
         meta = check_resumable(read_meta(db_path), db_path)
         lock = JournalLock(str(db_path))  # the writer's lock first: nothing is read while another run writes
         try:
@@ -216,6 +215,7 @@ class Simulation:
         except BaseException:  # the journal is left exactly as it was
             lock.release()
             raise
+        warm_heap(self.platform.n_users)
         self.journal = Journal(db_path, lock=lock, pipelined=pipelined(self.platform.n_users))
         self.db_path, self._journal_id = str(db_path), self.journal.journal_id
         self.seed = meta.get("seed")
