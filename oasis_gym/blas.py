@@ -4,8 +4,15 @@ OpenBLAS (numpy's BLAS) splits a product over its threads differently from one t
 to another, and the sums come out in another order: the same seed then gave another run on
 a machine with more cores, in a process where ``OPENBLAS_NUM_THREADS`` was set (a training
 worker, a Ray task), or in one that had lowered it. Every product on the simulation's path
-goes through `matmul`, which runs it on one BLAS thread (threadpoolctl, about 20 us a call),
-so a seed gives the same run whatever the thread settings (tests/test_determinism.py).
+goes through `matmul`, which runs it on one BLAS thread and puts the thread count back
+after, so a seed gives the same run whatever the thread settings
+(tests/test_determinism.py).
+
+The BLAS libraries are found once per process by threadpoolctl (`load`, ~3 ms: it walks the
+loaded shared libraries); a simulation's reset calls it, so no step pays for it. Each product
+then reads and sets the thread count through threadpoolctl's library controllers directly
+(~1 us each; threadpoolctl's `limit` context, which also lists every library's settings,
+cost ~8 us a product).
 """
 
 from __future__ import annotations
@@ -13,14 +20,29 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["matmul"]
+__all__ = ["load", "matmul"]
 
-_controller: list[ThreadpoolController] = []  # made on first use: it lists the loaded libraries
+_libs: list = []  # threadpoolctl's controllers of the loaded BLAS libraries
+_loaded: list[bool] = []
+
+
+def load() -> None:
+    """Find the loaded BLAS libraries, once per process."""
+    if not _loaded:
+        _libs[:] = ThreadpoolController().select(user_api="blas").lib_controllers
+        _loaded.append(True)
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` computed on one BLAS thread (bit-identical for any thread setting)."""
-    if not _controller:
-        _controller.append(ThreadpoolController())
-    with _controller[0].limit(limits=1, user_api="blas"):
+    load()
+    saved = [lib.get_num_threads() for lib in _libs]
+    for lib, n in zip(_libs, saved):
+        if n != 1:
+            lib.set_num_threads(1)
+    try:
         return np.matmul(a, b)
+    finally:
+        for lib, n in zip(_libs, saved):
+            if n is not None and n != 1:
+                lib.set_num_threads(n)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .. import blas
 from ..actions import IS_POST_TARGET
 from ..errors import ConfigError
 from ..platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
@@ -127,6 +128,7 @@ class Simulation:
         with contextlib.suppress(JournalError):  # a failed episode's journal: raised at its steps already
             self._close_journal(query_indexes=False)  # the new episode's journal replaces it
         warm_heap(self.population.n)
+        blas.load()  # (once per process: not in a step)
         self.seed = seed
         seqs = np.random.SeedSequence(seed).spawn(3)
         self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng(s) for s in seqs)
@@ -216,6 +218,7 @@ class Simulation:
             lock.release()
             raise
         warm_heap(self.platform.n_users)
+        blas.load()
         self.journal = Journal(db_path, lock=lock, pipelined=pipelined(self.platform.n_users))
         self.db_path, self._journal_id = str(db_path), self.journal.journal_id
         self.seed = meta.get("seed")
