@@ -204,8 +204,11 @@ def trace_infos(tr: TraceRows) -> list[str]:
     created, error = tr.new_id >= 0, tr.result != 0
     group = ((code * 2 + created) * 2 + has_text) * 2 + error
     out = np.empty(n, dtype=object)
-    for g in np.unique(group).tolist():
-        rows = np.flatnonzero(group == g)
+    order = np.argsort(group, kind="stable")  # each group's rows in row order
+    ordered = group[order]
+    starts = np.flatnonzero(np.diff(ordered, prepend=-1))
+    for g, lo, hi in zip(ordered[starts].tolist(), starts.tolist(), [*starts[1:].tolist(), n]):
+        rows = order[lo:hi]
         a, c, t, e = g >> 3, bool(g & 4), bool(g & 2), bool(g & 1)
         fmt = _info_format(a, c, t, e)
         cols = []

@@ -28,11 +28,11 @@ def engagement_reward(sim: Any, out: StepOutcome) -> np.ndarray:
     comments, reposts/quotes and comments on their posts, and new followers (+1 each)."""
     pf = sim.platform
     rewards = np.zeros(pf.n_users, dtype=np.float32)
-    ok = out.results == R.OK
+    ok = out.results == int(R.OK)  # (plain ints in numpy: an enum costs ~2.5 us an operation)
     a, t = out.actions[ok], out.targets[ok]
     on_post = _ENGAGES_POST(a)
     np.add.at(rewards, pf.p_author.a[t[on_post]], 1.0)
-    on_comment = a == A.LIKE_COMMENT
+    on_comment = a == int(A.LIKE_COMMENT)
     np.add.at(rewards, pf.c_author.a[t[on_comment]], 1.0)
-    np.add.at(rewards, t[a == A.FOLLOW], 1.0)
+    np.add.at(rewards, t[a == int(A.FOLLOW)], 1.0)
     return rewards
