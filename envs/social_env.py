@@ -20,7 +20,7 @@ from oasis_gym.agents import make_platform_agents
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.platform.journal_file import check_distinct, connect_readonly
-from oasis_gym.platform.platform import action_name
+from oasis_gym.platform.platform import action_name, action_names
 from oasis_gym.sim import (
     COMMENT_FEATURES,
     FEED_FEATURES,
@@ -251,7 +251,7 @@ class SocialMediaEnv(ParallelEnv):
         observations = self._observations(batch)
         infos = self._infos(batch)
         names = self.possible_agents
-        for u, a, r in zip(out.users.tolist(), map(action_name, out.actions.tolist()), out.results.tolist()):
+        for u, a, r in zip(out.users.tolist(), action_names(out.actions), out.results.tolist()):
             name = names[u]
             infos[name] = {"active": infos[name]["active"], "last_action": a, "last_result": RESULT_NAMES[r]}
         if done:
@@ -272,7 +272,7 @@ class SocialMediaEnv(ParallelEnv):
         their observation is: read it, do not write it), a dict of its own for each active one."""
         infos = self._dicts.constant(self.agents, "info", {"active": False})
         names = self.possible_agents
-        infos.update((names[u], {"active": True}) for u in batch.users.tolist())
+        infos.update({names[u]: {"active": True} for u in batch.users.tolist()})
         for a in self.sim.platform_agents:
             if a in infos:
                 infos[a] = {"active": True}

@@ -17,7 +17,7 @@ from oasis_gym.actions import ActionType as A
 from oasis_gym.actions import Result as R
 from oasis_gym.platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
 from oasis_gym.platform.journal import RELATION_TABLES
-from oasis_gym.platform.platform import JOURNALED_RELATIONS
+from oasis_gym.platform.platform import JOURNALED_RELATIONS, action_name, action_names
 
 
 def fresh(tmp_path, n=5, edges=(), posts=((0, "root post"),), pipelined=True, **config):
@@ -869,3 +869,9 @@ def test_a_staged_grow_array_equals_plain_appends_and_switches_buffers_with_a_sm
     assert len(switch_copies) == 7 and max(switch_copies) <= 2 * 37  # a plain doubling copies them all
     block = store.small_page_empty((4, 3), np.float32)
     assert block.shape == (4, 3) and block.flags.writeable
+
+
+def test_action_names_name_each_code_like_action_name_invalid_ones_included():
+    codes = np.array([-5, -1, 0, 3, len(ACTION_NAMES) - 1, len(ACTION_NAMES), 99, 2**40], dtype=np.int64)
+    assert action_names(codes) == [action_name(c) for c in codes.tolist()]
+    assert action_names(codes)[:2] == ["invalid", "invalid"] and action_names(np.zeros(0, np.int64)) == []

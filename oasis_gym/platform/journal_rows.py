@@ -17,7 +17,7 @@ from ..actions import NUM_ACTIONS, RESULT_NAMES
 from .follow_seed import FollowSeed
 from .journal_schema import RELATION_TABLES
 from .platform import Platform
-from .records import TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, StepLog, TraceRows, action_name
+from .records import TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, StepLog, TraceRows, action_names
 from .row_writer import RowWriter, Same, nan_to_null
 from .store import unpack_keys
 
@@ -162,7 +162,7 @@ def _write_history(sql: RowWriter, log: StepLog, now: str, step: int) -> None:
             [
                 tr.user,
                 Same(now),
-                [action_name(a) for a in tr.action.tolist()],
+                action_names(tr.action),
                 trace_infos(tr),
                 Same(step),
                 [RESULT_NAMES[r] for r in tr.result.tolist()],

@@ -44,7 +44,16 @@ from .config import (
 )
 from .kinds import ORIGINAL, QUOTE, REPOST
 from .queries import PlatformQueries
-from .records import TRACE_CREATED_KEY, TRACE_TARGET_KEY, TRACE_TEXT_KEY, ActionBatch, StepLog, TraceRows, action_name
+from .records import (
+    TRACE_CREATED_KEY,
+    TRACE_TARGET_KEY,
+    TRACE_TEXT_KEY,
+    ActionBatch,
+    StepLog,
+    TraceRows,
+    action_name,
+    action_names,
+)
 from .store import GrowArray, PairSet, pair_keys, unpack_keys
 from .text import TextColumn
 
@@ -80,6 +89,7 @@ __all__ = [
     "StepLog",
     "TraceRows",
     "action_name",
+    "action_names",
 ]
 
 

@@ -36,6 +36,6 @@ def admit(obs: ObsBatch, users: np.ndarray, cols: tuple, texts_in, stance_in) ->
     pick(obs.post_ids, post, IS_POST_TARGET(action))
     pick(obs.comment_ids, comment, IS_COMMENT_TARGET(action))
     pick(obs.user_ids, uslot, IS_USER_TARGET(action))
-    texts = list(texts_in[i] for i in take) if texts_in is not None else [None] * len(take)
+    texts = [texts_in[i] for i in take.tolist()] if texts_in is not None else [None] * len(take)
     stance = stance_in[take] if stance_in is not None else np.full(len(take), np.nan, dtype=np.float32)
     return users, action, target, texts, stance, ignored
