@@ -22,27 +22,27 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["load", "matmul"]
 
-_libs: list = []  # threadpoolctl's controllers of the loaded BLAS libraries
-_loaded: list[bool] = []
+_libs: list | None = None  # threadpoolctl's controllers of the loaded BLAS libraries (`load`)
 
 
-def load() -> None:
-    """Find the loaded BLAS libraries, once per process."""
-    if not _loaded:
-        _libs[:] = ThreadpoolController().select(user_api="blas").lib_controllers
-        _loaded.append(True)
+def load() -> list:
+    """The loaded BLAS libraries' controllers, found once per process."""
+    global _libs
+    if _libs is None:
+        _libs = ThreadpoolController().select(user_api="blas").lib_controllers
+    return _libs
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` computed on one BLAS thread (bit-identical for any thread setting)."""
-    load()
-    saved = [lib.get_num_threads() for lib in _libs]
-    for lib, n in zip(_libs, saved):
+    libs = load()
+    saved = [lib.get_num_threads() for lib in libs]
+    for lib, n in zip(libs, saved):
         if n != 1:
             lib.set_num_threads(1)
     try:
         return np.matmul(a, b)
     finally:
-        for lib, n in zip(_libs, saved):
+        for lib, n in zip(libs, saved):
             if n is not None and n != 1:
                 lib.set_num_threads(n)

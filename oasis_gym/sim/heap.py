@@ -18,11 +18,11 @@ dynamic rule moves the threshold, and a program that sets its own (`mallopt`, th
 `MALLOC_MMAP_THRESHOLD_` variable) or another allocator keeps it.
 
 Then it touches heap in proportion to the population (`PREFAULT_BYTES_PER_USER`, between
-`PREFAULT_MIN_BYTES` and `PREFAULT_MAX_BYTES`) and frees it (`malloc`, `memset`, `free`): the heap's top then holds
-pages already faulted in, which the run's temporaries and growing tables reuse. On this VM
-a page's first touch costs ~2.5 us; a first episode at 1000 users touched ~660 new pages a
-step (1.6 ms of an 18 ms step: the random recommender's key matrix, a little larger each
-step, and the post tables' doublings), a later one 100-200. Measured on the 2-core
+`PREFAULT_MIN_BYTES` and `PREFAULT_MAX_BYTES`) and frees it (`malloc`, `memset`, `free`):
+the heap's top then holds pages already faulted in, which the run's temporaries and growing
+tables reuse. On this VM a page's first touch costs ~2.5 us; a first episode at 1000 users
+touched ~660 new pages a step (1.6 ms of an 18 ms step: the random recommender's key
+matrix, a little larger each step, and the post tables' doublings), a later one 100-200. Measured on the 2-core
 CI-class box, load 0.2-0.7, first episodes at 1000 users (bench/oasis_throughput.py's
 steps): faster in 23 of 28 pairs of processes (medians 19.0 against 17.4 ms a step; the
 five others fell in the machine's slow spells); at 100 users, 9 of 12 (3.65 against 3.53
