@@ -875,3 +875,14 @@ def test_action_names_name_each_code_like_action_name_invalid_ones_included():
     codes = np.array([-5, -1, 0, 3, len(ACTION_NAMES) - 1, len(ACTION_NAMES), 99, 2**40], dtype=np.int64)
     assert action_names(codes) == [action_name(c) for c in codes.tolist()]
     assert action_names(codes)[:2] == ["invalid", "invalid"] and action_names(np.zeros(0, np.int64)) == []
+
+
+def test_created_texts_are_one_value_for_one_minute_else_one_per_row():
+    from oasis_gym.platform.journal_rows import _created
+    from oasis_gym.platform.row_writer import Same
+
+    pf = Platform(PlatformConfig())
+    assert _created(pf, np.array([7, 7, 7])) == Same(pf.created_at(7))
+    mixed = np.array([3, 90, 3, 1440])
+    assert _created(pf, mixed) == [pf.created_at(m) for m in mixed.tolist()]
+    assert _created(pf, np.zeros(0, np.int64)) == []

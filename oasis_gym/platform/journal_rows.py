@@ -80,7 +80,7 @@ def _write_posts(sql: RowWriter, pf: Platform, log: StepLog) -> None:
             [None if r < 0 else r for r in pf.p_root.a[ids].tolist()],
             [pf.p_content[p] for p in ids.tolist()],
             [pf.p_quote[p] for p in ids.tolist()],
-            [pf.created_at(m) for m in minutes.tolist()],
+            _created(pf, minutes),
             pf.p_kind.a[ids],
             pf.p_step.a[ids],
             minutes,
@@ -104,7 +104,7 @@ def _write_comments(sql: RowWriter, pf: Platform, log: StepLog) -> None:
             pf.c_post.a[ids],
             pf.c_author.a[ids],
             [pf.c_content[c] for c in ids.tolist()],
-            [pf.created_at(m) for m in minutes.tolist()],
+            _created(pf, minutes),
             pf.c_step.a[ids],
             minutes,
             nan_to_null(pf.c_stance.a[ids]),
@@ -241,11 +241,16 @@ _USER_BLOCK = 1 << 16  # small: a first commit's statement thread writes one blo
 
 def _write_new_users(sql: RowWriter, pf: Platform, new: np.ndarray) -> None:
     """The account, state and profile rows of users new to the journal."""
-    minutes, at = np.unique(pf.u_created_minute.a[new], return_inverse=True)  # (one minute, at a start)
-    created = Same(pf.created_at(int(minutes[0]))) if len(minutes) == 1 else _texts_at(pf, minutes, at)
     sql.rows(
         "INSERT INTO user_account(user_id, agent_id, user_name, name, bio, created_at) VALUES ",
-        [new, new, pf.u_user_name.texts(new), pf.u_name.texts(new), pf.u_bio.texts(new), created],
+        [
+            new,
+            new,
+            pf.u_user_name.texts(new),
+            pf.u_name.texts(new),
+            pf.u_bio.texts(new),
+            _created(pf, pf.u_created_minute.a[new]),
+        ],
     )
     sql.rows(
         "INSERT INTO user_state(user_id, num_followings, num_followers, signed_up, suspended) VALUES ",
@@ -271,10 +276,14 @@ def _write_new_users(sql: RowWriter, pf: Platform, new: np.ndarray) -> None:
     )
 
 
-def _texts_at(pf: Platform, minutes: np.ndarray, at: np.ndarray) -> list[str]:
-    """The DATETIME text of minutes[at[i]] for each i (each distinct minute formatted once)."""
-    texts = np.empty(len(minutes), dtype=object)
-    texts[:] = [pf.created_at(m) for m in minutes.tolist()]
+def _created(pf: Platform, minutes: np.ndarray) -> Same | list[str]:
+    """The DATETIME texts of `minutes`: one `Same` value where all are one minute (a step's
+    new rows, a start's users), else each distinct minute formatted once."""
+    if len(minutes) and minutes.min() == minutes.max():
+        return Same(pf.created_at(int(minutes[0])))
+    distinct, at = np.unique(minutes, return_inverse=True)
+    texts = np.empty(len(distinct), dtype=object)
+    texts[:] = [pf.created_at(m) for m in distinct.tolist()]
     return texts[at.reshape(-1)].tolist()
 
 
