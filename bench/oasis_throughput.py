@@ -71,7 +71,6 @@ def run_oasis(users: int, steps: int, seed: int) -> dict:
     from oasis.social_platform.channel import Channel
 
     stub = ModelFactory.create(model_platform=ModelPlatformType.OPENAI, model_type=ModelType.STUB)
-    db = os.path.join(tempfile.mkdtemp(prefix="oasis_tp_"), "oasis.db")
 
     def args_of(kind: str, x: float, posts: int, comments: int, text: str) -> dict:
         post, comment, other = 1 + int(x * max(posts, 1)), 1 + int(x * max(comments, 1)), int(x * users)
@@ -93,7 +92,7 @@ def run_oasis(users: int, steps: int, seed: int) -> dict:
             return {"content": text}
         return {}
 
-    async def main() -> list[float]:
+    async def main(db: str) -> list[float]:
         graph = AgentGraph()
         for u in range(users):
             info = UserInfo(user_name=f"user{u}", name=f"User {u}", description=f"bio {u}", profile=None)
@@ -118,7 +117,9 @@ def run_oasis(users: int, steps: int, seed: int) -> dict:
         await env.close()
         return times
 
-    return {"system": "oasis", "version": oasis.__version__, "step_s": asyncio.run(main())}
+    with tempfile.TemporaryDirectory(prefix="oasis_tp_") as tmp:  # (removed with its journal)
+        step_s = asyncio.run(main(os.path.join(tmp, "oasis.db")))
+    return {"system": "oasis", "version": oasis.__version__, "step_s": step_s}
 
 
 # --------------------------------------------------------------------------- oasis-gym side
@@ -129,24 +130,25 @@ def run_ours(users: int, steps: int, seed: int, recsys: str) -> dict:
     from oasis_gym.actions import ACTION_BY_NAME
     from oasis_gym.envs import twitter_v0
 
-    db = os.path.join(tempfile.mkdtemp(prefix="gym_tp_"), "run.db")
-    env = twitter_v0.parallel_env(users=users, activation=1.0, max_cycles=steps + 1, db_path=db, recsys=recsys)
-    obs, _ = env.reset(seed=seed)
-    K, C, U = env.sim.K, env.sim.K * env.sim.C, env.sim.U
-    codes = [int(ACTION_BY_NAME[k]) for k in KINDS]
-    names = env.possible_agents[:users]
-    times = []
-    for step, draws in enumerate(_draws(users, steps, seed)):
-        actions = {}
-        for name, (k, x) in zip(names, draws):
-            act = {"type": codes[k], "post": int(x * K), "comment": int(x * C), "user": int(x * U)}
-            if KINDS[k] in TEXTS:
-                act["text"] = f"text {step}"
-            actions[name] = act
-        t = time.perf_counter()
-        obs, rewards, terms, truncs, infos = env.step(actions)
-        times.append(time.perf_counter() - t)
-    env.close()
+    with tempfile.TemporaryDirectory(prefix="gym_tp_") as tmp:  # (removed with its journal)
+        db = os.path.join(tmp, "run.db")
+        env = twitter_v0.parallel_env(users=users, activation=1.0, max_cycles=steps + 1, db_path=db, recsys=recsys)
+        obs, _ = env.reset(seed=seed)
+        K, C, U = env.sim.K, env.sim.K * env.sim.C, env.sim.U
+        codes = [int(ACTION_BY_NAME[k]) for k in KINDS]
+        names = env.possible_agents[:users]
+        times = []
+        for step, draws in enumerate(_draws(users, steps, seed)):
+            actions = {}
+            for name, (k, x) in zip(names, draws):
+                act = {"type": codes[k], "post": int(x * K), "comment": int(x * C), "user": int(x * U)}
+                if KINDS[k] in TEXTS:
+                    act["text"] = f"text {step}"
+                actions[name] = act
+            t = time.perf_counter()
+            obs, rewards, terms, truncs, infos = env.step(actions)
+            times.append(time.perf_counter() - t)
+        env.close()
     return {"system": f"oasis-gym ({recsys} recsys)", "step_s": times}
 
 

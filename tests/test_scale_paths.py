@@ -204,3 +204,24 @@ def test_the_soak_bench_reports_step_jitter_and_leaves_no_journal_behind(tmp_pat
     for bad in (["--steps", "5"], ["--activation", "0"], ["--users", "x"]):
         done = subprocess.run([sys.executable, str(bench), *bad], env=env, capture_output=True, text=True)
         assert done.returncode == 2 and "error:" in done.stderr.strip().splitlines()[-1]
+
+
+def test_the_step_cost_bench_fits_a_fixed_and_a_per_user_part_and_leaves_no_journal_behind(tmp_path):
+    """bench/step_cost.py runs oasis_throughput's steps in fresh processes per population size,
+    fits step = fixed + per_user x users, and removes every run's journal; bad flags exit 2."""
+    bench = Path(__file__).resolve().parents[1] / "bench" / "step_cost.py"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    argv = [sys.executable, str(bench), "--users", "4,12", "--steps", "3", "--reps", "2"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (out["bench"], out["steps"], out["reps"]) == ("step_cost", 3, 2)
+    assert [r["users"] for r in out["rows"]] == [4, 12] and all(len(r["runs_ms"]) == 2 for r in out["rows"])
+    (x0, y0), (x1, y1) = ((r["users"], r["step_ms"]) for r in out["rows"])  # two sizes: the line through them
+    assert out["per_user_us"] == pytest.approx((y1 - y0) / (x1 - x0) * 1000, abs=0.02)
+    assert out["fixed_ms"] == pytest.approx(y0 - (y1 - y0) / (x1 - x0) * x0, abs=0.002)
+    assert len(done.stderr.strip().splitlines()) == 2  # a progress line per size
+    assert list(tmp_path.iterdir()) == []
+    for bad in (["--users", "5"], ["--users", "5,5"], ["--users", "0,3"], ["--steps", "1"], ["--reps", "0"]):
+        done = subprocess.run([sys.executable, str(bench), *bad], env=env, capture_output=True, text=True)
+        assert done.returncode == 2 and "error:" in done.stderr.strip().splitlines()[-1]
