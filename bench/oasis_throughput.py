@@ -14,7 +14,7 @@ that may exist; oasis-gym: a slot of the observation), so both reject some actio
 Timed: the steps after the first (no imports, no set-up, no reset). Runs alternate in
 pairs (OASIS, then oasis-gym with the same users and steps) so that both see the same load;
 each row records the 1-minute load average before and after it. The machine is shared: say so
-with the figures.
+with the figures. Each run's journal goes to a temp folder it removes.
 
     /work/venv-oasis/bin/pip install torch==2.13.0  # first: the CPU build (unpinned, camel pulls CUDA wheels)
     /work/venv-oasis/bin/pip install camel-oasis==0.2.5 "pydantic<2.12" mcp==1.16.0 torch==2.13.0
