@@ -49,6 +49,16 @@ def test_columns_equal_the_one_by_one_decoding(seed):
     assert_same(actions_from_dicts(users, actions), one_by_one(users, actions))
     clean = [{"type": i % 23, "post": i % 10, "text": "t" if i % 3 else None, "stance": 0.1} for i in range(300)]
     assert_same(actions_from_dicts(users[:300], clean), one_by_one(users[:300], clean))
+    # ints, str or no text, no stance: decoded by type sets; one int out of range or a text of
+    # another type: the column by column path
+    plain = [
+        {"type": i % 23, "post": i % 10, "comment": i, "user": -i, **({"text": "t"} if i % 3 else {})}
+        for i in range(200)
+    ]
+    assert_same(actions_from_dicts(users[:200], plain), one_by_one(users[:200], plain))
+    for odd in ({"type": 2**31}, {"post": -(2**31)}, {"text": b"x"}, {"stance": None}, {"user": True}):
+        with_odd = plain[:50] + [{**plain[50], **odd}] + plain[51:60]
+        assert_same(actions_from_dicts(users[:60], with_odd), one_by_one(users[:60], with_odd))
     mixed = actions[:40] + [5, np.array([1, 2, 3, 4]), {"type": 2}]  # not only dicts: one by one
     assert_same(actions_from_dicts(users[:43], mixed), one_by_one(users[:43], mixed))
     assert len(actions_from_dicts(users[:0], []).type) == 0

@@ -69,6 +69,10 @@ def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
     cols = [[a.get(k, 0) for a in actions] for k in _FIELDS]
     texts = [a.get("text") for a in actions]
     stances = [a.get("stance") for a in actions]
+    if _plain(cols, texts, stances):  # the most common case of all, checked by type sets (no loop)
+        arr = np.array(cols, dtype=np.int64).reshape(4, n)
+        if (np.abs(arr) < _LIMIT).all():
+            return ActionArrays(users, *arr, texts, np.full(n, np.nan, dtype=np.float32))
     ok = [type(t) is int and type(p) is int and type(c) is int and type(u) is int for t, p, c, u in zip(*cols)]
     ok = np.array(ok, dtype=bool).reshape(n)
     arr = np.zeros((4, n), dtype=np.int64)
@@ -93,6 +97,16 @@ def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
         *ints, texts[i], stance[i] = parse_action(actions[i])
         arr[:, i] = ints
     return ActionArrays(users, *arr, texts, stance.astype(np.float32))
+
+
+def _plain(cols: list, texts: list, stances: list) -> bool:
+    """Whether every field is a Python int, every text a str or None and no stance given."""
+    return (
+        bool(texts)
+        and all(set(map(type, col)) == {int} for col in cols)
+        and set(map(type, texts)) <= {str, type(None)}
+        and set(map(type, stances)) == {type(None)}
+    )
 
 
 def _from_rows(users: np.ndarray, rows: list) -> ActionArrays:
