@@ -56,7 +56,8 @@ def test_columns_equal_the_one_by_one_decoding(seed):
         for i in range(200)
     ]
     assert_same(actions_from_dicts(users[:200], plain), one_by_one(users[:200], plain))
-    for odd in ({"type": 2**31}, {"post": -(2**31)}, {"text": b"x"}, {"stance": None}, {"user": True}):
+    odds = ({"type": 2**31}, {"post": -(2**31)}, {"comment": 2**63}, {"user": -(2**70)}, {"text": b"x"}, {"user": True})
+    for odd in (*odds, {"stance": None}):
         with_odd = plain[:50] + [{**plain[50], **odd}] + plain[51:60]
         assert_same(actions_from_dicts(users[:60], with_odd), one_by_one(users[:60], with_odd))
     mixed = actions[:40] + [5, np.array([1, 2, 3, 4]), {"type": 2}]  # not only dicts: one by one

@@ -70,8 +70,11 @@ def actions_from_dicts(users: np.ndarray, actions: list) -> ActionArrays:
     texts = [a.get("text") for a in actions]
     stances = [a.get("stance") for a in actions]
     if _plain(cols, texts, stances):  # the most common case of all, checked by type sets (no loop)
-        arr = np.array(cols, dtype=np.int64).reshape(4, n)
-        if (np.abs(arr) < _LIMIT).all():
+        try:
+            arr = np.array(cols, dtype=np.int64).reshape(4, n)
+        except OverflowError:  # beyond int64: out of range, decoded below
+            arr = None
+        if arr is not None and (np.abs(arr) < _LIMIT).all():
             return ActionArrays(users, *arr, texts, np.full(n, np.nan, dtype=np.float32))
     ok = [type(t) is int and type(p) is int and type(c) is int and type(u) is int for t, p, c, u in zip(*cols)]
     ok = np.array(ok, dtype=bool).reshape(n)
