@@ -42,6 +42,7 @@ class ActionType(IntEnum):
 
 NUM_ACTIONS = len(ActionType)
 ACTION_NAMES: tuple[str, ...] = tuple(a.name.lower() for a in ActionType)
+ACTION_NAMES_OR_INVALID = (*ACTION_NAMES, "invalid")  # by code; NUM_ACTIONS: any code outside the set
 ACTION_BY_NAME: dict[str, ActionType] = {a.name.lower(): a for a in ActionType}
 
 # What each action's arguments mean. "post" actions target a post id, "comment" actions a

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..actions import ACTION_NAMES, NUM_ACTIONS, RESULT_NAMES
+from ..actions import ACTION_NAMES_OR_INVALID, NUM_ACTIONS, RESULT_NAMES
 from ..actions import ActionType as A
 from ..actions import Result as R
 from .exposure import ratio, served_exposure
@@ -106,7 +106,7 @@ def interval_values(acc: Interval, pf: Platform) -> dict[str, float]:
     follow counts, ``exposure/*`` and ``cascade/new_shares``; rates are NaN with a zero
     denominator (``metrics.arrays.ratio``)."""
     n = acc.n
-    values = {f"actions/{name}": float(c) for name, c in zip((*ACTION_NAMES, "invalid"), acc.actions)}
+    values = {f"actions/{name}": float(c) for name, c in zip(ACTION_NAMES_OR_INVALID, acc.actions)}
     rejected = acc.results.sum() - acc.results[R.OK]
     values["activity/active_users"] = acc.users["active"].size  # distinct users over the interval
     values["activity/acting_users"] = acc.users["acting"].size

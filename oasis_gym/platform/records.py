@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..actions import (
-    ACTION_NAMES,
+    ACTION_NAMES_OR_INVALID,
     COMMENT_TARGET,
     NUM_ACTIONS,
     POST_TARGET,
@@ -134,13 +134,11 @@ def _rejected_text_note(text: object, code: int) -> str:
 
 def action_name(code: int) -> str:
     """The action's name, or 'invalid' for a code outside the action set."""
-    return ACTION_NAMES[code] if 0 <= code < NUM_ACTIONS else "invalid"
-
-
-_NAME_OR_INVALID = (*ACTION_NAMES, "invalid")
+    return ACTION_NAMES_OR_INVALID[code if 0 <= code < NUM_ACTIONS else NUM_ACTIONS]
 
 
 def action_names(codes: np.ndarray) -> list[str]:
     """`action_name` of each code of an integer array (a lookup per row, no call)."""
     codes = np.asarray(codes)
-    return [_NAME_OR_INVALID[c] for c in np.where((codes >= 0) & (codes < NUM_ACTIONS), codes, NUM_ACTIONS).tolist()]
+    names = ACTION_NAMES_OR_INVALID
+    return [names[c] for c in np.where((codes >= 0) & (codes < NUM_ACTIONS), codes, NUM_ACTIONS).tolist()]
