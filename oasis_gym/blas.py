@@ -12,37 +12,60 @@ The BLAS libraries are found once per process by threadpoolctl (`load`, ~3 ms: i
 loaded shared libraries); a simulation's reset calls it, so no step pays for it. Each product
 then reads and sets the thread count through threadpoolctl's library controllers directly
 (~1 us each; threadpoolctl's `limit` context, which also lists every library's settings,
-cost ~8 us a product).
+cost ~8 us a product). The count is one setting per process: where Python threads multiply
+at once, the first one in sets it and the last one out puts it back.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 __all__ = ["load", "matmul"]
 
-_libs: list | None = None  # threadpoolctl's controllers of the loaded BLAS libraries (`load`)
+_libs: list | None = None  # (controller, setter) of each loaded BLAS library (`load`)
+# The thread count is one setting per process: Python threads multiplying at once share it
+# (numpy lets go of the GIL in a product), so it stays at one until the last of them is done.
+_lock = threading.Lock()
+_inside = 0  # products under way
+_saved: list = []  # the thread counts the first of them found
 
 
 def load() -> list:
-    """The loaded BLAS libraries' controllers, found once per process."""
+    """The loaded BLAS libraries' (controller, thread-count setter), found once per process."""
     global _libs
     if _libs is None:
-        _libs = ThreadpoolController().select(user_api="blas").lib_controllers
+        _libs = [(lib, _setter(lib)) for lib in ThreadpoolController().select(user_api="blas").lib_controllers]
     return _libs
+
+
+def _setter(lib):
+    """The library's own thread-count setter. threadpoolctl (3.8) lets only the first Python
+    thread that set OpenBLAS's count set it again and ignores the others without a word: a
+    simulation stepped on another thread would multiply on the process's count (and on 2
+    threads or more, a large product sums in another order)."""
+    return getattr(lib, "_real_set_num_threads", lib.set_num_threads)
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` computed on one BLAS thread (bit-identical for any thread setting)."""
+    global _inside, _saved
     libs = load()
-    saved = [lib.get_num_threads() for lib in libs]
-    for lib, n in zip(libs, saved):
-        if n != 1:
-            lib.set_num_threads(1)
+    with _lock:  # the first product in sets one thread, the last one out puts the count back
+        if not _inside:
+            _saved = [lib.get_num_threads() for lib, _ in libs]
+            for (_, set_threads), n in zip(libs, _saved):
+                if n != 1:
+                    set_threads(1)
+        _inside += 1
     try:
         return np.matmul(a, b)
     finally:
-        for lib, n in zip(libs, saved):
-            if n is not None and n != 1:
-                lib.set_num_threads(n)
+        with _lock:
+            _inside -= 1
+            if not _inside:
+                for (_, set_threads), n in zip(libs, _saved):
+                    if n is not None and n != 1:
+                        set_threads(n)

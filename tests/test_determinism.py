@@ -77,3 +77,69 @@ def test_a_reset_finds_the_blas_libraries_so_no_step_pays_for_it():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_matmul_stays_on_one_blas_thread_when_threads_multiply_at_once(monkeypatch):
+    """Products on Python threads other than the one that set the count (the main thread
+    here, through `threadpool_limits`: threadpoolctl then ignored the others' settings), four
+    of them at once: each runs on one BLAS thread, and the first to finish does not put the
+    count back under another's product. (A user stepping envs in a thread pool, say, to
+    overlap LLM calls.) Both failed before."""
+    import threading
+
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from oasis_gym import blas
+
+    libs = [lib for lib, _ in blas.load()]
+    product = np.matmul
+    seen, start = [], threading.Barrier(4)
+
+    def spy(a, b):
+        seen.append([lib.get_num_threads() for lib in libs])
+        out = product(a, b)
+        seen.append([lib.get_num_threads() for lib in libs])
+        return out
+
+    def work():
+        start.wait()
+        for _ in range(300):
+            blas.matmul(a, a.T)
+
+    a = np.ones((64, 64), dtype=np.float32)
+    with threadpool_limits(limits=2, user_api="blas"):
+        monkeypatch.setattr(blas.np, "matmul", spy)
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        monkeypatch.undo()
+        after = [lib.get_num_threads() for lib in libs]
+    assert len(seen) == 2 * 4 * 300
+    assert all(n == [1] * len(libs) for n in seen), sorted({tuple(n) for n in seen})
+    assert after == [2] * len(libs)
+
+
+def test_a_product_on_another_python_thread_has_the_bits_of_one_blas_thread():
+    """The bits, not only the setting: a product whose sums OpenBLAS orders differently on 2
+    threads (a (257, 3000) x (3000, 257) Gram matrix, the agent-controlled recommender's
+    shape: it differs on the 2 cores of the CI machine's kind), made on a Python thread other
+    than the one that set the count, equals the one-thread product. It failed before."""
+    import threading
+
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(257, 3000)).astype(np.float32)
+    b = rng.normal(size=(3000, 257)).astype(np.float32)
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = np.matmul(a, b)
+    out = []
+    with threadpool_limits(limits=2, user_api="blas"):
+        worker = threading.Thread(target=lambda: out.append(matmul(a, b)))
+        worker.start()
+        worker.join()
+    assert out and out[0].tobytes() == one.tobytes()
