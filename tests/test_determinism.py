@@ -143,3 +143,51 @@ def test_a_product_on_another_python_thread_has_the_bits_of_one_blas_thread():
         worker.start()
         worker.join()
     assert out and out[0].tobytes() == one.tobytes()
+
+
+def test_simulations_stepped_at_once_on_python_threads_each_give_their_run_alone(tmp_path):
+    """Four envs (Twitter and Reddit, with the trainable recommender and moderator, whose
+    rankings multiply matrices) stepped at once on four Python threads, the process at 2 BLAS
+    threads set by the main thread: each gives the observations, rewards and journal it gives
+    run alone. No state is shared between simulations."""
+    import shutil
+    import threading
+
+    from test_guarantees_step import ALL, journal_tables, run_steps, start
+    from threadpoolctl import threadpool_limits
+
+    from oasis_gym.envs import reddit_v0, twitter_v0
+
+    configs = [(module, users) for module in (twitter_v0, reddit_v0) for users in (60, 90)]
+
+    def run(i: int) -> tuple:
+        module, users = configs[i]
+        db = tmp_path / f"run{i}" / "run.db"
+        db.parent.mkdir(exist_ok=True)
+        env = module.parallel_env(
+            users=users,
+            activation=0.5,
+            max_cycles=8,
+            available_actions=ALL,
+            recommender_agent=True,
+            moderator_agent=True,
+            db_path=str(db),
+        )
+        trail = run_steps(env, start(env, seed=i), 6)
+        env.close()
+        return trail, journal_tables(db)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        alone = [run(i) for i in range(len(configs))]
+        for i in range(len(configs)):
+            shutil.rmtree(tmp_path / f"run{i}")
+        at_once = [None] * len(configs)
+        threads = [threading.Thread(target=lambda i=i: at_once.__setitem__(i, run(i))) for i in range(len(configs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for (trail, tables), got in zip(alone, at_once):
+        assert got is not None
+        assert got[0] == trail
+        assert_same_tables(tables, got[1])
