@@ -18,6 +18,7 @@ at once, the first one in sets it and the last one out puts it back.
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -31,6 +32,16 @@ _libs: list | None = None  # (controller, setter) of each loaded BLAS library (`
 _lock = threading.Lock()
 _inside = 0  # products under way
 _saved: list = []  # the thread counts the first of them found
+
+
+def _after_fork() -> None:
+    """A child forked while a thread of its parent was multiplying has none under way."""
+    global _lock, _inside
+    _lock, _inside = threading.Lock(), 0
+
+
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def load() -> list:

@@ -191,3 +191,49 @@ def test_simulations_stepped_at_once_on_python_threads_each_give_their_run_alone
         assert got is not None
         assert got[0] == trail
         assert_same_tables(tables, got[1])
+
+
+def test_a_child_forked_while_a_thread_multiplies_sets_one_blas_thread_itself(monkeypatch):
+    """Fork while another thread of the parent is inside `matmul`: the child starts with no
+    product under way, so when it has set 2 BLAS threads for work of its own, its products
+    still run on one (the parent's count of products under way, copied, made it leave the
+    setting alone). It failed before."""
+    import threading
+
+    import numpy as np
+
+    from oasis_gym import blas
+
+    inside, release = threading.Event(), threading.Event()
+    product = np.matmul
+    seen = []
+
+    def spy(a, b):
+        if threading.current_thread() is not threading.main_thread():  # the parent's worker: waits inside
+            inside.set()
+            release.wait(30)
+        seen.append([lib.get_num_threads() for lib, _ in blas.load()])
+        return product(a, b)
+
+    a = np.ones((4, 4), dtype=np.float32)
+    monkeypatch.setattr(blas.np, "matmul", spy)
+    worker = threading.Thread(target=lambda: blas.matmul(a, a))
+    worker.start()
+    try:
+        assert inside.wait(30)
+        pid = os.fork()
+        if pid == 0:  # the child: exit code 0 if its product ran on one BLAS thread
+            code = 1
+            try:
+                for _, set_threads in blas.load():
+                    set_threads(2)
+                seen.clear()
+                blas.matmul(a, a)
+                code = 0 if seen and all(n == [1] * len(n) for n in seen) else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        worker.join()
+    assert os.waitstatus_to_exitcode(status) == 0
