@@ -10,7 +10,7 @@ after, so a seed gives the same run whatever the thread settings
 
 The BLAS libraries are found once per process by threadpoolctl (`load`, ~3 ms: it walks the
 loaded shared libraries); a simulation's reset calls it, so no step pays for it. Each product
-then reads and sets the thread count through threadpoolctl's library controllers directly
+then reads and sets the thread count through the libraries' own functions (`_setter`)
 (~1 us each; threadpoolctl's `limit` context, which also lists every library's settings,
 cost ~8 us a product). The count is one setting per process: where Python threads multiply
 at once, the first one in sets it and the last one out puts it back.
@@ -56,7 +56,9 @@ def _setter(lib):
     """The library's own thread-count setter. threadpoolctl (3.8) lets only the first Python
     thread that set OpenBLAS's count set it again and ignores the others without a word: a
     simulation stepped on another thread would multiply on the process's count (and on 2
-    threads or more, a large product sums in another order)."""
+    threads or more, a large product sums in another order). The setter underneath is
+    private to threadpoolctl; a version without it gives its public one (before 3.8 it heeds
+    every thread), and tests/test_determinism.py fails if that one ignores threads again."""
     return getattr(lib, "_real_set_num_threads", lib.set_num_threads)
 
 
