@@ -153,7 +153,7 @@ def test_simulations_stepped_at_once_on_python_threads_each_give_their_run_alone
     import shutil
     import threading
 
-    from test_guarantees_step import ALL, journal_tables, run_steps, start
+    from test_guarantees_step import journal_tables, make_env, run_steps, start
     from threadpoolctl import threadpool_limits
 
     from oasis_gym.envs import reddit_v0, twitter_v0
@@ -164,15 +164,7 @@ def test_simulations_stepped_at_once_on_python_threads_each_give_their_run_alone
         module, users = configs[i]
         db = tmp_path / f"run{i}" / "run.db"
         db.parent.mkdir(exist_ok=True)
-        env = module.parallel_env(
-            users=users,
-            activation=0.5,
-            max_cycles=8,
-            available_actions=ALL,
-            recommender_agent=True,
-            moderator_agent=True,
-            db_path=str(db),
-        )
+        env = make_env(db, module, users=users, max_cycles=8)
         trail = run_steps(env, start(env, seed=i), 6)
         env.close()
         return trail, journal_tables(db)

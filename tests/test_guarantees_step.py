@@ -65,7 +65,8 @@ def _same_with_nan(ra, rb) -> bool:
     return len(ra) == len(rb) and all(x == y or (x != x and y != y) for x, y in zip(ra, rb))
 
 
-def make_env(db, **kw):
+def make_env(db, module=twitter_v0, **kw):
+    """`module`'s parallel env (all actions, the trainable recommender and moderator) on `db`."""
     args = dict(
         users=60,
         activation=0.5,
@@ -76,7 +77,7 @@ def make_env(db, **kw):
         db_path=str(db),
     )
     args.update(kw)
-    return twitter_v0.parallel_env(**args)
+    return module.parallel_env(**args)
 
 
 def rec_size(env) -> int:
