@@ -8,13 +8,19 @@ and Ray tasks set it) and one with 2 differed in every table. Real processes, re
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 
+import numpy as np
 import pytest
-from test_guarantees_step import CLI_ARGS, assert_same_tables, keyed_tables
+from test_guarantees_step import CLI_ARGS, assert_same_tables, journal_tables, keyed_tables, make_env, run_steps, start
+from threadpoolctl import threadpool_info, threadpool_limits
 
+from oasis_gym import blas
 from oasis_gym.blas import matmul
+from oasis_gym.envs import reddit_v0, twitter_v0
 
 
 def _run(folder, threads: int, *extra: str) -> dict:
@@ -34,7 +40,6 @@ def test_a_run_is_the_same_on_one_blas_thread_and_on_four(tmp_path, platform):
 
 
 def test_matmul_is_the_product():
-    import numpy as np
 
     a = np.random.default_rng(0).normal(size=(300, 257)).astype(np.float32)
     b = np.random.default_rng(1).normal(size=(257, 700)).astype(np.float32)
@@ -42,10 +47,6 @@ def test_matmul_is_the_product():
 
 
 def test_matmul_runs_on_one_blas_thread_and_puts_the_count_back(monkeypatch):
-    import numpy as np
-    from threadpoolctl import threadpool_info, threadpool_limits
-
-    from oasis_gym import blas
 
     def blas_threads() -> list:
         return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
@@ -85,12 +86,6 @@ def test_matmul_stays_on_one_blas_thread_when_threads_multiply_at_once(monkeypat
     of them at once: each runs on one BLAS thread, and the first to finish does not put the
     count back under another's product. (A user stepping envs in a thread pool, say, to
     overlap LLM calls.) Both failed before."""
-    import threading
-
-    import numpy as np
-    from threadpoolctl import threadpool_limits
-
-    from oasis_gym import blas
 
     libs = [lib for lib, _ in blas.load()]
     product = np.matmul
@@ -127,10 +122,6 @@ def test_a_product_on_another_python_thread_has_the_bits_of_one_blas_thread():
     threads (a (257, 3000) x (3000, 257) Gram matrix, the agent-controlled recommender's
     shape: it differs on the 2 cores of the CI machine's kind), made on a Python thread other
     than the one that set the count, equals the one-thread product. It failed before."""
-    import threading
-
-    import numpy as np
-    from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=(257, 3000)).astype(np.float32)
@@ -150,13 +141,6 @@ def test_simulations_stepped_at_once_on_python_threads_each_give_their_run_alone
     rankings multiply matrices) stepped at once on four Python threads, the process at 2 BLAS
     threads set by the main thread: each gives the observations, rewards and journal it gives
     run alone. No state is shared between simulations."""
-    import shutil
-    import threading
-
-    from test_guarantees_step import journal_tables, make_env, run_steps, start
-    from threadpoolctl import threadpool_limits
-
-    from oasis_gym.envs import reddit_v0, twitter_v0
 
     configs = [(module, users) for module in (twitter_v0, reddit_v0) for users in (60, 90)]
 
@@ -190,11 +174,6 @@ def test_a_child_forked_while_a_thread_multiplies_sets_one_blas_thread_itself(mo
     product under way, so when it has set 2 BLAS threads for work of its own, its products
     still run on one (the parent's count of products under way, copied, made it leave the
     setting alone). It failed before."""
-    import threading
-
-    import numpy as np
-
-    from oasis_gym import blas
 
     inside, release = threading.Event(), threading.Event()
     product = np.matmul
