@@ -76,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=None)
     p.add_argument("--scenario", default="misinfo_brigading", choices=("misinfo_brigading", "misinfo_stream"))
     args = p.parse_args(argv)
-    from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+    from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
     from oasis_gym.platform import MISINFO_LABEL
     from oasis_gym.train.common import EnvConfig
     from oasis_gym.train.evaluate import evaluate_moderator, run_episode
 
     start, load = time.perf_counter(), os.getloadavg()
-    seeds = [TRAIN_SEED_MIN + 1 + i for i in range(args.seeds)]
+    seeds = [TRAIN_SEEDS_FROM + 1 + i for i in range(args.seeds)]
     config = EnvConfig(kind="moderator", users=args.users, scenario=args.scenario)
     env = config.make()
     young_share: list[float] = []

@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from oasis_gym.batched.rng import TRAIN_SEEDS_FROM, next_episode_seed
+from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
 
 MAX_EPISODE_SEED = 2**62
 RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values

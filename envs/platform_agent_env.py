@@ -30,6 +30,7 @@ from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_poin
 from oasis_gym.actions import IS_ENGAGEMENT
 from oasis_gym.actions import ActionType as A
 from oasis_gym.agents import esteban_ray, exposure_stats
+from oasis_gym.model.seeds import draw_training_seed
 from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
 from oasis_gym.recsys import DEFAULT_WEIGHTS
 
@@ -37,7 +38,6 @@ from . import agent_spaces
 from .social_env import SocialMediaEnv, load_population
 
 PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
-TRAIN_SEED_MIN = 2**20  # unseeded resets draw episode seeds >= this
 UserPolicyFactory = Callable[[Any], Any]  # factory(env: SocialMediaEnv) -> Policy
 
 
@@ -154,8 +154,8 @@ class PlatformAgentEnv(gym.Env):
         env = self.parallel_env
         # an explicit seed reproduces the episode; otherwise the next episode's seed comes from
         # the env's generator (seeded by the last explicit seed), drawn at or above
-        # TRAIN_SEED_MIN so training episodes never replay an evaluation seed (< TRAIN_SEED_MIN)
-        episode_seed = int(seed) if seed is not None else int(self.np_random.integers(TRAIN_SEED_MIN, 2**31 - 1))
+        # TRAIN_SEEDS_FROM so training episodes never replay an evaluation seed (model/seeds.py)
+        episode_seed = int(seed) if seed is not None else draw_training_seed(self.np_random)
         if hasattr(env.sim.recsys, "set_weights"):
             # the agent-controlled recsys keeps the last episode's weights across resets;
             # start every episode from the same ranking so reset(seed) is reproducible

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
+from oasis_gym.model.users import report_probability
 from oasis_gym.platform import MISINFO_LABEL
 from oasis_gym.sim import ActionArrays, ObsBatch
 
@@ -20,9 +21,10 @@ __all__ = ["ReportingUsers"]
 class ReportingUsers(PolicyWrapper):
     """Wrap a user policy: users it leaves idle may report one post of their feed.
 
-    Per feed slot the rate is `misinfo_report_rate` (post labelled misinformation) or
-    `true_report_rate` (anything else), times the user's disagreement with the post's
-    stance (|opinion - stance| / 2, unknown stance counts as 0). P(report) = min(1, sum of
+    Per feed slot the rate is `model.users.report_probability` with floor 0:
+    `misinfo_report_rate` (post labelled misinformation) or `true_report_rate` (anything
+    else), times the user's disagreement with the post's stance (|opinion - stance| / 2,
+    unknown stance counts as 0). P(report) = min(1, sum of
     the slot rates); the slot is drawn in proportion to its rate. Only when report_post is
     an available action; posts the user already reported are skipped.
     """
@@ -51,9 +53,11 @@ class ReportingUsers(PolicyWrapper):
         posts = np.where(has, obs.post_ids[rows], 0)
         users = obs.users[rows]
         stance = np.nan_to_num(pf.p_stance.a[posts])
-        disagree = np.abs(pf.u_opinion.a[users][:, None] - stance) / 2.0
-        rate = np.where(pf.p_label.a[posts] == MISINFO_LABEL, self.misinfo_report_rate, self.true_report_rate)
-        rate = rate * disagree * has
+        misinfo = pf.p_label.a[posts] == MISINFO_LABEL
+        rate = report_probability(
+            misinfo, pf.u_opinion.a[users][:, None], stance, self.misinfo_report_rate, self.true_report_rate, floor=0.0
+        )
+        rate = rate * has
         if len(pf.rel["report"]):
             rate[pf.rel["report"].contains(np.broadcast_to(users[:, None], posts.shape), posts)] = 0.0
         total = rate.sum(axis=1)

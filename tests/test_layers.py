@@ -308,3 +308,23 @@ def test_no_import_circles_in_the_engine_type_checking_ones_included():
     # the checker sees a TYPE_CHECKING-only circle: metrics.online names the engine's types
     # under TYPE_CHECKING only, so with the engine's package it is a circle only if counted
     assert "oasis_gym.sim" in imports_of("oasis_gym.metrics.online", runtime=False)
+
+
+def test_the_model_is_the_floor_of_both_paths_and_imports_numpy_only():
+    """`oasis_gym.model` (issue 51: one home per mechanism) sits below the fast path and the
+    platform path alike: it imports no other project module and no third-party package but numpy."""
+    model = {m for m in project_modules() if m == "oasis_gym.model" or m.startswith("oasis_gym.model.")}
+    assert "oasis_gym.model.rng" in model and "oasis_gym.model.seeds" in model
+    for m in sorted(model):
+        assert imports_of(m) <= model, f"{m} imports {sorted(imports_of(m) - model)}"
+        tree = ast.parse(project_modules()[m].read_text(encoding="utf-8"))
+        third_party = {
+            (n.module or "" if isinstance(n, ast.ImportFrom) else a.name).split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom) and not getattr(n, "level", 0)
+            for a in n.names
+        } - {"numpy", "__future__", "oasis_gym", "dataclasses", "typing", "collections", "math"}
+        assert not third_party, f"{m} imports {sorted(third_party)}"
+    # both paths build on it
+    assert "oasis_gym.model.rng" in imports_of("oasis_gym.batched.users")
+    assert "oasis_gym.model.seeds" in imports_of("oasis_gym.envs.platform_agent_env")

@@ -73,7 +73,7 @@ def test_every_env_runner_and_sub_env_plays_its_own_training_seeds():
     moderator trains on Moderator-v0's own default scenario."""
     import ray
 
-    from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+    from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
     from oasis_gym.train.rllib_recommender import PlatformAgentsParallelEnv, build_config, played_episode_seeds
 
     assert PlatformAgentsParallelEnv(users=30, max_cycles=2, learn_moderator=True)._gym.scenario.name == (
@@ -106,7 +106,7 @@ def test_every_env_runner_and_sub_env_plays_its_own_training_seeds():
     assert all(len(s) >= 2 for _, s in remote)  # each sub-env played more than one episode
     seeds = [x for _, s in per_env for x in s]
     assert len(seeds) == len(set(seeds)), "two sub-envs replayed the same episode"
-    assert min(seeds) >= TRAIN_SEED_MIN  # evaluation seeds (9100-9119, 1000+, ...) are all below
+    assert min(seeds) >= TRAIN_SEEDS_FROM  # evaluation seeds (9100-9119, 1000+, ...) are all below
 
 
 def test_parallel_env_seed_streams_are_reproducible_and_distinct(monkeypatch):

@@ -12,8 +12,8 @@ import pytest
 if os.environ.get("OASIS_GYM_REQUIRE_RLLIB") != "1":
     pytest.importorskip("ray.rllib", reason="ray[rllib] is tested in its own venv (.ci/run)")
 
-from oasis_gym.batched.rng import TRAIN_SEEDS_FROM  # noqa: E402
 from oasis_gym.envs.lockstep import LockstepVectorEnv  # noqa: E402
+from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, training_seeds  # noqa: E402
 from oasis_gym.train import rllib_v1  # noqa: E402
 
 SMALL = {"users": 100, "max_steps": 4, "difficulty": "hard"}
@@ -53,10 +53,10 @@ def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_
 
 
 def test_runner_seeds_are_a_fixed_function_of_seed_runner_and_sub_env():
-    a = rllib_v1.training_seeds(0, 1, 4)
-    assert np.array_equal(a, rllib_v1.training_seeds(0, 1, 4)) and len(set(a.tolist())) == 4
-    assert not set(a.tolist()) & set(rllib_v1.training_seeds(0, 2, 4).tolist())
-    assert not set(a.tolist()) & set(rllib_v1.training_seeds(1, 1, 4).tolist())
+    a = training_seeds(0, 1, 4)
+    assert np.array_equal(a, training_seeds(0, 1, 4)) and len(set(a.tolist())) == 4
+    assert not set(a.tolist()) & set(training_seeds(0, 2, 4).tolist())
+    assert not set(a.tolist()) & set(training_seeds(1, 1, 4).tolist())
     assert a.min() >= TRAIN_SEEDS_FROM
 
 

@@ -15,7 +15,7 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 
 import oasis_gym
-from oasis_gym.batched.rng import TRAIN_SEEDS_FROM
+from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
 
 V1 = sorted(oasis_gym.GYMNASIUM_VECTOR_ENVS)
 SMALL = {"users": 200, "max_steps": 6}

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
 from oasis_gym.outputs import staged_path
 from oasis_gym.policies.sb3 import SB3Policy
 
@@ -110,9 +110,9 @@ def tuned_rules(args: Args, cache: dict | None = None) -> dict:
     """The report rules' thresholds tuned on `args.tune_seeds` (training population only);
     refuses tuning seeds an evaluation could use. `cache` (a dict) shares the result
     between runs with the same settings (the bench's training seeds)."""
-    bad = [s for s in args.tune_seeds if s < TRAIN_SEED_MIN]
+    bad = [s for s in args.tune_seeds if s < TRAIN_SEEDS_FROM]
     if bad:
-        raise ValueError(f"tuning seeds {bad} could be evaluation seeds: use seeds >= {TRAIN_SEED_MIN}")
+        raise ValueError(f"tuning seeds {bad} could be evaluation seeds: use seeds >= {TRAIN_SEEDS_FROM}")
     key = ("tune", tuple(args.tune_seeds), repr(args.env))
     if cache is None:
         cache = {}

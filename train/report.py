@@ -3,7 +3,7 @@ the printed baseline table and the learning-curve PNG.
 
 An evaluation set is a name, a population seed and episode seeds. The default sets are
 disjoint from training by construction: training uses population 0 and episode seeds
-drawn at or above `TRAIN_SEED_MIN` (2**20; the first episodes of PPO's vector envs use
+drawn at or above `TRAIN_SEEDS_FROM` (2**20; the first episodes of PPO's vector envs use
 `seed .. seed + n_envs - 1`), evaluation uses seeds 1000+ on population 0 ("held-out
 seeds") and on population 1 ("held-out population", other users and follow graph).
 `check_disjoint` refuses overlapping sets with a clear error.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
+from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
 
 
 @dataclass(frozen=True)
@@ -42,11 +42,11 @@ def check_disjoint(eval_sets: Sequence[EvalSet], train_seed: int, n_envs: int, t
     """Raise ValueError if an evaluation episode could replay a training episode."""
     first = set(range(train_seed, train_seed + n_envs))  # the vector envs' first, explicit seeds
     for s in eval_sets:
-        bad = [x for x in s.seeds if x >= TRAIN_SEED_MIN or (s.population_seed == train_population and x in first)]
+        bad = [x for x in s.seeds if x >= TRAIN_SEEDS_FROM or (s.population_seed == train_population and x in first)]
         if bad:
             raise ValueError(
                 f"evaluation set {s.name!r} seeds {bad} may be training episodes: use seeds below "
-                f"{TRAIN_SEED_MIN} outside {sorted(first)}"
+                f"{TRAIN_SEEDS_FROM} outside {sorted(first)}"
             )
 
 

@@ -35,8 +35,8 @@ from pettingzoo import ParallelEnv
 from oasis_gym.agents import ModeratorAgent, RecommenderAgent
 from oasis_gym.envs import agent_spaces
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
-from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
+from oasis_gym.model.seeds import draw_training_seed
 from oasis_gym.recsys import DEFAULT_WEIGHTS
 
 POLICY_OF_AGENT = {"recommender_0": "recommender", "moderator_0": "moderator"}
@@ -83,7 +83,7 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         # every env instance draws its episodes from a stream of its own, keyed by the run's
         # seed, the env runner (worker index) and the instance's number in its process (RLlib
         # makes a runner's sub-envs one after another): no two sub-envs of a run replay the
-        # same episodes, and all are training seeds (>= TRAIN_SEED_MIN), never evaluation ones
+        # same episodes, and all are training seeds (>= TRAIN_SEEDS_FROM), never evaluation ones
         self._stream_key = (int(worker_index), next(_INSTANCES))
         self._stream = self._seed_stream(seed)
         self.episode_seeds: list[int] = []  # the episode seeds this env played, in order
@@ -103,10 +103,10 @@ class PlatformAgentsParallelEnv(ParallelEnv):
         """Start the next training episode; the platform agents' first observations. A `seed`
         seeds this env's stream of episode seeds (as Gymnasium's `reset(seed=)` seeds an env's
         generator): the episode seed itself is drawn from the stream, in the training range
-        [TRAIN_SEED_MIN, 2**31), disjoint from every evaluation seed."""
+        [TRAIN_SEEDS_FROM, 2**31), disjoint from every evaluation seed."""
         if seed is not None:
             self._stream = self._seed_stream(int(seed))
-        episode_seed = int(self._stream.integers(TRAIN_SEED_MIN, 2**31 - 1))
+        episode_seed = draw_training_seed(self._stream)
         self.episode_seeds.append(episode_seed)
         self._gym.reset(seed=episode_seed)
         self.agents = list(self.possible_agents)

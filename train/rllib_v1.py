@@ -23,23 +23,16 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
 from gymnasium.vector import VectorWrapper
 
 from oasis_gym import load_entry_point, vector_envs
-from oasis_gym.batched.rng import TRAIN_SEEDS_FROM, hash64
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.checks import argtype, ray_address
+from oasis_gym.model.seeds import training_seeds
 
 # each task's native vector env per version (env_config "version", default 1): entry points
 VECTOR_ENVS = {task: vector_envs(task) for task in ("moderator", "recommender")}
 ENV_NAME = "oasis_gym_v1_task"
-
-
-def training_seeds(seed: int, runner: int, k: int) -> np.ndarray:
-    """The first episode seeds of the k sub-envs of env runner `runner` in a run seeded `seed`."""
-    h = hash64(np.uint64(seed), np.uint64(runner), np.arange(k, dtype=np.uint64), 0x7A1)
-    return (TRAIN_SEEDS_FROM + h % np.uint64(2**40)).astype(np.int64)
 
 
 class RunnerSeeds(VectorWrapper):

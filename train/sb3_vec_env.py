@@ -19,7 +19,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv
 
-from oasis_gym.batched.rng import TRAIN_SEEDS_FROM
+from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
 
 from .anchored import NoAnchor
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import feed, moderation, posting, rng, users
+from ..model import rng
+from . import feed, moderation, posting, users
 from .population import Population, make_population
 from .state import S_ACTIVE, S_RETURN, State
 from .tiers import Dynamics, tier

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+from ..model import rng
 from .population import FOLLOWEES, TOPICS
 from .state import S_CANDIDATE, State
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+from ..model import rng
 from .state import S_CHECK, State
 
 QUEUE = 16

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+from ..model import rng
 from .population import TOPICS
 from .state import S_ATTR, S_BRIGADE, S_CAMPAIGN, S_POST, State
 

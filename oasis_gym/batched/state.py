@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+from ..model import rng
 from .population import TOPICS, Population
 from .tiers import Dynamics
 

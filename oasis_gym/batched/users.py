@@ -6,10 +6,11 @@ P(engage) = sigmoid(base + similarity_w * sim + quality_w[c] * q + arousal_w[c] 
 recency_w[c] * recency in v2]); a quarter of engagements are
 reposts (the post enters the reposter's followers' candidates). A user who does not engage
 reports with probability (misinfo ? misinfo_report_prob : true_report_prob) x (0.5 +
-|opinion - stance| / 2). After the visit the user's satisfaction moves towards the value
-of the session (quality and engagement raise it; arousal and misinformation lower it, by
-kind), a user left below `churn_below` may leave, and engaged stances move opinions
-(bounded confidence; aroused agreement pushes outward). The ranking service's history
+|opinion - stance| / 2) (`model.users.report_probability`, floor 0.5). After the visit the
+user's satisfaction moves towards the value of the session (quality and engagement raise
+it; arousal and misinformation lower it, by kind), a user left below `churn_below` may
+leave, and engaged stances move opinions (bounded confidence; aroused agreement pushes
+outward). The ranking service's history
 summaries (engagement rate, visit rate, arousal affinity; in v2 the in-network and recency
 affinities, `_contrast`) are updated from what it saw.
 """
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+from ..model import rng
+from ..model.users import report_probability
 from .feed import COL
 from .state import S_CHURN, S_ENGAGE, S_REPORT, State
 
@@ -49,8 +51,9 @@ def respond(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarray, sx: n
     u_engage, u_share = rng.two_uniforms(h)
     engaged = valid & (u_engage < _sigmoid(logit))
     shared = engaged & (u_share < dyn.share_given_engage)
-    p_report = np.where(sx[..., COL["misinfo"]] > 0, dyn.misinfo_report_prob, dyn.true_report_prob)
-    p_report = p_report * (0.5 + np.abs(opinion - stance) / 2)
+    p_report = report_probability(
+        sx[..., COL["misinfo"]] > 0, opinion, stance, dyn.misinfo_report_prob, dyn.true_report_prob, floor=0.5
+    )
     reported = valid & ~engaged & (rng.uniform(h, S_REPORT) < p_report)
     return engaged, shared, reported
 

@@ -1,6 +1,6 @@
 """Counter-based random numbers: every draw is a pure function of (key, counters).
 
-The batched engine steps K simulations at once. With one `numpy.random.Generator` per
+The fast path (`oasis_gym.batched`) steps K simulations at once. With one `numpy.random.Generator` per
 simulation the draws would need a Python loop over the simulations, and with one shared
 generator a simulation's draws would depend on how many others run beside it. Here a
 draw is `hash(episode key, step, stream, index)` (SplitMix64's finaliser, applied in
@@ -61,15 +61,3 @@ def normal(*parts) -> np.ndarray:
     u1 = (h >> _S40).astype(np.float32) * _TO_UNIT
     u2 = ((h >> _S16) & _LOW24).astype(np.float32) * _TO_UNIT
     return np.sqrt(np.float32(-2.0) * np.log1p(-u1)) * np.cos(np.float32(2.0 * np.pi) * u2)
-
-
-TRAIN_SEEDS_FROM = 2**20  # unseeded episodes draw seeds >= this; evaluation uses seeds below
-
-
-def next_episode_seed(seed) -> np.ndarray:
-    """The seed of the episode after one with `seed` when the next reset names none: a fixed
-    function, so an env alone and the same env inside a vector env play the same chain of
-    episodes, always >= TRAIN_SEEDS_FROM (never an evaluation seed)."""
-    return (TRAIN_SEEDS_FROM + hash64(np.asarray(seed, np.int64).astype(np.uint64), 0x5EED) % np.uint64(2**40)).astype(
-        np.int64
-    )
