@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import MAX_ID, path_name, whole_number
+from ..checks import MAX_ID, MAX_SEED, path_name, whole_number
 from .config import parse_value
 from .effects import HEADLINE, ORDERINGS, effects
 from .scenario import Scenario, load_scenario
@@ -143,7 +143,10 @@ def plan_sweep(
     if twice:  # the last one's values would silently replace the others' in every grid point
         raise ValueError(f"--param {twice[0]} is given more than once: give all its values in one --param")
     seeds = whole_number(seeds if seeds is not None else table.get("seeds", 10), "--seeds", 1, MAX_SWEEP_RUNS)
-    seed_start = whole_number(seed_start if seed_start is not None else table.get("seed_start", 0), "--seed-start", 0)
+    seed_start = seed_start if seed_start is not None else table.get("seed_start", 0)
+    seed_start = whole_number(seed_start, "--seed-start", 0, MAX_SEED)
+    if seed_start + seeds - 1 > MAX_SEED:
+        raise ValueError(f"--seed-start {seed_start} + --seeds {seeds}: the last seed is past {MAX_SEED}")
     steps = steps if steps is not None else table.get("steps")
     out_dir = Path(path_name(str(out), "--out")) if out is not None else None
     if steps is not None:
