@@ -12,7 +12,10 @@ subprocess: tests/test_guarantees_cli_inputs.py (`BAD`).
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import subprocess
+import sys
 
 import gymnasium
 import pytest
@@ -107,3 +110,26 @@ def test_python_api_checks_the_same_ranges_before_building_anything():
             gymnasium.make(env_id, users=10**9)
     with pytest.raises(ConfigError, match="at most 10,000,000 users"):
         oasis_gym.envs.twitter_v0.parallel_env(users=10**9)
+
+
+def test_a_sweep_whose_figures_cannot_be_drawn_writes_its_tables_and_says_so(tmp_path):
+    """A sweep over 1e308 ran every run, then died in its plot (LinAlgError) with no table
+    written, and its resume the same: now the tables are written and the summary says, in one
+    line, that the plot cannot be drawn; exit code 0, first run and resume alike."""
+    argv = ["sweep", "group_polarization", "--param", "rho=1e308", "--seeds", "1", "--steps", "1", "--out", "sw"]
+    for extra in ([], ["--resume"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "oasis_gym.cli", *argv, "--quiet", *extra],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        said = [line for line in done.stdout.splitlines() if line.startswith("No plot: ")]
+        assert len(said) == 1 and "the tables hold them all" in said[0], done.stdout
+        names = {p.name for p in (tmp_path / "sw").iterdir()}
+        assert {"runs.csv", "summary.csv", "summary.json"} <= names and not any(n.endswith(".png") for n in names)
+        assert json.loads((tmp_path / "sw" / "summary.json").read_text())["params"] == {
+            "policy.abm.opinion_params.rho": [1e308]
+        }

@@ -157,6 +157,8 @@ def sweep_summary(
         done.append(f"  ... {plural(points - _SHOWN_POINTS, 'more grid point')} in summary.csv")
     if failed:
         done += _failed_lines(failed)
+    if res.get("plot_error"):  # degenerate figures (values near the float limits): the tables are whole
+        done.append(f"No plot: the effects cannot be drawn ({res['plot_error']}); the tables hold them all.")
     folder = Path(out)
     outputs = [
         (str(folder / "summary.csv"), "per grid point and effect: mean, 95% CI, sd, n"),
@@ -185,6 +187,8 @@ def sweep_summary(
         )
     data = {"sweep": res["scenario"], "out": out, "points": points, "seeds": seeds, "png": res.get("png"),
             "failed": len(failed)}  # fmt: skip
+    if res.get("plot_error"):
+        data["plot_error"] = res["plot_error"]
     return Summary("\n".join(done), outputs, nxt, data)
 
 
