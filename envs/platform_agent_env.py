@@ -30,6 +30,7 @@ from oasis_gym import DEFAULT_USER_POLICY, SCENARIOS, _register, load_entry_poin
 from oasis_gym.actions import IS_ENGAGEMENT
 from oasis_gym.actions import ActionType as A
 from oasis_gym.agents import esteban_ray, exposure_stats
+from oasis_gym.checks import population_size
 from oasis_gym.model.seeds import draw_training_seed
 from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
 from oasis_gym.recsys import DEFAULT_WEIGHTS
@@ -77,6 +78,9 @@ class PlatformAgentEnv(gym.Env):
         self._env_kwargs = {**base, **env_kwargs, "population_seed": population_seed}
         if users is not None:
             self._env_kwargs["users"] = users
+        n = self._env_kwargs["users"]
+        if isinstance(n, (int, np.integer)) and not isinstance(n, bool):  # a count: checked before anything is built
+            population_size(int(n), "users")
         if max_cycles is not None:
             self._env_kwargs["max_cycles"] = max_cycles
         self.max_cycles = int(self._env_kwargs["max_cycles"])

@@ -17,6 +17,7 @@ from pettingzoo import ParallelEnv
 from oasis_gym import population as popmod
 from oasis_gym.actions import NUM_ACTIONS, RESULT_NAMES
 from oasis_gym.agents import make_platform_agents
+from oasis_gym.checks import population_size
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.platform.journal_file import check_distinct, connect_readonly
@@ -50,10 +51,8 @@ def load_population(users, population_seed: int = 0):
 
     if isinstance(users, (bool, np.bool_)):
         raise ConfigError(f"users must be a user count, a profile path or a Population, got {users!r}")
-    if isinstance(users, (int, np.integer)):
-        if users < 1:
-            raise ConfigError(f"users must be at least 1, got {users}")
-        return popmod.synthetic(int(users), seed=population_seed)
+    if isinstance(users, (int, np.integer)):  # at most MAX_USERS, and what the memory holds
+        return popmod.synthetic(population_size(int(users), "users"), seed=population_seed)
     if isinstance(users, (str, bytes)) or hasattr(users, "__fspath__"):
         return popmod.load_profiles(users)
     if hasattr(users, "follow_src"):

@@ -21,6 +21,7 @@ from .errors import ConfigError
 __all__ = [
     "MAX_ID",
     "MAX_USERS",
+    "MAX_SEED",
     "BYTES_PER_USER",
     "NAME_MAX",
     "PATH_MAX",
@@ -30,6 +31,11 @@ __all__ = [
     "path_name",
     "ray_address",
     "argtype",
+    "int_option",
+    "float_option",
+    "bounds_text",
+    "with_bounds",
+    "OneLineParser",
 ]
 
 MAX_ID = 2**31 - 1  # users, posts, steps: ids and counts are packed in 31 bits (platform.store)
@@ -41,6 +47,7 @@ PATH_MAX = 4095  # bytes of a whole path (Linux)
 # lower bound of what a run needs, so a population refused for memory would never have fit
 MAX_USERS = 10_000_000
 BYTES_PER_USER = 2_100
+MAX_SEED = 2**32 - 1  # seeds: what numpy's legacy seeding takes (np.random.seed, SB3's set_random_seed)
 
 
 def _fail(name: str | None, message: str):
@@ -49,7 +56,7 @@ def _fail(name: str | None, message: str):
 
 def _bounds(low, high) -> str:
     if low is not None and high is not None:
-        return f" in [{low}, {high}]"
+        return f" in {bounds_text(low, high)}"
     return f" >= {low}" if low is not None else f" <= {high}" if high is not None else ""
 
 
@@ -168,7 +175,8 @@ def ray_address(value, name: str | None = "--address") -> str:
 
 def argtype(check: Callable, label: str | None = None, **bounds) -> Callable[[str], object]:
     """An argparse type running `check(text, **bounds)`: a refused value becomes argparse's
-    one-line error (``argument --seed: expected a whole number >= 0, got '-1'``)."""
+    one-line error (``argument --seed: expected a whole number >= 0, got '-1'``). Its `bounds`
+    attribute holds (low, high) where both are given (`with_bounds` states them in a help text)."""
 
     def parse(text: str):
         try:
@@ -177,4 +185,40 @@ def argtype(check: Callable, label: str | None = None, **bounds) -> Callable[[st
             raise argparse.ArgumentTypeError(str(err)) from None
 
     parse.__name__ = label or check.__name__  # argparse names a failed type by it
+    if bounds.get("low") is not None and bounds.get("high") is not None:
+        parse.bounds = (bounds["low"], bounds["high"])
     return parse
+
+
+def int_option(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type taking a whole number in [low, high] (`bounds`: (low, high))."""
+    return argtype(whole_number, f"int in [{low}, {high}]", low=low, high=high)
+
+
+def float_option(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type taking a finite number in [low, high] (`bounds`: (low, high))."""
+    return argtype(finite_number, f"number in [{low}, {high}]", low=low, high=high)
+
+
+def bounds_text(low, high) -> str:
+    """How a help text states an option's range: ``[1, 2,147,483,647]``."""
+
+    def shown(v) -> str:
+        return f"{v:,}" if isinstance(v, int) else repr(float(v))
+
+    return f"[{shown(low)}, {shown(high)}]"
+
+
+def with_bounds(text: str, parse: Callable) -> str:
+    """`text` (an option's help) followed by the range its argparse type `parse` takes."""
+    span = f"in {bounds_text(*parse.bounds)}"
+    return f"{text}; {span}" if text else span
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (no usage block): ``PROG: error: ...``,
+    exit code 2."""
+
+    def error(self, message: str):
+        """Print `message` as one line and exit with code 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n")

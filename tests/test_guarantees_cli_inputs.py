@@ -27,7 +27,7 @@ import pytest
 from oasis_fixture import build_oasis_db
 from test_guarantees_journal import QUIET, RUN, _cli_journal, _edit_meta, snapshot, tables
 
-from oasis_gym.checks import BYTES_PER_USER, population_size
+from oasis_gym.checks import BYTES_PER_USER, MAX_SEED, population_size
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform import JournalError, Platform, load_db, load_platform
 from oasis_gym.platform.journal import read_meta
@@ -164,6 +164,25 @@ BAD = {
     "run_users_a_billion": (None, ["run", "--users", "1000000000", *QUIET], "at most 10,000,000"),
     "run_users_ten_to_the_40": (None, ["run", "--users", "1" + "0" * 40, *QUIET], "41-digit"),
     "scenario_users_a_billion": (None, [*HERD, "--set", "users=1000000000"], "at most 10,000,000"),
+    # unbounded work and values that ended in a torch traceback after the tuning (issue 53):
+    # refused by the parser, before anything is built (train --users 10**9 allocated until the
+    # memory ran out); every option's range: tests/test_guarantees_cli_bounds.py
+    "train_users_a_billion": (None, [*TRAIN, "--users", "1000000000"], "at most 10,000,000"),
+    "train_max_steps_huge": (None, ["train", "moderator", "--max-steps", str(10**9)], "--max-steps"),
+    "train_cem_iterations_huge": (None, ["train", "recommender", "--cem-iterations", str(10**9)], "--cem-iterations"),
+    "train_n_epochs_huge": (None, ["train", "recommender", "--n-epochs", str(10**9)], "--n-epochs"),
+    "train_seed_past_numpy": (None, ["train", "recommender", "--seed", str(2**32)], "4,294,967,295"),
+    "train_action_std_huge": (None, ["train", "recommender", "--action-std", "1e300"], "--action-std"),
+    "train_learning_rate_huge": (None, ["train", "recommender", "--learning-rate", "1e10"], "--learning-rate"),
+    "train_rule_logit_huge": (None, ["train", "moderator", "--rule-logit", "1e300"], "--rule-logit"),
+    "benchmark_seed_runs_past_numpy": (None, ["benchmark", "moderator", "--seed", str(2**32 - 2)], "past 4294967295"),
+    # a sweep value the run does not take: refused before the first run (it failed at run time)
+    "sweep_value_not_a_choice": (None, [*SWEEP, "--param", "env.recsys=reddit,bogus"], "env.recsys"),
+    "sweep_seeds_past_numpy": (
+        None,
+        [*SWEEP, "--param", "rho=0.5", "--seeds", "2", "--seed-start", str(2**32 - 1)],
+        "past",
+    ),
     # a resume with nothing to do: said, not a silent exit 0
     # a --db that is no journal: refused before the LLM engine starts (it was refused after it,
     # a dangling symbolic link as a file that "appeared while the journal was being created")
@@ -314,11 +333,12 @@ def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exac
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")
 
 
-def test_a_seed_of_any_size_runs_and_resumes_with_tensorboard(tmp_path):
-    """`--seed` takes any whole number >= 0 (numpy seeds are unbounded), but a seed of 2**64 or
-    more ended the run in a tensorboardX traceback (its HParams table takes 64-bit numbers) after
-    the journal was created, and every resume of it failed the same way."""
-    seed = str(2**64)
+def test_the_largest_seed_runs_and_resumes_with_tensorboard(tmp_path):
+    """`--seed` takes a whole number in [0, MAX_SEED] (what numpy's legacy seeding takes, as
+    training needs); a seed of 2**64 or more ended the run in a tensorboardX traceback (its
+    HParams table takes 64-bit numbers) after the journal was created, and every resume of it
+    failed the same way."""
+    seed = str(MAX_SEED)
     argv = ["run", "--users", "30", "--policy", "abm", "--steps", "2", "--quiet", "--db", "big.db"]
     proc, _ = oasis_cli(*argv, "--seed", seed, cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]

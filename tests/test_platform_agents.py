@@ -330,7 +330,10 @@ def test_report_rules_are_tuned_on_training_seeds_only():
         best = max(cands, key=lambda t: (cands[t], -t))
         assert tuned[base] == f"{base}:{best}"
         assert cands[best] == summarize(evaluate_moderator(f"{base}:{best}", seeds, config))["mean"]
-    args = replace(moderator.Args(), tune_seeds=(1000,))
+    with pytest.raises(ValueError, match=r"--tune-seeds: expected a whole number in \[1,048,576, "):
+        replace(moderator.Args(), tune_seeds=(1000,))  # refused at construction (the option's range)
+    args = moderator.Args()
+    args.tune_seeds = (1000,)  # set past the check: tuning refuses it all the same
     with pytest.raises(ValueError, match="could be evaluation seeds"):
         moderator.tuned_rules(args)
 

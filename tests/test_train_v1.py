@@ -160,21 +160,21 @@ def test_train_v1_writes_its_results_and_says_where(tmp_path, task):
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        (["--timesteps", "0"], "--timesteps must be an integer >= 1"),
+        (["--timesteps", "0"], "argument --timesteps: expected a whole number in [1, "),
         (["--eval-seeds", "9000", "--tune-seeds", "9000"], "disjoint"),
         (["--eval-seeds", "2"], "overlap the training seeds"),
         (["--eval-population", "0"], "held-out population"),
-        (["--gamma", "1.5"], "--gamma must be"),
-        (["--gamma", "nan"], "--gamma must be"),
+        (["--gamma", "1.5"], "argument --gamma: expected a finite number in [0.0, 1.0]"),
+        (["--gamma", "nan"], "argument --gamma: expected a finite number"),
         (["--anchor", "tuned_row", "--ranking", "global"], "--anchor tuned_row corrects"),
         (["--anchor", "tuned_detector", "--ranking", "global"], "--anchor tuned_detector corrects"),
         (["--anchor", "tuned_detector", "--difficulty", "easy"], "--anchor tuned_detector needs a tier with campaigns"),
-        (["--action-std", "-0.1"], "--action-std must be"),
-        (["--action-std", "inf"], "--action-std must be"),
-        (["--policy-layers", "0"], "--policy-layers must be"),
-        (["--paired", "3"], "--paired must be an integer >= 1 dividing --n-envs"),
-        (["--paired", "0"], "--paired must be"),
-        (["--sde-sample-freq", "-2"], "--sde-sample-freq must be an integer >= -1"),
+        (["--action-std", "-0.1"], "argument --action-std: expected a finite number"),
+        (["--action-std", "inf"], "argument --action-std: expected a finite number"),
+        (["--policy-layers", "0"], "argument --policy-layers: expected a whole number in [1, 1,024]"),
+        (["--paired", "3"], "--paired must divide --n-envs"),
+        (["--paired", "0"], "argument --paired: expected a whole number in [1, "),
+        (["--sde-sample-freq", "-2"], "argument --sde-sample-freq: expected a whole number in [-1, "),
         (["--policy-layers", "8", "8", "8", "8", "8"], "--policy-layers must be"),
     ],
 )
@@ -305,7 +305,10 @@ def test_results_table_gives_the_interval_over_episodes_when_the_seeds_agree():
 
 @pytest.mark.parametrize(
     ("extra", "match"),
-    [(["--seeds", "1"], "--seeds must be an integer in [2, 100]"), (["--eval-seeds", "1"], "overlap the training")],
+    [
+        (["--seeds", "1"], "argument --seeds: expected a whole number in [2, 100]"),
+        (["--eval-seeds", "1"], "overlap the training"),
+    ],
 )
 def test_benchmark_bad_settings_are_one_line_and_exit_code_2(tmp_path, extra, match):
     cmd = [sys.executable, "-m", "oasis_gym.cli", "benchmark", "recommender", *TINY, "--out", str(tmp_path / "b")]
@@ -316,7 +319,10 @@ def test_benchmark_bad_settings_are_one_line_and_exit_code_2(tmp_path, extra, ma
 
 @pytest.mark.parametrize(
     ("extra", "match"),
-    [(["--users", "5"], "--users must be in [32, 200000]"), (["--seed", "-1"], "--seed must be an integer >= 0")],
+    [
+        (["--users", "5"], "argument --users: expected a whole number in [32, 200,000]"),
+        (["--seed", "-1"], "argument --seed: expected a whole number in [0, 4,294,967,295]"),
+    ],
 )
 def test_bad_sizes_and_seeds_are_one_line_before_any_compute(tmp_path, extra, match):
     cmd = [sys.executable, "-m", "oasis_gym.cli", "train", "recommender", *TINY, "--out", str(tmp_path / "r"), *extra]

@@ -3,7 +3,9 @@
 Each field with ``opt(...)`` metadata (or a plain default) becomes ``--field-name`` with the
 field's default and help; the type comes from the default (or ``type=`` where the default
 is None). A tuple default takes ``nargs="+"``; ``cli=False`` keeps a field off the command
-line. `parse_into` turns the parsed namespace back into the dataclass.
+line. A number's ``bounds=(low, high)`` are checked by the option's type (one line, exit code
+2), stated in its help, and checked again by `check_bounds` for an `Args` built in Python.
+`parse_into` turns the parsed namespace back into the dataclass.
 
 `TrainArgs` holds the settings both training scripts share; each script's `Args` subclasses
 it and `redeclare`s a field to change its default or help.
@@ -15,19 +17,45 @@ import argparse
 import dataclasses
 from typing import Any
 
-from oasis_gym.checks import MAX_ID, finite_number, path_name, whole_number
+from oasis_gym.checks import (
+    MAX_ID,
+    MAX_SEED,
+    MAX_USERS,
+    argtype,
+    bounds_text,
+    finite_number,
+    path_name,
+    population_size,
+    whole_number,
+    with_bounds,
+)
 from oasis_gym.errors import ConfigError
 
 from .common import EnvConfig, PPOConfig
 from .report import check_disjoint, default_eval_sets
 
 MAX_ENVS = 256  # subprocess envs of one training run
+MAX_EPISODE_STEPS = 10_000  # an episode's steps: 100 times the longest default episode
+MAX_ROLLOUT_STEPS = 10_000  # PPO's rollout steps per env (its buffer holds n_steps x n_envs observations)
+MAX_SECONDS = 10**7  # a time limit: about 116 days
+EVAL_SEEDS = (0, 2**20 - 1)  # held-out episode seeds: training draws its episode seeds above them
+SHARE, RATE = (0.0, 1.0), (1e-12, 1.0)  # a discount or GAE lambda; a learning rate
 
 
-def opt(default: Any = dataclasses.MISSING, help: str = "", *, cli: bool = True, **argparse_kw: Any) -> Any:
+def opt(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    cli: bool = True,
+    bounds: tuple | None = None,
+    check: Any = None,
+    **argparse_kw: Any,
+) -> Any:
     """A dataclass field with its command-line help (and argparse options such as `type`,
-    `choices`, `action`, `metavar`); a list/dict default is given as a factory."""
-    meta = {"help": help, "cli": cli, "argparse": argparse_kw}
+    `choices`, `action`, `metavar`); a list/dict default is given as a factory. `bounds`:
+    (low, high) of a number (of each number of a tuple), inclusive, checked by `check`
+    (default: `whole_number` or `finite_number`, by the default's type)."""
+    meta = {"help": help, "cli": cli, "bounds": bounds, "check": check, "argparse": argparse_kw}
     if isinstance(default, (list, dict)):
         value = default
         return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta)
@@ -43,14 +71,20 @@ def _default(f: dataclasses.Field) -> Any:
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
+def _check_of(f: dataclasses.Field) -> Any:
+    """The check of a bounded field's numbers: `whole_number` or `finite_number`."""
+    default, kind = _default(f), f.metadata["argparse"].get("type")
+    number = default[0] if isinstance(default, tuple) else default
+    if f.metadata.get("check") is not None:
+        return f.metadata["check"]
+    return finite_number if float in (kind, type(number)) else whole_number
+
+
 def add_arguments(parser: argparse.ArgumentParser, cls) -> None:
     """``--name`` options for every command-line field of `cls`, defaults and help from it."""
     for f in cli_fields(cls):
-        default = _default(f)
-        text = f.metadata.get("help", "")
-        if default is not None and not isinstance(default, (list, dict)):
-            text = f"{text} (default: %(default)s)".strip()
-        kw: dict[str, Any] = {"default": default, "help": text or None}
+        default, bounds = _default(f), f.metadata.get("bounds")
+        kw: dict[str, Any] = {"default": default}
         if isinstance(default, tuple):
             kw.update(nargs="+", type=type(default[0]), default=list(default))
         elif isinstance(default, bool):
@@ -60,7 +94,27 @@ def add_arguments(parser: argparse.ArgumentParser, cls) -> None:
         elif default is not None and not isinstance(default, list):
             kw["type"] = type(default)
         kw.update(f.metadata.get("argparse", {}))
+        if bounds is not None:
+            kw["type"] = argtype(_check_of(f), f"number in {bounds_text(*bounds)}", low=bounds[0], high=bounds[1])
+        text = f.metadata.get("help", "")
+        if hasattr(kw.get("type"), "bounds"):  # the range its type takes
+            text = with_bounds(text, kw["type"])
+        if default is not None and not isinstance(default, (list, dict)):
+            text = f"{text} (default: %(default)s)".strip()
+        kw["help"] = text or None
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kw)
+
+
+def check_bounds(a) -> None:
+    """Every bounded field of the dataclass `a` (each number of a tuple; None: unset) in its
+    type and range: a `ConfigError` naming the option, as its command line says it."""
+    for f in cli_fields(type(a)):
+        bounds, value = f.metadata.get("bounds"), getattr(a, f.name)
+        if bounds is None or value is None:
+            continue
+        check, name = _check_of(f), "--" + f.name.replace("_", "-")
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            check(v, name, *bounds)
 
 
 def parse_into(cls, ns: argparse.Namespace, defaults=None):
@@ -77,15 +131,23 @@ def parse_into(cls, ns: argparse.Namespace, defaults=None):
     return dataclasses.replace(defaults, **values) if defaults is not None else cls(**values)
 
 
+AGENT_PARAM = (-1e6, 1e6)  # an agent field: a million times the scale of its reward weights
+
+
 def key_value(text: str) -> tuple[str, float]:
     """``KEY=NUMBER`` -> (key, float); anything else is an argparse error (one line, exit 2)."""
     key, sep, value = text.partition("=")
     try:
         if not sep or not key:
             raise ValueError
-        return key, finite_number(value)
+        return key, finite_number(value, None, *AGENT_PARAM)
     except ValueError:  # a ConfigError too: NaN and infinities are no reward weights
-        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER (a finite number), got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=NUMBER (a finite number in {bounds_text(*AGENT_PARAM)}), got {text!r}"
+        ) from None
+
+
+key_value.bounds = AGENT_PARAM
 
 
 def redeclare(cls, name: str, default: Any = dataclasses.MISSING, help: str | None = None) -> Any:
@@ -97,6 +159,8 @@ def redeclare(cls, name: str, default: Any = dataclasses.MISSING, help: str | No
         _default(f) if default is dataclasses.MISSING else default,
         meta["help"] if help is None else help,
         cli=meta["cli"],
+        bounds=meta["bounds"],
+        check=meta["check"],
         **meta["argparse"],
     )
 
@@ -109,19 +173,29 @@ class RunArgs:
 
     timesteps: int = opt(
         60_000,
-        "PPO timesteps (summed over envs), >= 1; PPO learns in whole rollouts of --n-steps x --n-envs, so "
+        "PPO timesteps (summed over envs); PPO learns in whole rollouts of --n-steps x --n-envs, so "
         "a number that is no multiple is rounded up to one: the number used is printed and saved in eval.json",
+        bounds=(1, MAX_ID),
     )
-    time_limit: float | None = opt(None, "stop training after this many seconds", type=float)
-    n_envs: int = opt(2, "subprocess envs")
-    seed: int = opt(0, "training seed")
-    users: int | None = opt(None, "default: the scenario's 1000", type=int)
-    max_cycles: int | None = opt(None, "episode length (default 50)", type=int)
+    time_limit: float | None = opt(
+        None, "stop training after this many seconds", type=float, bounds=(1e-3, MAX_SECONDS)
+    )
+    n_envs: int = opt(2, "subprocess envs", bounds=(1, MAX_ENVS))
+    seed: int = opt(0, "training seed", bounds=(0, MAX_SEED))
+    users: int | None = opt(
+        None,
+        "default: the scenario's 1000; at most what the memory holds too",
+        type=int,
+        bounds=(1, MAX_USERS),
+        check=population_size,
+    )
+    max_cycles: int | None = opt(None, "episode length (default 50)", type=int, bounds=(1, MAX_EPISODE_STEPS))
     eval_seeds: tuple[int, ...] = opt(
         (1000, 1001, 1002, 1003, 1004),
-        "held-out episode seeds (< 2**20), run on the training population and on --other-population",
+        "held-out episode seeds, run on the training population and on --other-population",
+        bounds=EVAL_SEEDS,
     )
-    other_population: int = opt(1, "population seed of the held-out population")
+    other_population: int = opt(1, "population seed of the held-out population", bounds=(0, MAX_SEED))
 
 
 @dataclasses.dataclass
@@ -132,16 +206,20 @@ class TrainArgs(RunArgs):
     are built from them at construction: change a field with `dataclasses.replace`, or those
     two objects directly."""
 
-    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)")
-    lr: float = opt(3e-4, "learning rate")
-    gamma: float = opt(0.9, "discount")
+    eval_every: int = opt(0, "timesteps between TensorBoard evaluations (0: off)", bounds=(0, MAX_ID))
+    lr: float = opt(3e-4, "learning rate", bounds=RATE)
+    gamma: float = opt(0.9, "discount", bounds=SHARE)
     policy: str = opt("mlp", "network", choices=("mlp", "slot"))
-    n_steps: int = opt(250, "rollout steps per env")
+    n_steps: int = opt(250, "rollout steps per env", bounds=(1, MAX_ROLLOUT_STEPS))
     batch_size: int = opt(250, cli=False)  # capped at n_steps * n_envs
     first_bias: float = opt(0.0, cli=False)  # slot policy: initial logit bonus of "none"
-    ent_coef: float = opt(0.0, "entropy coefficient")
+    ent_coef: float = opt(0.0, "entropy coefficient", bounds=SHARE)
     agent_param: dict = opt(
-        {}, "agent field (its reward weights; repeatable)", type=key_value, action="append", metavar="KEY=VALUE"
+        {},
+        "agent field (its reward weights; repeatable)",
+        type=key_value,
+        action="append",
+        metavar="KEY=VALUE",
     )
     out: str = opt("runs/train", "output folder (model, checkpoints, TensorBoard, eval.json)")
     baselines: tuple[str, ...] = opt((), cli=False)
@@ -189,24 +267,11 @@ def check(a) -> None:
     """Every setting of a `TrainArgs` in its type and range, before anything is built: a
     `ConfigError` (one line on the command line) naming the option."""
     path_name(a.out, "--out")
-    whole_number(a.timesteps, "--timesteps", 1, MAX_ID)
-    whole_number(a.n_envs, "--n-envs", 1, MAX_ENVS)
-    whole_number(a.n_steps, "--n-steps", 1, MAX_ID)
+    check_bounds(a)
     if a.n_steps * a.n_envs < 2:
         raise ConfigError("--n-steps x --n-envs: a PPO rollout needs at least 2 timesteps")
-    whole_number(a.seed, "--seed", 0)
-    whole_number(a.eval_every, "--eval-every", 0, MAX_ID)
-    whole_number(a.other_population, "--other-population", 0)
-    for value, name in ((a.users, "--users"), (a.max_cycles, "--max-cycles")):
-        if value is not None:
-            whole_number(value, name, 1, MAX_ID)
-    if a.time_limit is not None:
-        finite_number(a.time_limit, "--time-limit", 1e-3)
-    finite_number(a.lr, "--lr", 1e-12, 1.0)
-    finite_number(a.gamma, "--gamma", 0.0, 1.0)
-    finite_number(a.ent_coef, "--ent-coef", 0.0)
-    for seed in a.eval_seeds:
-        whole_number(seed, "--eval-seeds", 0)
+    if a.seed + a.n_envs - 1 > MAX_SEED:  # env i trains on seed + i
+        raise ConfigError(f"--seed: the training seeds --seed .. --seed + --n-envs - 1 must be at most {MAX_SEED}")
     sets = default_eval_sets(a.eval_seeds, a.env.population_seed, a.other_population)
     try:
         check_disjoint(sets, a.seed, a.n_envs, a.env.population_seed)

@@ -35,6 +35,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from oasis_gym.checks import int_option, whole_number, with_bounds
 from oasis_gym.console import Summary
 from oasis_gym.metrics.intervals import mean_ci
 
@@ -42,6 +43,8 @@ from . import args as cli_args
 from . import tuned_baselines as tb
 from . import v1, v1_baselines
 from .outputs import benchmark_output, staged_training, train_output
+
+MAX_SEEDS = 100  # PPO training runs of one benchmark
 
 
 def _environment() -> dict:
@@ -247,7 +250,10 @@ def add_benchmark_parser(subparsers) -> argparse.ArgumentParser:
     for task in v1.TASKS:  # one parser per task: its errors name it (`oasis-gym benchmark moderator: error: ...`)
         text = f"benchmark {task.capitalize()}-v1: PPO over N training seeds vs its tuned baselines"
         t = targets.add_parser(task, help=text, description=text)
-        t.add_argument("--seeds", type=int, default=5, help="PPO training seeds (seed .. seed+N-1), >= 2; default 5")
+        seeds = int_option(2, MAX_SEEDS)
+        t.add_argument(
+            "--seeds", type=seeds, default=5, help=with_bounds("PPO training seeds (seed .. seed+N-1)", seeds)
+        )
         v1.add_options(t)
     return p
 
@@ -257,8 +263,7 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
     command = f"oasis-gym benchmark {ns.target}"
     args = dataclasses.replace(cli_args.parse_into(v1.Args, ns), task=ns.target, quiet=ns.quiet or ns.json)
     try:
-        if not isinstance(ns.seeds, int) or not 2 <= ns.seeds <= 100:
-            raise ValueError(f"--seeds must be an integer in [2, 100], got {ns.seeds!r}")
+        whole_number(ns.seeds, "--seeds", 2, MAX_SEEDS)
         args.check(n_seeds=ns.seeds)
         output = benchmark_output(args.out, ns.overwrite).check()
     except (ValueError, OSError) as err:

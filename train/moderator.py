@@ -22,13 +22,13 @@ Steps (read top to bottom):
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from oasis_gym.checks import MAX_SEED, OneLineParser
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
 from oasis_gym.outputs import staged_path
 from oasis_gym.policies.sb3 import SB3Policy
@@ -47,7 +47,8 @@ class _TuneArgs(RunArgs):
 
     tune_seeds: tuple[int, ...] = opt(
         tuple(2**20 + 9000 + i for i in range(4)),
-        "training-distribution episode seeds (>= 2**20) on which the report rules' thresholds are tuned",
+        "training-distribution episode seeds on which the report rules' thresholds are tuned",
+        bounds=(TRAIN_SEEDS_FROM, MAX_SEED),
     )
 
 
@@ -218,7 +219,7 @@ def train(args: Args, cache: dict | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: train, print the tables and one JSON line; exit code 0."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(description=__doc__.split("\n")[0])
     cli_args.add_arguments(p, Args)
     args = cli_args.parse_into(Args, p.parse_args(argv))
     result = train(args)

@@ -26,6 +26,7 @@ import json
 import sys
 from dataclasses import dataclass, replace
 
+from oasis_gym.checks import OneLineParser
 from oasis_gym.outputs import staged_path
 from oasis_gym.policies.sb3 import SB3Policy
 
@@ -146,7 +147,7 @@ def args_from_namespace(ns: argparse.Namespace, kind: str, defaults: Args) -> Ar
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: train, print the tables and one JSON line; exit code 0."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(description=__doc__.split("\n")[0])
     add_arguments(p)
     args = cli_args.parse_into(Args, p.parse_args(argv))
     result = train(args)

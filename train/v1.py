@@ -44,6 +44,7 @@ from oasis_gym.batched import moderation
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
+from oasis_gym.checks import MAX_ID, MAX_SEED, OneLineParser
 from oasis_gym.console import Summary, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
@@ -52,7 +53,7 @@ from . import anchored, campaign_detector
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
-from .args import opt
+from .args import EVAL_SEEDS, MAX_EPISODE_STEPS, MAX_ROLLOUT_STEPS, MAX_SECONDS, RATE, SHARE, opt
 from .common import limit_threads, save_obs_normalizer, write_results
 from .outputs import staged_training, train_output
 from .report import mean_std
@@ -61,6 +62,7 @@ from .v1_baselines import baselines, make_anchor, tune
 TASKS = ("recommender", "moderator")
 # each task's vector env per version
 VERSIONS = {task: vector_envs(task) for task in TASKS}
+MAX_VEC_ENVS = 1024  # episodes of one native vector env
 COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
 
 
@@ -72,8 +74,8 @@ class Args:
     version: int = opt(1, "task version: the recommender has 1-3 (envs/recommender_vN.py)",
                        choices=sorted(VERSIONS["recommender"]))  # fmt: skip
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
-    users: int = opt(1000, "users per simulated platform")
-    max_steps: int = opt(100, "steps per episode")
+    users: int = opt(1000, "users per simulated platform", bounds=(2 * FOLLOWEES, MAX_USERS))
+    max_steps: int = opt(100, "steps per episode", bounds=(1, MAX_EPISODE_STEPS))
     ranking: str = opt(
         "per_user", "recommender only: per-user weights W or one global w", choices=["per_user", "global"]
     )
@@ -82,15 +84,23 @@ class Args:
         "PPO timesteps (env steps summed over the envs); PPO learns in whole rollouts "
         "of --n-steps x --n-envs, so a number that is no multiple is rounded up to one (said, and "
         "saved in eval.json)",
+        bounds=(1, MAX_ID),
     )
-    n_envs: int = opt(32, "episodes stepped together (one process)")
-    seed: int = opt(0, "PPO seed; training episodes start at seeds seed .. seed + n_envs - 1, then >= 2**20")
-    population_seed: int = opt(0, "the training population")
-    eval_population: int = opt(1, "the held-out population (never trained or tuned on)")
-    eval_seeds: tuple[int, ...] = opt(tuple(range(9000, 9020)), "held-out evaluation seeds")
-    tune_seeds: tuple[int, ...] = opt(tuple(range(5000, 5016)), "seeds the baselines are tuned on")
-    cem_iterations: int = opt(20, "cross-entropy iterations of the constant-action search")
-    cem_population: int = opt(32, "candidates per cross-entropy iteration (each on every tuning seed)")
+    n_envs: int = opt(32, "episodes stepped together (one process)", bounds=(1, MAX_VEC_ENVS))
+    seed: int = opt(
+        0,
+        "PPO seed; training episodes start at seeds seed .. seed + n_envs - 1, then >= 2**20",
+        bounds=(0, MAX_SEED),
+    )
+    population_seed: int = opt(0, "the training population", bounds=(0, MAX_SEED))
+    eval_population: int = opt(1, "the held-out population (never trained or tuned on)", bounds=(0, MAX_SEED))
+    eval_seeds: tuple[int, ...] = opt(tuple(range(9000, 9020)), "held-out evaluation seeds", bounds=EVAL_SEEDS)
+    tune_seeds: tuple[int, ...] = opt(tuple(range(5000, 5016)), "seeds the baselines are tuned on", bounds=EVAL_SEEDS)
+    # the tuning's compute: 50 times the default iterations, 32 times its candidates at most
+    cem_iterations: int = opt(20, "cross-entropy iterations of the constant-action search", bounds=(1, 1000))
+    cem_population: int = opt(
+        32, "candidates per cross-entropy iteration (each on every tuning seed)", bounds=(1, 1024)
+    )
     anchor: str = opt(
         "tuned",
         "PPO starts at the tuned baseline and learns corrections of its action (tuned), of the "
@@ -103,19 +113,22 @@ class Args:
         FIRST_LOGIT,
         "moderator: how much PPO's slot policy prefers code 0 at the start (the tuned rule's code; 'none' "
         "with --anchor none): a logit bonus, lower explores more",
+        bounds=(0.0, 30.0),  # e**30: code 0 certain to float32's precision; more only overflows
     )
     action_std: float = opt(
         0.0,
         "recommender: initial std of PPO's Gaussian actions (0: 0.135 anchored, 0.37 with --anchor none)",
+        bounds=(0.0, 10.0),  # ten times the width of the action box's unit: noise, not exploration, past it
     )
     policy_layers: tuple[int, ...] = opt(
-        (64, 64), "recommender: hidden layer sizes of PPO's actor (the critic's: 64 64)"
+        (64, 64), "recommender: hidden layer sizes of PPO's actor (the critic's: 64 64)", bounds=(1, 1024)
     )
     paired: int = opt(
         1,
         "common random numbers: groups of this many envs play the same episode seeds, and PPO's "
         "advantages are centered within each group at each step, so the noise a group shares "
         "cancels (1: off; must divide --n-envs)",
+        bounds=(1, MAX_VEC_ENVS),
     )
     sde_sample_freq: int = opt(
         0,
@@ -123,15 +136,16 @@ class Args:
         "state-dependent exploration (gSDE) with one noise matrix per rollout, so a change is "
         "explored consistently over many steps (--action-std then sets the noise matrix's std); "
         "N: gSDE with a new matrix every N steps",
+        bounds=(-1, MAX_ROLLOUT_STEPS),
     )
-    n_steps: int = opt(64, "PPO rollout steps per env")
-    batch_size: int = opt(512, "PPO minibatch size")
-    n_epochs: int = opt(5, "PPO epochs per rollout")
-    learning_rate: float = opt(3e-4, "PPO learning rate")
-    gamma: float = opt(0.99, "discount")
-    gae_lambda: float = opt(0.95, "GAE lambda")
-    ent_coef: float = opt(0.0, "entropy bonus")
-    time_limit: float = opt(0.0, "stop training after this many seconds (0: none)")
+    n_steps: int = opt(64, "PPO rollout steps per env", bounds=(1, MAX_ROLLOUT_STEPS))
+    batch_size: int = opt(512, "PPO minibatch size", bounds=(1, MAX_ROLLOUT_STEPS * MAX_VEC_ENVS))
+    n_epochs: int = opt(5, "PPO epochs per rollout", bounds=(1, 1000))  # 200 times the default
+    learning_rate: float = opt(3e-4, "PPO learning rate", bounds=RATE)
+    gamma: float = opt(0.99, "discount", bounds=SHARE)
+    gae_lambda: float = opt(0.95, "GAE lambda", bounds=SHARE)
+    ent_coef: float = opt(0.0, "entropy bonus", bounds=SHARE)
+    time_limit: float = opt(0.0, "stop training after this many seconds (0: none)", bounds=(0.0, MAX_SECONDS))
     out: str = opt("runs/v1", "output folder (model.zip, eval.json, learning_curve.png, tb/)")
     quiet: bool = opt(False, cli=False)  # --quiet: no progress bar or rollout tables
 
@@ -151,36 +165,19 @@ class Args:
     def check(self, n_seeds: int = 1) -> None:
         """Every setting in range and the seed sets disjoint from the training seeds of
         `n_seeds` runs (seed .. seed + n_seeds - 1), before any compute (ValueError)."""
-        for name in ("users", "max_steps", "timesteps", "n_envs", "n_steps", "batch_size", "n_epochs",
-                     "cem_iterations", "cem_population"):  # fmt: skip
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, got {value!r}")
-        if not 1 <= len(self.policy_layers) <= 4 or not all(
-            isinstance(n, int) and 1 <= n <= 1024 for n in self.policy_layers
-        ):
-            raise ValueError(f"--policy-layers must be 1-4 layer sizes in [1, 1024], got {list(self.policy_layers)}")
-        if not isinstance(self.paired, int) or self.paired < 1 or self.n_envs % self.paired:
-            raise ValueError(f"--paired must be an integer >= 1 dividing --n-envs ({self.n_envs}), got {self.paired!r}")
-        if not isinstance(self.sde_sample_freq, int) or self.sde_sample_freq < -1:
-            raise ValueError(f"--sde-sample-freq must be an integer >= -1, got {self.sde_sample_freq!r}")
+        cli_args.check_bounds(self)  # every number in its type and range (the options' bounds)
+        if not 1 <= len(self.policy_layers) <= 4:
+            raise ValueError(f"--policy-layers must be 1-4 layer sizes, got {list(self.policy_layers)}")
+        if self.n_envs % self.paired:
+            raise ValueError(f"--paired must divide --n-envs ({self.n_envs}), got {self.paired!r}")
         if self.sde_sample_freq and self.task != "recommender":
             raise ValueError("--sde-sample-freq is the recommender's (the moderator's actions are discrete)")
-        if self.n_envs > 1024:
-            raise ValueError(f"--n-envs must be at most 1024, got {self.n_envs}")
         if self.version not in VERSIONS[self.task]:
             raise ValueError(
                 f"--version of the {self.task} must be one of {list(VERSIONS[self.task])}, got {self.version!r}"
             )
-        if not 2 * FOLLOWEES <= self.users <= MAX_USERS:
-            raise ValueError(f"--users must be in [{2 * FOLLOWEES}, {MAX_USERS}], got {self.users}")
-        for name in ("seed", "population_seed", "eval_population"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {getattr(self, name)!r}")
-        for name in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "time_limit", "rule_logit", "action_std"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0 or (name in ("gamma", "gae_lambda") and value > 1):
-                raise ValueError(f"--{name.replace('_', '-')} must be a finite number in range, got {value!r}")
+        if self.seed + n_seeds - 1 + self.n_envs - 1 > MAX_SEED:  # numpy and torch take seeds up to MAX_SEED
+            raise ValueError(f"--seed: the training seeds go past {MAX_SEED} (--seed + --n-envs + runs - 2)")
         train = set(range(self.seed, self.seed + n_seeds - 1 + self.n_envs))
         for name in ("eval_seeds", "tune_seeds"):
             seeds = set(getattr(self, name))
@@ -382,7 +379,7 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: `python -m oasis_gym.train.v1 {recommender,moderator} [options]`."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = OneLineParser(description=__doc__.split("\n")[0])
     p.add_argument("task", choices=TASKS)
     add_options(p)
     ns = p.parse_args(argv)

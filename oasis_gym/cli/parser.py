@@ -6,11 +6,23 @@ Each validator turns a bad value into argparse's one-line error (exit code 2).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 
 from oasis_gym import recsys
-from oasis_gym.checks import BYTES_PER_USER, MAX_ID, MAX_USERS, argtype, path_name, population_size, whole_number
+from oasis_gym.checks import (
+    BYTES_PER_USER,
+    MAX_ID,
+    MAX_SEED,
+    MAX_USERS,
+    OneLineParser,
+    argtype,
+    finite_number,
+    float_option,
+    int_option,
+    path_name,
+    population_size,
+    with_bounds,
+)
 from oasis_gym.policies.factory import USER_POLICIES
 from oasis_gym.scenarios import add_scenario_args
 from oasis_gym.scenarios.sweep_cli import add_sweep_parser
@@ -41,14 +53,12 @@ def _users(value: str):
     return value
 
 
-def _int_between(low: int, high: int = MAX_ID):
-    return argtype(whole_number, f"int in [{low}, {high}]", low=low, high=high)
-
-
-_positive_int = _int_between(1)  # counts and steps: at most MAX_ID (ids are 31-bit)
-_nonnegative_int = _int_between(0)
-_seed = argtype(whole_number, "seed", low=0)  # any size: numpy seeds take big integers
+_steps = int_option(1, MAX_ID)  # steps: at most MAX_ID (ids are 31-bit)
+_seed = int_option(0, MAX_SEED)
+# seeded posts: ten per user of a 100,000-user population, and no more (each one a text and an embedding)
+MAX_SEED_POSTS = 1_000_000
 _population = argtype(population_size, "user count")  # at most MAX_USERS, and what the memory holds
+_users.bounds = _population.bounds = (1, MAX_USERS)
 USERS_HELP = (
     f"user count (synthetic: at most {MAX_USERS:,}, and no more than the available memory holds at "
     f"about {BYTES_PER_USER / 1000:.1f} kB a user) or a profile file (.csv/.json)"
@@ -59,62 +69,32 @@ def _activation(value: str) -> str:
     if value == "activity":
         return value
     try:
-        p = float(value)
+        finite_number(value, low=0.0, high=1.0)
     except ValueError:
-        p = math.nan
-    if not 0.0 <= p <= 1.0:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"expected 'activity' or a probability in [0, 1], got {value!r}")
+        raise argparse.ArgumentTypeError(f"expected 'activity' or a probability in [0, 1], got {value!r}") from None
     return value
 
 
+_activation.bounds = (0.0, 1.0)
+
+
 def _recsys(value: str) -> str:
-    names = set(recsys.RECOMMENDERS) | set(getattr(recsys, "_ALIASES", {}))
-    if value not in names:
-        raise argparse.ArgumentTypeError(f"unknown recommender {value!r}; choose from {sorted(names)}")
+    if value not in recsys.NAMES:
+        raise argparse.ArgumentTypeError(f"unknown recommender {value!r}; choose from {list(recsys.NAMES)}")
     return value
 
 
 _path = argtype(path_name, "path")  # a name the OS takes: no NUL, parts <= 255 bytes
 
 
-def _llm_seconds(value: str) -> float:
-    """A positive, finite number of seconds (argparse type: bad values exit 2 with one line)."""
-    try:
-        s = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
-    if not 0 < s < 1e6:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, 1e6), got {value!r}")
-    return s
-
-
-def _llm_retries(value: str) -> int:
-    if not (value.isascii() and value.isdigit()) or int(value) > 100:
-        raise argparse.ArgumentTypeError(f"expected a retry count 0..100, got {value!r}")
-    return int(value)
-
-
-def _llm_penalty(value: str) -> float:
-    """A frequency penalty in [-2, 2] (OpenAI's range)."""
-    try:
-        f = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [-2, 2], got {value!r}") from None
-    if not -2 <= f <= 2:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"expected a number in [-2, 2], got {value!r}")
-    return f
-
-
-class _Parser(argparse.ArgumentParser):
-    """Errors in one line (no usage block): `oasis-gym run: error: ...`, exit code 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+_llm_seconds = float_option(0.001, 1e6)  # seconds: a millisecond to 11 days
+_llm_retries = int_option(0, 100)
+_llm_penalty = float_option(-2.0, 2.0)  # a frequency penalty: OpenAI's range
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The `oasis-gym` parser: run, train, report, import and sweep."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog="oasis-gym", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"oasis-gym {version()}")
@@ -132,9 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="twitter",
         help="twitter: X-like (follows, reposts, quotes; default) or reddit: Reddit-like (votes, comments, hot score)",
     )
-    run.add_argument("--users", type=_users, default=1000, help=USERS_HELP)
+    run.add_argument("--users", type=_users, default=1000, help=with_bounds(USERS_HELP, _users))
     run.add_argument(
-        "--steps", type=_positive_int, default=None, help="total steps (default 20; on --resume: the original run's)"
+        "--steps",
+        type=_steps,
+        default=None,
+        help=with_bounds("total steps (default 20; on --resume: the original run's)", _steps),
     )
     run.add_argument(
         "--policy",
@@ -142,8 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="hybrid: LLM core users + ABM ordinary users (default); abm; random; llm (all users)",
     )
+    core_users = int_option(0, MAX_USERS)
     run.add_argument(
-        "--core-users", type=_nonnegative_int, default=10, help="hybrid: the most-followed users driven by the LLM"
+        "--core-users",
+        type=core_users,
+        default=10,
+        help=with_bounds("hybrid: the most-followed users driven by the LLM", core_users),
     )
     run.add_argument(
         "--llm-backend",
@@ -159,31 +146,40 @@ def build_parser() -> argparse.ArgumentParser:
         type=_llm_seconds,
         default=None,
         metavar="S",
-        help="openai backend: seconds one request attempt may take (default 60)",
+        help=with_bounds("openai backend: seconds one request attempt may take (default 60)", _llm_seconds),
     )
     run.add_argument(
         "--llm-retries",
         type=_llm_retries,
         default=None,
         metavar="N",
-        help="openai backend: retries of a failed request (default 3; with the default timeout a "
-        "hung endpoint costs up to 244 s per step)",
+        help=with_bounds(
+            "openai backend: retries of a failed request (default 3; with the default timeout a "
+            "hung endpoint costs up to 244 s per step)",
+            _llm_retries,
+        ),
     )
     run.add_argument(
         "--llm-frequency-penalty",
         type=_llm_penalty,
         default=None,
         metavar="F",
-        help="penalty per repeat of a token within one LLM reply (default 0.5: small models loop "
-        "on digits and emoji; 0: off)",
+        help=with_bounds(
+            "penalty per repeat of a token within one LLM reply (default 0.5: small models loop "
+            "on digits and emoji; 0: off)",
+            _llm_penalty,
+        ),
     )
     run.add_argument(
         "--llm-step-deadline",
         type=_llm_seconds,
         default=None,
         metavar="S",
-        help="seconds the LLM users of one step may take in all (openai or transformers backend); "
-        "users still undecided then do nothing (counted as llm/deadline_noop)",
+        help=with_bounds(
+            "seconds the LLM users of one step may take in all (openai or transformers backend); "
+            "users still undecided then do nothing (counted as llm/deadline_noop)",
+            _llm_seconds,
+        ),
     )
     run.add_argument(
         "--recsys",
@@ -192,16 +188,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="twitter | reddit | random | chronological (default: the platform's)",
     )
     run.add_argument(
-        "--activation", type=_activation, default="activity", help="'activity' (24-h vectors) or a flat probability"
+        "--activation",
+        type=_activation,
+        default="activity",
+        help=with_bounds("'activity' (24-h vectors) or a flat probability", _activation),
     )
     run.add_argument(
         "--all-actions", action="store_true", help="enable all 23 actions instead of the platform defaults"
     )
+    seed_posts = int_option(0, MAX_SEED_POSTS)
     run.add_argument(
         "--seed-posts",
-        type=_nonnegative_int,
+        type=seed_posts,
         default=100,
-        help="posts the most-followed users have written before step 0 (synthetic populations)",
+        help=with_bounds(
+            "posts the most-followed users have written before step 0 (synthetic populations)", seed_posts
+        ),
     )
     run.add_argument(
         "--db", type=_path, default="run.db", help="SQLite journal path (default run.db; a scenario's: <scenario>.db)"
@@ -215,7 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--logdir", type=_path, default=None, help="TensorBoard log dir (default runs/<db stem>)")
     run.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard logs")
     run.add_argument(
-        "--seed", type=_seed, default=0, help="random seed: the same seed and settings give the same run (default 0)"
+        "--seed",
+        type=_seed,
+        default=0,
+        help=with_bounds("random seed: the same seed and settings give the same run (default 0)", _seed),
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_flag(run)
@@ -271,16 +276,25 @@ def add_import_parser(sub) -> None:
         default=None,
         help="default: twitter for step clocks, reddit for datetime clocks",
     )
+    minutes = int_option(1, MAX_MINUTES_PER_STEP)
     imp.add_argument(
         "--minutes-per-step",
-        type=_int_between(1, MAX_MINUTES_PER_STEP),
+        type=minutes,
         default=3,
         metavar="M",
-        help=f"simulated minutes of one step when the run goes on, 1..{MAX_MINUTES_PER_STEP} (a week); "
-        "OASIS's Twitter clock counts steps, its Reddit clock datetimes (default 3)",
+        help=with_bounds(
+            "simulated minutes of one step when the run goes on, at most a week; "
+            "OASIS's Twitter clock counts steps, its Reddit clock datetimes (default 3)",
+            minutes,
+        ),
     )
     imp.add_argument("--policy", choices=POLICIES, default="abm", help="the policy 'run --resume' continues with")
-    imp.add_argument("--seed", type=_seed, default=0, help="the random seed 'run --resume' continues with (default 0)")
+    imp.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        help=with_bounds("the random seed 'run --resume' continues with (default 0)", _seed),
+    )
     imp.add_argument("--no-tensorboard", action="store_true", help="'run --resume' writes no TensorBoard logs")
     imp.add_argument("--strict", action="store_true", help="fail if a stored counter disagrees with the rows")
     imp.add_argument("--quiet", action="store_true", help="no progress bar")

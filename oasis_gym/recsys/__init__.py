@@ -39,6 +39,7 @@ _ALIASES = {
     "twhin-bert": "twitter",
     "timeline": "chronological",
 }
+NAMES = tuple(sorted({*RECOMMENDERS, *_ALIASES}))  # every name `make_recommender` takes
 
 
 def make_recommender(name: str, **params) -> BaseRecommender:
@@ -58,6 +59,7 @@ __all__ = [
     "BaseRecommender",
     "make_recommender",
     "RECOMMENDERS",
+    "NAMES",
     "CANDIDATE_FEATURES",
     "DEFAULT_WEIGHTS",
     "USER_FEATURES",

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..checks import MAX_ID, MAX_USERS, finite_number, population_size, whole_number
+from .. import recsys
+from ..checks import MAX_ID, MAX_SEED, MAX_USERS, finite_number, population_size, whole_number
 from ..errors import ConfigError
 from ..population import data_path
 from ..sim.clock import MAX_MINUTES_PER_STEP
@@ -35,14 +36,14 @@ _COUNT, _SHARE = (whole_number, 1, MAX_ID), (finite_number, 0.0, 1.0)
 # the settings whose type and range a scenario's check enforces, from its file or a --set
 SETTINGS: dict[str, tuple] = {
     "scenario.steps": _COUNT,
-    "scenario.seed": (whole_number, 0, None),
+    "scenario.seed": (whole_number, 0, MAX_SEED),
     "population.users": (population_size, 1, MAX_USERS),  # and what the memory holds (checks.BYTES_PER_USER)
     "population.core_users": (whole_number, 0, MAX_ID),
     "population.activation": _SHARE,
     "population.core_activation": _SHARE,
     "population.regular_activation": _SHARE,
-    "population.graph_seed": (whole_number, 0, None),
-    "population.graph_mean_following": (finite_number, 0.0, None),
+    "population.graph_seed": (whole_number, 0, MAX_SEED),
+    "population.graph_mean_following": (finite_number, 0.0, MAX_USERS),  # no one follows more than everyone
     "env.minutes_per_step": (whole_number, 1, MAX_MINUTES_PER_STEP),
     "env.start_hour": (whole_number, 0, 23),
     "env.feed_size": _COUNT,
@@ -52,13 +53,14 @@ SETTINGS: dict[str, tuple] = {
     "policy.abm.post_rate": _SHARE,
     "policy.abm.core_post_rate": _SHARE,
     "policy.abm.cascade_p": _SHARE,
-    "policy.abm.cascade_half_life": (finite_number, 0.0, None),  # or "none" (WORDS)
+    "policy.abm.cascade_half_life": (finite_number, 0.0, MAX_ID),  # steps, or "none" (WORDS)
     "policy.comment_votes.vote_rate": _SHARE,
     "metrics.every": _COUNT,
     "metrics.every_full": _COUNT,
     "interview.every": _COUNT,
 }
 WORDS = {"env.activation": ("activity",), "policy.abm.cascade_half_life": ("none", "")}  # a number's other values
+CHOICES = {"env.recsys": recsys.NAMES}  # the settings that are one of some names
 
 
 # =========================================================================== config files
@@ -163,15 +165,24 @@ def _check_override(key: str, old: Any, new: Any, words: tuple = ()) -> None:
         raise ConfigError(f"{key}: expected a number, got {new!r}")
 
 
+def _setting(config: Mapping[str, Any], key: str) -> Any:
+    node: Any = config
+    for part in key.split("."):
+        node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+    return node
+
+
 def check_settings(config: Mapping[str, Any]) -> None:
     """Raise `ConfigError` (one line naming the setting) if a setting of `SETTINGS` has a
-    value of the wrong type or out of its range."""
+    value of the wrong type or out of its range, or one of `CHOICES` is none of its names."""
     for key, (check, low, high) in SETTINGS.items():
-        node: Any = config
-        for part in key.split("."):
-            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+        node = _setting(config, key)
         if node is not _ABSENT and node not in WORDS.get(key, ()):
             check(node, key, low, high)
+    for key, names in CHOICES.items():
+        node = _setting(config, key)
+        if node is not _ABSENT and node not in names:
+            raise ConfigError(f"{key}: expected one of {list(names)}, got {node!r}")
 
 
 def _data_file(name: str) -> Path:

@@ -29,13 +29,14 @@ import csv
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..checks import MAX_ID, path_name, whole_number
+from ..checks import MAX_ID, MAX_SEED, path_name, whole_number
 from .config import parse_value
 from .effects import HEADLINE, ORDERINGS, effects
 from .scenario import Scenario, load_scenario
@@ -143,7 +144,10 @@ def plan_sweep(
     if twice:  # the last one's values would silently replace the others' in every grid point
         raise ValueError(f"--param {twice[0]} is given more than once: give all its values in one --param")
     seeds = whole_number(seeds if seeds is not None else table.get("seeds", 10), "--seeds", 1, MAX_SWEEP_RUNS)
-    seed_start = whole_number(seed_start if seed_start is not None else table.get("seed_start", 0), "--seed-start", 0)
+    seed_start = seed_start if seed_start is not None else table.get("seed_start", 0)
+    seed_start = whole_number(seed_start, "--seed-start", 0, MAX_SEED)
+    if seed_start + seeds - 1 > MAX_SEED:
+        raise ValueError(f"--seed-start {seed_start} + --seeds {seeds}: the last seed is past {MAX_SEED}")
     steps = steps if steps is not None else table.get("steps")
     out_dir = Path(path_name(str(out), "--out")) if out is not None else None
     if steps is not None:
@@ -291,8 +295,8 @@ def _run_plan(scenario: str, plan: dict, plot: bool, log, on_run, executor) -> d
         result["failed"] = [{"point": grid[i], "seed": s, **why} for (i, s), why in sorted(runs.failed.items())]
     if out_dir is not None and rows:  # the tables and the PNG: written beside, then renamed into place together
         with plan["output"].staging(prune=TABLES) as tmp:
-            _write(tmp, rows, result)
-            png = plot_sweep(result, tmp) if plot else None
+            _write(tmp, rows, result)  # the tables first: a plot that cannot be drawn costs only itself
+            png = _plot(result, tmp) if plot else None
         if png is not None:
             result["png"] = str(out_dir / png.name)
     return result
@@ -334,6 +338,23 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def _png_path(result: Mapping[str, Any], out_dir: str | Path) -> Path:
+    return Path(out_dir) / f"effect_vs_{next(iter(result['params'])).rsplit('.', 1)[-1]}.png"
+
+
+def _plot(result: dict, out_dir: Path) -> Path | None:
+    """`plot_sweep`'s PNG, or None where the figures cannot be drawn (values near the float
+    limits: matplotlib's transforms overflow), with `result["plot_error"]` saying why."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return plot_sweep(result, out_dir)
+    except (ValueError, ArithmeticError) as err:  # np.linalg.LinAlgError is a ValueError
+        _png_path(result, out_dir).unlink(missing_ok=True)  # (a half-written one)
+        result["plot_error"] = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        return None
+
+
 def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: Sequence[str] | None = None) -> Path:
     """PNG of effect (mean and 95% CI) against the first parameter (other parameters: one line
     per combination)."""
@@ -371,6 +392,6 @@ def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: 
         if len(lines) > 1:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    path = Path(out_dir) / f"effect_vs_{x_key.rsplit('.', 1)[-1]}.png"
+    path = _png_path(result, out_dir)
     fig.savefig(path, dpi=100)
     return path

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..checks import MAX_ID, MAX_SEED, float_option, int_option, with_bounds
 from ..console import Summary, bar, duration, plural, quoted
 from ..interrupts import exit_code, signum_of
 from .config import parse_sets
@@ -24,6 +25,9 @@ from .sweep_store import resume_argv, stopped_line
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
+_seeds, _seed_start, _steps = int_option(1, MAX_SWEEP_RUNS), int_option(0, MAX_SEED), int_option(1, MAX_ID)
+# a run's Ray resources: fractions of a CPU down to Ray's granularity (1e-4), at most 1024 (make_executor's check)
+_cpus, _gpus = float_option(1e-4, 1024.0), float_option(0.0, 1024.0)
 _SHOWN_POINTS = 12  # grid points the summary lists (the rest: summary.csv)
 _SHOWN_FAILED = 12  # failed runs the summary lists (the rest: summary.json)
 
@@ -46,9 +50,12 @@ def add_sweep_parser(sub) -> None:
         help="parameter grid (repeatable): rho=0.4:1.2:5 or k=1,2,4; default: the [sweep] table. "
         f"Grid points x seeds: at most {MAX_SWEEP_RUNS:,} runs",
     )
-    p.add_argument("--seeds", type=int, default=None, help="seeds per grid point (default: [sweep] seeds or 10)")
-    p.add_argument("--seed-start", type=int, default=None, help="first seed (default: [sweep] seed_start or 0)")
-    p.add_argument("--steps", type=int, default=None, help="steps per run (default: the scenario's)")
+    for flag, parse, text in (
+        ("--seeds", _seeds, "seeds per grid point (default: [sweep] seeds or 10)"),
+        ("--seed-start", _seed_start, "first seed (default: [sweep] seed_start or 0)"),
+        ("--steps", _steps, "steps per run (default: the scenario's)"),
+    ):
+        p.add_argument(flag, type=parse, default=None, help=with_bounds(text, parse))
     p.add_argument(
         "--set",
         dest="sweep_set",
@@ -79,16 +86,19 @@ def add_sweep_parser(sub) -> None:
     )
     p.add_argument(
         "--cpus-per-run",
-        type=float,
+        type=_cpus,
         default=None,
-        help="with --executor ray: the CPUs each run's task asks for (default 1)",
+        help=with_bounds("with --executor ray: the CPUs each run's task asks for (default 1)", _cpus),
     )
     p.add_argument(
         "--gpus-per-run",
-        type=float,
+        type=_gpus,
         default=None,
-        help="with --executor ray: the GPUs each run's task asks for (default 1 when its LLM users run a "
-        "model in the task, 0 for ABM users or LLM users on endpoints)",
+        help=with_bounds(
+            "with --executor ray: the GPUs each run's task asks for (default 1 when its LLM users run a "
+            "model in the task, 0 for ABM users or LLM users on endpoints)",
+            _gpus,
+        ),
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
@@ -147,6 +157,8 @@ def sweep_summary(
         done.append(f"  ... {plural(points - _SHOWN_POINTS, 'more grid point')} in summary.csv")
     if failed:
         done += _failed_lines(failed)
+    if res.get("plot_error"):  # degenerate figures (values near the float limits): the tables are whole
+        done.append(f"No plot: the effects cannot be drawn ({res['plot_error']}); the tables hold them all.")
     folder = Path(out)
     outputs = [
         (str(folder / "summary.csv"), "per grid point and effect: mean, 95% CI, sd, n"),
@@ -175,6 +187,8 @@ def sweep_summary(
         )
     data = {"sweep": res["scenario"], "out": out, "points": points, "seeds": seeds, "png": res.get("png"),
             "failed": len(failed)}  # fmt: skip
+    if res.get("plot_error"):
+        data["plot_error"] = res["plot_error"]
     return Summary("\n".join(done), outputs, nxt, data)
 
 
