@@ -12,6 +12,8 @@ never an evaluation seed), in the single env and in each env of a vector env ali
 first `reset()` without any seed draws from the OS.
 `info["episode_seed"]` of a step is the seed of the episode that made it (with SAME_STEP,
 the finished one's, not the one started in its place).
+Both check a step's actions against their action space first (`agent_spaces.check_action`:
+one vectorized check of the whole batch): a bad one is refused before anything changes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
+
+from .agent_spaces import check_action
 
 MAX_EPISODE_SEED = 2**62
 RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values
@@ -121,6 +125,7 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
         """Step every episode; autoreset per `autoreset_mode`."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
+        actions = check_action(self, actions, batched=True)  # before anything changes
         k, infos = self.num_envs, {}
         stepping = ~self._autoreset
         resetting = np.flatnonzero(self._autoreset)
@@ -180,7 +185,7 @@ class LockstepEnv(_Lockstep, gym.Env):
         """One step: observation, reward, terminated (never), truncated (at max_steps), info."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        obs, reward, info = self.task.step(np.asarray(action)[None])
+        obs, reward, info = self.task.step(check_action(self, action)[None])
         self._last = info
         truncated = bool(self.task.state.t[0] >= self.max_steps)
         info = {name: float(value[0]) for name, value in info.items()}

@@ -36,6 +36,11 @@ real and journaled: labels show in feeds, downranked posts rank lower, removed p
 every feed, suspended users never activate again. Actions on empty slots are ignored. With
 `agent_params={"check_action": False}` the space is `MultiDiscrete([5] * top_m)` and the
 service picks the checks itself (the most reported unchecked posts of the view).
+Accepted: an array of exactly `top_m` integer codes of the space (integral floats such as
+2.0 too), or a `PostActions` (post ids and codes, what the report and oracle rules give;
+`oasis_gym/agents/moderator.py`). A code out of range, a number that is not a whole one
+(2.7, NaN, inf), another shape, bools or texts raise a ValueError naming the env, the value
+and what is allowed, before the users act (`envs/agent_spaces.check_action`).
 
 ## Observation space
 `Box(-inf, inf, (top_m * 18,))`, float32, slot-major: per post slot log(1 + velocity)
@@ -92,9 +97,13 @@ agent_params=None, max_cycles=None, render_mode=None, population_seed=0, **env_k
 `gymnasium.make_vec(id, num_envs=K)` gives Gymnasium's `SyncVectorEnv` (a Python loop over K
 envs, each its own SQLite-backed simulation): batching K of these simulations in one step
 would change their results, so the native vector env is v1's (`oasis_gym/Recommender-v1`,
-`oasis_gym/Moderator-v1`).
+`oasis_gym/Moderator-v1`). Each env checks its own row of the actions, one env after another:
+a refused row leaves the envs before it stepped (the native vector env checks the whole batch
+first).
 
 ## Version history
+- v0 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
+  shape); valid actions give the same results as before (no version bump).
 - v0 (issue 26): the `journal=False` training mode (results unchanged).
 - v0 (issue 18, fact-check requests by default): `check_action` is on, so the action space is
   `MultiDiscrete([6] * top_m)` and the moderator picks which posts get checked (PPO trained this
@@ -115,7 +124,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oasis_gym.agents import ModeratorAgent
+from oasis_gym.agents import ModeratorAgent, PostActions
 
 from .platform_agent_env import PlatformAgentEnv, register_gym_envs
 
@@ -143,6 +152,11 @@ class ModeratorEnv(PlatformAgentEnv):
         if self._recommender is not None:
             cfg.update(recsys="agent", recommender_agent=True)
         return cfg
+
+    def _checked(self, action):
+        """A `PostActions` (what the report and oracle rules give) as the moderator checks it,
+        any other action against the action space."""
+        return action if isinstance(action, PostActions) else super()._checked(action)
 
     def _other_actions(self, sim) -> dict:
         return {"recommender_0": self._recommender(sim)} if self._recommender is not None else {}

@@ -29,6 +29,11 @@ a fact-check verdict is right 90 % of the time, for one post a step.
 ignored, in slot order; the verdict is right with probability 0.95 / 0.95 / 0.9 and shows
 in the next observation), 2 remove the post, 3 remove it and suspend its author (all
 their posts leave). An action on an empty slot does nothing.
+Accepted: an array of exactly 16 integer codes in [0, 3] (the vector env: `(num_envs, 16)`,
+one row per env; integral floats such as 2.0 too). A code out of range (-1, 4), a number
+that is not a whole one (2.7, NaN, inf), another shape, bools or texts raise a ValueError
+naming the env, the value (and its env) and what is allowed, before any episode steps
+(`envs/agent_spaces.check_action`, one check of the whole batch).
 
 ## Observation space
 `Box(-inf, inf, (16 * 14 + 3,))` float32: per slot the `QUEUE_FEATURES` (age, log likes,
@@ -52,6 +57,8 @@ reward=None)`; `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.N
 Nothing is journaled (see Recommender-v1).
 
 ## Version history
+- v1 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
+  shape); valid actions give the same results as before (no version bump).
 - v1 (issues 26, 30): the batched engine, adaptive adversaries, budgeted fact-checks,
   tiers, a native vector env. Bump the version whenever a change could change any result.
 """

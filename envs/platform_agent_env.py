@@ -175,7 +175,7 @@ class PlatformAgentEnv(gym.Env):
         """Play the learner's action for one step; returns (obs, reward, terminated, truncated, info)."""
         if self._env is None or not self._env.agents:
             raise RuntimeError("step() called before reset() or after the episode ended")
-
+        action = self._checked(action)  # before the users act: a refused action changes nothing
         env, sim = self._env, self._env.sim
         served = exposure_stats(sim.agent_view())
         acts = self._users.act(env, sim.obs)
@@ -194,6 +194,10 @@ class PlatformAgentEnv(gym.Env):
 
         weights = self._env_kwargs.get("recsys_params", {}).get("weights")
         return np.asarray(weights if weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
+
+    def _checked(self, action):
+        """The learner's action checked against the action space (`agent_spaces.check_action`)."""
+        return agent_spaces.check_action(self, action)
 
     def _learner_action(self, action) -> dict:
         return {self.agent: action}

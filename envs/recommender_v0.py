@@ -33,6 +33,10 @@ Downranked posts are demoted; the top `feed_size` are served. `ranking="global"`
 `Box(-1, 1, (8,))`, the weights over the candidate features for everyone.
 `RecommenderAgent(ranking=...).weights_action(w)` (`oasis_gym/agents/recommender.py`) gives the action of
 global weights in either variant.
+Accepted: an array of exactly this shape of finite numbers (ints or floats within float32's
+range); finite values outside [-1, 1] are clipped to it, as RL libraries do. NaN,
+infinities, another shape, bools or texts raise a ValueError naming the env, the value and
+what is allowed, before the users act (`envs/agent_spaces.check_action`).
 
 ## Observation space
 `Box(-inf, inf, (26,))`, float32: engagement rate, impressions per active user,
@@ -109,9 +113,13 @@ episode seeds >= 2**20, so evaluation seeds below that never replay a training e
 `gymnasium.make_vec(id, num_envs=K)` gives Gymnasium's `SyncVectorEnv` (a Python loop over K
 envs, each its own SQLite-backed simulation): batching K of these simulations in one step
 would change their results, so the native vector env is v1's (`oasis_gym/Recommender-v1`,
-`oasis_gym/Moderator-v1`).
+`oasis_gym/Moderator-v1`). Each env checks its own row of the actions, one env after another:
+a refused row leaves the envs before it stepped (the native vector env checks the whole batch
+first).
 
 ## Version history
+- v0 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
+  shape); valid actions give the same results as before (no version bump).
 - v0 (issue 26): the `journal=False` training mode (results unchanged).
 - v0 (issue 18): per-user ranking, the alignment feature, the trade-off reward (polarization
   increase instead of level, diversity), `rgb_array` rendering, `max_episode_steps=50`.

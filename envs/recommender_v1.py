@@ -34,7 +34,12 @@ opinion, |opinion|, engagement_rate, visit_rate, arousal_affinity: history summa
 ranking service keeps), columns the candidate features (`CANDIDATE_FEATURES`: recency,
 popularity, author_fans, similarity, in_network, arousal (a classifier's noisy score),
 reports, alignment, like_rate). `ranking="global"`: `Box(-1, 1, (9,))`, one weight vector
-for everyone. Values outside [-1, 1] are clipped.
+for everyone.
+Accepted: an array of exactly this shape (the vector env: `(num_envs, 54)`, one row per env)
+of finite numbers (ints or floats within float32's range); finite values outside [-1, 1] are
+clipped to it, as RL libraries do. NaN, infinities, another shape, bools or texts raise a
+ValueError naming the env, the value (and its env) and what is allowed, before any episode
+steps (`envs/agent_spaces.check_action`, one check of the whole batch).
 
 ## Observation space
 `Box(-inf, inf, (19,))` float32 (`RECOMMENDER_OBS`): engagements per visitor, visitor
@@ -68,6 +73,8 @@ Nothing is journaled: the v1 tasks run on the batched engine, not on the SQLite 
 (use Recommender-v0 or the PettingZoo envs to record a run in OASIS tables).
 
 ## Version history
+- v1 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
+  shape); valid actions give the same results as before (no version bump).
 - v1 (issues 26, 30): the batched engine, stateful users, tiers, a native vector env.
   Bump the version whenever a change could change any result of a seed.
 - v2 is `envs/recommender_v2.py` (kinds that want different feeds); v1 is unchanged.

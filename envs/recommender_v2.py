@@ -35,7 +35,9 @@ constant (no state-dependent gain shown).
 ## Action space
 `Box(-1, 1, (8 * 9,))`: W row-major, rows the user features (v1's six, then
 `in_network_affinity`, `recency_affinity`), columns the 9 candidate features (as v1).
-`ranking="global"`: `Box(-1, 1, (9,))`. Values outside [-1, 1] are clipped.
+`ranking="global"`: `Box(-1, 1, (9,))`. Accepted as in Recommender-v1: finite numbers of
+exactly this shape (the vector env: one row per env), values outside [-1, 1] clipped; NaN,
+infinities, another shape, bools or texts raise a ValueError before any episode steps.
 
 ## Observation space, rewards, starting state, episode end, arguments
 As Recommender-v1 (same 19 observations, same reward, 100 steps, same arguments;
@@ -44,6 +46,8 @@ As Recommender-v1 (same 19 observations, same reward, 100 steps, same arguments;
 Nothing is journaled: the task runs on the batched engine (rule-based users, not LLMs).
 
 ## Version history
+- v2 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
+  shape); valid actions give the same results as before (no version bump).
 - v2 (issue 30): kinds with different tastes, the affinity history summaries, campaign
   bots. Bump the version whenever a change could change any result of a seed.
 - v1: `envs/recommender_v1.py`; v3: `envs/recommender_v3.py` (campaigns that fake

@@ -38,12 +38,14 @@ campaign-aware ranking against the tuned global ranking) on the tuning seeds 500
 seeds 6000-6019, disjoint from the evaluation seeds (9000-9019), and not changed after.
 
 ## Action space, observation space, rewards, starting state, episode end, arguments
-As Recommender-v2 (W of 8 x 9, the same 19 observations, the same reward, 100 steps, the
-same arguments). `difficulty` "easy" has no campaigns: it is v2's easy tier.
+As Recommender-v2 (W of 8 x 9, the same accepted actions, the same 19 observations, the same
+reward, 100 steps, the same arguments). `difficulty` "easy" has no campaigns: it is v2's easy tier.
 
 Nothing is journaled: the task runs on the batched engine (rule-based users, not LLMs).
 
 ## Version history
+- v3 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
+  shape); valid actions give the same results as before (no version bump).
 - v3 (issue 30): campaigns that fake popularity (`campaign_amplify`), twelve times the
   posting, longer campaigns. Bump the version whenever a change could change any result
   of a seed.

@@ -1,5 +1,5 @@
 """Checks of the values a user gives (command-line options, scenario settings, training
-settings): types, ranges, finiteness, sizes.
+settings, the actions given to an env's `step`): types, ranges, finiteness, sizes.
 
 Each check returns the value it accepts (converted: ``"12"`` -> 12) or raises `ConfigError`
 with a one-line message, prefixed with the setting's name when one is given. `argtype` makes
@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from .errors import ConfigError
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "population_size",
     "path_name",
     "ray_address",
+    "action_array",
     "argtype",
     "int_option",
     "float_option",
@@ -171,6 +174,63 @@ def ray_address(value, name: str | None = "--address") -> str:
         _fail(name, f"give the Ray head node's HOST:PORT (as `ray start --head` prints it, e.g. 10.0.0.1:6379), "
                     f"ray://HOST:PORT for Ray Client, or auto; got {text!r}")  # fmt: skip
     return text
+
+
+def _span(bound: np.ndarray) -> str:
+    """A bound of an action space as text: one number when every value has it, else the list."""
+    values = np.unique(bound)
+    return f"{values[0]:g}" if values.size == 1 else str(bound.tolist())
+
+
+def _position(at: tuple[int, ...], batched: bool) -> str:
+    """Where a value of an action is: "index 5", in a batch "env 2, index 5"."""
+    inner = at[1:] if batched else at
+    parts = [f"env {at[0]}"] if batched else []
+    if inner:
+        parts.append(f"index {inner[0] if len(inner) == 1 else inner}")
+    return ", ".join(parts)
+
+
+def action_array(value, name: str, shape: tuple[int, ...], low, high, codes: bool, batched: bool = False) -> np.ndarray:
+    """An action (`batched`: one per env along the first axis) checked against its space: an
+    array of exactly `shape`, `codes`: integers in [low, high] (floats only when integral,
+    such as 2.0) as int64, else finite numbers as float32, values outside [low, high]
+    clipped to it (as RL libraries do). NaN, infinities, numbers beyond float32, bools, texts
+    and any other shape fail with `name`, the first bad value, where it is and what is allowed.
+    Vectorized: one pass of numpy over the whole batch."""
+    low, high = np.asarray(low), np.asarray(high)
+
+    def fail(got: str):
+        bounds, rows = f"[{_span(low)}, {_span(high)}]", ", one row per env" if batched else ""
+        if codes:
+            allowed = f"integer codes in {bounds} of shape {shape}{rows} (integral floats such as 2.0 too)"
+        else:
+            allowed = f"finite numbers of shape {shape}{rows} (values outside {bounds} are clipped to it)"
+        _fail(name, f"expected {allowed}, got {got}")
+
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):  # ragged lists, objects numpy cannot hold
+        fail(" ".join(_shown(value).split()))  # on one line
+    if arr.dtype.kind not in "iuf":  # bools, complex numbers, texts, objects, None
+        fail(f"values of dtype {arr.dtype}" + (f" such as {_shown(arr.ravel()[:1].tolist()[0])}" if arr.size else ""))
+    if arr.shape != tuple(shape):
+        fail(f"an array of shape {arr.shape}")
+    if codes:
+        bad = (arr < low) | (arr > high)
+        if arr.dtype.kind == "f":
+            bad |= ~np.isfinite(arr) | (arr != np.round(arr))
+        out = arr
+    else:
+        with np.errstate(over="ignore"):  # a number beyond float32 becomes inf: refused below
+            out = arr.astype(np.float32)
+        bad = ~np.isfinite(out)
+    if bad.any():
+        at = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), arr.shape))
+        fail(f"{arr[at]} at {_position(at, batched)}")
+    if codes:
+        return out.astype(np.int64)
+    return np.clip(out, low.astype(np.float32), high.astype(np.float32), out=out)  # out: a copy (astype)
 
 
 def argtype(check: Callable, label: str | None = None, **bounds) -> Callable[[str], object]:

@@ -32,6 +32,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..checks import action_array
 from ..platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
 from ..platform.store import unpack_keys
 from ..sim.agent_protocol import AgentView
@@ -213,25 +214,15 @@ class ModeratorAgent:
 
     def validate(self, action) -> np.ndarray | PostActions:
         """The action as one code per slot (a `PostActions` checked and kept), or ValueError
-        (wrong shape, NaN, inf, not an integer, a code outside [0, 4])."""
+        (`oasis_gym.checks.action_array`: wrong shape, NaN, inf, not an integer, a code outside
+        [0, n_codes - 1])."""
         if isinstance(action, PostActions):
             posts = np.asarray(action.posts, dtype=np.int64).reshape(-1)
             kinds = np.asarray(action.kinds, dtype=np.int64).reshape(-1)
             if posts.shape != kinds.shape or ((kinds < 1) | (kinds >= len(MODERATION_ACTIONS))).any():
                 raise ValueError("PostActions needs post ids and action codes 1-4 of the same length")
             return PostActions(posts, kinds, action.suspend_users)
-        err = ValueError(f"moderator_0 action must be {self.top_m} integers in [0, {self.n_codes - 1}], got {action!r}")
-        try:
-            a = np.asarray(action).reshape(-1)
-        except (TypeError, ValueError):
-            raise err from None
-        if a.shape != (self.top_m,) or np.issubdtype(a.dtype, np.bool_) or not np.issubdtype(a.dtype, np.number):
-            raise err
-        if not np.issubdtype(a.dtype, np.integer) and not (np.all(np.isfinite(a)) and np.all(a == np.round(a))):
-            raise err
-        if np.any(a < 0) or np.any(a >= self.n_codes):
-            raise err
-        return a.astype(np.int64)
+        return action_array(action, "moderator_0 action", (self.top_m,), 0, self.n_codes - 1, codes=True)
 
     def apply(self, view: AgentView, action) -> None:
         """Apply the moderation action: statuses on the chosen posts, suspensions of their

@@ -24,6 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..actions import IS_ENGAGEMENT
+from ..checks import action_array
 from ..metrics.opinions import opinion_std
 from ..recsys import CANDIDATE_FEATURES, USER_FEATURES
 from ..sim.agent_protocol import AgentView
@@ -95,17 +96,10 @@ class RecommenderAgent:
         return a.reshape(-1)
 
     def validate(self, action) -> np.ndarray:
-        """The action as ranking weights, or ValueError (wrong shape, NaN, inf, not numbers).
-        Finite values outside [-1, 1] are clipped to the box, as RL libraries do."""
-        try:
-            w = np.asarray(action, dtype=np.float32).reshape(-1)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(
-                f"recommender_0 action must be {self.action_shape} finite floats, got {action!r}"
-            ) from None
-        if w.shape != self.action_shape or not np.all(np.isfinite(w)):
-            raise ValueError(f"recommender_0 action must be {self.action_shape} finite floats, got {action!r}")
-        return np.clip(w, *self.action_bounds)
+        """The action as ranking weights, or ValueError (`oasis_gym.checks.action_array`: wrong
+        shape, NaN, inf, not numbers). Finite values outside [-1, 1] are clipped to the box, as
+        RL libraries do."""
+        return action_array(action, "recommender_0 action", self.action_shape, *self.action_bounds, codes=False)
 
     def begin_step(self, view: AgentView) -> None:
         """Remember the exposure of the feeds just served: the reward's engagement and harm
