@@ -75,3 +75,45 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     # the platform path's old name for the seed floor is gone
     for m, path in modules.items():
         assert "TRAIN_SEED_MIN" not in path.read_text(encoding="utf-8"), m
+
+
+def test_one_table_of_moderator_codes_and_one_verdict_sign():
+    from oasis_gym.agents.moderator import ACTION_CODES, MODERATION_ACTIONS
+    from oasis_gym.batched import moderation as fast
+    from oasis_gym.model import moderation as m
+
+    assert m.CODES[m.FACT_CHECK] == "fact_check" and m.CODES[m.LABEL] == "label"  # code 1 has one meaning
+    assert fast.ACTIONS == m.CODES[:4]  # Moderator-v1's action values are the model's codes
+    # moderator_0 (Moderator-v0) keeps its published action order, translated in one array
+    assert [m.CODES[c] for c in ACTION_CODES] == [*MODERATION_ACTIONS, "fact_check"]
+    assert MODERATION_ACTIONS == ("none", "label", "downrank", "remove", "remove_and_suspend")
+    misinfo, right = np.array([True, True, False, False]), np.array([True, False, True, False])
+    assert m.verdict(misinfo, right).tolist() == [m.VERDICT_MISINFO, m.VERDICT_TRUE, m.VERDICT_TRUE, m.VERDICT_MISINFO]
+    assert m.VERDICT_MISINFO == 1  # the label's sign (platform.MISINFO_LABEL)
+
+
+def test_both_paths_store_the_models_verdict_and_v1_shows_its_published_encoding():
+    from oasis_gym.agents.fact_check import FactChecker
+    from oasis_gym.batched import moderation as fast
+    from oasis_gym.batched.engine import Engine
+    from oasis_gym.model import moderation as m
+    from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
+
+    checker = FactChecker(budget=1, delay=0, error=0.0)
+    checker.seed = 0
+    assert checker._verdict(0, MISINFO_LABEL) == m.VERDICT_MISINFO and checker._verdict(1, TRUE_LABEL) == m.VERDICT_TRUE
+    e = Engine(1, 200, "easy")
+    e.reset(np.arange(1), np.array([5]))
+    for _ in range(4):
+        e.step()
+    st = e.state
+    ids = fast.queue(st)
+    codes = np.where(ids >= 0, m.FACT_CHECK, m.NONE)
+    fast.apply(st, ids, codes)  # easy: accuracy 0.95, budget 4
+    slots = st.slot(ids[0][ids[0] >= 0])[: st.dyn.fact_check_budget]
+    stored = st.verdict[0, slots]
+    assert set(stored.tolist()) <= {m.VERDICT_MISINFO, m.VERDICT_TRUE} and len(stored)
+    x = fast.queue_features(st, ids)
+    col = fast.QUEUE_FEATURES.index("fact_check")
+    shown = x[0, : len(slots), col]
+    assert shown.tolist() == (-stored).astype(np.float32).tolist()  # v1: +1 = found true

@@ -196,7 +196,7 @@ def threshold_rule(remove_at: np.ndarray, suspend_at: np.ndarray, check_at: np.n
         remove = filled & ((reports >= remove_at[:, None]) | found) & (verdict <= 0)
         codes[remove] = moderation.REMOVE
         suspend = remove & (repeat | found) & ((reports >= suspend_at[:, None]) | found)
-        codes[suspend] = moderation.SUSPEND
+        codes[suspend] = moderation.REMOVE_AND_SUSPEND
         if check_at is not None:
             check = filled & (verdict == 0) & ~remove & (reports >= check_at[:, None])
             codes[check] = moderation.FACT_CHECK
@@ -248,6 +248,6 @@ def truth_rule(task: ModeratorTask) -> Callable:
         rows, slots = np.arange(st.k)[:, None], st.slot(ids)
         truth = st.misinfo[rows, slots] & (ids >= 0)
         source = st.misinfo_account[rows, st.author[rows, slots]]
-        return np.where(truth, np.where(source, moderation.SUSPEND, moderation.REMOVE), moderation.NONE)
+        return np.where(truth, np.where(source, moderation.REMOVE_AND_SUSPEND, moderation.REMOVE), moderation.NONE)
 
     return act

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.moderation import VERDICT_MISINFO, verdict
 from ..platform import MISINFO_LABEL
 from ..sim.agent_protocol import AgentView
 
@@ -47,7 +48,7 @@ class FactChecker:
         """Forget every check: the state at the start of an episode with this seed."""
         self.seed = 0 if seed is None else int(seed)
         self.sent_step: dict[int, int] = {}  # post -> step it was sent
-        self.verdicts = np.zeros(0, np.int8)  # per post: +1 misinfo, -1 true, 0 none
+        self.verdicts = np.zeros(0, np.int8)  # per post: model.moderation's verdict (0: none yet)
         self.author_flags = np.zeros(0, np.int32)
 
     def copy(self) -> FactChecker:
@@ -81,8 +82,7 @@ class FactChecker:
 
     def _verdict(self, post: int, label: int) -> int:
         wrong = np.random.default_rng([self.seed, int(post), 0xFAC7]).random() < self.error
-        is_misinfo = (label == MISINFO_LABEL) != wrong
-        return 1 if is_misinfo else -1
+        return int(verdict(label == MISINFO_LABEL, not wrong))
 
     def deliver(self, view: AgentView) -> None:
         """Hand back the verdicts whose delay has passed."""
@@ -91,7 +91,7 @@ class FactChecker:
         for p in due:
             v = self._verdict(p, int(pf.p_label.a[p]))
             self.verdicts[p] = v
-            if v > 0:
+            if v == VERDICT_MISINFO:
                 self.author_flags[pf.p_author.a[p]] += 1
 
     def send(self, view: AgentView, slots: np.ndarray, reports: np.ndarray) -> None:

@@ -33,6 +33,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..checks import action_array
+from ..model.moderation import CODES, DOWNRANK, FACT_CHECK, LABEL, NONE, REMOVE, REMOVE_AND_SUSPEND, VERDICT_TRUE
 from ..platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
 from ..platform.store import unpack_keys
 from ..sim.agent_protocol import AgentView
@@ -59,14 +60,20 @@ MODERATOR_POST_FEATURES = (
     "hours_since_reset",
     "filled",
 )
-MODERATION_ACTIONS = ("none", "label", "downrank", "remove", "remove_and_suspend")
+# moderator_0's action values, in the order of its published action space (Moderator-v0), as
+# the model's codes (model/moderation.py): value a means code ACTION_CODES[a]; value 5 (a
+# fact-check request) exists only with `check_action`
+ACTION_CODES = np.array([NONE, LABEL, DOWNRANK, REMOVE, REMOVE_AND_SUSPEND, FACT_CHECK], dtype=np.int64)
+MODERATION_ACTIONS = tuple(CODES[c] for c in ACTION_CODES[:5])  # the names of values 0-4
+# what each moderating code does to a post's status
+_STATUS = ((LABEL, LABELLED), (DOWNRANK, DOWNRANKED), (REMOVE, REMOVED), (REMOVE_AND_SUSPEND, REMOVED))
 
 
 @dataclass
 class PostActions:
     """A privileged moderator action naming posts directly instead of view slots: what the
     oracle upper bound uses to act on every visible misinformation post, not only the
-    `top_m` the learner sees. `kinds` are MODERATION_ACTIONS codes (1-4)."""
+    `top_m` the learner sees. `kinds` are moderator_0's action values 1-4 (`MODERATION_ACTIONS`)."""
 
     posts: np.ndarray
     kinds: np.ndarray
@@ -160,7 +167,7 @@ class ModeratorAgent:
             age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
             reports = pf.p_reports.a[p]
             checked = fc.verdicts[: pf.n_posts]
-            cleared = np.bincount(pf.p_author.a[: pf.n_posts][checked < 0], minlength=pf.n_users)
+            cleared = np.bincount(pf.p_author.a[: pf.n_posts][checked == VERDICT_TRUE], minlength=pf.n_users)
             x[filled] = np.stack(
                 [
                     np.log1p(self._velocity(pf, p)),
@@ -200,7 +207,7 @@ class ModeratorAgent:
         if not len(rel) or not reports.any():
             return share, activity
         u, q = unpack_keys(rel.keys())
-        false = fc.verdicts[q] < 0  # the reported post was fact-checked true
+        false = fc.verdicts[q] == VERDICT_TRUE  # the reported post was fact-checked true
         n_false = np.bincount(u, weights=false, minlength=pf.n_users)
         n_all = np.bincount(u, minlength=pf.n_users)
         slot = np.full(pf.n_posts, -1, np.int64)
@@ -238,13 +245,15 @@ class ModeratorAgent:
             posts, kinds = self.slots[act], a[act]
             if self.check_action:  # fact-check requests: no moderation, no cost; on a copy, so
                 self.fact_check = self.fact_check.copy()  # a failed step gets the old service back
-                self.fact_check.request(view, self.slots[(a == len(MODERATION_ACTIONS)) & (self.slots >= 0)])
+                asked = (ACTION_CODES[a] == FACT_CHECK) & (self.slots >= 0)
+                self.fact_check.request(view, self.slots[asked])
         self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
-        for code, status in ((1, LABELLED), (2, DOWNRANKED), (3, REMOVED), (4, REMOVED)):
-            sel = posts[(kinds == code) & (pf.p_status.a[posts] < status)]
+        codes = ACTION_CODES[kinds]
+        for code, status in _STATUS:
+            sel = posts[(codes == code) & (pf.p_status.a[posts] < status)]
             if len(sel):
                 pf.moderate(sel, status)
-        suspend = pf.p_author.a[posts[kinds == 4]]
+        suspend = pf.p_author.a[posts[codes == REMOVE_AND_SUSPEND]]
         if isinstance(action, PostActions) and action.suspend_users is not None:
             suspend = np.concatenate([suspend, np.asarray(action.suspend_users, dtype=np.int64)])
         suspend = np.unique(suspend)

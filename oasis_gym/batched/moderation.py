@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.moderation import CODES, FACT_CHECK, NONE, REMOVE, REMOVE_AND_SUSPEND, verdict
 from .state import S_CHECK, State
 
 QUEUE = 16
 MAX_AGE = 6
-NONE, FACT_CHECK, REMOVE, SUSPEND = range(4)
-ACTIONS = ("none", "fact_check", "remove", "remove_and_suspend")
+ACTIONS = CODES[:4]  # Moderator-v1's action codes: the model's first four (model/moderation.py)
 QUEUE_FEATURES = (
     "age",  # steps since posted / MAX_AGE
     "log_likes",
@@ -37,7 +37,7 @@ QUEUE_FEATURES = (
     "abs_stance",
     "frequent_reporter_share",  # share of its reports by users with >= 3 earlier reports
     "like_rate",
-    "fact_check",  # +1 found true, -1 found misinformation, 0 not checked
+    "fact_check",  # +1 found true, -1 found misinformation, 0 not checked (minus the model's verdict)
     "filled",
 )
 
@@ -76,7 +76,7 @@ def queue_features(state: State, ids: np.ndarray) -> np.ndarray:
     x[..., 9] = np.abs(state.stance[rows, slots])
     x[..., 10] = state.frequent_reports[rows, slots] / np.maximum(reports, 1)
     x[..., 11] = (state.likes[rows, slots] + state.shares[rows, slots]) / (state.impressions[rows, slots] + 5)
-    x[..., 12] = state.verdict[rows, slots]
+    x[..., 12] = -state.verdict[rows, slots]  # Moderator-v1 shows +1 for "found true" (its published encoding)
     x[..., 13] = 1.0
     return np.where(filled[..., None], x, 0.0).astype(np.float32)
 
@@ -94,11 +94,11 @@ def apply(state: State, ids: np.ndarray, codes: np.ndarray) -> dict[str, np.ndar
     check = (codes == FACT_CHECK) & ~state.checked[rows, slots]
     check &= np.cumsum(check, axis=1) <= dyn.fact_check_budget
     right = rng.uniform(state.key[:, None], state.t[:, None], S_CHECK, ids) < dyn.fact_check_accuracy
-    verdict = np.where(truth == right, -1, 1)  # misinfo judged right -> -1; true judged right -> +1
+    found = verdict(truth, right)
     kc, jc = np.nonzero(check)
     state.checked[kc, slots[kc, jc]] = True
-    state.verdict[kc, slots[kc, jc]] = verdict[kc, jc]
-    remove = (codes == REMOVE) | (codes == SUSPEND)
+    state.verdict[kc, slots[kc, jc]] = found[kc, jc]
+    remove = (codes == REMOVE) | (codes == REMOVE_AND_SUSPEND)
     kr, jr = np.nonzero(remove)
     state.removed[kr, slots[kr, jr]] = True
     wrong = remove & ~truth
@@ -107,7 +107,7 @@ def apply(state: State, ids: np.ndarray, codes: np.ndarray) -> dict[str, np.ndar
     state.satisfaction[kw, author[kw, jw]] = np.maximum(
         state.satisfaction[kw, author[kw, jw]] - dyn.chill_satisfaction, 0
     )
-    ks, js = np.nonzero(codes == SUSPEND)
+    ks, js = np.nonzero(codes == REMOVE_AND_SUSPEND)
     suspended_users = np.zeros((state.k, state.n), bool)
     suspended_users[ks, author[ks, js]] = True
     suspended_users &= state.suspended_at < 0
