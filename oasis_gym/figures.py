@@ -4,7 +4,8 @@ The report's plots (`metrics.report_plots`), training's learning curves (`train/
 `train/benchmark.py`, `train/rllib_recommender.py`) and a sweep's effect plot
 (`scenarios/sweep.py`) are drawn with matplotlib's object API on an Agg canvas (no pyplot, no
 global backend switch, so drawing never changes the caller's matplotlib state) and follow
-one set of rules, checked by `tests/test_figures.py` on figures built from real runs:
+one set of rules, checked axis by axis by `tests/test_figures.py` (on every figure of a real
+run's report, and on the training and sweep figures):
 
 - every y-label says what it measures in words and ends with its unit in parentheses
   ("impressions (count)", "time (s)", "share of impressions (0-1)"); a count's axis
@@ -32,6 +33,7 @@ __all__ = [
     "whole_numbers",
     "is_count_label",
     "coincide_groups",
+    "visual_tolerance",
     "coincide_note",
     "legible",
     "save_png",
@@ -84,20 +86,29 @@ def is_count_label(label: str) -> bool:
     return label.endswith(COUNT)
 
 
-def coincide_groups(names: Sequence[str], series: Sequence[np.ndarray]) -> list[list[str]]:
-    """Groups (two or more) of the named series that are equal everywhere (NaNs equal), in order."""
+def coincide_groups(names: Sequence[str], series: Sequence[np.ndarray], atol: float = 0.0) -> list[list[str]]:
+    """Groups (two or more) of the named series equal everywhere within `atol` (NaNs equal
+    NaNs), in order; `visual_tolerance` gives the atol under which lines drawn on one axes
+    cover each other."""
     groups: list[list[str]] = []
     reps: list[np.ndarray] = []
     for name, values in zip(names, series):
         v = np.asarray(values, dtype=np.float64)
         for group, rep in zip(groups, reps):
-            if rep.shape == v.shape and np.array_equal(rep, v, equal_nan=True):
+            if rep.shape == v.shape and np.allclose(rep, v, rtol=0.0, atol=atol, equal_nan=True):
                 group.append(name)
                 break
         else:
             groups.append([name])
             reps.append(v)
     return [g for g in groups if len(g) > 1]
+
+
+def visual_tolerance(series: Sequence[np.ndarray]) -> float:
+    """Half a percent of the values' range: lines closer than that cover each other on a panel."""
+    v = np.concatenate([np.asarray(s, dtype=np.float64).ravel() for s in series] or [np.zeros(0)])
+    v = v[np.isfinite(v)]
+    return 0.005 * float(v.max() - v.min()) if v.size else 0.0
 
 
 def coincide_note(groups: list[list[str]]) -> str:
@@ -111,7 +122,7 @@ def legible(fig) -> None:
     from matplotlib.text import Text
 
     for ax in fig.axes:
-        ax.tick_params(labelsize=max(MIN_FONT, 9.0))
+        ax.tick_params(labelsize=MIN_FONT)
     for text in fig.findobj(Text):
         if text.get_fontsize() < MIN_FONT:
             text.set_fontsize(MIN_FONT)

@@ -138,15 +138,16 @@ def test_nearly_flat_is_said_only_of_a_series_within_one_percent(tmp_path):
 
 
 def test_learning_curve_tells_apart_baselines_that_coincide(tmp_path):
-    """4 of 5 baselines at one value were drawn on top of each other, one colour hiding three."""
+    """4 of 5 baselines at one value (or 0.0005 apart) were drawn on top of each other, one
+    colour hiding three."""
     curve = [(64.0 * i, -1.2 + 0.05 * i + 0.02 * (-1) ** i) for i in range(1, 12)]
     same = -0.9213
-    baselines = {"tuned_constant": same, "tuned_rule": same, "no_moderation": same, "oracle": same, "random": -1.4}
-    fig = learning_curve_figure(curve, baselines, "Moderator-v1: PPO")
+    baselines = {"tuned_constant": same, "tuned_rule": same, "no_moderation": same, "oracle": same - 5e-4}
+    fig = learning_curve_figure(curve, baselines | {"random": -1.4}, "Moderator-v1: PPO")
     save_png(fig, tmp_path / "learning_curve.png")
     assert figure_problems(fig) == []
     note = fig.axes[0].get_legend().get_title().get_text().replace("\n", " ")
-    assert "tuned_constant (-0.921), tuned_rule (-0.921), no_moderation (-0.921) and oracle (-0.921) coincide" == note
+    assert note == "tuned_constant (-0.921), tuned_rule (-0.921), no_moderation (-0.921) and oracle (-0.922) coincide"
     flat = [ln for ln in fig.axes[0].get_lines() if "evaluation" in ln.get_label()]
     assert len({ln.get_markevery() for ln in flat}) == len(flat)  # their markers take turns: all four show
 
@@ -191,3 +192,4 @@ def test_the_sweep_figure_tells_apart_its_lines_and_says_its_units(tmp_path):
 def test_coinciding_series_are_grouped():
     a, b = np.array([1.0, np.nan, 2.0]), np.array([1.0, 3.0, 2.0])
     assert coincide_groups(["x", "y", "z"], [a, b, a.copy()]) == [["x", "z"]]
+    assert coincide_groups(["x", "y"], [a, a + 0.01]) == [] and coincide_groups(["x", "y"], [a, a + 0.01], 0.02)

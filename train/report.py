@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from oasis_gym.envs.platform_agent_env import TRAIN_SEED_MIN
-from oasis_gym.figures import coincide_groups, coincide_note, new_figure, save_png, series_style
+from oasis_gym.figures import coincide_groups, coincide_note, new_figure, save_png, series_style, visual_tolerance
 
 
 @dataclass(frozen=True)
@@ -96,19 +96,19 @@ def learning_curve_figure(curve: Sequence[Sequence[float]], baselines: dict[str,
     """The figure of `plot_learning_curve`: PPO's training returns and each baseline's mean
     evaluation return as a flat line, each in its own colour and marker (the markers of
     flat lines take turns, so lines on top of each other still show), and the legend's title
-    names the baselines that coincide."""
+    names the baselines that coincide (closer than `visual_tolerance`: they cover each other)."""
     fig, (ax,) = new_figure(1, panel=(4.5, 6.0))
-    xs = np.zeros(0)
+    xs = ys = np.zeros(0)
     if len(curve):
-        x, y = np.asarray(curve, dtype=np.float64).T[:2]
-        ax.plot(x, y, label="PPO: mean training episode return per rollout", linewidth=1.4, **series_style(0))
-        xs = x
+        xs, ys = np.asarray(curve, dtype=np.float64).T[:2]
+        ax.plot(xs, ys, label="PPO: mean training episode return per rollout", linewidth=1.4, **series_style(0))
     span = np.linspace(xs.min(), xs.max(), 4 * max(len(baselines), 1) + 1) if xs.size else np.arange(5.0)
     for i, (name, v) in enumerate(baselines.items()):
         style = series_style(i + 1) | {"linestyle": "--", "markevery": (i, max(len(baselines), 1))}
         ax.plot(span, np.full(span.size, v), linewidth=1.0, label=f"{name} (evaluation mean)", **style)
     names = [f"{n} ({v:.3g})" for n, v in baselines.items()]
-    note = coincide_note(coincide_groups(names, [np.array([v]) for v in baselines.values()]))
+    flat = [np.array([v]) for v in baselines.values()]
+    note = coincide_note(coincide_groups(names, flat, visual_tolerance([ys, *flat])))
     ax.set_xlabel("timesteps (env steps)")
     ax.set_ylabel("episode return (sum of rewards)")
     ax.set_title(title)

@@ -24,7 +24,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oasis_gym.figures import COUNT, PALETTE, coincide_groups, coincide_note, new_figure, save_png, series_style
+from oasis_gym.figures import (
+    COUNT,
+    PALETTE,
+    coincide_groups,
+    coincide_note,
+    new_figure,
+    save_png,
+    series_style,
+    visual_tolerance,
+)
 from oasis_gym.figures import whole_numbers as _whole
 from oasis_gym.metrics.metric_units import GROUP_WORDS, group_of, legend_label, metric_label, panel_key
 
@@ -113,7 +122,8 @@ def _draw_lines(ax, lines: Sequence[tuple[str, str, np.ndarray, np.ndarray]], yl
     if ylabel.endswith(COUNT):
         _whole(ax.yaxis)
     if len(lines) > 1:
-        note = coincide_note(coincide_groups([n for n, *_ in lines], [y for *_, y in lines]))
+        ys = [y for *_, y in lines]
+        note = coincide_note(coincide_groups([n for n, *_ in lines], ys, visual_tolerance(ys)))
         outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if len(lines) > 4 else {"loc": "best"}
         ax.legend(title=note or None, **outside)
 
