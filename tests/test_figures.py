@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 from matplotlib.lines import Line2D
@@ -193,3 +194,15 @@ def test_coinciding_series_are_grouped():
     a, b = np.array([1.0, np.nan, 2.0]), np.array([1.0, 3.0, 2.0])
     assert coincide_groups(["x", "y", "z"], [a, b, a.copy()]) == [["x", "z"]]
     assert coincide_groups(["x", "y"], [a, a + 0.01]) == [] and coincide_groups(["x", "y"], [a, a + 0.01], 0.02)
+
+
+def test_the_pareto_bench_figure_tells_apart_every_ranking(tmp_path, monkeypatch):
+    """bench/recommender_pareto.py drew every ranking in matplotlib's default cycle with 6 pt names."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "bench"))
+    import recommender_pareto
+
+    points = {f"rank_{i}": {"engagement": {"mean": 1 + 0.1 * i}, "harm": 0.5 + 0.07 * i * i} for i in range(12)}
+    points["ppo_seed0"] = {"engagement": {"mean": 1.5}, "harm": 1.0}
+    fig = recommender_pareto.plot_figure(points)
+    save_png(fig, tmp_path / "pareto.png")
+    assert figure_problems(fig) == []
