@@ -348,7 +348,7 @@ def sweep_figure(result: Mapping[str, Any], effects_to_plot: Sequence[str] | Non
     keys = list(result["params"])
     x_key = keys[0]
     names = list(effects_to_plot or result.get("headline") or list(result["points"][0]["effects"])[:2])
-    fig, axes = new_figure(len(names), panel=(4.0, 3.8))
+    fig, axes = new_figure(len(names), panel=(5.0, 4.0))
     lines: dict[tuple, list] = {}
     for pt in result["points"]:
         lines.setdefault(tuple((k, pt["point"][k]) for k in keys[1:]), []).append(pt)
@@ -370,7 +370,9 @@ def sweep_figure(result: Mapping[str, Any], effects_to_plot: Sequence[str] | Non
         ax.axhline(0.0, color="grey", lw=0.8)
         ax.set_xlabel(x_key.rsplit(".", 1)[-1])
         ax.set_ylabel(effect_label(name))
-        ax.set_title(f"{result['scenario']}: {name}\nmean, 95% CI over {len(result['seeds'])} seeds")
+        ax.set_title(name.replace("_", " "))
         if len(lines) > 1:
             ax.legend()
+    fig.set_layout_engine("constrained")  # room for the suptitle
+    fig.suptitle(f"{result['scenario']}: mean and 95% CI over {len(result['seeds'])} seeds")
     return fig
