@@ -115,7 +115,7 @@ def test_every_report_figure_of_a_real_run_reads_as_it_should(tmp_path, monkeypa
     conn = sqlite3.connect(db)
     metrics = read_metrics(conn)
     conn.close()
-    assert np.isnan(RP._on_grid(metrics, "llm/latency_s")[1]).any()  # (a step without LLM users)
+    assert np.isnan(RP._on_grid(metrics, ["llm/latency_s"])["llm/latency_s"][1]).any()  # (a step without LLM users)
     assert {"metrics_llm.png", "cascade.png", "cascade_tracked.png", "cascade_curves.png"} <= set(drawn)
     for name, fig in drawn.items():
         assert figure_problems(fig) == [], name

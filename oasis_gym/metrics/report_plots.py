@@ -101,15 +101,20 @@ def table_exists(conn: sqlite3.Connection, name: str) -> bool:
 # --------------------------------------------------------------------------- plots
 
 
-def _on_grid(metrics: Metrics, tag: str) -> tuple[np.ndarray, np.ndarray]:
-    """A tag's series on the steps its group was logged at, NaN where the tag has no row (an
-    LLM tag at a step where no LLM user acted), so no line is drawn across the missing steps."""
-    steps, vals = metrics[tag]
-    group = group_of(tag)
-    grid = np.unique(np.concatenate([s for t, (s, _) in metrics.items() if group_of(t) == group]))
-    full = np.full(grid.size, np.nan)
-    full[np.searchsorted(grid, steps)] = vals
-    return grid, full
+def _on_grid(metrics: Metrics, tags: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{tag: its series on the steps its group was logged at}, NaN where the tag has no row
+    (an LLM tag at a step where no LLM user acted), so no line is drawn across the missing steps."""
+    grids: dict[str, np.ndarray] = {}
+    out = {}
+    for tag in tags:
+        group = group_of(tag)
+        if group not in grids:
+            grids[group] = np.unique(np.concatenate([s for t, (s, _) in metrics.items() if group_of(t) == group]))
+        steps, vals = metrics[tag]
+        full = np.full(grids[group].size, np.nan)
+        full[np.searchsorted(grids[group], steps)] = vals
+        out[tag] = (grids[group], full)
+    return out
 
 
 def _draw_lines(ax, lines: Sequence[tuple[str, str, np.ndarray, np.ndarray]], ylabel: str) -> None:
@@ -137,8 +142,9 @@ def actions_figure(metrics: Metrics, tags: Sequence[str]):
     ]
     panels = [(title, group) for title, group in panels if group]
     fig, axes = new_figure(len(panels), stacked=True, panel=(5.0, 4.0))
+    series = _on_grid(metrics, tags)
     for ax, (title, group) in zip(axes, panels):
-        _draw_lines(ax, [(legend_label(t), t, *_on_grid(metrics, t)) for t in group], f"actions per step {COUNT}")
+        _draw_lines(ax, [(legend_label(t), t, *series[t]) for t in group], f"actions per step {COUNT}")
         ax.set_xlabel("step")
         _whole(ax.xaxis)
         ax.set_title(title)
@@ -154,9 +160,10 @@ def series_figure(metrics: Metrics, tags: Sequence[str], title: str, constant: d
         key, panel_title = panel_key(tag)
         panels.setdefault(key, (panel_title, []))[1].append(tag)
     fig, axes = new_figure(len(panels))
-    steps = np.concatenate([_on_grid(metrics, t)[0] for t in tags])
+    series = _on_grid(metrics, tags)
+    steps = np.concatenate([series[t][0] for t in tags])
     for ax, (panel_title, group) in zip(axes, panels.values()):
-        lines = [(legend_label(t), t, *_on_grid(metrics, t)) for t in group]
+        lines = [(legend_label(t), t, *series[t]) for t in group]
         ax.set_xlim(steps.min() - 0.5, steps.max() + 0.5)  # every panel over the same steps
         _draw_lines(ax, lines, metric_label(group[0])[1])
         flat = steady_ylim(ax, np.concatenate([y for *_, y in lines]))
