@@ -12,7 +12,7 @@ Recommender-v0 reward. The rankings: global weight vectors from engagement-greed
 (echo chamber: alignment +1) to harm-averse (reports -1, alignment < 0), and per-user
 rankings (alignment falling with |opinion|). Writes `pareto.png` (engagement vs harm =
 misinformation exposure + 10 x polarization increase; the fixed rankings' Pareto front
-joined, trained models as stars) and prints one JSON line with every point.
+joined, trained models' markers larger) and prints one JSON line with every point.
 """
 
 from __future__ import annotations
@@ -101,30 +101,34 @@ def pareto_front(eng: np.ndarray, harm: np.ndarray) -> np.ndarray:
     return np.array(sorted(keep, key=lambda i: harm[i]), dtype=int)
 
 
-def plot(points: dict, path: Path) -> None:
-    """Engagement against harm of every ranking (PPO as stars), the fixed rankings' front, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def plot_figure(points: dict):
+    """Engagement against harm of every ranking, each its own colour and marker in the legend
+    (PPO's larger), and the fixed rankings' Pareto front."""
+    from oasis_gym.figures import new_figure, series_style
 
     names = list(points)
     eng = np.array([points[n]["engagement"]["mean"] for n in names])
     harm = np.array([points[n]["harm"] for n in names])
     fixed = np.array([not n.startswith("ppo") for n in names])
     front = np.flatnonzero(fixed)[pareto_front(eng[fixed], harm[fixed])]  # of the fixed rankings
-    fig, ax = plt.subplots(figsize=(7, 5))
+    fig, (ax,) = new_figure(1, panel=(6.0, 5.0))
     for i, n in enumerate(names):
-        ax.scatter(harm[i], eng[i], marker="*" if n.startswith("ppo") else "o", s=90 if n.startswith("ppo") else 30)
-        ax.annotate(n, (harm[i], eng[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.plot(harm[front], eng[front], "k--", lw=0.8, label="Pareto front of the fixed rankings")
-    ax.set_xlabel("harm per episode: misinformation exposure + 10 x polarization increase")
+        style = series_style(i) | {"linestyle": "none", "markersize": 11 if n.startswith("ppo") else 6}
+        ax.plot([harm[i]], [eng[i]], label=n, **style)
+    ax.plot(harm[front], eng[front], color="grey", linestyle="--", lw=0.8, label="Pareto front of the fixed rankings")
+    ax.set_xlabel("harm per episode (misinformation exposure\n+ 10 x polarization increase)")
     ax.set_ylabel("engagement per episode (sum of engagement rates)")
-    ax.set_title("Recommender rankings on misinfo_stream (1 000 ABM users, 50 steps)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    ax.set_title("Recommender rankings on misinfo_stream\n(1 000 ABM users, 50 steps)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(names) // 16)
+    fig.set_layout_engine("constrained")  # room for the legend beside the axes
+    return fig
+
+
+def plot(points: dict, path: Path) -> None:
+    """`plot_figure` as a PNG."""
+    from oasis_gym.figures import save_png
+
+    save_png(plot_figure(points), path, dpi=100)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ def test_actions_put_do_nothing_in_a_panel_of_its_own_on_whole_steps():
     assert [line.get_label() for line in idle.get_lines()] == ["do nothing"]
     assert acting.get_legend() is not None and "nothing" in idle.get_title()
     for ax in fig.axes:
-        assert _whole(ax.get_xticks()) and ax.get_xlabel() == "step" and ax.get_ylabel() == "actions per step"
+        assert _whole(ax.get_xticks()) and ax.get_xlabel() == "step" and ax.get_ylabel() == "actions per step (count)"
         assert {to_hex(line.get_color()) for line in ax.get_lines()} <= {c.lower() for c in PALETTE}
 
 
@@ -51,17 +51,18 @@ def test_series_panels_have_words_units_and_no_magnified_noise():
     fig = series_figure(METRICS, ["exposure/misinfo_share", "opinion/std"], "Mixed")
     assert len(fig.axes) == 2  # no empty panel
     share, std = fig.axes
-    assert share.get_title() == "Exposure of the served feeds: misinfo share"
-    assert share.get_ylabel() == "share of all (0-1)"
+    assert share.get_title() == "misinformation share of impressions"
+    assert share.get_ylabel() == "share of impressions (0-1)"
     lo, hi = std.get_ylim()
     assert hi - lo >= 0.1 * 0.489 - 1e-9  # a 0.003 wiggle is not blown up to fill the panel
-    assert "nearly flat: 0.486 to 0.489" in std.get_title()
+    assert "nearly flat: 0.486 to 0.489, within 1%" in std.get_title()
     assert all(_whole(ax.get_xticks()) for ax in fig.axes)
 
 
 def test_metric_labels_are_words():
-    assert metric_label("network/follower_gini") == ("Follow network: follower gini", "Gini (0-1)")
-    assert metric_label("opinion/to_extreme_share")[0] == "Opinions: to extreme share"
+    assert metric_label("network/follower_gini") == ("Follow network: followers' Gini coefficient", "Gini (0-1)")
+    assert metric_label("opinion/to_extreme_share")[0] == "Opinions: users moved toward an extreme"
+    assert metric_label("exposure/impressions")[1] == "impressions (count)"  # was "share"
 
 
 def test_series_zero_at_every_step_are_left_out_of_the_plots_and_named_once(tmp_path):
@@ -72,8 +73,8 @@ def test_series_zero_at_every_step_are_left_out_of_the_plots_and_named_once(tmp_
     names = [name for name, _ in plan_metric_plots(metrics, [])]
     assert names == ["actions.png", "metrics_exposure.png", "metrics_invalid.png", "metrics_opinion.png"]
     fig = dict(plan_metric_plots(metrics, []))["metrics_invalid.png"]()
-    assert [ax.get_title() for ax in fig.axes] == ["Rejected actions: rate"]  # the one that is not flat zero
-    assert fig.axes[0].get_ylabel() == "share of actions rejected (0-1)"
+    assert [ax.get_title() for ax in fig.axes] == ["share of actions rejected"]  # not flat zero
+    assert fig.axes[0].get_ylabel() == "share of actions (0-1)"
     only_zero = {"actions/like_post": METRICS["actions/like_post"], **zeros}
     assert [name for name, _ in plan_metric_plots(only_zero, [])] == ["actions.png"]  # no metrics_invalid.png
 

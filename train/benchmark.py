@@ -37,6 +37,7 @@ import numpy as np
 
 from oasis_gym.checks import int_option, whole_number, with_bounds
 from oasis_gym.console import Summary
+from oasis_gym.figures import PALETTE, new_figure, save_png, series_style
 from oasis_gym.metrics.intervals import mean_ci
 
 from . import args as cli_args
@@ -146,28 +147,34 @@ def _tuning_score(result: dict, name: str, fallback: float) -> float:
     return float(saved["score"]) if isinstance(saved, dict) and "score" in saved else fallback
 
 
-def plot_curves(curves: list[list], path: Path, title: str) -> None:
-    """Every seed's learning curve, their mean and min-max band, against timesteps."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
+def curves_figure(curves: list[list], title: str):
+    """The figure of `plot_curves`: every seed's learning curve (thin), their mean and, with two
+    seeds or more, the 95% interval of the mean at each timestep (Student's t over the seeds,
+    `metrics.intervals.mean_ci`: the seeds are independent runs)."""
+    fig, (ax,) = new_figure(1, panel=(4.5, 5.0))
     grid = np.linspace(0, max(c[-1][0] for c in curves if c), 50) if any(curves) else np.zeros(0)
     ys = [np.interp(grid, *np.asarray(c, np.float64).T[:2]) for c in curves if len(c) > 1]
+    mean, style = series_style(0) | {"marker": None}, {"color": PALETTE[0]}
     for y in ys:
-        ax.plot(grid, y, color="#0072B2", lw=0.6, alpha=0.4)
+        ax.plot(grid, y, lw=0.6, alpha=0.4, **style)  # (unlabelled: the legend says what they are)
+    if len(ys) > 1:
+        ci = [mean_ci(col) for col in np.asarray(ys).T]
+        lo, hi = [c["lo"] for c in ci], [c["hi"] for c in ci]
+        band = f"95% interval of the mean over {len(ys)} seeds (t); thin lines: each seed"
+        ax.fill_between(grid, lo, hi, alpha=0.2, label=band, **style)
     if ys:
-        ax.fill_between(grid, np.min(ys, 0), np.max(ys, 0), color="#0072B2", alpha=0.15, label="min-max over seeds")
-        ax.plot(grid, np.mean(ys, 0), color="#0072B2", lw=2, label=f"mean of {len(ys)} seeds")
+        ax.plot(grid, np.mean(ys, 0), lw=2, label=f"mean of {len(ys)} seed{'s' * (len(ys) > 1)}", **mean)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15))
     ax.set_xlabel("PPO timesteps (env steps, all envs)")
-    ax.set_ylabel("training episode return")
+    ax.set_ylabel("training episode return (sum of rewards)")
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    fig.set_layout_engine("constrained")  # room for the legend below the axes
+    return fig
+
+
+def plot_curves(curves: list[list], path: Path, title: str) -> None:
+    """`curves_figure` as a PNG."""
+    save_png(curves_figure(curves, title), path, dpi=110)
 
 
 def write_band_to_tensorboard(curves: list[list], logdir: Path) -> None:

@@ -14,12 +14,14 @@ the difference and the number of seeds where PPO is better ("wins").
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from oasis_gym.figures import coincide_groups, coincide_note, new_figure, save_png, series_style, visual_tolerance
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
 
 
@@ -90,28 +92,35 @@ def table(title: str, candidates: dict[str, list[dict]], ppo: str, columns: Sequ
     return "\n".join(lines)
 
 
+def learning_curve_figure(curve: Sequence[Sequence[float]], baselines: dict[str, float], title: str):
+    """The figure of `plot_learning_curve`: PPO's training returns and each baseline's mean
+    evaluation return as a flat line, each in its own colour and marker (the markers of
+    flat lines take turns, so lines on top of each other still show), and the legend's title
+    names the baselines that coincide (closer than `visual_tolerance`: they cover each other)."""
+    fig, (ax,) = new_figure(1, panel=(4.5, 6.0))
+    xs = ys = np.zeros(0)
+    if len(curve):
+        xs, ys = np.asarray(curve, dtype=np.float64).T[:2]
+        ax.plot(xs, ys, label="PPO: mean training episode return per rollout", linewidth=1.4, **series_style(0))
+    span = np.linspace(xs.min(), xs.max(), 4 * max(len(baselines), 1) + 1) if xs.size else np.arange(5.0)
+    for i, (name, v) in enumerate(baselines.items()):
+        style = series_style(i + 1) | {"linestyle": "--", "markevery": (i, max(len(baselines), 1))}
+        ax.plot(span, np.full(span.size, v), linewidth=1.0, label=f"{name} (evaluation mean)", **style)
+    names = [f"{n} ({v:.3g})" for n, v in baselines.items()]
+    flat = [np.array([v]) for v in baselines.values()]
+    note = coincide_note(coincide_groups(names, flat, visual_tolerance([ys, *flat])))
+    ax.set_xlabel("timesteps (env steps)")
+    ax.set_ylabel("episode return (sum of rewards)")
+    ax.set_title(title)
+    ax.legend(title=textwrap.fill(note, 60) or None, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    fig.set_layout_engine("constrained")  # room for the legend below the axes
+    return fig
+
+
 def plot_learning_curve(
     curve: Sequence[Sequence[float]], baselines: dict[str, float], path: str | Path, title: str
 ) -> Path | None:
     """Training episode returns against timesteps, with the baselines' mean evaluation
-    returns as flat lines (a reference: those are measured on the evaluation sets)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    if len(curve):
-        x, y = np.asarray(curve, dtype=np.float64).T[:2]
-        ax.plot(x, y, "o-", ms=3, label="PPO: mean training episode return per rollout")
-    for i, (name, v) in enumerate(baselines.items()):
-        ax.axhline(v, ls="--", lw=0.9, label=f"{name} (evaluation)", color=f"C{i + 1}")
-    ax.set_xlabel("timesteps")
-    ax.set_ylabel("episode return")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    returns as flat lines (a reference: those are measured on the evaluation sets); the
+    figure is `learning_curve_figure`."""
+    return save_png(learning_curve_figure(curve, baselines, title), path, dpi=110)

@@ -36,6 +36,7 @@ from oasis_gym.agents import ModeratorAgent, RecommenderAgent
 from oasis_gym.envs import agent_spaces
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
+from oasis_gym.figures import new_figure, save_png, series_style
 from oasis_gym.model.seeds import draw_training_seed
 from oasis_gym.recsys import DEFAULT_WEIGHTS
 
@@ -254,27 +255,20 @@ def write_curve(rows: list[dict], out_dir: str) -> tuple[str, str]:
     """The per-agent learning curve of `train` as JSON and PNG."""
     from pathlib import Path
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rllib_curve.json").write_text(json.dumps(rows, default=float, indent=1))
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for agent in POLICY_OF_AGENT:
+    fig, (ax,) = new_figure(1, panel=(4.0, 3.5))
+    for i, agent in enumerate(POLICY_OF_AGENT):
         pts = [(r["num_env_steps_sampled_lifetime"], (r["agent_episode_returns_mean"] or {}).get(agent)) for r in rows]
         pts = [(x, y) for x, y in pts if y is not None]
         if pts:
-            ax.plot(*zip(*pts), "o-", ms=3, label=agent)
+            ax.plot(*zip(*pts), label=agent, **series_style(i))
     ax.set_xlabel("env steps sampled")
-    ax.set_ylabel("mean episode return")
+    ax.set_ylabel("mean episode return (sum of rewards)")
     ax.set_title("RLlib PPO, platform agents")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "rllib_curve.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, out / "rllib_curve.png", dpi=110)
     return str(out / "rllib_curve.json"), str(out / "rllib_curve.png")
 
 

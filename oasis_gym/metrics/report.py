@@ -25,6 +25,7 @@ from oasis_gym.metrics.offline import offline_metrics
 from oasis_gym.metrics.report_plots import (
     Metrics,
     cascade_curves_plot,
+    constant_series,
     follower_ccdf,
     metric_plots,
     opinion_grid,
@@ -42,7 +43,7 @@ __all__ = ["make_report", "report_output", "main", "opinion_grid", "REPORT_FILES
 
 #: the names a report writes (`oasis_gym.outputs`): what `make_report`'s docstring lists
 REPORT_FILES = ("summary.txt", "actions.png", "cascade.png", "metrics_*.png", "opinion_heatmap.png")
-REPORT_FILES += ("follower_ccdf.png", "cascade_curves.png")
+REPORT_FILES += ("follower_ccdf.png", "cascade_curves.png", "cascade_tracked.png")
 
 
 def _count(conn: sqlite3.Connection, table: str, notes: list[str], note_missing: bool = True) -> int | None:
@@ -124,6 +125,10 @@ def _summary_lines(
     if zero:
         lines += ["", f"zero at every step (left out of the plots and the values above; {len(zero)} series):"]
         lines += [f"  {line}" for line in _by_group(zero)]
+    constant = constant_series(metrics)
+    if constant:
+        lines += ["", f"the same at every step (not drawn; {len(constant)} series):"]
+        lines += [f"  {t}: {_fmt(v)}" for t, v in constant.items()]
     lines += ["", "plots:"] + [f"  {p.name}" for p in written]
     if not written:
         lines.append("  (none)")
@@ -235,10 +240,12 @@ def make_report(
 ) -> list[Path]:
     """Write the run's plots (PNG) and summary.txt into ``out_dir``; return their paths.
 
-    Plots: actions.png (tags "actions/*"), cascade.png ("cascade/*"), metrics_<group>.png
-    for every other tag group ("opinion/*", "network/*", ...), opinion_heatmap.png (table
-    ``opinion``) and follower_ccdf.png (``user.num_followers``); a series that is 0 at every
-    step is left out (summary.txt names them in one line). The database is opened
+    Plots: actions.png (tags "actions/*"), cascade.png ("cascade/*") and cascade_tracked.png
+    (the tracked cascades, "cascade/top<k>/*"), metrics_<group>.png for every other tag group
+    ("opinion/*", "network/*", ...), opinion_heatmap.png (table ``opinion``),
+    follower_ccdf.png (``user.num_followers``) and cascade_curves.png (``cascade_curve``); a
+    series that is 0 at every step is left out (summary.txt names them in one line), and so
+    is one that holds one value throughout (named under its figure's panels and in summary.txt). The database is opened
     read-only; FileNotFoundError if it does not exist. ``out_dir`` follows `oasis_gym.outputs`:
     a file of these names that is not an earlier report's is refused (`OutputError`) before
     anything is read, an earlier report is replaced only with ``overwrite`` (its plots that

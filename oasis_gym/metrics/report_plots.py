@@ -4,22 +4,38 @@ Drawn with matplotlib's object API on an Agg canvas (no pyplot, no global backen
 importing this module never changes the caller's matplotlib state. A missing or unreadable
 table skips its plot and says why in ``notes`` (summary.txt lists them).
 
-Made to be read by people: steps and depths on whole-number axes, titles and axis labels in
-words (`metric_label`), `do_nothing` in a panel of its own (it would flatten every other
-action), y-ranges no tighter than 10% of the values' size (a nearly flat series says its
-range in its title instead of magnifying noise), a legend on every panel with several lines,
-and the Okabe-Ito colour-blind-safe palette.
+Made to be read by people, under `oasis_gym.figures`' rules: steps and counts on whole-number
+axes, titles and y-labels in words with their units (`metric_label`), `do_nothing` in a
+panel of its own (it would flatten every other action), y-ranges no tighter than 10% of the
+values' size (a series varying by less than 1% says "nearly flat" in its title instead of
+magnifying noise), no line across steps where a series has no value, no panel for a series
+that never changes (its value is said under the panels), a legend on every panel with
+several lines, each line in its own colour, line style and marker.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from oasis_gym.figures import (
+    COUNT,
+    PALETTE,
+    coincide_groups,
+    coincide_note,
+    new_figure,
+    save_png,
+    series_style,
+    visual_tolerance,
+)
+from oasis_gym.figures import whole_numbers as _whole
+from oasis_gym.metrics.metric_units import GROUP_WORDS, group_of, legend_label, metric_label, panel_key
 
 __all__ = [
     "PALETTE",
@@ -33,9 +49,11 @@ __all__ = [
     "metric_plots",
     "plan_metric_plots",
     "zero_series",
+    "constant_series",
     "opinion_heatmap",
     "cascade_curves_plot",
     "follower_ccdf",
+    "NEARLY_FLAT",
 ]
 
 #: {tag: (steps, values)}, as read_metrics returns
@@ -43,87 +61,35 @@ Metrics = dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]]
 
 _OPINION_BINS = 41
 _FETCH_ROWS = 500_000
-#: Okabe & Ito (2008), distinguishable with every common colour-vision deficiency
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
-# words for the tag groups and the units of their values (the y-axis labels)
-_GROUP_WORDS = {
-    "activity": ("Activity", "count"),
-    "cascade": ("Cascades", "value"),
-    "engagement": ("Engagement", "rate"),
-    "exposure": ("Exposure of the served feeds", "share"),
-    "herd": ("Herd effect", "mean score"),
-    "invalid": ("Rejected actions", "actions rejected"),
-    "llm": ("LLM users", "value"),
-    "network": ("Follow network", "value"),
-    "opinion": ("Opinions", "value"),
-}
-# names whose unit the name itself says
-_UNIT_SUFFIXES = (
-    ("_share", "share of all (0-1)"),
-    ("_rate", "rate"),
-    ("_gini", "Gini (0-1)"),
-    ("_per_s", "per second"),
-)
-# names whose unit their group does not say
-_EXACT_UNITS = {"invalid/rate": "share of actions rejected (0-1)", "engagement/per_active_user": "per active user"}
-_CASCADE_UNITS = {"scale": "posts in the cascade", "depth": "depth (reposts)", "max breadth": "posts"}
-
-
-def _figure(n_panels: int = 1, width: float = 8.0, height: float = 4.5, stacked: bool = False):
-    """Figure on an Agg canvas with n axes in a grid of 2 columns (`stacked`: one column),
-    each with the colour-blind-safe palette; no empty panel is made."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    cols = 1 if n_panels == 1 or stacked else 2
-    rows = -(-n_panels // cols)
-    fig = Figure(figsize=(width if cols == 1 else 1.25 * width, height if rows == 1 else 0.7 * height * rows))
-    FigureCanvasAgg(fig)
-    axes = [fig.add_subplot(rows, cols, i + 1) for i in range(n_panels)]
-    for ax in axes:
-        ax.set_prop_cycle(color=PALETTE)
-    return fig, axes
-
-
-def _whole_numbers(axis) -> None:
-    """Ticks at whole numbers only (steps, depths): no 2.5 on an axis of whole steps."""
-    from matplotlib.ticker import MaxNLocator
-
-    axis.set_major_locator(MaxNLocator(integer=True))
-
-
-def metric_label(tag: str) -> tuple[str, str]:
-    """(title, y-axis label) in words for a metric tag: "opinion/to_extreme_share" ->
-    ("Opinions: to extreme share", "share of all (0-1)")."""
-    group, _, name = tag.partition("/") if "/" in tag else ("misc", "", tag)
-    words, unit = _GROUP_WORDS.get(group, (group.capitalize(), "value"))
-    for suffix, said in _UNIT_SUFFIXES:
-        if name.endswith(suffix):
-            unit = said
-    return f"{words}: {name.replace('_', ' ')}", _EXACT_UNITS.get(tag, unit)
+#: the most panels in one figure (2 columns of 4): more go into a second file
+MAX_PANELS = 8
+#: a series whose range is under this share of its size is "nearly flat" (its title says so)
+NEARLY_FLAT = 0.01
+#: y-ranges are no tighter than this share of the values' size (noise is not magnified)
+_MIN_SPAN = 0.1
+_CURVE_UNITS = {"scale": f"posts {COUNT}", "depth": f"levels {COUNT}", "max breadth": f"posts {COUNT}"}
 
 
 def steady_ylim(ax, values: np.ndarray) -> str:
     """Widen the y-range to at least 10% of the values' size (never magnify noise); returns
-    " (nearly flat: lo to hi)" for the title when the values vary less than that, else ""."""
+    " (nearly flat: lo to hi, within 1%)" for the title when the values vary by less than
+    `NEARLY_FLAT` (1%) of their size, else "" (a series falling from 0.99 to 0.92 is not flat)."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if not v.size:
         return ""
     lo, hi = float(v.min()), float(v.max())
-    floor = 0.1 * max(abs(lo), abs(hi))
+    size = max(abs(lo), abs(hi))
+    floor = _MIN_SPAN * size
     if hi - lo >= floor or floor == 0.0:
         return ""
     mid = 0.5 * (lo + hi)
     ax.set_ylim(mid - floor / 2, mid + floor / 2)
-    return f" (nearly flat: {lo:.4g} to {hi:.4g})"
+    return f" (nearly flat: {lo:.4g} to {hi:.4g}, within 1%)" if hi - lo < NEARLY_FLAT * size else ""
 
 
 def _save(fig, path: Path) -> Path:
-    if fig.get_layout_engine() is None:  # (a figure with a suptitle has the constrained layout)
-        fig.tight_layout()
-    fig.savefig(path, dpi=100, format="png")
-    return path
+    return save_png(fig, path)
 
 
 def table_exists(conn: sqlite3.Connection, name: str) -> bool:
@@ -132,11 +98,39 @@ def table_exists(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
-def _group(tag: str) -> str:
-    return tag.split("/", 1)[0] if "/" in tag else "misc"
-
-
 # --------------------------------------------------------------------------- plots
+
+
+def _on_grid(metrics: Metrics, tags: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{tag: its series on the steps its group was logged at}, NaN where the tag has no row
+    (an LLM tag at a step where no LLM user acted), so no line is drawn across the missing steps."""
+    grids: dict[str, np.ndarray] = {}
+    out = {}
+    for tag in tags:
+        group = group_of(tag)
+        if group not in grids:
+            grids[group] = np.unique(np.concatenate([s for t, (s, _) in metrics.items() if group_of(t) == group]))
+        steps, vals = metrics[tag]
+        full = np.full(grids[group].size, np.nan)
+        full[np.searchsorted(grids[group], steps)] = vals
+        out[tag] = (grids[group], full)
+    return out
+
+
+def _draw_lines(ax, lines: Sequence[tuple[str, str, np.ndarray, np.ndarray]], ylabel: str) -> None:
+    """(label, gid, x, y) lines on one axes, each in its own `series_style` (the gid names the
+    tag); a legend when there are several, titled with the ones that coincide; whole-number
+    ticks on a count's axis."""
+    for i, (label, gid, x, y) in enumerate(lines):
+        ax.plot(x, y, label=label, gid=gid, linewidth=1.2, **series_style(i))
+    ax.set_ylabel(ylabel)
+    if ylabel.endswith(COUNT):
+        _whole(ax.yaxis)
+    if len(lines) > 1:
+        ys = [y for *_, y in lines]
+        note = coincide_note(coincide_groups([n for n, *_ in lines], ys, visual_tolerance(ys)))
+        outside = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if len(lines) > 4 else {"loc": "best"}
+        ax.legend(title=note or None, **outside)
 
 
 def actions_figure(metrics: Metrics, tags: Sequence[str]):
@@ -147,36 +141,45 @@ def actions_figure(metrics: Metrics, tags: Sequence[str]):
         ("Users doing nothing (do_nothing actions)", [t for t in tags if t == "actions/do_nothing"]),
     ]
     panels = [(title, group) for title, group in panels if group]
-    fig, axes = _figure(len(panels), stacked=True)
+    fig, axes = new_figure(len(panels), stacked=True, panel=(5.0, 4.0))
+    series = _on_grid(metrics, tags)
     for ax, (title, group) in zip(axes, panels):
-        for tag in group:
-            steps, vals = metrics[tag]
-            marker = "o" if len(steps) == 1 else None  # one-point series: a marker
-            ax.plot(steps, vals, label=tag.split("/", 1)[-1].replace("_", " "), linewidth=1.2, marker=marker)
+        _draw_lines(ax, [(legend_label(t), t, *series[t]) for t in group], f"actions per step {COUNT}")
         ax.set_xlabel("step")
-        ax.set_ylabel("actions per step")
-        _whole_numbers(ax.xaxis)
-        if len(group) > 1:
-            ax.legend(fontsize=7, ncol=2 if len(group) > 8 else 1, loc="upper left")
+        _whole(ax.xaxis)
         ax.set_title(title)
+    fig.set_layout_engine("constrained")  # room for a legend beside the axes
     return fig
 
 
-def series_figure(metrics: Metrics, tags: Sequence[str], title: str):
-    """One panel per tag (mixed scales), each titled and labelled in words."""
-    fig, axes = _figure(len(tags))
-    for ax, tag in zip(axes, tags):
-        steps, vals = metrics[tag]
-        ax.plot(steps, vals, linewidth=1.2, marker="o" if len(steps) == 1 else None)  # one-point series: a marker
-        name, unit = metric_label(tag)
-        ax.set_title(name + steady_ylim(ax, vals), fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
-        ax.set_ylabel(unit, fontsize=8)
-        _whole_numbers(ax.xaxis)
-        ax.tick_params(labelsize=7)
+def series_figure(metrics: Metrics, tags: Sequence[str], title: str, constant: dict[str, float] | None = None):
+    """One panel per tag, or per `panel_key` (the tags that share a unit and a scale), titled
+    and labelled in words; the `constant` tags ({tag: value}) are named under the panels."""
+    panels: dict[str, tuple[str, list[str]]] = {}
+    for tag in tags:
+        key, panel_title = panel_key(tag)
+        panels.setdefault(key, (panel_title, []))[1].append(tag)
+    fig, axes = new_figure(len(panels))
+    series = _on_grid(metrics, tags)
+    steps = np.concatenate([series[t][0] for t in tags])
+    for ax, (panel_title, group) in zip(axes, panels.values()):
+        lines = [(legend_label(t), t, *series[t]) for t in group]
+        ax.set_xlim(steps.min() - 0.5, steps.max() + 0.5)  # every panel over the same steps
+        _draw_lines(ax, lines, metric_label(group[0])[1])
+        flat = steady_ylim(ax, np.concatenate([y for *_, y in lines]))
+        ax.set_title(textwrap.fill(panel_title, 52) + (f"\n{flat.strip()}" if flat else ""))
+        ax.set_xlabel("step")
+        _whole(ax.xaxis)
     fig.set_layout_engine("constrained")  # room for the suptitle above the panels' titles
     fig.suptitle(title)
+    if constant:
+        fig.supxlabel(_constant_text(constant), fontsize=9, wrap=True)
     return fig
+
+
+def _constant_text(constant: dict[str, float]) -> str:
+    said = [f"{metric_label(t)[0].split(': ', 1)[1]} = {v:.4g}" for t, v in constant.items()]
+    return "The same at every step, not drawn: " + "; ".join(said)
 
 
 def opinion_grid(conn: sqlite3.Connection) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -230,15 +233,15 @@ def opinion_heatmap(conn: sqlite3.Connection, path: Path, notes: list[str]) -> P
         notes.append("'opinion' table is empty: opinion heatmap skipped")
         return None
     steps, edges, grid = result
-    fig, (ax,) = _figure(1)
+    fig, (ax,) = new_figure(1, panel=(5.0, 4.5))
     # column edges from the recorded steps, so opinions sampled every k steps stay in place
     last_width = steps[-1] - steps[-2] if steps.size > 1 else 1
     x_edges = np.r_[steps, steps[-1] + last_width].astype(np.float64)
     im = ax.pcolormesh(x_edges, edges, grid.T, cmap="viridis", shading="flat")
-    fig.colorbar(im, ax=ax, label="share of users")
-    _whole_numbers(ax.xaxis)
+    fig.colorbar(im, ax=ax, label="share of users (0-1)")
+    _whole(ax.xaxis)
     ax.set_xlabel("step")
-    ax.set_ylabel("opinion")
+    ax.set_ylabel("opinion (-1 to 1)")
     ax.set_title("Opinion distribution over time")
     return _save(fig, path)
 
@@ -258,23 +261,31 @@ def cascade_curves_plot(conn: sqlite3.Connection, path: Path, notes: list[str], 
         if not posts:
             notes.append("'cascade_curve' table is empty: per-minute cascade curves skipped")
             return None
-        fig, axes = _figure(3)
-        for post in posts:
-            rows = np.asarray(
+        curves = {
+            post: np.asarray(
                 conn.execute(
                     "SELECT minute, scale, depth, max_breadth FROM cascade_curve WHERE post_id = ? ORDER BY minute",
                     (post,),
                 ).fetchall(),
                 dtype=np.float64,
-            )
-            for ax, col, name in zip(axes, (1, 2, 3), ("scale", "depth", "max breadth")):
-                ax.plot(rows[:, 0], rows[:, col], linewidth=1.2, label=f"post {post}")
-                ax.set_title(f"Cascade {name} of the {len(posts)} largest cascades", fontsize=9)
-                ax.set_xlabel("minutes since the root post", fontsize=8)
-                ax.set_ylabel(_CASCADE_UNITS[name], fontsize=8)
-                _whole_numbers(ax.yaxis)  # scale, depth and breadth are whole numbers
-        for ax in axes:  # one legend per panel: each reads on its own
-            ax.legend(fontsize=7)
+            ).reshape(-1, 4)
+            for post in posts
+        }
+        measures = ((1, "scale"), (2, "depth"), (3, "max breadth"))
+        drawn = [(c, n) for c, n in measures if not _constant(np.concatenate([r[:, c] for r in curves.values()]))]
+        if not drawn:
+            notes.append("the tracked cascades' curves are the same at every minute: per-minute curves skipped")
+            return None
+        fig, axes = new_figure(len(drawn))
+        for ax, (col, name) in zip(axes, drawn):
+            lines = [(f"post {p}", f"post_{p}", r[:, 0], r[:, col]) for p, r in curves.items()]
+            _draw_lines(ax, lines, _CURVE_UNITS[name])
+            ax.set_title(f"Cascade {name} of the {len(posts)} largest cascades")
+            ax.set_xlabel("minutes since the root post")
+        if len(drawn) < len(measures):
+            same = {n: float(np.nanmax(curves[posts[0]][:, c])) for c, n in measures if (c, n) not in drawn}
+            fig.supxlabel("The same in every cascade at every minute, not drawn: "
+                          + "; ".join(f"{n} = {v:.4g}" for n, v in same.items()), fontsize=9)  # fmt: skip
     except (sqlite3.DatabaseError, TypeError, ValueError, IndexError) as exc:
         notes.append(f"'cascade_curve' table unreadable ({exc}): per-minute cascade curves skipped")
         return None
@@ -295,47 +306,84 @@ def follower_ccdf(followers: NDArray[np.float64], path: Path, notes: list[str]) 
         return None
     k, first = np.unique(pos, return_index=True)
     ccdf = (pos.size - first) / followers.size  # share of all users with >= k
-    fig, (ax,) = _figure(1)
+    fig, (ax,) = new_figure(1, panel=(5.0, 4.5))
     ax.loglog(k, ccdf, marker="o", markersize=3, linestyle="-", linewidth=1)
     ax.set_xlabel("followers k")
-    ax.set_ylabel("P(followers >= k)")
+    ax.set_ylabel("share of users with >= k followers (0-1)")
     ax.set_title(f"Follower degree CCDF ({followers.size} users, {followers.size - pos.size} with none)")
     return _save(fig, path)
 
 
-def _flat_zero(values: np.ndarray) -> bool:
-    """Whether a series holds no value but 0 (NaNs aside): nothing to see in a plot."""
+def _constant(values: np.ndarray) -> bool:
+    """Whether a series holds one value only (NaNs aside; at least one finite value)."""
     v = np.asarray(values, dtype=np.float64)
-    return not np.any(v[np.isfinite(v)] != 0)
+    v = v[np.isfinite(v)]
+    return bool(v.size) and bool(np.all(v == v[0]))
 
 
 def zero_series(metrics: Metrics) -> list[str]:
     """The tags whose series are 0 at every step (NaNs aside), in order: left out of the plots
     and of summary.txt's final values, and named there in one line."""
-    return [t for t in sorted(metrics) if _flat_zero(metrics[t][1])]
+    return [t for t in sorted(metrics) if not np.any(np.nan_to_num(metrics[t][1]) != 0)]
+
+
+def constant_series(metrics: Metrics) -> dict[str, float]:
+    """{tag: value} of the series other than zero that hold one value at two or more steps
+    (NaNs aside), in order, where every series of their panel (`panel_key`) does: not drawn (a
+    flat line says nothing its number does not), named under their figure's panels and in
+    summary.txt. (A constant line beside one that changes is drawn: the two compare.)"""
+    same: dict[str, float] = {}
+    for tag in sorted(metrics):
+        v = metrics[tag][1][np.isfinite(metrics[tag][1])]
+        if v.size >= 2 and _constant(v) and v[0] != 0:
+            same[tag] = float(v[0])
+    zero = set(zero_series(metrics))
+    changing = {panel_key(t)[0] for t in metrics if t not in same and t not in zero}
+    return {t: v for t, v in same.items() if panel_key(t)[0] not in changing}
+
+
+def _files(group: str, tags: list[str]) -> list[tuple[str, str, list[str]]]:
+    """(file stem, title, tags) of a group's figures: cascade.png and cascade_tracked.png for
+    the cascades, metrics_<group>.png for any other."""
+    title = GROUP_WORDS.get(group, group.capitalize())
+    if group != "cascade":
+        return [(f"metrics_{group}", title, tags)]
+    tracked = [t for t in tags if t.count("/") == 2]
+    return [
+        ("cascade", title, [t for t in tags if t not in tracked]),
+        ("cascade_tracked", "Tracked cascades (the largest at each step)", tracked),
+    ]
 
 
 def plan_metric_plots(metrics: Metrics, notes: list[str]) -> list[tuple[str, Callable[[], Any]]]:
     """(file name, a function drawing its figure) of every metric plot the report draws:
-    actions.png (the non-zero "actions/*" series on one axes), cascade.png ("cascade/*") and
-    metrics_<group>.png for every other tag group, one panel per tag; series that are 0 at every
-    step are left out (a group with nothing else gets no file; `zero_series` names them)."""
-    zero = set(zero_series(metrics))
+    actions.png (the non-zero "actions/*" series on one axes), cascade.png (the "cascade/*"
+    measures of all cascades), cascade_tracked.png (those of the tracked cascades,
+    "cascade/top<k>/*" and "cascade/post_<id>/*", one line each) and metrics_<group>.png for
+    every other tag group, one panel per tag (or per `panel_key`), at most `MAX_PANELS` a file
+    (then metrics_<group>_2.png, ...); series that are 0 at every step are left out
+    (`zero_series` names them), and so are those that are constant (`constant_series`, named
+    under the panels); a group with nothing left gets no file."""
+    zero, constant = set(zero_series(metrics)), constant_series(metrics)
     plans: list[tuple[str, Callable[[], Any]]] = []
-    actions = [t for t in sorted(metrics) if t.startswith("actions/") and t not in zero]
+    actions = [t for t in sorted(metrics) if t.startswith("actions/") and t not in zero and t not in constant]
     if actions:
         plans.append(("actions.png", lambda: actions_figure(metrics, actions)))
     elif metrics:
-        notes.append("no non-zero 'actions/' series: actions plot skipped")
-    groups = sorted({_group(t) for t in metrics} - {"actions"})
+        notes.append("no 'actions/' series that changes: actions plot skipped")
+    groups = sorted({group_of(t) for t in metrics} - {"actions"})
     if metrics and "cascade" not in groups:
         notes.append("no 'cascade/' series: cascade plot skipped")
     for g in groups:
-        tags = [t for t in sorted(metrics) if _group(t) == g and t not in zero]
-        title = _GROUP_WORDS.get(g, (g.capitalize(),))[0]
-        name = "cascade.png" if g == "cascade" else f"metrics_{g}.png"
-        if tags:
-            plans.append((name, lambda tags=tags, title=title: series_figure(metrics, tags, title)))
+        for stem, title, tags in _files(g, [t for t in sorted(metrics) if group_of(t) == g and t not in zero]):
+            drawn = [t for t in tags if t not in constant]
+            same = {t: constant[t] for t in tags if t in constant}
+            keys = list(dict.fromkeys(panel_key(t)[0] for t in drawn))
+            for k in range(0, len(keys), MAX_PANELS):
+                part = [t for t in drawn if panel_key(t)[0] in keys[k : k + MAX_PANELS]]
+                name = f"{stem}.png" if k == 0 else f"{stem}_{k // MAX_PANELS + 1}.png"
+                said = same if k == 0 else None
+                plans.append((name, lambda p=part, t=title, s=said: series_figure(metrics, p, t, s)))
     return plans
 
 

@@ -24,7 +24,7 @@ from ..metrics.arrays import ratio
 from .cascades import split_errors
 from .herd import GROUPS
 
-__all__ = ["effects", "ORDERINGS", "HEADLINE", "PAPER"]
+__all__ = ["effects", "effect_label", "ORDERINGS", "HEADLINE", "PAPER"]
 
 # effect names whose per-seed values must be strictly decreasing for "the expected ordering"
 ORDERINGS: dict[str, tuple[str, ...]] = {
@@ -61,6 +61,30 @@ PAPER: dict[str, str] = {
     ),
     "information_spread": "OASIS (Sec. 4.1): NRMSE of scale around 0.3 over its Twitter15/16 cascades (out of sample)",
 }
+
+
+# an effect's unit, by the first pattern its name contains (a plot's y-label)
+_UNITS = (
+    ("nrmse", "NRMSE, relative to the real curve"),
+    ("share_lift", "relative change, 0.1 = +10%"),
+    ("share", "share, 0-1"),
+    ("score", "likes - dislikes per comment"),
+    ("votes_per_comment", "votes per comment"),
+    ("reach", "users reached"),
+    ("related", "related posts"),
+    ("esteban_ray", "Esteban-Ray index"),
+    ("bimodality", "bimodality coefficient"),
+    ("opinion", "opinion units"),
+    ("shift", "opinion units"),
+)
+
+
+def effect_label(name: str) -> str:
+    """An effect's name in words with its unit: "reach_rumour_minus_news" ->
+    "reach rumour minus news (users reached)"."""
+    unit = next((u for key, u in _UNITS if key in name), "as measured")
+    words = name.replace("d_", "change in ", 1) if name.startswith("d_") else name
+    return f"{words.replace('_', ' ')} ({unit})"
 
 
 def _f(x: Any) -> float:

@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from ..checks import MAX_ID, MAX_SEED, path_name, whole_number
+from ..figures import new_figure, save_png, series_style
 from .config import parse_value
-from .effects import HEADLINE, ORDERINGS, effects
+from .effects import HEADLINE, ORDERINGS, effect_label, effects
 from .scenario import Scenario, load_scenario
 from .stats import ordering_share, summarize
 from .sweep_executors import Failed, LocalExecutor
@@ -51,6 +52,7 @@ __all__ = [
     "run_sweep",
     "run_config",
     "plot_sweep",
+    "sweep_figure",
     "OUTPUTS",
     "MAX_SWEEP_RUNS",
 ]
@@ -356,42 +358,41 @@ def _plot(result: dict, out_dir: Path) -> Path | None:
 
 
 def plot_sweep(result: Mapping[str, Any], out_dir: str | Path, effects_to_plot: Sequence[str] | None = None) -> Path:
-    """PNG of effect (mean and 95% CI) against the first parameter (other parameters: one line
-    per combination)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    """`sweep_figure` as effect_vs_<first parameter>.png in `out_dir`."""
+    return save_png(sweep_figure(result, effects_to_plot), _png_path(result, out_dir))
 
+
+def sweep_figure(result: Mapping[str, Any], effects_to_plot: Sequence[str] | None = None):
+    """Effect (mean and 95% CI) against the first parameter, a panel per effect (other
+    parameters: one line per combination, each in its own colour, line style and marker)."""
     keys = list(result["params"])
     x_key = keys[0]
     names = list(effects_to_plot or result.get("headline") or list(result["points"][0]["effects"])[:2])
-    fig = Figure(figsize=(5.0 * len(names), 3.8))
-    FigureCanvasAgg(fig)
-    for i, name in enumerate(names):
-        ax = fig.add_subplot(1, len(names), i + 1)
-        lines: dict[tuple, list] = {}
-        for pt in result["points"]:
-            rest = tuple((k, pt["point"][k]) for k in keys[1:])
-            lines.setdefault(rest, []).append(pt)
-        xs = [p["point"][x_key] for p in result["points"]]
-        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs)
-        cats = list(dict.fromkeys(str(v) for v in xs))  # a non-numeric parameter: categories in order
-        for rest, pts in lines.items():
+    fig, axes = new_figure(len(names), panel=(5.0, 4.0))
+    lines: dict[tuple, list] = {}
+    for pt in result["points"]:
+        lines.setdefault(tuple((k, pt["point"][k]) for k in keys[1:]), []).append(pt)
+    xs = [p["point"][x_key] for p in result["points"]]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in xs)
+    cats = list(dict.fromkeys(str(v) for v in xs))  # a non-numeric parameter: categories in order
+    for ax, name in zip(axes, names):
+        for i, (rest, pts) in enumerate(lines.items()):
             x = np.array([float(p["point"][x_key]) if numeric else cats.index(str(p["point"][x_key])) for p in pts])
             s = [p["effects"].get(name, {"mean": math.nan, "lo": math.nan, "hi": math.nan}) for p in pts]
             m = np.array([v["mean"] for v in s], float)
             lo, hi = np.array([v["lo"] for v in s], float), np.array([v["hi"] for v in s], float)
             label = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in rest) or None
-            ax.plot(x, m, marker="o", label=label)
-            ax.fill_between(x, lo, hi, alpha=0.2)
+            style = series_style(i)
+            ax.plot(x, m, label=label, **style)
+            ax.fill_between(x, lo, hi, alpha=0.2, color=style["color"])
         if not numeric:
             ax.set_xticks(range(len(cats)), cats)
         ax.axhline(0.0, color="grey", lw=0.8)
         ax.set_xlabel(x_key.rsplit(".", 1)[-1])
-        ax.set_ylabel(name)
-        ax.set_title(f"{result['scenario']}: {name}\nmean, 95% CI over {len(result['seeds'])} seeds", fontsize=9)
+        ax.set_ylabel(effect_label(name))
+        ax.set_title(name.replace("_", " "))
         if len(lines) > 1:
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = _png_path(result, out_dir)
-    fig.savefig(path, dpi=100)
-    return path
+            ax.legend()
+    fig.set_layout_engine("constrained")  # room for the suptitle
+    fig.suptitle(f"{result['scenario']}: mean and 95% CI over {len(result['seeds'])} seeds")
+    return fig
