@@ -4,7 +4,6 @@ TensorBoard metrics (or a scenario with `--scenario`, or a resumed run with `--r
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
@@ -13,7 +12,7 @@ from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
 from oasis_gym.metrics import MetricsRecorder
-from oasis_gym.output_logdir import check_logdir, claim_logdir
+from oasis_gym.output_logdir import claim_logdir, logdir_for
 from oasis_gym.platform.journal_file import check_distinct, refusal
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
@@ -117,9 +116,10 @@ def cmd_run(args) -> int:
         return run_scenario_cli(args)
     if args.resume:
         args = resumed_args(args)
-    logdir = None if args.no_tensorboard else args.logdir or str(Path("runs") / Path(args.db).stem)
-    if logdir is not None:
-        check_logdir(logdir)  # a file, or a folder of other files: one line, exit code 2, before anything runs
+    if not args.no_tensorboard:  # a file, other files or another run's logs there: one line, before anything runs
+        where = logdir_for(args.db, args.logdir, overwrite=args.overwrite, resume=bool(args.resume))
+        args.logdir = str(where)  # saved with the journal: a resumed run writes where this one did
+    logdir = None if args.no_tensorboard else args.logdir
     if not args.resume and (refused := refusal(args.db, args.overwrite)[1]):
         raise ConfigError(refused)  # before the LLM engine starts (checked again under the journal's lock)
     # the LLM backend first: a missing one ends the run before any journal is written
@@ -158,7 +158,7 @@ def cmd_run(args) -> int:
         if args.resume and "policy" in env.sim.saved_state:
             policy.load_state_dict(env.sim.saved_state["policy"])
         if logdir is not None:
-            claim_logdir(logdir)
+            claim_logdir(logdir, args.db, overwrite=args.overwrite, resume=bool(args.resume))
             recorder = MetricsRecorder(logdir)
             recorder.attach(env.sim)
             recorder.on_reset(env.sim)
