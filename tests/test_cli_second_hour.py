@@ -1,5 +1,5 @@
-"""A newcomer's second hour (issue 54): runs that never share a TensorBoard folder. Real
-subprocesses, SQLite files and event files."""
+"""A newcomer's second hour (issue 54): runs that never share a TensorBoard folder, and no LLM
+engine for a run whose LLM users never act. Real subprocesses, SQLite files and event files."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from llm_fixtures import tiny_model_dir  # noqa: F401 - a session fixture (a tiny real model)
 
 ABM = ["--users", "30", "--steps", "2", "--policy", "abm", "--activation", "0.5", "--quiet"]
 
@@ -57,3 +59,33 @@ def test_a_journal_run_again_replaces_its_own_logs_only_with_overwrite(tmp_path)
     assert res.returncode == 2 and "--overwrite" in res.stderr and events(tmp_path / "tb") == [new]
     assert cli(tmp_path, "run", *ABM, "--db", "a.db").returncode == 0  # the default folder: runs/a
     assert len(events(tmp_path / "runs" / "a")) == 1
+
+
+def test_a_run_whose_llm_users_never_act_starts_no_engine(tmp_path):
+    """`oasis-gym run --users 100 --steps 3` waited ~30 s for vLLM and made 0 LLM decisions; its
+    summary said the steps took 0.1 s. Now neither vLLM nor transformers is even imported."""
+    code = (
+        "import sys\nfrom oasis_gym.cli import main\n"
+        "rc = main(['run', '--users', '100', '--steps', '3', '--db', 'run.db', '--json'])\n"
+        "engines = sorted(m for m in sys.modules if m.split('.')[0] in ('vllm', 'transformers'))\n"
+        "print(rc, engines)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    line, tail = res.stdout.strip().splitlines()
+    data = json.loads(line)
+    assert tail == "0 []", tail  # neither vLLM nor transformers was imported
+    assert data.get("llm", {}).get("agents", 0) == 0 and "engine_start_s" not in data
+    assert data["seconds"] >= data["steps_s"] > 0  # the whole run's time, and the steps' part of it
+    assert "LLM engine" not in res.stderr
+
+
+def test_the_engine_starts_at_the_first_llm_decision_and_its_time_is_stated(tmp_path, tiny_model_dir):  # noqa: F811
+    args = ["run", "--users", "12", "--steps", "2", "--policy", "llm", "--activation", "1", "--db", "run.db"]
+    res = cli(tmp_path, *args, "--llm-backend", "transformers", "--llm-model", tiny_model_dir, "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    data = json.loads(res.stdout)
+    assert data["llm"]["agents"] == 24 and data["engine_start_s"] > 0
+    assert data["seconds"] >= data["engine_start_s"] + data["steps_s"]
+    res = cli(tmp_path, *args, "--overwrite", "--llm-backend", "transformers", "--llm-model", tiny_model_dir)
+    assert res.returncode == 0 and "LLM engine start " in res.stdout.splitlines()[0], res.stdout

@@ -4,6 +4,7 @@ TensorBoard metrics (or a scenario with `--scenario`, or a resumed run with `--r
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 
@@ -15,10 +16,10 @@ from oasis_gym.metrics import MetricsRecorder
 from oasis_gym.output_logdir import claim_logdir, logdir_for
 from oasis_gym.platform.journal_file import check_distinct, refusal
 from oasis_gym.policies.abm import ABMPolicy
-from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
+from oasis_gym.policies.factory import llm_backend, llm_policy, on_first_use, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
-from oasis_gym.policies.llm.defaults import default_cache_dir, ensure_smollm2, smollm2_converted
+from oasis_gym.policies.llm.defaults import LazyBackend, default_cache_dir, ensure_smollm2, smollm2_converted
 from oasis_gym.run import simulate
 from oasis_gym.scenarios import run_scenario_cli
 from oasis_gym.sim.content import template_text
@@ -59,11 +60,17 @@ def make_llm_policy(args):
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
     quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
-    if args.llm_model is None and args.llm_backend != "openai":
-        convert_default_model(quiet=getattr(args, "quiet", False))
-    backend = llm_backend(
-        args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
-    )
+    quiet = getattr(args, "quiet", False)
+
+    def start():  # at the first LLM decision: a run whose LLM users never act starts no engine
+        if args.llm_model is None and args.llm_backend != "openai":
+            convert_default_model(quiet=quiet)
+        with timed("starting the LLM engine for the first active LLM users", quiet=quiet):
+            return llm_backend(
+                args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
+            )
+
+    backend = on_first_use(args.llm_backend, start, model=args.llm_model)
     options = {"step_deadline_s": getattr(args, "llm_step_deadline", None)}
     if getattr(args, "llm_frequency_penalty", None) is not None:
         options["frequency_penalty"] = args.llm_frequency_penalty
@@ -109,6 +116,7 @@ def _check_paths(args) -> None:
 def cmd_run(args) -> int:
     """Run (or resume) the simulation of `args`; end with its summary (`--json`: one JSON line
     of figures)."""
+    started = time.perf_counter()
     _check_paths(args)
     if getattr(args, "scenario", None):
         if args.resume:
@@ -122,7 +130,8 @@ def cmd_run(args) -> int:
     logdir = None if args.no_tensorboard else args.logdir
     if not args.resume and (refused := refusal(args.db, args.overwrite)[1]):
         raise ConfigError(refused)  # before the LLM engine starts (checked again under the journal's lock)
-    # the LLM backend first: a missing one ends the run before any journal is written
+    # the LLM backend's packages first: a missing one ends the run before any journal is written (the
+    # engine itself starts at the first LLM decision, `policies.factory.on_first_use`)
     try:
         llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
     except ValueError as err:  # make_backend's checks of the LLM settings
@@ -171,11 +180,16 @@ def cmd_run(args) -> int:
         env.close()
     if stopped is not None:
         raise run_stopped(*stopped, db=args.db, steps=args.steps)
+    engine_s = llm.core.backend.start_s if llm is not None and isinstance(llm.core.backend, LazyBackend) else None
+    steps_s = summary.seconds - (engine_s or 0.0)  # the engine starts inside the step its first LLM user acts in
     data = {
         "steps": summary.steps,
         "actions": summary.actions,
         "accepted": summary.accepted,
-        "actions_per_s": round(summary.actions_per_s, 1),
+        "actions_per_s": round(summary.actions / steps_s, 1) if steps_s > 0 else 0.0,
+        "seconds": round(time.perf_counter() - started, 3),
+        "steps_s": round(steps_s, 3),
+        **({"engine_start_s": round(engine_s, 3)} if engine_s is not None else {}),
         "db": args.db,
         "logdir": recorder.logdir if recorder is not None else None,
         **({"llm": summary.llm} if summary.llm else {}),
@@ -189,13 +203,18 @@ def run_summary(data: dict, summary, args, env) -> Summary:
     commands that report, show and continue it (`data`: the ``--json`` line)."""
     users = env.sim.platform.n_users
     where = f" (now at step {env._cycles} of {args.steps})" if args.resume else ""
+    parts = [f"the steps {duration(data['steps_s'])}"]
+    if "engine_start_s" in data:
+        parts.append(f"LLM engine start {duration(data['engine_start_s'])}")
     done = (
         f"{'Resumed' if args.resume else 'Ran'} {plural(summary.steps, 'step')} of {plural(users, 'user')}{where} in "
-        f"{duration(summary.seconds)}: {plural(summary.actions, 'action')}, {summary.accepted:,} accepted, "
-        f"{summary.actions_per_s:,.0f} actions/s."
+        f"{duration(data['seconds'])} ({', '.join(parts)}): {plural(summary.actions, 'action')}, "
+        f"{summary.accepted:,} accepted, {data['actions_per_s']:,.0f} actions/s in the steps."
     )
     llm = summary.llm
-    if llm:
+    if llm and not llm.get("agents") and "engine_start_s" not in data:
+        done += "\nLLM users: none was active, so no LLM engine was started."
+    elif llm:
         done += (
             f"\nLLM users: {plural(llm.get('agents', 0), 'decision')} ({llm.get('valid', 0):,} valid replies), "
             f"{llm.get('decisions_per_s', 0):.3g} decisions/s"
