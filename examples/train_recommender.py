@@ -3,7 +3,7 @@ fixed rankings on held-out episodes.
 
 What it shows:
 
-1. `gymnasium.make("oasis_gym/Recommender-v0", journal=False)`: the single-agent env in
+1. `gymnasium.make(gymnasium.registry["oasis_gym/Recommender-v0"], journal=False)`: the single-agent env in
    which the agent is the platform's recommender (its action: ranking weights over the
    candidates' features; its reward: engagement against misinformation exposure,
    polarization increase and feed diversity). `journal=False` is the training mode: the
@@ -66,9 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"output folder: {out}")
 
-    # 1. the env, in the training mode (journal=False)
+    # 1. the env, in the training mode (journal=False). Made from its registered spec: given the
+    # id, Gymnasium warns that v0 is "out of date" since Recommender-v3 exists, but v0 is no older
+    # v3: it is the recommender on the SQLite platform, v1-v3 the batched benchmark tasks
     env = gymnasium.make(
-        "oasis_gym/Recommender-v0",
+        gymnasium.registry["oasis_gym/Recommender-v0"],
         users=args.users,
         max_cycles=args.max_cycles,
         max_episode_steps=args.max_cycles,  # the registered TimeLimit is 50 steps

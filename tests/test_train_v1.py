@@ -424,3 +424,20 @@ def test_a_version_the_task_lacks_is_one_line_and_exit_code_2(tmp_path, task, ve
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "benchmark"])
+def test_train_and_benchmark_default_to_the_task_the_readme_recommends(command):
+    """`oasis-gym train recommender` trained Recommender-v1, which the README says leaves PPO no
+    headroom; its own table uses --version 3. The older versions stay one option away."""
+    from oasis_gym.cli import build_parser
+    from oasis_gym.train import args as cli_args
+    from oasis_gym.train import v1
+
+    def version(*argv: str) -> int:
+        ns = build_parser().parse_args([command, *argv])
+        return cli_args.parse_into(v1.Args, ns, v1.Args(task=ns.target)).version
+
+    assert version("recommender") == 3 and version("moderator") == 1
+    assert version("recommender", "--version", "1") == 1 and version("recommender", "--version", "2") == 2
+    assert v1.Args(task="moderator").version == 1 and v1.Args().task_id == "recommender-v3"

@@ -245,7 +245,8 @@ def add_benchmark_parser(subparsers) -> argparse.ArgumentParser:
                               description=__doc__.split("\n")[0])  # fmt: skip
     targets = p.add_subparsers(dest="target", required=True, metavar="{recommender,moderator}")
     for task in v1.TASKS:  # one parser per task: its errors name it (`oasis-gym benchmark moderator: error: ...`)
-        text = f"benchmark {task.capitalize()}-v1: PPO over N training seeds vs its tuned baselines"
+        text = (f"benchmark {task.capitalize()}-v{v1.DEFAULT_VERSION[task]} (--version: another): PPO over N "
+                "training seeds vs its tuned baselines")  # fmt: skip
         t = targets.add_parser(task, help=text, description=text)
         t.add_argument("--seeds", type=int, default=5, help="PPO training seeds (seed .. seed+N-1), >= 2; default 5")
         v1.add_options(t)
@@ -255,7 +256,7 @@ def add_benchmark_parser(subparsers) -> argparse.ArgumentParser:
 def cmd_benchmark(ns: argparse.Namespace) -> int:
     """Check everything, run the protocol, print the Markdown table and where the files are."""
     command = f"oasis-gym benchmark {ns.target}"
-    args = dataclasses.replace(cli_args.parse_into(v1.Args, ns), task=ns.target, quiet=ns.quiet or ns.json)
+    args = dataclasses.replace(cli_args.parse_into(v1.Args, ns, v1.Args(task=ns.target)), quiet=ns.quiet or ns.json)
     try:
         if not isinstance(ns.seeds, int) or not 2 <= ns.seeds <= 100:
             raise ValueError(f"--seeds must be an integer in [2, 100], got {ns.seeds!r}")

@@ -61,6 +61,9 @@ from .v1_baselines import baselines, make_anchor, tune
 TASKS = ("recommender", "moderator")
 # each task's vector env per version
 VERSIONS = {task: vector_envs(task) for task in TASKS}
+# what `--version` defaults to: the version README's benchmarks recommend (Recommender-v3: the
+# state headroom v1 and v2 lack; docs/training.md)
+DEFAULT_VERSION = {"recommender": 3, "moderator": 1}
 COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
 
 
@@ -69,8 +72,10 @@ class Args:
     """Settings of one v1 training run (each field is a command-line option)."""
 
     task: str = opt("recommender", cli=False)
-    version: int = opt(1, "task version: the recommender has 1-3 (envs/recommender_vN.py)",
-                       choices=sorted(VERSIONS["recommender"]))  # fmt: skip
+    version: int | None = opt(None, "task version: the recommender has 1-3 (envs/recommender_vN.py; default 3, "
+                              "the task README's benchmarks recommend: v1 and v2 leave PPO no headroom), the "
+                              "moderator 1 (its default)", type=int,
+                              choices=sorted(VERSIONS["recommender"]))  # fmt: skip
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
     users: int = opt(1000, "users per simulated platform")
     max_steps: int = opt(100, "steps per episode")
@@ -134,6 +139,10 @@ class Args:
     time_limit: float = opt(0.0, "stop training after this many seconds (0: none)")
     out: str = opt("runs/v1", "output folder (model.zip, eval.json, learning_curve.png, tb/)")
     quiet: bool = opt(False, cli=False)  # --quiet: no progress bar or rollout tables
+
+    def __post_init__(self) -> None:
+        if self.version is None:  # the task's default version
+            self.version = DEFAULT_VERSION[self.task]
 
     def env(self, population_seed: int | None = None) -> dict:
         """The task's keyword arguments (`tuned_baselines.make_task`)."""
@@ -341,7 +350,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
     """Check everything, train, print the tables and a summary (or one JSON line): `oasis-gym
     train TASK` and `python -m oasis_gym.train.v1 TASK`. Bad settings: one line, exit code 2."""
-    args = dataclasses.replace(cli_args.parse_into(Args, ns), task=task, quiet=ns.quiet or ns.json)
+    args = dataclasses.replace(cli_args.parse_into(Args, ns, Args(task=task)), quiet=ns.quiet or ns.json)
     try:
         args.check()
         output = train_output(args.out, ns.overwrite).check()
@@ -372,7 +381,8 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
                  (f"{args.out}/learning_curve.png", "PPO's return while it trained"),
                  (f"{args.out}/model.zip", "the trained policy (SB3)")],
         next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"),
-              (f"oasis-gym benchmark {task}" + (f" --version {args.version}" if args.version != 1 else ""),
+              (f"oasis-gym benchmark {task}"
+               + (f" --version {args.version}" if args.version != DEFAULT_VERSION[task] else ""),
                "N training seeds with confidence intervals")],
         data={"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
               "out": args.out, "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}},
