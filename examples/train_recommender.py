@@ -18,7 +18,8 @@ A budget this small does not learn much: the point is the pipeline. The full scr
 observation normalization, checkpoints, TensorBoard and every baseline is
 `oasis-gym train recommender` (docs/training.md).
 
-About 20 s on 2 cores with the defaults (200 users, 20-step episodes, 1000 timesteps).
+With the defaults (200 users, 20-step episodes, 1000 timesteps): 83 s on 2 cores shared with
+other jobs (load average 11.6-13, 2026-12-06).
 
     python examples/train_recommender.py                    # output in a fresh temp folder
     python examples/train_recommender.py --timesteps 20000 --out rec_run
