@@ -50,18 +50,25 @@ def _unavailable(err: Exception, without_llm: str) -> ConfigError:
     return ConfigError(f"no LLM backend available: {err}. Run without an LLM: {without_llm}")
 
 
-def on_first_use(kind: str, start: Callable[[], Any], *, model: str | None = None, without_llm: str = "--policy abm"):
-    """The backend `start()` makes (`llm_backend`), made at the first LLM decision
-    (`LazyBackend`): a run whose LLM users never act starts no engine. What it needs is checked
-    now (a missing package is a `ConfigError`, before the run); an OpenAI-compatible endpoint,
-    which has no engine to start, is made now."""
+def on_first_use(
+    kind: str,
+    start: Callable[[], Any],
+    *,
+    prepare: Callable[[], Any] | None = None,
+    model: str | None = None,
+    without_llm: str = "--policy abm",
+):
+    """The backend `start()` makes (`llm_backend`), made at the first LLM decision after
+    `prepare()` (`LazyBackend`): a run whose LLM users never act starts no engine. What it needs
+    is checked now (a missing package is a `ConfigError`, before the run); an OpenAI-compatible
+    endpoint, which has no engine to start, is made now."""
     if kind == "openai":
         return start()
     try:
         check_available(kind, model)
     except (ImportError, FileNotFoundError) as err:
         raise _unavailable(err, without_llm) from err
-    return LazyBackend(start)
+    return LazyBackend(start, prepare)
 
 
 def llm_policy(backend, **options):

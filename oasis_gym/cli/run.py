@@ -62,15 +62,17 @@ def make_llm_policy(args):
     quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
     quiet = getattr(args, "quiet", False)
 
-    def start():  # at the first LLM decision: a run whose LLM users never act starts no engine
+    def prepare():
         if args.llm_model is None and args.llm_backend != "openai":
             convert_default_model(quiet=quiet)
+
+    def start():  # at the first LLM decision: a run whose LLM users never act starts no engine
         with timed("starting the LLM engine for the first active LLM users", quiet=quiet):
             return llm_backend(
                 args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
             )
 
-    backend = on_first_use(args.llm_backend, start, model=args.llm_model)
+    backend = on_first_use(args.llm_backend, start, prepare=prepare, model=args.llm_model)
     options = {"step_deadline_s": getattr(args, "llm_step_deadline", None)}
     if getattr(args, "llm_frequency_penalty", None) is not None:
         options["frequency_penalty"] = args.llm_frequency_penalty
@@ -180,8 +182,10 @@ def cmd_run(args) -> int:
         env.close()
     if stopped is not None:
         raise run_stopped(*stopped, db=args.db, steps=args.steps)
-    engine_s = llm.core.backend.start_s if llm is not None and isinstance(llm.core.backend, LazyBackend) else None
-    steps_s = summary.seconds - (engine_s or 0.0)  # the engine starts inside the step its first LLM user acts in
+    lazy = llm.core.backend if llm is not None and isinstance(llm.core.backend, LazyBackend) else None
+    engine_s, conversion_s = (lazy.start_s, lazy.prepare_s) if lazy is not None else (None, None)
+    # the engine starts (after the model's one-time conversion) inside the step its first LLM user acts in
+    steps_s = summary.seconds - (engine_s or 0.0) - (conversion_s or 0.0)
     data = {
         "steps": summary.steps,
         "actions": summary.actions,
@@ -190,6 +194,7 @@ def cmd_run(args) -> int:
         "seconds": round(time.perf_counter() - started, 3),
         "steps_s": round(steps_s, 3),
         **({"engine_start_s": round(engine_s, 3)} if engine_s is not None else {}),
+        **({"model_conversion_s": round(conversion_s, 3)} if conversion_s and conversion_s >= 0.05 else {}),
         "db": args.db,
         "logdir": recorder.logdir if recorder is not None else None,
         **({"llm": summary.llm} if summary.llm else {}),
@@ -206,6 +211,8 @@ def run_summary(data: dict, summary, args, env) -> Summary:
     parts = [f"the steps {duration(data['steps_s'])}"]
     if "engine_start_s" in data:
         parts.append(f"LLM engine start {duration(data['engine_start_s'])}")
+    if "model_conversion_s" in data:
+        parts.append(f"the model's one-time conversion {duration(data['model_conversion_s'])}")
     done = (
         f"{'Resumed' if args.resume else 'Ran'} {plural(summary.steps, 'step')} of {plural(users, 'user')}{where} in "
         f"{duration(data['seconds'])} ({', '.join(parts)}): {plural(summary.actions, 'action')}, "

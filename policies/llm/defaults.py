@@ -142,14 +142,16 @@ class LazyBackend:
     """A backend made on first use by `start()` (an in-process engine takes seconds to a minute
     to start), so a run whose LLM users never act starts none. `generate` starts it; so does
     reading any attribute the real backend has (`supports_deadline`, `describe`, ...).
-    `start_s`: how long the start took (None until it happened)."""
+    `prepare()`, if given, runs first (a model's one-time conversion). `start_s` and
+    `prepare_s`: how long each took (None until they happened)."""
 
     name = "lazy"
 
-    def __init__(self, start: Callable[[], Any]) -> None:
-        self._start = start
+    def __init__(self, start: Callable[[], Any], prepare: Callable[[], Any] | None = None) -> None:
+        self._start, self._prepare = start, prepare
         self._backend = None
         self.start_s: float | None = None
+        self.prepare_s: float | None = None
 
     @property
     def started(self) -> bool:
@@ -159,6 +161,10 @@ class LazyBackend:
     def ready(self):
         """The real backend, started now if it was not yet."""
         if self._backend is None:
+            if self._prepare is not None and self.prepare_s is None:
+                t0 = time.perf_counter()
+                self._prepare()
+                self.prepare_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             self._backend = self._start()
             self.start_s = time.perf_counter() - t0
