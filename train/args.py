@@ -77,6 +77,19 @@ def parse_into(cls, ns: argparse.Namespace, defaults=None):
     return dataclasses.replace(defaults, **values) if defaults is not None else cls(**values)
 
 
+def changed_options(obj, defaults) -> list[str]:
+    """The command-line options that give `obj` its values where they differ from `defaults`'s
+    (what `parse_into` reads back), e.g. ``["--users", "200", "--eval-seeds", "9000", "9001"]``."""
+    argv: list[str] = []
+    for f in cli_fields(type(obj)):
+        value = getattr(obj, f.name)
+        if value == getattr(defaults, f.name):
+            continue
+        values = value if isinstance(value, tuple) else [value]
+        argv += ["--" + f.name.replace("_", "-"), *map(str, values)]
+    return argv
+
+
 def key_value(text: str) -> tuple[str, float]:
     """``KEY=NUMBER`` -> (key, float); anything else is an argparse error (one line, exit 2)."""
     key, sep, value = text.partition("=")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from oasis_gym.batched import moderation
 from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
-from oasis_gym.console import Summary, plural
+from oasis_gym.console import Summary, duration, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
@@ -308,14 +309,18 @@ def train(args: Args, say=print) -> dict:
     args.check()
     limit_threads(1)
     train_output(args.out, overwrite=True).claim_trees()
+    start = time.perf_counter()
     tuned = tune(args, say)
+    tuning_s = time.perf_counter() - start
     anchor = make_anchor(args, tuned)
     model, vec, info = train_ppo(args, anchor)
     info["anchor"] = anchor.name
     rate = info["timesteps_per_s"]
     say(f"trained {info['timesteps']} timesteps in {info['train_seconds']:.0f} s ({rate:.0f} timesteps/s)")
     say(f"evaluating PPO and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
+    start = time.perf_counter()
     results = evaluate(args, candidates(args, tuned, model, vec, anchor))
+    info |= {"tuning_seconds": tuning_s, "evaluation_seconds": time.perf_counter() - start}
     result = {"task": args.task_id, "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
               "eval_sets": results, "tables": [table(n, r) for n, r in results.items()],
               "users": "rule-based (oasis_gym.batched), no LLM"}  # fmt: skip
@@ -380,14 +385,22 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
         outputs=[(f"{args.out}/eval.json", "every policy on the held-out seeds and population"),
                  (f"{args.out}/learning_curve.png", "PPO's return while it trained"),
                  (f"{args.out}/model.zip", "the trained policy (SB3)")],
-        next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"),
-              (f"oasis-gym benchmark {task}"
-               + (f" --version {args.version}" if args.version != DEFAULT_VERSION[task] else ""),
-               "N training seeds with confidence intervals")],
+        next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"), benchmark_next(args, result["train"])],
         data={"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
               "out": args.out, "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}},
     ).show(as_json=ns.json)  # fmt: skip
     return 0
+
+
+def benchmark_next(args: Args, info: dict, seeds: int = 5) -> tuple[str, str]:
+    """The benchmark of this run's settings as the next command, and how long it takes at this
+    run's speed (tuning once, then PPO and the evaluation for each of `seeds` training seeds)."""
+    mine = dataclasses.replace(args, out=f"{args.out.rstrip('/')}-benchmark")  # its own folder beside this run's
+    argv = ["oasis-gym", "benchmark", args.task, *cli_args.changed_options(mine, Args(task=args.task))]
+    took = info["tuning_seconds"] + seeds * (info["train_seconds"] + info["evaluation_seconds"])
+    return shlex.join(argv), (
+        f"{seeds} training seeds with confidence intervals: about {duration(took)} at this run's speed"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
