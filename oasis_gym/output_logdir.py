@@ -113,11 +113,12 @@ def claim_logdir(
     path: str | os.PathLike, journal: str | os.PathLike | None = None, *, overwrite: bool = False, resume: bool = False
 ) -> Path:
     """`check_logdir`, then create the folder and its marker naming `journal`; a new run of the
-    journal (not `resume`) first removes the event files of its earlier run (moved aside to a
-    temporary name, then deleted)."""
+    journal (not `resume`) first removes what its earlier run left in the folder our marker
+    names as ours (moved aside to a temporary name, then deleted)."""
     p = check_logdir(path, journal, overwrite=overwrite, resume=resume)
     p.mkdir(parents=True, exist_ok=True)
-    if journal is not None and not resume:
+    marked = os.path.lexists(p / _LOGDIR_MARKER) and is_signed("tensorboard")(p / _LOGDIR_MARKER)
+    if journal is not None and not resume and marked:  # (in a folder without our marker: nothing of ours)
         for entry in sorted(p.iterdir()):
             if entry.name != _LOGDIR_MARKER and not entry.name.startswith(TMP_PREFIX):
                 aside = p / tmp_name()

@@ -61,6 +61,13 @@ def test_a_journal_run_again_replaces_its_own_logs_only_with_overwrite(tmp_path)
     assert len(events(tmp_path / "runs" / "a")) == 1
 
 
+def test_a_folder_without_our_marker_loses_nothing_to_a_new_run(tmp_path):
+    """A new run clears its journal's earlier logs: only where our marker said they are ours."""
+    (tmp_path / "tb" / "mine" / "empty").mkdir(parents=True)
+    assert cli(tmp_path, "run", *ABM, "--db", "a.db", "--logdir", "tb").returncode == 0
+    assert (tmp_path / "tb" / "mine" / "empty").is_dir() and len(events(tmp_path / "tb")) == 1
+
+
 def test_a_run_whose_llm_users_never_act_starts_no_engine(tmp_path):
     """`oasis-gym run --users 100 --steps 3` waited ~30 s for vLLM and made 0 LLM decisions; its
     summary said the steps took 0.1 s. Now neither vLLM nor transformers is even imported."""
