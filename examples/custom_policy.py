@@ -13,7 +13,8 @@ paths play the same run: the script checks that they took the same actions and p
 how much faster the batched path was. Both runs are journaled (SQLite, OASIS's tables)
 into the output folder.
 
-Runs in about 2 s on 2 cores with the defaults (1,000 users, 20 steps).
+With the defaults (1,000 users, 20 steps): 3.3 s on 2 cores shared with other jobs (load
+average 14-15, 2026-12-06).
 
     python examples/custom_policy.py                      # output in a fresh temp folder
     python examples/custom_policy.py --users 2000 --steps 30 --out my_policy_run

@@ -7,7 +7,8 @@ step from `trace`, the most-followed users, the run's metrics. The connection on
 (`PRAGMA query_only`), and closing it leaves nothing beside the file.
 
 Without `--db` it first makes a small run into the output folder with the command line
-(`python -m oasis_gym.cli run ...`, the same as `oasis-gym run`). About 3 s on 2 cores.
+(`python -m oasis_gym.cli run ...`, the same as `oasis-gym run`). 7.5 s on 2 cores shared with
+other jobs (load average 14-15, 2026-12-06).
 
     python examples/read_journal.py                 # makes a run in a fresh temp folder, then reads it
     python examples/read_journal.py --db run.db     # reads an existing journal

@@ -9,7 +9,8 @@ group-polarization scenario (392 real accounts, ABM users with Lorenz et al.'s 2
 model) over its deciding parameter rho: rho < 1 mixes contagion into assimilation, so the
 groups should drift apart more at low rho.
 
-About 2 s on 2 cores with the defaults (3 values of rho x 2 seeds x 10 steps).
+With the defaults (3 values of rho x 2 seeds x 10 steps): 6.1 s on 2 cores shared with other
+jobs (load average 13-14, 2026-12-06).
 
     python examples/scenario_sweep.py                          # output in a fresh temp folder
     python examples/scenario_sweep.py --param rho=0.4:1.2:5 --seeds 10 --steps 30 --out sweeps/rho

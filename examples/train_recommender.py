@@ -3,7 +3,7 @@ fixed rankings on held-out episodes.
 
 What it shows:
 
-1. `gymnasium.make("oasis_gym/Recommender-v0", journal=False)`: the single-agent env in
+1. `gymnasium.make(gymnasium.registry["oasis_gym/Recommender-v0"], journal=False)`: the single-agent env in
    which the agent is the platform's recommender (its action: ranking weights over the
    candidates' features; its reward: engagement against misinformation exposure,
    polarization increase and feed diversity). `journal=False` is the training mode: the
@@ -18,7 +18,8 @@ A budget this small does not learn much: the point is the pipeline. The full scr
 observation normalization, checkpoints, TensorBoard and every baseline is
 `oasis-gym train recommender` (docs/training.md).
 
-About 20 s on 2 cores with the defaults (200 users, 20-step episodes, 1000 timesteps).
+With the defaults (200 users, 20-step episodes, 1000 timesteps): 83 s on 2 cores shared with
+other jobs (load average 11.6-13, 2026-12-06).
 
     python examples/train_recommender.py                    # output in a fresh temp folder
     python examples/train_recommender.py --timesteps 20000 --out rec_run
@@ -66,9 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"output folder: {out}")
 
-    # 1. the env, in the training mode (journal=False)
+    # 1. the env, in the training mode (journal=False). Made from its registered spec: given the
+    # id, Gymnasium warns that v0 is "out of date" since Recommender-v3 exists, but v0 is no older
+    # v3: it is the recommender on the SQLite platform, v1-v3 the batched benchmark tasks
     env = gymnasium.make(
-        "oasis_gym/Recommender-v0",
+        gymnasium.registry["oasis_gym/Recommender-v0"],
         users=args.users,
         max_cycles=args.max_cycles,
         max_episode_steps=args.max_cycles,  # the registered TimeLimit is 50 steps

@@ -6,7 +6,7 @@
   ``.oasis-gym-<command>.json`` (each file it wrote there with the SHA-256 of its bytes, and the
   sub-folders it owns whole, SB3's ``tb/`` and ``checkpoints/``); a single file (`run --figures`,
   an imported journal) by a signature in the file (`OutputFile`); a TensorBoard folder by its
-  marker and event files (`check_logdir`).
+  marker (naming the journal whose run writes there) and event files (`check_logdir`).
 - Anything else there (a user's file, a file of ours changed since, a link, a folder where a
   file goes) is refused with one line naming it (`OutputError`: exit code 2) before anything is
   computed and never touched, `--overwrite` or not; files the command would not write are

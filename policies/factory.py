@@ -19,6 +19,7 @@ from oasis_gym.errors import ConfigError
 from .abm import ABMPolicy
 from .base import RandomPolicy
 from .hybrid import HybridPolicy
+from .llm.defaults import LazyBackend, check_available
 from .llm_policy import LLMPolicy, backend_label, make_backend
 
 USER_POLICIES = ("hybrid", "abm", "random", "llm")
@@ -39,10 +40,35 @@ def llm_backend(
     try:
         backend = make_backend(kind, model=model, endpoints=endpoints, **options)
     except (ImportError, RuntimeError, FileNotFoundError) as err:
-        raise ConfigError(f"no LLM backend available: {err}. Run without an LLM: {without_llm}") from err
+        raise _unavailable(err, without_llm) from err
     if announce:
         print(f"LLM users: {backend_label(backend)}", file=sys.stderr, flush=True)
     return backend
+
+
+def _unavailable(err: Exception, without_llm: str) -> ConfigError:
+    return ConfigError(f"no LLM backend available: {err}. Run without an LLM: {without_llm}")
+
+
+def on_first_use(
+    kind: str,
+    start: Callable[[], Any],
+    *,
+    prepare: Callable[[], Any] | None = None,
+    model: str | None = None,
+    without_llm: str = "--policy abm",
+):
+    """The backend `start()` makes (`llm_backend`), made at the first LLM decision after
+    `prepare()` (`LazyBackend`): a run whose LLM users never act starts no engine. What it needs
+    is checked now (a missing package is a `ConfigError`, before the run); an OpenAI-compatible
+    endpoint, which has no engine to start, is made now."""
+    if kind == "openai":
+        return start()
+    try:
+        check_available(kind, model)
+    except (ImportError, FileNotFoundError) as err:
+        raise _unavailable(err, without_llm) from err
+    return LazyBackend(start, prepare)
 
 
 def llm_policy(backend, **options):

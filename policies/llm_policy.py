@@ -17,7 +17,7 @@ from oasis_gym.sim import ActionArrays, ObsBatch
 
 from .base import BasePolicy, actions_from_dicts, sim_of
 from .llm import LLMPolicyCore, SchemaConfig
-from .llm.defaults import make_backend
+from .llm.defaults import LazyBackend, make_backend
 
 __all__ = ["LLMPolicy", "backend_label", "make_backend", "record_interview"]
 
@@ -55,6 +55,7 @@ class LLMPolicy(BasePolicy):
         if len(obs) == 0:
             self.last_stats = {"agents": 0}
             return ActionArrays.empty()
+        self._start_backend()
         sim = sim_of(env)
         self.core.adopt_action_set([ActionType(a) for a in sim.platform.config.available_actions])
         views = sim.feed_views(obs.users)
@@ -68,9 +69,17 @@ class LLMPolicy(BasePolicy):
         sim.require_live()
         user = sim.user_id(agent)  # KeyError naming an agent the env does not have
         view = sim.profile_views([user])[0]
+        self._start_backend()
         answer = self.core.interview(view, question)
         record_interview(sim, user, question, answer)
         return answer
+
+    def _start_backend(self) -> None:
+        """A backend made on first use (`LazyBackend`) starts here, outside the core's net for a
+        failing backend: an engine that cannot start ends the run with its error, rather than
+        turning every decision into a do_nothing."""
+        if isinstance(self.core.backend, LazyBackend):
+            self.core.backend.ready()
 
     def state_dict(self) -> dict:
         """The base policy's state plus the core's memory and RNG."""

@@ -182,6 +182,8 @@ def run_example(script: str, *args: str, tmp_path: Path, timeout: float = 600) -
         timeout=timeout,
     )
     assert res.returncode == 0, f"{script} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    # no warning of any kind (train_recommender.py printed Gymnasium's DeprecationWarning)
+    assert not re.search(r"Warning\b|WARN", res.stderr), f"{script} printed a warning:\n{res.stderr[-3000:]}"
     text = res.stdout
     assert f"output folder: {out}" in text and "\nSummary: " in text and "\nTry next: " in text, text[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tmp"], "wrote outside its folder"

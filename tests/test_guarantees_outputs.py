@@ -253,9 +253,9 @@ def test_a_logdir_that_is_a_file_or_holds_someone_elses_files_is_refused(tmp_pat
     refused(cli(tmp_path, *run, "--logdir", "notes.txt"), "notes.txt")
     refused(cli(tmp_path, *run, "--logdir", "mine"), "mine/paper.tex")
     assert visible(tmp_path / "mine") == {"paper.tex": MINE} and (tmp_path / "notes.txt").read_bytes() == MINE
-    for _ in range(2):  # a logdir of its own earlier event files: written into again
+    for _ in range(2):  # a logdir of its own journal's earlier run: replaced with --overwrite (issue 54)
         assert cli(tmp_path, *run, "--logdir", "tb").returncode == 0
-    assert len(list((tmp_path / "tb").rglob("events.out.tfevents.*"))) == 2
+    assert len(list((tmp_path / "tb").rglob("events.out.tfevents.*"))) == 1
 
 
 # --------------------------------------------------------------------------- train

@@ -122,6 +122,8 @@ def test_cli_prints_the_backend_and_model_it_uses(tiny_model_dir, tmp_path):
             "hybrid",
             "--core-users",
             "2",
+            "--activation",
+            "1",  # every user acts: the engine starts at the first LLM decision
             "--llm-backend",
             "transformers",
             "--llm-model",

@@ -54,7 +54,33 @@ def test_command_1_installs_what_every_documented_command_needs():
 def test_no_other_readme_block_writes_the_files_of_command_1():
     """A README block wrote run.db, the journal command 1 made, and then raised."""
     made = ("run.db", "runs/run", "run_report")  # command 1's journal, TensorBoard logs and report
-    assert "--db run.db" in COMMAND_1 and COMMAND_1.endswith("oasis-gym report run.db")
+    assert "--db run.db" in COMMAND_1 and COMMAND_1.endswith("oasis-gym report run.db --overwrite")
     for lang, code in BLOCKS[1:]:
         for name in made:
             assert name not in code, (lang, name, code[:200])
+
+
+def test_command_1_runs_twice_in_a_row_as_written(tmp_path):
+    """The second run of command 1 was refused (run.db exists and is an oasis-gym journal), and
+    its report likewise. Its oasis-gym commands as written, twice in one folder, with a smaller
+    ABM population in place of the hybrid one (no LLM engine in a test of the flags)."""
+    import shlex
+    import subprocess
+    import sys
+
+    commands = [shlex.split(c) for c in COMMAND_1.split(" && ") if c.startswith("oasis-gym ")]
+    assert [c[1] for c in commands] == ["run", "report"]
+    small = {"--users": "40", "--steps": "2", "--policy": "abm"}
+    run = [small.get(prev, arg) for prev, arg in zip(["", *commands[0]], commands[0])]
+    for _ in range(2):
+        for argv in (run, commands[1]):
+            res = subprocess.run(
+                [sys.executable, "-m", "oasis_gym.cli", *argv[1:], "--quiet"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert res.returncode == 0, (argv, res.stderr[-2000:])
+    assert (tmp_path / "run.db").is_file() and (tmp_path / "run_report").is_dir()
+    assert len(list((tmp_path / "runs" / "run").rglob("events.out.tfevents.*"))) == 1  # the first run's replaced

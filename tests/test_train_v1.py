@@ -4,6 +4,7 @@ the `train.v1` protocol end to end (tiny settings; real SB3, real files)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,6 +195,10 @@ def test_oasis_gym_train_trains_the_v1_task_by_default_and_says_what_next(tmp_pa
     assert "its strongest baseline" in done.stdout and "constants tuned by CEM 1 x 3 on 1 seed)" in done.stdout
     assert "Next:\n  tensorboard --logdir" in done.stdout
     assert "tuned_constant" in done.stdout and "truth (privileged)" in done.stdout
+    # the next step, a benchmark of these settings, says how long it takes (it suggested 14-38 minutes silently)
+    nxt = "oasis-gym benchmark moderator --users 200 --max-steps 5 --timesteps 200 --n-envs 4 "
+    assert nxt in done.stdout and f"--out {out}-benchmark  # 5 training seeds" in done.stdout, done.stdout
+    assert "with confidence intervals: about " in done.stdout and " at this run's speed" in done.stdout
 
 
 @pytest.mark.parametrize("task", ["recommender", "moderator"])
@@ -359,7 +364,10 @@ def test_the_headroom_line_takes_the_baseline_that_was_best_on_the_tuning_seeds(
             "ppo_seed_means": [-105.0, -105.0]}},
     }  # fmt: skip
     (line,) = [x for x in headroom(result) if x]
-    assert "best tuned baseline tuned_report_threshold -105.00: +55.00; PPO closes 0% of it." in line, line
+    assert (
+        "best on the tuning seeds, tuned_report_threshold -105.00 (on these episodes tuned_constant did better: "
+        "-100.00): +55.00; PPO closes 0% of it." in line
+    ), line
     result["eval_sets"]["held-out seeds"]["ppo_seed_means"] = [-110.0, -110.0]  # below the baseline: no share
     (line,) = [x for x in headroom(result) if x]
     assert line.endswith(": +55.00; PPO is -5.00 from that baseline."), line
@@ -430,3 +438,59 @@ def test_a_version_the_task_lacks_is_one_line_and_exit_code_2(tmp_path, task, ve
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "benchmark"])
+def test_train_and_benchmark_default_to_the_task_the_readme_recommends(command):
+    """`oasis-gym train recommender` trained Recommender-v1, which the README says leaves PPO no
+    headroom; its own table uses --version 3. The older versions stay one option away."""
+    from oasis_gym.cli import build_parser
+    from oasis_gym.train import args as cli_args
+    from oasis_gym.train import v1
+
+    def version(*argv: str) -> int:
+        ns = build_parser().parse_args([command, *argv])
+        return cli_args.parse_into(v1.Args, ns, v1.Args(task=ns.target)).version
+
+    assert version("recommender") == 3 and version("moderator") == 1
+    assert version("recommender", "--version", "1") == 1 and version("recommender", "--version", "2") == 2
+    assert v1.Args(task="moderator").version == 1 and v1.Args().task_id == "recommender-v3"
+
+
+def test_the_headroom_line_never_calls_a_baseline_best_beside_a_better_one_unnamed():
+    """The text called the tuned constant (-0.92) "the best tuned baseline" beside a tuned rule at
+    -0.79: the one chosen on the tuning seeds is named as such, and the one that did better here."""
+    from oasis_gym.train.benchmark import headroom
+
+    runs = lambda r: [{"return": r}]  # noqa: E731
+    result = {
+        "tuned": {"constant": {"score": -0.5}, "report_threshold": {"score": -0.6}},
+        "eval_sets": {"held-out seeds": {
+            "baselines": {"tuned_constant": runs(-0.92), "tuned_report_threshold": runs(-0.79),
+                          "truth (privileged)": runs(0.5)},
+            "ppo_seed_means": [-0.9]}},
+    }  # fmt: skip
+    (line,) = [x for x in headroom(result) if x]
+    assert "the best tuned baseline" not in line
+    assert (
+        "best on the tuning seeds, tuned_constant -0.92 (on these episodes tuned_report_threshold did "
+        "better: -0.79)" in line
+    ), line
+
+
+@pytest.mark.parametrize("task", ["recommender", "moderator"])
+def test_each_tuning_says_one_line_of_its_own_and_no_auc_reads_nan_or_none(task):
+    """ "tuning the constant ranking: iteration 1/1" came 4 times (4 tunings, one label); the
+    detector's AUC read "nan" and the classifier's "None" where they are undefined."""
+    from oasis_gym.train import v1, v1_baselines
+
+    lines: list[str] = []
+    args = v1.Args(task=task, difficulty="medium", users=200, max_steps=5, cem_iterations=2, cem_population=3,
+                   tune_seeds=(5000,))  # fmt: skip
+    v1_baselines.tune(args, lines.append)
+    tunings = [line for line in lines if line.startswith("tuned ")]
+    assert len(tunings) == len(set(tunings)) == 4, lines
+    assert not any("iteration" in line for line in lines), lines
+    assert not [line for line in lines if re.search(r"\b(nan|None)\b", line)], lines
+    if task == "recommender":  # the campaign detector's AUC, defined or said to be undefined
+        assert any("in-sample AUC" in line for line in lines), lines

@@ -134,6 +134,19 @@ def parse_into(cls, ns: argparse.Namespace, defaults=None):
 AGENT_PARAM = (-1e6, 1e6)  # an agent field: a million times the scale of its reward weights
 
 
+def changed_options(obj, defaults) -> list[str]:
+    """The command-line options that give `obj` its values where they differ from `defaults`'s
+    (what `parse_into` reads back), e.g. ``["--users", "200", "--eval-seeds", "9000", "9001"]``."""
+    argv: list[str] = []
+    for f in cli_fields(type(obj)):
+        value = getattr(obj, f.name)
+        if value == getattr(defaults, f.name):
+            continue
+        values = value if isinstance(value, tuple) else [value]
+        argv += ["--" + f.name.replace("_", "-"), *map(str, values)]
+    return argv
+
+
 def key_value(text: str) -> tuple[str, float]:
     """``KEY=NUMBER`` -> (key, float); anything else is an argparse error (one line, exit 2)."""
     key, sep, value = text.partition("=")

@@ -32,7 +32,7 @@ from oasis_gym.batched.tasks import RECOMMENDER_OBS
 from oasis_gym.batched.tiers import tier
 
 from . import tuned_baselines as tb
-from .label_classifier import auc, fit_logistic
+from .label_classifier import auc, auc_note, fit_logistic
 
 TIME = RECOMMENDER_OBS.index("time")
 NF = len(feed.CANDIDATE_FEATURES)
@@ -124,15 +124,14 @@ def tune(env: dict, seeds, base: np.ndarray, ranking: str, cem: dict) -> dict:
     (`tune_constant`'s keyword arguments). Returns {"campaign_detector": ..., "campaign_told": ...}."""
     say = cem.get("progress") or (lambda line: None)
     detector = fit_detector({**env, "ranking": ranking}, seeds, base)
-    say(f"fit the campaign detector on the tuning episodes (in-sample AUC {detector['tuning_auc']:.3f})")
+    auc_text = auc_note(detector["tuning_auc"], "no tuning step had a campaign, or every one had")
+    say(f"fit the campaign detector on the tuning episodes ({auc_text})")
     search = {"start": np.zeros(NF), "start_sd": 0.4, "ranking": ranking, **cem}
-    found = tb.tune_constant(env, seeds, policy=on_detector(base, detector), **search)
+    found = tb.tune_constant(env, seeds, policy=on_detector(base, detector), label="the campaign detector's change",
+                             **search)  # fmt: skip
     found["env_steps"] += detector.pop("env_steps")
-    told = tb.tune_constant(env, seeds, policy=on_campaign(base), **search)
-    say(
-        f"tuned the campaign detector's change: mean return {found['score']:.3f}; "
-        f"told the campaign: {told['score']:.3f}"
-    )
+    told = tb.tune_constant(env, seeds, policy=on_campaign(base), label="the change told the campaign (privileged)",
+                            **search)  # fmt: skip
     return {"campaign_detector": {**found, "detector": detector}, "campaign_told": told}
 
 

@@ -1,8 +1,8 @@
 """`oasis-gym train TARGET`: the training scripts as a CLI subcommand.
 
-`recommender` and `moderator` train the v1 tasks (Recommender-v1 / Moderator-v1, `train/v1.py`:
-PPO on the native vector env against baselines tuned as hard); `recommender-v0` and
-`moderator-v0` train the v0 envs (`train/recommender.py`, `train/moderator.py`).
+`recommender` and `moderator` train the v1 tasks (Recommender-v3 by default, v1 and v2 by
+`--version`; Moderator-v1; `train/v1.py`: PPO on the native vector env against baselines tuned
+as hard); `recommender-v0` and `moderator-v0` train the v0 envs (`train/recommender.py`, `train/moderator.py`).
 
 Wire-up (`oasis_gym/cli/parser.py` builds the parser, `oasis_gym/cli/__init__.py` dispatches):
 
@@ -39,7 +39,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     for name, text in (
         (
             "recommender",
-            "learn the feed ranking of Recommender-v1 (--version 2: v2; stateful users)",
+            "learn the feed ranking of Recommender-v3 (--version 1 or 2: the earlier tasks, without its headroom)",
         ),
         ("moderator", "learn to moderate in Moderator-v1 (adaptive adversaries, fact-check budget)"),
     ):

@@ -75,6 +75,13 @@ def auc(score: np.ndarray, y: np.ndarray) -> float:
     return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
+def auc_note(value: float | None, why_undefined: str) -> str:
+    """ "in-sample AUC 0.812", or what makes it undefined (None or NaN: one class only)."""
+    if value is None or not np.isfinite(value):
+        return f"in-sample AUC undefined: {why_undefined}"
+    return f"in-sample AUC {value:.3f}"
+
+
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iters: int = 50) -> np.ndarray:
     """Newton's method for L2-regularised logistic regression; returns weights (bias last)."""
     a = np.hstack([x, np.ones((len(x), 1))])
@@ -135,8 +142,9 @@ def tune_classifier(env: dict, seeds, progress: Callable[[str], None] | None = N
     fit_auc = round(auc(probability(model, x), y), 3) if 0 < y.sum() < len(y) else None  # None: one kind of post
     threshold, check = cells[i]
     if progress:
+        auc_text = auc_note(fit_auc, "the tuning episodes' posts were all true or all false")
         progress(f"tuned the label classifier: remove at p >= {threshold}, fact-checks {'on' if check else 'off'}: "
-                 f"mean return {score[i]:.3f} (in-sample AUC {fit_auc})")  # fmt: skip
+                 f"mean return {score[i]:.3f} ({auc_text})")  # fmt: skip
     steps = (1 + len(cells)) * len(seeds) * make_steps(env)  # the labelled episodes, then the grid
     return {**model, "threshold": threshold, "check": check, "score": float(score[i]), "samples": len(y),
             "in_sample_auc": fit_auc, "cells": len(cells), "tune_seeds": seeds.tolist(), "env_steps": steps,

@@ -103,14 +103,15 @@ def _score_constants(kind: str, env: dict, seeds: np.ndarray, cands: np.ndarray,
 def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, elite: int = 6, seed: int = 0,
                   ranking: str = "per_user", progress: Callable[[str], None] | None = None,
                   start: np.ndarray | None = None, start_sd: float | np.ndarray = 0.5,
-                  policy: Callable | None = None) -> dict:  # fmt: skip
+                  policy: Callable | None = None, label: str = "the constant ranking") -> dict:  # fmt: skip
     """The cross-entropy method over constant actions in [-1, 1]^A: each iteration samples
     `population` actions from a diagonal Gaussian (started at `start`, default the default
     ranking, with sd `start_sd`: one for all or one per dimension), scores each by its mean
     return over `seeds` (all candidates x seeds in one batched run; the incumbent is always
     among them), refits to the `elite` best. Returns the best action seen, its score and the
     compute. `policy(task, params)` searches the parameters of a policy instead (see
-    `_score_constants`; `start` is then required)."""
+    `_score_constants`; `start` is then required). `progress` gets one line when it ends, naming
+    `label` (what is tuned)."""
     rng = np.random.default_rng([seed, 0xCE])
     seeds = np.asarray(seeds, np.int64)
     mean = (default_action(ranking, user_rows(env)) if start is None else np.asarray(start)).astype(np.float64)
@@ -126,8 +127,8 @@ def tune_constant(env: dict, seeds, iterations: int = 12, population: int = 24, 
             best, best_score = cands[order[0]].copy(), float(score[order[0]])
         top = cands[order[:elite]]
         mean, sd = top.mean(0), np.maximum(top.std(0), 0.05)
-        if progress:
-            progress(f"tuning the constant ranking: iteration {it + 1}/{iterations}, best mean return {best_score:.3f}")
+    if progress:
+        progress(_tuned_line(label, iterations, population, seeds, best_score))
     return {"action": best.astype(np.float32), "score": best_score, "env_steps": steps, "method": "cem",
             "iterations": iterations, "population": population, "tune_seeds": seeds.tolist()}  # fmt: skip
 
@@ -159,10 +160,17 @@ def tune_constant_codes(env: dict, seeds, iterations: int = 12, population: int 
             best, best_score = cands[order[0]].copy(), float(score[order[0]])
         freq = np.stack([(cands[order[:elite]] == c).mean(0) for c in range(n_codes)], 1)
         probs = 0.7 * freq + 0.3 * probs
-        if progress:
-            progress(f"tuning the constant moderation: iteration {it + 1}/{iterations}, best return {best_score:.3f}")
+    if progress:
+        progress(_tuned_line("the constant moderation", iterations, population, seeds, best_score))
     return {"action": best, "score": best_score, "env_steps": steps, "method": "cem (categorical)",
             "iterations": iterations, "population": population, "tune_seeds": seeds.tolist()}  # fmt: skip
+
+
+def _tuned_line(label: str, iterations: int, population: int, seeds, score: float) -> str:
+    """The one progress line of a cross-entropy search, when it ends."""
+    n = len(seeds)
+    return (f"tuned {label} (cross-entropy method: {iterations} x {population} candidates on {n} tuning "
+            f"seed{'s' if n != 1 else ''}): best mean return {score:.3f}")  # fmt: skip
 
 
 def make_steps(env: dict) -> int:
@@ -225,7 +233,8 @@ def tune_rules(env: dict, seeds, progress: Callable[[str], None] | None = None) 
         r, s, c = grid[i]
         out[family] = {"remove_at": r, "suspend_at": s, "check_at": c, "score": float(score[i]), "cells": len(grid)}
         if progress:
-            progress(f"tuned {family}: remove at {r}, suspend at {s}, check at {c}: mean return {score[i]:.3f}")
+            checks = "no fact-checks" if c is None else f"check at {c}"
+            progress(f"tuned {family}: remove at {r}, suspend at {s}, {checks}: mean return {score[i]:.3f}")
     out["env_steps"] = steps
     out["tune_seeds"] = seeds.tolist()
     return out

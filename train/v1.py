@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.checks import MAX_ID, MAX_SEED, OneLineParser
-from oasis_gym.console import Summary, plural
+from oasis_gym.console import Summary, duration, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.policies.sb3 import normalizer_path
 
@@ -63,6 +64,9 @@ TASKS = ("recommender", "moderator")
 # each task's vector env per version
 VERSIONS = {task: vector_envs(task) for task in TASKS}
 MAX_VEC_ENVS = 1024  # episodes of one native vector env
+# what `--version` defaults to: the version README's benchmarks recommend (Recommender-v3: the
+# state headroom v1 and v2 lack; docs/training.md)
+DEFAULT_VERSION = {"recommender": 3, "moderator": 1}
 COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
 
 
@@ -71,8 +75,10 @@ class Args:
     """Settings of one v1 training run (each field is a command-line option)."""
 
     task: str = opt("recommender", cli=False)
-    version: int = opt(1, "task version: the recommender has 1-3 (envs/recommender_vN.py)",
-                       choices=sorted(VERSIONS["recommender"]))  # fmt: skip
+    version: int | None = opt(None, "task version: the recommender has 1-3 (envs/recommender_vN.py; default 3, "
+                              "the task README's benchmarks recommend: v1 and v2 leave PPO no headroom), the "
+                              "moderator 1 (its default)", type=int,
+                              choices=sorted(VERSIONS["recommender"]))  # fmt: skip
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
     users: int = opt(1000, "users per simulated platform", bounds=(2 * FOLLOWEES, MAX_USERS))
     max_steps: int = opt(100, "steps per episode", bounds=(1, MAX_EPISODE_STEPS))
@@ -148,6 +154,10 @@ class Args:
     time_limit: float = opt(0.0, "stop training after this many seconds (0: none)", bounds=(0.0, MAX_SECONDS))
     out: str = opt("runs/v1", "output folder (model.zip, eval.json, learning_curve.png, tb/)")
     quiet: bool = opt(False, cli=False)  # --quiet: no progress bar or rollout tables
+
+    def __post_init__(self) -> None:
+        if self.version is None:  # the task's default version
+            self.version = DEFAULT_VERSION[self.task]
 
     def env(self, population_seed: int | None = None) -> dict:
         """The task's keyword arguments (`tuned_baselines.make_task`)."""
@@ -296,14 +306,18 @@ def train(args: Args, say=print) -> dict:
     args.check()
     limit_threads(1)
     train_output(args.out, overwrite=True).claim_trees()
+    start = time.perf_counter()
     tuned = tune(args, say)
+    tuning_s = time.perf_counter() - start
     anchor = make_anchor(args, tuned)
     model, vec, info = train_ppo(args, anchor)
     info["anchor"] = anchor.name
     rate = info["timesteps_per_s"]
     say(f"trained {info['timesteps']} timesteps in {info['train_seconds']:.0f} s ({rate:.0f} timesteps/s)")
     say(f"evaluating PPO and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
+    start = time.perf_counter()
     results = evaluate(args, candidates(args, tuned, model, vec, anchor))
+    info |= {"tuning_seconds": tuning_s, "evaluation_seconds": time.perf_counter() - start}
     result = {"task": args.task_id, "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
               "eval_sets": results, "tables": [table(n, r) for n, r in results.items()],
               "users": "rule-based (oasis_gym.batched), no LLM"}  # fmt: skip
@@ -338,7 +352,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
     """Check everything, train, print the tables and a summary (or one JSON line): `oasis-gym
     train TASK` and `python -m oasis_gym.train.v1 TASK`. Bad settings: one line, exit code 2."""
-    args = dataclasses.replace(cli_args.parse_into(Args, ns), task=task, quiet=ns.quiet or ns.json)
+    args = dataclasses.replace(cli_args.parse_into(Args, ns, Args(task=task)), quiet=ns.quiet or ns.json)
     try:
         args.check()
         output = train_output(args.out, ns.overwrite).check()
@@ -368,13 +382,22 @@ def run_cli(task: str, ns: argparse.Namespace, command: str) -> int:
         outputs=[(f"{args.out}/eval.json", "every policy on the held-out seeds and population"),
                  (f"{args.out}/learning_curve.png", "PPO's return while it trained"),
                  (f"{args.out}/model.zip", "the trained policy (SB3)")],
-        next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"),
-              (f"oasis-gym benchmark {task}" + (f" --version {args.version}" if args.version != 1 else ""),
-               "N training seeds with confidence intervals")],
+        next=[(f"tensorboard --logdir {args.out}/tb", "the training curves"), benchmark_next(args, result["train"])],
         data={"task": result["task"], "difficulty": args.difficulty, "timesteps": result["train"]["timesteps"],
               "out": args.out, "ppo_vs": {c: v["mean"] for c, v in held["ppo_vs"].items()}},
     ).show(as_json=ns.json)  # fmt: skip
     return 0
+
+
+def benchmark_next(args: Args, info: dict, seeds: int = 5) -> tuple[str, str]:
+    """The benchmark of this run's settings as the next command, and how long it takes at this
+    run's speed (tuning once, then PPO and the evaluation for each of `seeds` training seeds)."""
+    mine = dataclasses.replace(args, out=f"{args.out.rstrip('/')}-benchmark")  # its own folder beside this run's
+    argv = ["oasis-gym", "benchmark", args.task, *cli_args.changed_options(mine, Args(task=args.task))]
+    took = info["tuning_seconds"] + seeds * (info["train_seconds"] + info["evaluation_seconds"])
+    return shlex.join(argv), (
+        f"{seeds} training seeds with confidence intervals: about {duration(took)} at this run's speed"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

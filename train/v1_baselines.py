@@ -32,9 +32,10 @@ def tune(args, say) -> dict:
             out = {"constant": tb.tune_constant(env, seeds, ranking="global", **cem)}
         else:  # the best one ranking for everyone (what per-user weights must beat), then the
             # best per-user weights searched from it
-            glob = tb.tune_constant(env, seeds, ranking="global", **cem)
+            glob = tb.tune_constant(env, seeds, ranking="global", label="the global constant ranking", **cem)
             start = tb.global_as_per_user(glob["action"], tb.user_rows(env))
-            out = {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25, **cem),
+            out = {"constant": tb.tune_constant(env, seeds, ranking="per_user", start=start, start_sd=0.25,
+                                                label="the per-user constant ranking, from the global one", **cem),
                    "global_constant": glob}  # fmt: skip
         if campaign_detector.has_campaigns(env):  # rankings that change with the campaign regime
             out |= campaign_detector.tune(env, seeds, out["constant"]["action"], args.ranking, cem)

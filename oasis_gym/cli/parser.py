@@ -214,7 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace an existing oasis-gym journal at --db and a scenario's earlier --figures file "
         "(anything else there is never replaced)",
     )
-    run.add_argument("--logdir", type=_path, default=None, help="TensorBoard log dir (default runs/<db stem>)")
+    run.add_argument(
+        "--logdir",
+        type=_path,
+        default=None,
+        help="TensorBoard log dir, this journal's alone (default runs/<db stem>, "
+        "or runs/<db stem>-2, ... when another journal's run wrote there)",
+    )
     run.add_argument("--no-tensorboard", action="store_true", help="write no TensorBoard logs")
     run.add_argument(
         "--seed",

@@ -4,7 +4,7 @@ TensorBoard metrics (or a scenario with `--scenario`, or a resumed run with `--r
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import time
 
 import numpy as np
 
@@ -13,13 +13,13 @@ from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
 from oasis_gym.metrics import MetricsRecorder
-from oasis_gym.output_logdir import check_logdir, claim_logdir
+from oasis_gym.output_logdir import claim_logdir, logdir_for
 from oasis_gym.platform.journal_file import check_distinct, refusal
 from oasis_gym.policies.abm import ABMPolicy
-from oasis_gym.policies.factory import llm_backend, llm_policy, user_policy
+from oasis_gym.policies.factory import llm_backend, llm_policy, on_first_use, user_policy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
-from oasis_gym.policies.llm.defaults import default_cache_dir, ensure_smollm2, smollm2_converted
+from oasis_gym.policies.llm.defaults import LazyBackend, default_cache_dir, ensure_smollm2, smollm2_converted
 from oasis_gym.run import simulate
 from oasis_gym.scenarios import run_scenario_cli
 from oasis_gym.sim.content import template_text
@@ -60,11 +60,19 @@ def make_llm_policy(args):
     if "request_timeout" in endpoint_kw:  # a refused connection should not wait longer than a reply
         endpoint_kw["connect_timeout"] = min(5.0, endpoint_kw["request_timeout"])
     quiet_logs()  # vLLM's INFO logs would flood stderr; VLLM_LOGGING_LEVEL=INFO brings them back
-    if args.llm_model is None and args.llm_backend != "openai":
-        convert_default_model(quiet=getattr(args, "quiet", False))
-    backend = llm_backend(
-        args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
-    )
+    quiet = getattr(args, "quiet", False)
+
+    def prepare():
+        if args.llm_model is None and args.llm_backend != "openai":
+            convert_default_model(quiet=quiet)
+
+    def start():  # at the first LLM decision: a run whose LLM users never act starts no engine
+        with timed("starting the LLM engine for the first active LLM users", quiet=quiet):
+            return llm_backend(
+                args.llm_backend, model=args.llm_model, endpoints=args.llm_endpoint, announce=True, **endpoint_kw
+            )
+
+    backend = on_first_use(args.llm_backend, start, prepare=prepare, model=args.llm_model)
     options = {"step_deadline_s": getattr(args, "llm_step_deadline", None)}
     if getattr(args, "llm_frequency_penalty", None) is not None:
         options["frequency_penalty"] = args.llm_frequency_penalty
@@ -110,6 +118,7 @@ def _check_paths(args) -> None:
 def cmd_run(args) -> int:
     """Run (or resume) the simulation of `args`; end with its summary (`--json`: one JSON line
     of figures)."""
+    started = time.perf_counter()
     _check_paths(args)
     if getattr(args, "scenario", None):
         if args.resume:
@@ -117,12 +126,14 @@ def cmd_run(args) -> int:
         return run_scenario_cli(args)
     if args.resume:
         args = resumed_args(args)
-    logdir = None if args.no_tensorboard else args.logdir or str(Path("runs") / Path(args.db).stem)
-    if logdir is not None:
-        check_logdir(logdir)  # a file, or a folder of other files: one line, exit code 2, before anything runs
+    if not args.no_tensorboard:  # a file, other files or another run's logs there: one line, before anything runs
+        where = logdir_for(args.db, args.logdir, overwrite=args.overwrite, resume=bool(args.resume))
+        args.logdir = str(where)  # saved with the journal: a resumed run writes where this one did
+    logdir = None if args.no_tensorboard else args.logdir
     if not args.resume and (refused := refusal(args.db, args.overwrite)[1]):
         raise ConfigError(refused)  # before the LLM engine starts (checked again under the journal's lock)
-    # the LLM backend first: a missing one ends the run before any journal is written
+    # the LLM backend's packages first: a missing one ends the run before any journal is written (the
+    # engine itself starts at the first LLM decision, `policies.factory.on_first_use`)
     try:
         llm = make_llm_policy(args) if args.policy in ("hybrid", "llm") else None
     except ValueError as err:  # make_backend's checks of the LLM settings
@@ -158,7 +169,7 @@ def cmd_run(args) -> int:
         if args.resume and "policy" in env.sim.saved_state:
             policy.load_state_dict(env.sim.saved_state["policy"])
         if logdir is not None:
-            claim_logdir(logdir)
+            claim_logdir(logdir, args.db, overwrite=args.overwrite, resume=bool(args.resume))
             recorder = MetricsRecorder(logdir)
             recorder.attach(env.sim)
             recorder.on_reset(env.sim)
@@ -171,11 +182,19 @@ def cmd_run(args) -> int:
         env.close()
     if stopped is not None:
         raise run_stopped(*stopped, db=args.db, steps=args.steps)
+    lazy = llm.core.backend if llm is not None and isinstance(llm.core.backend, LazyBackend) else None
+    engine_s, conversion_s = (lazy.start_s, lazy.prepare_s) if lazy is not None else (None, None)
+    # the engine starts (after the model's one-time conversion) inside the step its first LLM user acts in
+    steps_s = summary.seconds - (engine_s or 0.0) - (conversion_s or 0.0)
     data = {
         "steps": summary.steps,
         "actions": summary.actions,
         "accepted": summary.accepted,
-        "actions_per_s": round(summary.actions_per_s, 1),
+        "actions_per_s": round(summary.actions / steps_s, 1) if steps_s > 0 else 0.0,
+        "seconds": round(time.perf_counter() - started, 3),
+        "steps_s": round(steps_s, 3),
+        **({"engine_start_s": round(engine_s, 3)} if engine_s is not None else {}),
+        **({"model_conversion_s": round(conversion_s, 3)} if conversion_s and conversion_s >= 0.05 else {}),
         "db": args.db,
         "logdir": recorder.logdir if recorder is not None else None,
         **({"llm": summary.llm} if summary.llm else {}),
@@ -189,13 +208,20 @@ def run_summary(data: dict, summary, args, env) -> Summary:
     commands that report, show and continue it (`data`: the ``--json`` line)."""
     users = env.sim.platform.n_users
     where = f" (now at step {env._cycles} of {args.steps})" if args.resume else ""
+    parts = [f"the steps {duration(data['steps_s'])}"]
+    if "engine_start_s" in data:
+        parts.append(f"LLM engine start {duration(data['engine_start_s'])}")
+    if "model_conversion_s" in data:
+        parts.append(f"the model's one-time conversion {duration(data['model_conversion_s'])}")
     done = (
         f"{'Resumed' if args.resume else 'Ran'} {plural(summary.steps, 'step')} of {plural(users, 'user')}{where} in "
-        f"{duration(summary.seconds)}: {plural(summary.actions, 'action')}, {summary.accepted:,} accepted, "
-        f"{summary.actions_per_s:,.0f} actions/s."
+        f"{duration(data['seconds'])} ({', '.join(parts)}): {plural(summary.actions, 'action')}, "
+        f"{summary.accepted:,} accepted, {data['actions_per_s']:,.0f} actions/s in the steps."
     )
     llm = summary.llm
-    if llm:
+    if llm and not llm.get("agents") and "engine_start_s" not in data:
+        done += "\nLLM users: none was active, so no LLM engine was started."
+    elif llm:
         done += (
             f"\nLLM users: {plural(llm.get('agents', 0), 'decision')} ({llm.get('valid', 0):,} valid replies), "
             f"{llm.get('decisions_per_s', 0):.3g} decisions/s"

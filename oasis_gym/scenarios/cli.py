@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 from ..console import Summary, duration, plural, quoted
 from ..errors import ConfigError
-from ..output_logdir import claim_logdir
+from ..output_logdir import claim_logdir, logdir_for
 from ..outputs import OutputFile, is_signed, signed
 from .config import list_scenarios, parse_sets
 from .scenario import _jsonable, load_scenario
@@ -52,15 +51,15 @@ def run_scenario_cli(args) -> int:
     seed = None if "seed" in sets or "scenario.seed" in sets else getattr(args, "seed", None)
     given = getattr(args, "given", None)  # the options the command line names (oasis_gym.cli)
     db = (None if given is not None and "db" not in given else getattr(args, "db", None)) or f"{scenario.name}.db"
-    logdir = None
-    if not getattr(args, "no_tensorboard", False):
-        logdir = getattr(args, "logdir", None) or str(Path("runs") / Path(db).stem)
     overwrite = getattr(args, "overwrite", False)
+    logdir = None
+    if not getattr(args, "no_tensorboard", False):  # runs/<db stem>, or the next free runs/<stem>-2, ...
+        logdir = str(logdir_for(db, getattr(args, "logdir", None), overwrite=overwrite))
     # the outputs' rule (oasis_gym.outputs) before anything runs: a taken path is one line, exit code 2
     out = getattr(args, "figures", None)
     out = out and OutputFile(out, FIGURES, is_signed(FIGURES), overwrite=overwrite, option="--figures").check()
     if logdir is not None:
-        claim_logdir(logdir)
+        claim_logdir(logdir, db, overwrite=overwrite)
     figures = scenario.run(
         steps=getattr(args, "steps", None),
         db_path=db,

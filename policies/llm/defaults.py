@@ -21,7 +21,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .backends.openai_backend import OpenAIBackend
 from .backends.transformers_backend import TransformersBackend
@@ -110,10 +113,92 @@ def default_backend(model: str | Path | None = None, **kwargs):
             return VLLMBackend(str(model or ensure_smollm2()), **kwargs)
         except ImportError as e:
             print(f"oasis-gym: vLLM unusable, falling back to transformers: {e}", file=sys.stderr)
-    missing = [m for m in ("torch", "transformers", "xgrammar") if importlib.util.find_spec(m) is None]
+    check_available("transformers")
+    return TransformersBackend(model or ensure_smollm2(), **kwargs)
+
+
+_NEEDS = {"vllm": ("vllm",), "transformers": ("torch", "transformers", "xgrammar")}
+
+
+def check_available(kind: str = "auto", model: str | None = None) -> None:
+    """Raise `ImportError` (or `FileNotFoundError`: the default model's file) where
+    `make_backend(kind, model=model)` could not make its backend for want of a package; finds
+    the packages without importing them and starts nothing (what a run checks before it
+    starts its engine on first use: `LazyBackend`)."""
+    if kind not in ("auto", "vllm", "transformers", "openai"):
+        raise ValueError(f"unknown LLM backend {kind!r}: auto, vllm, transformers or openai")
+    if kind == "openai":
+        return
+    if kind == "auto":
+        kind = "vllm" if vllm_available() else "transformers"
+    missing = [m for m in _NEEDS.get(kind, ()) if importlib.util.find_spec(m) is None]
     if missing:
         raise ImportError(f"no LLM backend available (missing: {', '.join(missing)}). Install: {INSTALL_HINT}")
-    return TransformersBackend(model or ensure_smollm2(), **kwargs)
+    if model is None and not smollm2_converted():
+        smollm2_gguf()
+
+
+class LazyBackend:
+    """A backend made on first use by `start()` (an in-process engine takes seconds to a minute
+    to start), so a run whose LLM users never act starts none. `generate` starts it; so does
+    reading any attribute the real backend has (`supports_deadline`, `describe`, ...).
+    `prepare()`, if given, runs first (a model's one-time conversion). `start_s` and
+    `prepare_s`: how long each took (None until they happened)."""
+
+    name = "lazy"
+
+    def __init__(self, start: Callable[[], Any], prepare: Callable[[], Any] | None = None) -> None:
+        self._start, self._prepare = start, prepare
+        self._backend = None
+        self.start_s: float | None = None
+        self.prepare_s: float | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the real backend exists (was started)."""
+        return self._backend is not None
+
+    def ready(self):
+        """The real backend, started now if it was not yet."""
+        if self._backend is None:
+            if self._prepare is not None and self.prepare_s is None:
+                t0 = time.perf_counter()
+                self._prepare()
+                self.prepare_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            self._backend = self._start()
+            self.start_s = time.perf_counter() - t0
+        return self._backend
+
+    def generate(
+        self,
+        conversations: list,
+        schemas: list,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        frequency_penalty: float = 0.0,
+    ):
+        """The real backend's `generate` (started first if need be)."""
+        return self.ready().generate(
+            conversations,
+            schemas,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            frequency_penalty=frequency_penalty,
+        )
+
+    def close(self) -> None:
+        """Shut the real backend down, if it was started."""
+        if self._backend is not None and hasattr(self._backend, "close"):
+            self._backend.close()
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.ready(), name)
 
 
 def make_backend(kind: str = "auto", *, model: str | None = None, endpoints: list[str] | None = None, **kwargs):
