@@ -287,11 +287,11 @@ def test_a_stopped_benchmark_names_its_own_outputs_and_its_rerun_works(tmp_path)
 
 
 def _signal_after(fn):
-    """`fn`, then SIGINT to this process (its handler runs at the next bytecode: right after)."""
+    """`fn`, then SIGINT to this thread (its handler has run when `raise_signal` returns)."""
 
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
         return out
 
     return wrapped
