@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,17 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 def tiny_backend(tiny_model_dir):
     tb = llm_module("backends.transformers_backend")
     return tb.TransformersBackend(tiny_model_dir, device="cpu", compile_threads=2)
+
+
+HANG_S = 300.0  # a bound that only catches a hang: generous on a loaded 2-core machine
+
+
+def guarded(fn, limit: float = HANG_S):
+    """Run `fn` in a thread and return what it returns; fail (instead of hanging the suite) if
+    it has not returned within `limit` seconds."""
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("out", fn()), daemon=True)
+    t.start()
+    t.join(limit)
+    assert not t.is_alive(), f"did not return within {limit} s"
+    return box["out"]

@@ -100,7 +100,7 @@ def code_blocks(path: Path) -> list[Block]:
     return blocks
 
 
-def run_block(block: Block, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_block(block: Block, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run one block in `cwd` (python: the venv's interpreter; bash: `set -e`, venv first on PATH)."""
     env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}", MPLBACKEND="Agg")
     if block.lang == "python":
@@ -212,7 +212,7 @@ def test_example_custom_policy_defaults_to_a_fresh_temp_folder(tmp_path):
         env=dict(os.environ, TMPDIR=str(tmp)),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr[-3000:]
     folder = Path(re.search(r"^output folder: (.+)$", res.stdout, re.M)[1])
@@ -243,7 +243,7 @@ def test_example_read_journal(tmp_path):
     db = tmp_path / "out" / "run.db"
     assert sorted(p.name for p in db.parent.iterdir() if p.name.startswith("run.db")) == ["run.db"]  # no -wal/-shm
     cmd = [sys.executable, str(EXAMPLES / "read_journal.py"), "--db", str(db)]
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "\nSummary: read " in again.stdout, again.stderr[-3000:]
     assert sorted(p.name for p in db.parent.iterdir() if p.name.startswith("run.db")) == ["run.db"]
 

@@ -15,16 +15,15 @@ tests/test_guarantees_inputs.py.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from oasis_fixture import build_oasis_db
+from test_guarantees_interrupts import stopped
 from test_guarantees_journal import QUIET, RUN, _cli_journal, _edit_meta, snapshot, tables
 
 from oasis_gym.checks import BYTES_PER_USER, MAX_SEED, population_size
@@ -34,7 +33,6 @@ from oasis_gym.platform.journal import read_meta
 
 LONG = "n" * 300  # a file name of 300 bytes: the OS takes at most 255 (ENAMETOOLONG)
 NOWHERE = "/proc/oasis-gym-nowhere"  # a folder no one can create (ENOENT), even as root
-QUICK_S = 40.0  # "before any compute": a refusal costs the interpreter's start, not a run
 SWEEP = ["sweep", "group_polarization", "--seeds", "1", "--steps", "1"]
 HERD = ["run", "--scenario", "reddit_herd_effect", "--steps", "1", *QUIET]
 MORE = ["--steps", "4"]  # a resume of the 2-step journal that has steps to do
@@ -42,17 +40,43 @@ LLM_RUN = ["run", "--db", "{}", "--users", "30", "--policy", "hybrid", "--core-u
 TRAIN = ["train", "recommender-v0", "--users", "30", "--max-cycles", "2", "--n-steps", "4", "--n-envs", "1"]
 
 
-def oasis_cli(*argv, cwd: Path, timeout: float = 120.0) -> tuple[subprocess.CompletedProcess, float]:
-    """The real `oasis-gym` command in a subprocess: (its result, wall seconds)."""
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "oasis_gym.cli", *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return proc, time.perf_counter() - start
+# "Before any compute", checked by what ran, not by how long it took: a refused command runs
+# with the first steps of every command's work replaced by a tripwire that ends it (exit code
+# 99, a line naming the step): stepping a simulation or a v1 task, starting an LLM backend.
+COMPUTE = (
+    ("oasis_gym.sim.simulation", "Simulation.step"),
+    ("oasis_gym.batched.tasks", "RecommenderTask.step"),
+    ("oasis_gym.batched.tasks", "ModeratorTask.step"),
+    ("oasis_gym.policies.llm.backends.vllm_backend", "VLLMBackend.__init__"),
+    ("oasis_gym.policies.llm.backends.transformers_backend", "TransformersBackend.__init__"),
+    ("oasis_gym.policies.llm.backends.openai_backend", "OpenAIBackend.__init__"),
+)
+TRIPPED = 99
+_TRIPWIRE = """\
+import importlib, os, sys
+def tripwire(where):
+    def tripped(*args, **kwargs):
+        sys.stderr.write("compute began: " + where + "\\n")
+        sys.stderr.flush()
+        os._exit({code})
+    return tripped
+for module, attr in {compute!r}:
+    owner = importlib.import_module(module)
+    *path, name = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    setattr(owner, name, tripwire(module + "." + attr))
+from oasis_gym.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def oasis_cli(*argv, cwd: Path, timeout: float = 600.0, tripwire: bool = False) -> subprocess.CompletedProcess:
+    """The real `oasis-gym` command in a subprocess (`tripwire`: its work replaced by one, see
+    COMPUTE); the timeout only catches a hang."""
+    start = [sys.executable, "-c", _TRIPWIRE.format(code=TRIPPED, compute=COMPUTE)] if tripwire else None
+    cmd = [*(start or [sys.executable, "-m", "oasis_gym.cli"]), *argv]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def _oasis(sql: str):
@@ -219,14 +243,22 @@ def _argv(case: str, tmp_path: Path) -> list[str]:
 def test_bad_input_is_one_line_exit_code_2_before_any_compute(case, tmp_path):
     argv = _argv(case, tmp_path)
     before = snapshot(tmp_path)
-    proc, seconds = oasis_cli(*argv, cwd=tmp_path, timeout=QUICK_S * 2)
+    proc = oasis_cli(*argv, cwd=tmp_path, tripwire=True)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert lines[0].startswith(f"oasis-gym {argv[0]}") and "error" in lines[0], lines[0]
     assert BAD[case][2] in lines[0], lines[0]
-    assert seconds < QUICK_S and proc.stdout == ""  # refused before anything ran
+    assert proc.stdout == ""  # refused before anything ran (else: exit code TRIPPED)
     assert snapshot(tmp_path) == before  # nothing written, nothing deleted
+
+
+def test_the_tripwire_of_the_bad_input_cases_trips_on_good_input(tmp_path):
+    """What makes "before any compute" mean something: the same command with good input reaches
+    the tripwire."""
+    proc = oasis_cli(*RUN, "--steps", "1", "--db", "run.db", cwd=tmp_path, tripwire=True)
+    assert proc.returncode == TRIPPED, proc.stderr[-2000:]
+    assert proc.stderr.splitlines()[-1] == "compute began: oasis_gym.sim.simulation.Simulation.step"
 
 
 @pytest.mark.parametrize("case", ["resume_author_out_of_range", "resume_follow_out_of_range", "resume_row_ids_reused"])
@@ -252,9 +284,9 @@ def test_a_population_the_memory_cannot_hold_is_refused_before_it_is_built():
 
 
 def test_help_states_the_sweep_size_limit_and_how_timesteps_are_used(tmp_path):
-    sweep, _ = oasis_cli("sweep", "--help", cwd=tmp_path)
+    sweep = oasis_cli("sweep", "--help", cwd=tmp_path)
     assert "at most 10,000 runs" in " ".join(sweep.stdout.split())
-    train, _ = oasis_cli("train", "recommender-v0", "--help", cwd=tmp_path)
+    train = oasis_cli("train", "recommender-v0", "--help", cwd=tmp_path)
     assert "rounded up" in " ".join(train.stdout.split())
 
 
@@ -269,67 +301,37 @@ def test_train_says_the_timesteps_it_runs(tmp_path):
         text=True,
     )
     try:
-        deadline, said = time.monotonic() + QUICK_S, ""
-        while time.monotonic() < deadline and "rounded up" not in said and proc.poll() is None:
-            said += proc.stderr.readline()
+        said = ""
+        for line in proc.stderr:  # (until the line, or the end of the command)
+            said += line
+            if "rounded up" in line:
+                break
         assert "--timesteps 1 is rounded up to 4 (whole rollouts of --n-steps 4 x --n-envs 1)" in said, said
     finally:
         proc.kill()
         proc.wait()
 
 
-def _step(db: Path) -> int | str:
-    try:
-        return int(read_meta(db).get("step", -1))
-    except Exception as err:  # not there yet, or being created (the error, for the failure message)
-        return str(err)
-
-
-SIGNAL_RUN_STEPS = 400  # seconds of steps; the test signals the run in their first half
+SIGNAL_RUN_STEPS = 6
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_a_run_with_one_line_and_the_command_that_resumes_it_exactly(signum, code, tmp_path):
     """SIGINT printed a KeyboardInterrupt traceback (SIGTERM: a silent kill): now one line with
     the step and the exact `oasis-gym run --resume` command, exit code 128 + the signal; that
-    command finishes the run as if it had never stopped."""
+    command finishes the run as if it had never stopped. The signal lands while the run is
+    paused as its third step begins (two committed), however fast the machine runs it."""
     argv = [*RUN, "--users", "400", "--steps", str(SIGNAL_RUN_STEPS), "--db", "run.db"]
-    assert oasis_cli(*argv[:-1], "full.db", cwd=tmp_path)[0].returncode == 0
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "oasis_gym.cli", *argv],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    # The journal is read while the run runs, never while it is frozen: SQLite readers wait for a
-    # writer that holds a WAL-index lock, and a writer frozen (SIGSTOP) there made every read
-    # wait ~10 s and fail ("locking protocol"), so the run never got far enough to be signalled.
-    seen = []  # (seconds, the step the journal showed or why it could not be read)
-    start = time.monotonic()
-    try:
-        while proc.poll() is None and time.monotonic() < start + 300:
-            seen.append((round(time.monotonic() - start, 2), _step(tmp_path / "run.db")))
-            if isinstance(seen[-1][1], int) and 2 <= seen[-1][1] <= SIGNAL_RUN_STEPS // 2:
-                os.kill(proc.pid, signum)
-                break
-            time.sleep(0.05)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-        proc.wait()
-    lines = err.strip().splitlines()
-    assert proc.returncode == code and len(lines) == 1 and "Traceback" not in err, (err, seen[-20:])
-    step = read_meta(tmp_path / "run.db")["step"]
-    assert (
-        2 <= step < SIGNAL_RUN_STEPS
-        and f"stopped by {signal.Signals(signum).name} at step {step} of {SIGNAL_RUN_STEPS}" in lines[0]
-    ), lines[0]
+    assert oasis_cli(*argv[:-1], "full.db", cwd=tmp_path).returncode == 0
+    got, lines, out = stopped(tmp_path, argv, signum, pause=("oasis_gym.sim.simulation", "Simulation.step", 3))
+    assert got == code and len(lines) == 1 and "Traceback" not in lines[0] and out == "", (got, lines)
+    assert read_meta(tmp_path / "run.db")["step"] == 2
+    assert f"stopped by {signal.Signals(signum).name} at step 2 of {SIGNAL_RUN_STEPS}" in lines[0], lines[0]
     command = shlex.split(lines[0].split("continue it with: ", 1)[1])
-    assert command == ["oasis-gym", "run", "--resume", "run.db"] and out == ""
-    resumed, _ = oasis_cli(*command[1:], "--json", cwd=tmp_path)
+    assert command == ["oasis-gym", "run", "--resume", "run.db"]
+    resumed = oasis_cli(*command[1:], "--json", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == SIGNAL_RUN_STEPS - step
+    assert json.loads(resumed.stdout.splitlines()[-1])["steps"] == SIGNAL_RUN_STEPS - 2
     assert tables(tmp_path / "run.db") == tables(tmp_path / "full.db")
 
 
@@ -340,8 +342,8 @@ def test_the_largest_seed_runs_and_resumes_with_tensorboard(tmp_path):
     failed the same way."""
     seed = str(MAX_SEED)
     argv = ["run", "--users", "30", "--policy", "abm", "--steps", "2", "--quiet", "--db", "big.db"]
-    proc, _ = oasis_cli(*argv, "--seed", seed, cwd=tmp_path)
+    proc = oasis_cli(*argv, "--seed", seed, cwd=tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    resumed, _ = oasis_cli("run", "--resume", "big.db", "--steps", "3", "--quiet", cwd=tmp_path)
+    resumed = oasis_cli("run", "--resume", "big.db", "--steps", "3", "--quiet", cwd=tmp_path)
     assert resumed.returncode == 0 and "Traceback" not in resumed.stderr, resumed.stderr[-2000:]
     assert read_meta(tmp_path / "big.db")["step"] == 3

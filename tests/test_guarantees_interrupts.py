@@ -46,15 +46,18 @@ TRAIN = ["train", "recommender-v0", "--users", "30", "--max-cycles", "2", "--n-s
 
 _PAUSED = """\
 import importlib, pathlib, sys, time
-module = importlib.import_module({module!r})
-real, calls = getattr(module, {name!r}), [0]
+owner = importlib.import_module({module!r})
+*path, name = {name!r}.split(".")  # a function of the module, or a method: "Class.method"
+for part in path:
+    owner = getattr(owner, part)
+real, calls = getattr(owner, name), [0]
 def paused(*args, **kwargs):
     calls[0] += 1
     if calls[0] == {call}:  # the work so far is done: say so, and wait for the signal
         pathlib.Path({marker!r}).write_text("working")
         time.sleep(600)
     return real(*args, **kwargs)
-setattr(module, {name!r}, paused)
+setattr(owner, name, paused)
 from oasis_gym.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -62,8 +65,8 @@ sys.exit(main(sys.argv[1:]))
 
 def stopped(cwd: Path, argv: list[str], signum: int, *, pause: tuple[str, str, int] | None = None, ready=None):
     """Run `oasis-gym ARGV` in `cwd`, send `signum` once it works, and return (exit code, stderr
-    lines, stdout). `pause` = (module, function, call): that call of the function writes a marker
-    and waits (see the module's docstring); else `ready(proc)` returns once the command works."""
+    lines, stdout). `pause` = (module, function or "Class.method", call): that call writes a
+    marker and waits (see the module's docstring); else `ready(proc)` returns once the command works."""
     marker = cwd / ".paused"
     if pause is not None:
         module, name, call = pause
@@ -129,8 +132,7 @@ def test_a_signal_inside_a_deferred_block_waits_for_its_end_then_stops():
     done = []
     with pytest.raises(Stopped) as stop, stop_signals():
         with deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)  # the handler has run by now: it held the signal
+            signal.raise_signal(signal.SIGINT)  # a real signal; its handler has run when this returns
             done.append("the rest of the block")
         done.append("after the block")  # never reached
     assert done == ["the rest of the block"] and stop.value.signum == signal.SIGINT
@@ -285,11 +287,11 @@ def test_a_stopped_benchmark_names_its_own_outputs_and_its_rerun_works(tmp_path)
 
 
 def _signal_after(fn):
-    """`fn`, then SIGINT to this process (its handler runs at the next bytecode: right after)."""
+    """`fn`, then SIGINT to this thread (its handler has run when `raise_signal` returns)."""
 
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
         return out
 
     return wrapped

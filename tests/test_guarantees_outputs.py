@@ -18,7 +18,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -192,25 +191,21 @@ def test_an_interrupted_sweep_resumes_to_the_tables_of_an_uninterrupted_one(tmp_
 
 
 def test_sigint_or_sigterm_stops_a_sweep_with_one_line_and_its_resume_finishes_it(tmp_path):
-    # runs long enough (~0.7 s each, 9 more after the first) that the signal lands mid-sweep on a loaded machine
-    args = [*SWEEP[:5], "5", "--set", "users=400", "--steps", "100"]
+    """The signal lands while the sweep keeps its second run, paused there (no race with the
+    runs' speed, which a loaded machine decides): one line, the first run kept, and the resume
+    it names ends with the tables of an uninterrupted sweep."""
+    from test_guarantees_interrupts import stopped  # (that module imports this one)
+
+    args = [*SWEEP[:5], "3", *SWEEP[6:]]  # 6 runs
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
         out = tmp_path / signum.name
-        cmd = [sys.executable, "-m", "oasis_gym.cli", *args, "--out", str(out), "--quiet"]  # (no progress bar)
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
-        while not (out / "runs").is_dir() or not any((out / "runs").iterdir()):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGSTOP)  # frozen: the runs counted are those the signal finds
-        done = sorted(p.name for p in (out / "runs").iterdir())
-        assert len(done) < 10 and proc.poll() is None, f"the sweep ended before the signal: {done}"
-        proc.send_signal(signum)
-        proc.send_signal(signal.SIGCONT)
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == code, (done, err)
-        lines = err.strip().splitlines()
-        assert len(lines) == 1 and "Traceback" not in err and signum.name in lines[0], err
+        argv = [*args, "--out", str(out), "--quiet"]  # (no progress bar)
+        returncode, lines, _ = stopped(
+            tmp_path, argv, signum, pause=("oasis_gym.scenarios.sweep_store", "SweepRuns.keep", 2)
+        )
+        assert returncode == code and len(lines) == 1, (returncode, lines)
+        assert "Traceback" not in lines[0] and signum.name in lines[0], lines
+        assert len(list((out / "runs").iterdir())) == 1  # the first run, kept at once
         resume = shlex.split(lines[0].split("continue with: ", 1)[1])
         assert resume[:2] == ["oasis-gym", "sweep"] and resume[-1] == "--resume"
     res = cli(tmp_path, *resume[1:])

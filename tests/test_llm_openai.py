@@ -17,7 +17,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from llm_fixtures import llm_module
+from llm_fixtures import guarded, llm_module
 
 L = llm_module()
 OpenAIBackend = llm_module("backends.openai_backend").OpenAIBackend
@@ -158,16 +158,6 @@ def _views(n=4, seed=1):
     return synth.synthetic_views(n, seed=seed, n_posts=3, n_users=2)
 
 
-def _run_guarded(fn, limit=60.0):
-    """Run fn in a thread; fail (instead of hanging the suite) if it does not return."""
-    box = {}
-    t = threading.Thread(target=lambda: box.setdefault("out", fn()), daemon=True)
-    t.start()
-    t.join(limit)
-    assert not t.is_alive(), "generate() did not return"
-    return box["out"]
-
-
 def _msgs(views):
     return [L.PromptBuilder().messages(v) for v in views]
 
@@ -210,7 +200,7 @@ def test_vllm_structured_outputs_field(server):
 @pytest.mark.parametrize("mode,kind", [("e500", "http_500"), ("e429", "http_429")])
 def test_retryable_status_is_retried_a_bounded_number_of_times(server, mode, kind):
     be = _backend(server.url(mode), max_retries=2)
-    res = _run_guarded(lambda: be.generate(_msgs(_views(3)), [None] * 3, max_tokens=8, seed=100))
+    res = guarded(lambda: be.generate(_msgs(_views(3)), [None] * 3, max_tokens=8, seed=100))
     assert res.errors == [f"retries_exhausted:{kind}"] * 3
     assert server.hits[mode] == 3 * 3  # 1 try + 2 retries each
     assert res.stats["attempts"] == 9 and res.stats["retries"] == 6 and res.stats[f"err_{kind}"] == 9
@@ -229,7 +219,7 @@ def test_slow_endpoints_are_cut_by_the_request_timeout(server, mode):
     """Each attempt is bounded by request_timeout even when bytes keep trickling in."""
     be = _backend(server.url(mode), max_retries=1, request_timeout=0.3)
     core = L.LLMPolicyCore(be)
-    actions, stats = _run_guarded(lambda: core.decide(_views(2)))
+    actions, stats = guarded(lambda: core.decide(_views(2)))
     assert stats["fallback"] == 2 and stats["valid"] == 0
     assert stats["backend_err_timeout"] == 4 and server.hits[mode] == 4
     assert all(a["type"] == 0 and "retries_exhausted:timeout" in a["reason"] for a in actions)
@@ -237,7 +227,7 @@ def test_slow_endpoints_are_cut_by_the_request_timeout(server, mode):
 
 def test_call_deadline_bounds_the_whole_call(server):
     be = _backend(server.url("timeout"), max_retries=5, request_timeout=3.0, call_timeout=0.5)
-    res = _run_guarded(lambda: be.generate(_msgs(_views(2)), [None] * 2, max_tokens=8))
+    res = guarded(lambda: be.generate(_msgs(_views(2)), [None] * 2, max_tokens=8))
     assert res.errors == ["deadline", "deadline"] and res.finish_reasons == ["error", "error"]
 
 
@@ -263,11 +253,11 @@ def test_garbage_content_is_invalid_not_fallback(server):
 def test_endpoint_down_run_continues(server):
     be = _backend(_dead_url(), max_retries=2)
     core = L.LLMPolicyCore(be)
-    actions, stats = _run_guarded(lambda: core.decide(_views(3)))
+    actions, stats = guarded(lambda: core.decide(_views(3)))
     assert stats["fallback"] == 3 and stats["backend_err_connect"] == 9
     assert all("retries_exhausted:connect" in a["reason"] for a in actions)
     # next step, same core: still returns, still counted
-    _, stats2 = _run_guarded(lambda: core.decide(_views(2)))
+    _, stats2 = guarded(lambda: core.decide(_views(2)))
     assert stats2["fallback"] == 2 and core.totals["fallback"] == 5
 
 

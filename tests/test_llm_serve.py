@@ -54,7 +54,8 @@ def served(tiny_model_dir, tmp_path_factory):
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(240):  # up to ~120 s on a loaded 2-core machine
+        deadline = time.monotonic() + 600  # only catches a hang (a loaded 2-core machine: minutes)
+        while True:
             if proc.poll() is not None:
                 break
             try:
@@ -62,9 +63,9 @@ def served(tiny_model_dir, tmp_path_factory):
                     break
             except httpx.HTTPError:
                 pass
+            if time.monotonic() > deadline:
+                pytest.fail("transformers serve did not come up:\n" + log.read_text()[-3000:])
             time.sleep(0.5)
-        else:
-            pytest.fail("transformers serve did not come up:\n" + log.read_text()[-3000:])
         if proc.poll() is not None:
             pytest.fail("transformers serve exited:\n" + log.read_text()[-3000:])
         yield url + "/v1", str(tiny_model_dir)
@@ -79,7 +80,7 @@ def served(tiny_model_dir, tmp_path_factory):
 
 def test_unconstrained_server_garbage_becomes_counted_do_nothing(served):
     url, model = served
-    be = OpenAIBackend(url, model=model, structured="response_format", request_timeout=60.0, max_retries=1)
+    be = OpenAIBackend(url, model=model, structured="response_format", request_timeout=300.0, max_retries=1)
     core = L.LLMPolicyCore(be, max_tokens=16, temperature=1.0, seed=4)
     views = synth.synthetic_views(3, seed=9, n_posts=3, n_users=2)
     actions, stats = core.decide(views)
@@ -92,7 +93,7 @@ def test_unconstrained_server_garbage_becomes_counted_do_nothing(served):
 
 def test_interview_over_http_returns_text(served):
     url, model = served
-    core = L.LLMPolicyCore(OpenAIBackend(url, model=model, request_timeout=60.0), interview_max_tokens=8)
+    core = L.LLMPolicyCore(OpenAIBackend(url, model=model, request_timeout=300.0), interview_max_tokens=8)
     view = synth.synthetic_views(1, seed=2, n_posts=2)[0]
     answer = core.interview(view, "Do you trust the news you read here?")
     assert isinstance(answer, str)

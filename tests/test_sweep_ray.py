@@ -286,23 +286,20 @@ def test_sigterm_stops_a_ray_sweep_with_one_line_and_the_local_executor_finishes
     dump): the executor puts the command's own handler back after `ray.init`."""
     import signal
     import subprocess
-    import time
 
-    argv = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "6", "--set", "users=400"]
-    argv += ["--steps", "20", "--out", "s", "--quiet"]
-    proc = subprocess.Popen([sys.executable, "-m", "oasis_gym.cli", *argv, "--executor", "ray"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    runs, deadline = tmp_path / "s" / "runs", time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None and not (runs.is_dir() and any(runs.iterdir())):
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=180)
-    lines = [ln for ln in err.splitlines() if ln.startswith("oasis-gym sweep:")]
-    assert proc.returncode == 143 and len(lines) == 1 and "stopped by SIGTERM" in lines[0], err[-2000:]
-    assert lines[0].endswith("--executor ray --out s --resume") and "Traceback" not in err
-    kept = len(list(runs.iterdir()))
-    assert 1 <= kept < 12
-    assert subprocess.run([sys.executable, "-m", "oasis_gym.cli", *argv, "--resume"], cwd=tmp_path).returncode == 0
+    from test_guarantees_interrupts import stopped
+
+    argv = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "6", "--set", "users=36"]
+    argv += ["--steps", "3", "--out", "s", "--quiet"]
+    # the signal lands while the command keeps its second run (paused there, however fast Ray runs)
+    pause = ("oasis_gym.scenarios.sweep_store", "SweepRuns.keep", 2)
+    code, err, _ = stopped(tmp_path, [*argv, "--executor", "ray"], signal.SIGTERM, pause=pause)
+    lines = [ln for ln in err if ln.startswith("oasis-gym sweep:")]
+    assert code == 143 and len(lines) == 1 and "stopped by SIGTERM" in lines[0], err[-40:]
+    assert lines[0].endswith("--executor ray --out s --resume") and not any("Traceback" in ln for ln in err)
+    assert len(list((tmp_path / "s" / "runs").iterdir())) == 1  # the first run, kept at once
+    resumed = subprocess.run([sys.executable, "-m", "oasis_gym.cli", *argv, "--resume"], cwd=tmp_path, timeout=600)
+    assert resumed.returncode == 0
     assert len((tmp_path / "s" / "runs.csv").read_text().splitlines()) == 1 + 12
 
 
