@@ -217,3 +217,59 @@ def test_a_read_that_never_ends_stops_at_a_signal_with_one_line(signum, code, tm
     assert proc.returncode == code and len(lines) == 1, (proc.returncode, lines)
     assert lines[0].startswith(f"oasis-gym report: stopped by {signal.Signals(signum).name}") and out == ""
     assert not (tmp_path / "out").exists()
+
+
+def test_a_live_runs_journal_without_its_wal_gets_advice_that_works(tmp_path):
+    """The -wal and -shm of a live run's journal deleted: its file is behind the run (no step).
+    Before: resume said "start the run again; it replaces this journal" (the lock then refused
+    it) and report showed 0 users with exit 0. Now both name the live run and say to wait for
+    its end; the test follows that advice: stop the run, resume it, report it."""
+    db = tmp_path / "live.db"
+    command = [sys.executable, "-m", "oasis_gym.cli"]
+    run = ["run", "--users", "20", "--policy", "abm", "--steps", "100000", "--db", str(db), "--quiet"]
+    proc = subprocess.Popen(
+        [*command, *run, "--no-tensorboard"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300  # (only to catch a hang)
+        while not (os.path.exists(f"{db}-wal") and os.path.getsize(f"{db}-wal") > 0):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        for suffix in ("-wal", "-shm"):
+            os.remove(f"{db}{suffix}")
+        for argv in (["run", "--resume", str(db), "--steps", "5", "--quiet"], ["report", str(db), "--quiet"]):
+            refused = subprocess.run([*command, *argv], capture_output=True, text=True, timeout=300)
+            lines = refused.stderr.strip().splitlines()
+            assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+            assert f"being written by another process (pid {proc.pid})" in lines[0] and "once that run ends" in lines[0]
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130 and "continue it with: oasis-gym run --resume" in err, err
+    step = read_meta(db)["step"]  # every step the run took is in the file again
+    resumed = subprocess.run(
+        [*command, "run", "--resume", str(db), "--steps", str(step + 2), "--quiet", "--no-tensorboard"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0 and read_meta(db)["step"] == step + 2, resumed.stderr
+    reported = subprocess.run([*command, "report", str(db), "--quiet"], capture_output=True, text=True, timeout=300)
+    assert reported.returncode == 0, reported.stderr
+    assert "users: 20" in (tmp_path / "live_report" / "summary.txt").read_text()
+
+
+def test_report_of_a_journal_with_no_step_is_refused_with_one_line(tmp_path, capsys):
+    """A journal whose run ended before its first commit is no empty run. Before: exit 0, 0 users."""
+    from oasis_gym.platform import Journal
+
+    db = tmp_path / "empty.db"
+    Journal(str(db)).close()
+    code, err = cli(capsys, "report", str(db), "--out", str(tmp_path / "r"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "holds no step" in err, err
+    assert not (tmp_path / "r").exists()

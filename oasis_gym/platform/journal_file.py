@@ -325,6 +325,23 @@ def _clear_leftover(new: str, path: str) -> None:
         os.remove(new)
 
 
+def being_written(path: str | os.PathLike, who: str | list[int]) -> str:
+    """The line saying the journal at `path` is being written by `who` (a text, or the pids
+    holding its lock)."""
+    if not isinstance(who, str):
+        who = f"another process (pid {who[0]})" if who else "another process"
+    return f"{path} is being written by {who}: a journal has one writer"
+
+
+def writers(path: str | os.PathLike) -> list[int]:
+    """The other processes holding the writer's lock of the journal at `path` (Linux; [] elsewhere)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return flock_holders(st) if stat.S_ISREG(st.st_mode) else []
+
+
 # (st_dev, st_ino) -> lock, for the journal files this process writes: a second writer here is
 # refused before it opens the file (closing its descriptor would drop SQLite's POSIX locks)
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -386,9 +403,7 @@ class JournalLock:
                 )
 
     def _busy(self, who: str | list[int]) -> str:
-        if not isinstance(who, str):  # the pids holding it
-            who = f"another process (pid {who[0]})" if who else "another process"
-        return f"{self.db_path} is being written by {who}: a journal has one writer"
+        return being_written(self.db_path, who)
 
     def adopt(self, f) -> None:
         """Hold the locked file object `f` (a journal just created at the path) from now on."""
