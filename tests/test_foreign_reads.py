@@ -113,6 +113,12 @@ def test_a_wal_databases_committed_frames_count_and_nothing_appears_beside_it(oa
         code, err = cli(capsys, command, str(db), "--out", str(tmp_path / out), "--quiet")
         assert code == 0, err
     assert snapshot(db.parent) == before
+    private = tmp_path / "tmp"  # a command's private copy goes when it ends
+    private.mkdir()
+    env = {**os.environ, "TMPDIR": str(private)}
+    argv = [sys.executable, "-m", "oasis_gym.cli", "import", str(db), "--out", str(tmp_path / "again.db"), "--quiet"]
+    assert subprocess.run(argv, env=env, capture_output=True, timeout=300).returncode == 0
+    assert os.listdir(private) == [] and snapshot(db.parent) == before
 
 
 def test_report_of_a_journal_with_a_wal_leaves_it_as_it_was(tmp_path, capsys):
