@@ -20,7 +20,7 @@ from oasis_gym.agents import make_platform_agents
 from oasis_gym.checks import population_size
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import read_meta
-from oasis_gym.platform.journal_file import check_distinct, connect_readonly
+from oasis_gym.platform.journal_file import check_distinct, connect_read
 from oasis_gym.platform.platform import action_name, action_names
 from oasis_gym.sim import (
     COMMENT_FEATURES,
@@ -401,7 +401,7 @@ class SocialMediaEnv(ParallelEnv):
 def _count_users(db_path: str | None) -> int:
     if db_path is None:
         raise TypeError("users must be a Population, a profile path or a user count")
-    conn = connect_readonly(db_path)
+    conn = connect_read(db_path)
     try:
         return conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
     finally:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from oasis_gym.console import Summary, bar, duration, quoted
 from oasis_gym.metrics.report import make_report
 from oasis_gym.platform.journal import JournalError, read_meta
-from oasis_gym.platform.journal_file import require_journal
+from oasis_gym.platform.journal_file import being_written, require_journal, writers
 from oasis_gym.platform.oasis_import import is_oasis_db
 
 
@@ -17,7 +18,7 @@ def cmd_report(args) -> int:
     parts on stderr, then its summary (`--json`: one JSON line of its files)."""
     oasis = is_oasis_db(args.db)
     if not oasis:  # an OASIS database is reported from its own tables
-        require_journal(args.db)
+        require_reportable(args.db)
     out = args.out or f"{Path(args.db).with_suffix('')}_report"
     shown = []  # the bar, made at the first part: a refused --out stays one line
 
@@ -36,6 +37,26 @@ def cmd_report(args) -> int:
             progress.close()
     report_summary(args.db, out, paths, oasis, time.perf_counter() - start).show(getattr(args, "json", False))
     return 0
+
+
+def require_reportable(db: str) -> None:
+    """Refuse (`JournalError`, one line) what is no journal, and a journal whose file does not
+    hold its run: no step committed, or another process writes it and its -wal is gone (the
+    steps since its last checkpoint are only in that process until it ends)."""
+    require_journal(db)
+    pids = writers(db)
+    if pids and not os.path.exists(f"{db}-wal"):
+        raise JournalError(
+            f"{being_written(db, pids)}, and its -wal is missing (deleted?): the file is behind the run;"
+            " report it once that run ends (it then writes every step into the file)"
+        )
+    if "step" not in read_meta(db):
+        why = (
+            f"{being_written(db, pids)}; report it once that run ends"
+            if pids
+            else "its run ended before its first commit"
+        )
+        raise JournalError(f"{db} holds no step: nothing to report ({why})")
 
 
 def report_summary(db: str, out: str, paths: list[Path], oasis: bool, seconds: float) -> Summary:

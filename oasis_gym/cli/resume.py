@@ -7,6 +7,7 @@ import os
 
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import JournalError, read_meta
+from oasis_gym.platform.journal_file import being_written, writers
 from oasis_gym.platform.oasis_import import is_oasis_db
 
 # Settings that define a run: a resumed run keeps the journal's, and contradicting them is an
@@ -56,6 +57,8 @@ def resumed_args(args) -> argparse.Namespace:
             f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
             f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db"
         )
+    if pids := writers(args.resume):  # (what its file holds is behind that run: its -wal may be gone)
+        raise JournalError(f"{being_written(args.resume, pids)}; resume it once that run ends")
     meta = read_meta(args.resume)
     if "step" not in meta:
         raise JournalError(

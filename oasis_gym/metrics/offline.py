@@ -16,7 +16,6 @@ cascade parents use the follow graph as it is at the end (unfollowed edges are d
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +24,7 @@ import numpy as np
 
 from ..actions import ACTION_BY_NAME, RESULT_NAMES
 from ..platform import Platform
-from ..platform.journal_file import read_uri
+from ..platform.journal_file import connect_read
 from ..platform.oasis_import import is_oasis_db, load_oasis
 from .cascades import CascadeForest
 from .interval import Interval as _Interval
@@ -102,7 +101,7 @@ def offline_metrics(db_path: str | Path) -> tuple[dict[str, tuple[np.ndarray, np
 
 
 def _oasis_trace(path: Path, steps: np.ndarray) -> dict:
-    conn = sqlite3.connect(read_uri(path), uri=True)
+    conn = connect_read(path)
     try:
         has = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'trace'").fetchone()
         rows = conn.execute("SELECT user_id, action FROM trace ORDER BY rowid").fetchall() if has else []
@@ -117,7 +116,7 @@ def _oasis_trace(path: Path, steps: np.ndarray) -> dict:
 
 
 def _journal_trace(path: Path) -> dict:
-    conn = sqlite3.connect(read_uri(path), uri=True)
+    conn = connect_read(path)
     try:
         rows = conn.execute("SELECT user_id, action, result, step FROM trace").fetchall()
         imported = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'oasis_id_map'").fetchone() is not None

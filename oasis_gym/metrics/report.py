@@ -36,8 +36,8 @@ from oasis_gym.metrics.report_plots import (
 )
 from oasis_gym.metrics.tensorboard import read_metrics
 from oasis_gym.outputs import OutputDir
-from oasis_gym.platform.journal_file import read_uri
-from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
+from oasis_gym.platform.journal_file import connect_read
+from oasis_gym.platform.oasis_import import OasisImportError, check_tables, is_oasis_db
 
 __all__ = ["make_report", "report_output", "main", "opinion_grid", "REPORT_FILES"]
 
@@ -151,7 +151,7 @@ def _title(db_path: Path) -> str:
 
 
 def _tables(db_path: Path) -> set[str]:
-    conn = sqlite3.connect(read_uri(db_path), uri=True)
+    conn = connect_read(db_path)
     try:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     finally:
@@ -245,8 +245,10 @@ def make_report(
     ("opinion/*", "network/*", ...), opinion_heatmap.png (table ``opinion``),
     follower_ccdf.png (``user.num_followers``) and cascade_curves.png (``cascade_curve``); a
     series that is 0 at every step is left out (summary.txt names them in one line), and so
-    is one that holds one value throughout (named under its figure's panels and in summary.txt). The database is opened
-    read-only; FileNotFoundError if it does not exist. ``out_dir`` follows `oasis_gym.outputs`:
+    is one that holds one value throughout (named under its figure's panels and in
+    summary.txt). The database is only read, its committed state (`journal_file.connect_read`);
+    FileNotFoundError if it does not exist, and an OASIS database holding a view is refused
+    (`OasisImportError`). ``out_dir`` follows `oasis_gym.outputs`:
     a file of these names that is not an earlier report's is refused (`OutputError`) before
     anything is read, an earlier report is replaced only with ``overwrite`` (its plots that
     this report does not draw are removed), and the files appear together once all are drawn.
@@ -256,6 +258,8 @@ def make_report(
     db_path = Path(db_path)
     if not db_path.is_file():
         raise FileNotFoundError(db_path)
+    if is_oasis_db(db_path):
+        check_tables(db_path)  # a view there is refused before anything else is read
     output = report_output(out_dir, overwrite)
     try:
         with output.staging(prune=REPORT_FILES) as tmp:
@@ -270,7 +274,7 @@ _AFTER_METRICS = ("opinion_heatmap.png", "follower_ccdf.png", "cascade_curves.pn
 
 def _write_report(db_path: Path, out: Path, progress: Callable[[str, int], None]) -> list[Path]:
     notes: list[str] = []
-    conn = sqlite3.connect(read_uri(db_path), uri=True)  # leaves no -wal / -shm beside a journal
+    conn = connect_read(db_path)  # leaves no -wal / -shm beside a journal
     parts = 1 + len(_AFTER_METRICS)
     try:
         try:

@@ -43,6 +43,7 @@ from .journal_file import (
     MISSING,
     JournalError,
     JournalLock,
+    busy,
     create_new,
     prepare_new,
     require_journal,
@@ -135,8 +136,8 @@ class Journal:
                 self._conn.close()
             if self._lock is not None:
                 self._lock.release()
-            if isinstance(err, (OSError, sqlite3.Error)):
-                raise JournalError(f"cannot open the journal {self.path}: {err}") from err
+            if isinstance(err, (OSError, sqlite3.Error)):  # (SQLite's lock held: busy, not damaged)
+                raise JournalError(busy(self.path, err) or f"cannot open the journal {self.path}: {err}") from err
             raise
         self._thread_prefix = f"oasis-gym-journal-{id(self):x}"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix=self._thread_prefix) if pipelined else None

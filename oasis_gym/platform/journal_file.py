@@ -38,7 +38,6 @@ import os
 import sqlite3
 import stat
 import tempfile
-import urllib.parse
 import uuid
 import weakref
 from collections.abc import Mapping
@@ -46,6 +45,7 @@ from collections.abc import Mapping
 from ..errors import OasisGymError
 from ..output_files import flock_holders
 from .journal_schema import SCHEMA
+from .sqlite_read import StoppableConnection, committed_copy, file_uri, is_wal
 
 try:
     import fcntl
@@ -82,29 +82,22 @@ class JournalError(OasisGymError, RuntimeError):
     ahead where the step was pipelined, as it was before the step where it was committed in place)."""
 
 
-def file_uri(path: str | os.PathLike, mode: str = "ro") -> str:
-    """A `file:` URI of `path` (every character of the name quoted) opened with `mode`."""
-    return "file:" + urllib.parse.quote(os.path.abspath(os.fspath(path))) + f"?mode={mode}"
-
-
 def read_uri(path: str | os.PathLike) -> str:
-    """A read-only `file:` URI of `path` that leaves nothing beside it. A database with no WAL
-    file beside it (nothing is writing it) is read as it is: ``immutable=1``, so SQLite makes
-    no -wal or -shm file (a plain ``mode=ro`` connection to a WAL journal leaves both behind).
-    With a WAL file, through it (``mode=ro``): its commits are part of the database."""
-    return file_uri(path, "ro") + ("" if _is_wal(f"{os.fspath(path)}-wal") else "&immutable=1")
+    """A read-only `file:` URI of the committed state of `path` that writes nothing beside it
+    (`sqlite_read`): the file itself (``immutable=1``), or with a -journal or -wal beside it a
+    private copy SQLite has brought to that state. A journal this process writes (it holds its
+    lock) is never copied (closing a descriptor of it would drop its writer's SQLite locks):
+    read through its -wal if it has one (``mode=ro``), else as it is."""
+    if _written_here(path):
+        return file_uri(path, "ro") + ("" if is_wal(f"{os.fspath(path)}-wal") else "&immutable=1")
+    return file_uri(committed_copy(path) or path, "ro") + "&immutable=1"
 
 
-def connect_readonly(path: str | os.PathLike, **kwargs) -> sqlite3.Connection:
-    """A connection that only reads the existing database at `path` (PRAGMA query_only).
-    Opened read-write where the OS allows, so that, closing last, it removes the -wal and
-    -shm files SQLite makes beside a WAL database (a mode=ro connection leaves them)."""
-    try:
-        conn = sqlite3.connect(file_uri(path, "rw"), uri=True, **kwargs)
-    except sqlite3.OperationalError:
-        return sqlite3.connect(file_uri(path, "ro"), uri=True, **kwargs)
-    conn.execute("PRAGMA query_only = 1")
-    return conn
+def connect_read(path: str | os.PathLike, **kwargs) -> sqlite3.Connection:
+    """A connection that reads the committed state of `path` (`read_uri`) and that SIGINT /
+    SIGTERM stop (`sqlite_read.StoppableConnection`). `ReadBusy` (an `OasisGymError`) if no
+    consistent copy could be taken."""
+    return sqlite3.connect(read_uri(path), uri=True, factory=StoppableConnection, **kwargs)
 
 
 def what_is(path: str | os.PathLike) -> str:
@@ -121,12 +114,11 @@ def what_is(path: str | os.PathLike) -> str:
         return "a directory"
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file (a device, pipe or socket)"
-    wal = _is_wal(f"{path}-wal")
+    wal = is_wal(f"{path}-wal")
     if st.st_size == 0 and not wal:
         return "an empty file"
     try:
-        # read_uri: no -wal or -shm is opened without a WAL, so a user's files of those names stay untouched
-        conn = sqlite3.connect(read_uri(path), uri=True)
+        conn = connect_read(path)  # (nothing is opened or made beside the user's file)
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -135,8 +127,6 @@ def what_is(path: str | os.PathLike) -> str:
     except sqlite3.DatabaseError as err:
         return BUSY if busy(path, err) else "not a SQLite database"
     if app_id == APPLICATION_ID or {"meta", "post", "trace"} <= tables:
-        if wal:
-            connect_readonly(path).close()  # ours: closing last, SQLite removes the -shm it made
         return JOURNAL
     if not tables:
         return "an empty SQLite database"
@@ -172,16 +162,13 @@ def _same_file(a, b) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _is_wal(path: str) -> bool:
-    """Whether `path` is a SQLite WAL file (its magic number). SQLite never locks a -wal file,
-    so opening and closing it here cannot drop a lock of this process's connections."""
+def _written_here(path: str | os.PathLike) -> bool:
+    """Whether a Journal of this process writes the file at `path` (it holds its lock)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # (opening a FIFO would block)
-            return False
-        with open(path, "rb") as f:
-            return f.read(4) in (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+        st = os.stat(path)
     except OSError:
         return False
+    return (st.st_dev, st.st_ino) in _HELD
 
 
 def schema_sql(journal_id: str | None = None) -> str:
@@ -198,7 +185,7 @@ def _contents(path: str | os.PathLike) -> tuple[str | None, bool]:
     row in any table (what a run whose first commit never happened leaves: replacing it loses
     nothing). (None, False) if it cannot be read."""
     try:
-        conn = connect_readonly(path)
+        conn = connect_read(path)
         try:
             meta = dict(conn.execute("SELECT key, CASE key WHEN 'journal_id' THEN value END FROM meta"))
             tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'") if t != "meta"]
@@ -338,6 +325,23 @@ def _clear_leftover(new: str, path: str) -> None:
         os.remove(new)
 
 
+def being_written(path: str | os.PathLike, who: str | list[int]) -> str:
+    """The line saying the journal at `path` is being written by `who` (a text, or the pids
+    holding its lock)."""
+    if not isinstance(who, str):
+        who = f"another process (pid {who[0]})" if who else "another process"
+    return f"{path} is being written by {who}: a journal has one writer"
+
+
+def writers(path: str | os.PathLike) -> list[int]:
+    """The other processes holding the writer's lock of the journal at `path` (Linux; [] elsewhere)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return flock_holders(st) if stat.S_ISREG(st.st_mode) else []
+
+
 # (st_dev, st_ino) -> lock, for the journal files this process writes: a second writer here is
 # refused before it opens the file (closing its descriptor would drop SQLite's POSIX locks)
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -399,9 +403,7 @@ class JournalLock:
                 )
 
     def _busy(self, who: str | list[int]) -> str:
-        if not isinstance(who, str):  # the pids holding it
-            who = f"another process (pid {who[0]})" if who else "another process"
-        return f"{self.db_path} is being written by {who}: a journal has one writer"
+        return being_written(self.db_path, who)
 
     def adopt(self, f) -> None:
         """Hold the locked file object `f` (a journal just created at the path) from now on."""

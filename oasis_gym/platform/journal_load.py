@@ -12,7 +12,7 @@ import numpy as np
 
 from .config import PlatformConfig
 from .integrity import first_inconsistency
-from .journal_file import JournalError, busy, connect_readonly, require_journal
+from .journal_file import JournalError, busy, connect_read, require_journal
 from .journal_schema import RELATION_TABLES
 from .kinds import REPOST
 from .platform import Platform
@@ -24,7 +24,7 @@ def read_meta(path: str | Path) -> dict:
     `JournalError` if `path` holds no oasis-gym journal or its meta is not readable."""
     require_journal(path)
     try:
-        conn = connect_readonly(path)
+        conn = connect_read(path)
         try:
             return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
         finally:
@@ -50,7 +50,7 @@ def load_platform(path: str | Path) -> Platform:
 
 
 def _load_platform(path: str | Path) -> Platform:
-    conn = connect_readonly(path, isolation_level=None)
+    conn = connect_read(path, isolation_level=None)
     try:
         conn.execute("BEGIN")  # one snapshot of every table, even while another process commits steps
         meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}

@@ -22,7 +22,8 @@ instead). Relation rows naming a user, post or comment that does not exist (OASI
 follow of a missing user) or repeating an earlier pair are left out and counted in
 `OasisImport.dropped`; posts or comments of missing users or posts are an error.
 
-The OASIS file is opened read-only (`journal_file.read_uri`) and never written.
+The OASIS file is read as SQLite would read it, its committed state, and never written
+(`journal_file.connect_read`); a name of an OASIS table that is not a table (a view) is refused.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ from ..errors import OasisGymError
 from ..outputs import OutputFile
 from .config import MINUTE_RANGE, PlatformConfig, datetime_text
 from .journal import Journal
-from .journal_file import JOURNAL, SIBLINGS, JournalError, read_uri, what_is
+from .journal_file import JOURNAL, SIBLINGS, JournalError, connect_read, what_is
 from .journal_load import read_meta
 from .kinds import ORIGINAL, QUOTE, REPOST
-from .oasis_rows import OASIS_RELATIONS, OasisProfiles, int_column, map_ids, time_steps
+from .oasis_rows import OASIS_RELATIONS, OasisProfiles, id_column, int_column, map_ids, time_steps
 from .platform import Platform
 from .store import PairSet, pair_keys, unpack_keys
 
@@ -93,11 +94,29 @@ def _tables(conn: sqlite3.Connection) -> dict[str, str]:
     }
 
 
+def check_tables(path: str | Path, tables: dict[str, str] | None = None) -> None:
+    """Refuse (`OasisImportError`, one line) a database holding views (`tables`: name -> kind,
+    read from `path` if not given): OASIS makes none, and a view in place of a table could
+    compute rows without end."""
+    if tables is None:
+        conn = connect_read(path)
+        try:
+            tables = _tables(conn)
+        finally:
+            conn.close()
+    views = [f"`{name}`" for name, kind in tables.items() if kind != "table"]
+    if views:
+        are = "is a view" if len(views) == 1 else "are views"
+        raise OasisImportError(
+            f"{path}: not an OASIS database: {', '.join(sorted(views))} {are}, where OASIS has only tables"
+        )
+
+
 def is_oasis_db(path: str | Path) -> bool:
     """True for a database with OASIS's tables (`user` a table, `post`) and no oasis-gym `meta`."""
     if not Path(path).is_file():
         return False
-    conn = sqlite3.connect(read_uri(path), uri=True)
+    conn = connect_read(path)
     try:
         tables = _tables(conn)
     except sqlite3.DatabaseError:
@@ -120,7 +139,7 @@ def load_oasis(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no database at {path}")
-    conn = sqlite3.connect(read_uri(path), uri=True)
+    conn = connect_read(path)
     try:
         try:
             tables = _tables(conn)
@@ -129,6 +148,7 @@ def load_oasis(
         missing = [t for t in ("user", "post") if t not in tables]
         if missing:
             raise OasisImportError(f"{path}: not an OASIS database (no {', '.join(missing)} table)")
+        check_tables(path, tables)
         return _load(conn, tables, minutes_per_step, start_minute, platform, strict)
     except sqlite3.Error as err:  # text that is no UTF-8 (a lone surrogate too), a damaged file
         raise OasisImportError(f"{path}: a row cannot be read ({err})") from err
@@ -174,9 +194,7 @@ def _load(conn, tables, minutes_per_step, start_minute, platform, strict) -> Oas
     last_step = int(step_all.max(initial=-1))
 
     ids = IdMaps(
-        int_column(users, 0, label="user.user_id"),
-        int_column(posts, 0, label="post.post_id"),
-        int_column(comments, 0, label="comment.comment_id"),
+        id_column(users, "user.user_id"), id_column(posts, "post.post_id"), id_column(comments, "comment.comment_id")
     )
     name = platform or ("reddit" if time_kind == "datetime" else "twitter")
     pf = Platform(PlatformConfig(name=name), start_minute=start_minute)
@@ -365,7 +383,7 @@ def import_oasis(
 def _copy_trace(src: Path, conn: sqlite3.Connection, result: OasisImport, start_minute: int) -> None:
     """OASIS's trace rows, in order, with our user ids, step, time text and result 'ok' (their
     info JSON keeps OASIS's ids)."""
-    s = sqlite3.connect(read_uri(src), uri=True)
+    s = connect_read(src)
     try:
         if s.execute("SELECT 1 FROM sqlite_master WHERE name = 'trace'").fetchone() is None:
             return

@@ -82,6 +82,19 @@ def int_column(rows, k: int, fill: int = -1, label: str = "a column") -> np.ndar
         raise ValueError(f"{label} {found}") from None
 
 
+def id_column(rows, label: str) -> np.ndarray:
+    """Column 0 of `rows` as ids (`int_column`), none repeated: OASIS's ids are primary keys,
+    and two rows of one id would be two users, posts or comments (a ValueError naming one)."""
+    ids = int_column(rows, 0, label=label)
+    unique, counts = np.unique(ids, return_counts=True)
+    if unique.size < ids.size:
+        raise ValueError(
+            f"{label} repeats: {ids.size - unique.size} rows repeat an earlier id (e.g. {int(unique[counts > 1][0])});"
+            " an OASIS database numbers each row once"
+        )
+    return ids
+
+
 def _whole(v) -> int:
     if isinstance(v, float) and not v.is_integer():
         raise ValueError(v)
