@@ -1,5 +1,5 @@
 """Honest comparisons for the training scripts: held-out evaluation sets, paired wins,
-the printed baseline table and the learning-curve PNG.
+the printed baseline tables (v0 training and the v1-v3 tasks) and the learning-curve PNG.
 
 An evaluation set is a name, a population seed and episode seeds. The default sets are
 disjoint from training by construction: training uses population 0 and episode seeds
@@ -124,3 +124,27 @@ def plot_learning_curve(
     returns as flat lines (a reference: those are measured on the evaluation sets); the
     figure is `learning_curve_figure`."""
     return save_png(learning_curve_figure(curve, baselines, title), path, dpi=110)
+
+
+# the columns of a v1-v3 task's table: result key, heading
+TASK_COLUMNS = (
+    ("return", "return"),
+    ("engagements", "engagements / user"),
+    ("misinfo_impressions", "misinfo imp. / user"),
+)
+
+
+def task_table(name: str, result: dict) -> str:
+    """One evaluation set's results of a v1-v3 task run (`v1.train`) as text: mean ± std per
+    candidate, PPO - row with its 95 % CI and wins."""
+    head = (
+        f"{'':26s}" + "".join(f"{label:>22s}" for _, label in TASK_COLUMNS) + f"{'PPO - row [95% CI]':>30s}{'wins':>8s}"
+    )
+    lines = [f"{name} (population {result['population_seed']}, {len(result['seeds'])} seeds)", head]
+    for c, runs in result["runs"].items():
+        row = f"{c:26s}" + "".join(f"{mean_std(runs, key):>22s}" for key, _ in TASK_COLUMNS)
+        if c in result["ppo_vs"]:
+            v = result["ppo_vs"][c]
+            row += f"{v['mean']:>+12.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}]{v['wins']:>6d}/{v['n']}"
+        lines.append(row)
+    return "\n".join(lines)

@@ -57,7 +57,7 @@ from .anchored import FIRST_LOGIT
 from .args import EVAL_SEEDS, MAX_EPISODE_STEPS, MAX_ROLLOUT_STEPS, MAX_SECONDS, RATE, SHARE, opt
 from .common import limit_threads, save_obs_normalizer, write_results
 from .outputs import staged_training, train_output
-from .report import mean_std
+from .report import task_table
 from .v1_baselines import baselines, make_anchor, tune
 
 TASKS = ("recommender", "moderator")
@@ -67,7 +67,6 @@ MAX_VEC_ENVS = 1024  # episodes of one native vector env
 # what `--version` defaults to: the version README's benchmarks recommend (Recommender-v3: the
 # state headroom v1 and v2 lack; docs/training.md)
 DEFAULT_VERSION = {"recommender": 3, "moderator": 1}
-COLUMNS = (("return", "return"), ("engagements", "engagements / user"), ("misinfo_impressions", "misinfo imp. / user"))
 
 
 @dataclass
@@ -288,19 +287,6 @@ def evaluate(args: Args, acts: dict) -> dict:
     return out
 
 
-def table(name: str, result: dict) -> str:
-    """One set's results as text: mean ± std per candidate, PPO - row with its 95 % CI and wins."""
-    head = f"{'':26s}" + "".join(f"{label:>22s}" for _, label in COLUMNS) + f"{'PPO - row [95% CI]':>30s}{'wins':>8s}"
-    lines = [f"{name} (population {result['population_seed']}, {len(result['seeds'])} seeds)", head]
-    for c, runs in result["runs"].items():
-        row = f"{c:26s}" + "".join(f"{mean_std(runs, key):>22s}" for key, _ in COLUMNS)
-        if c in result["ppo_vs"]:
-            v = result["ppo_vs"][c]
-            row += f"{v['mean']:>+12.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}]{v['wins']:>6d}/{v['n']}"
-        lines.append(row)
-    return "\n".join(lines)
-
-
 def train(args: Args, say=print) -> dict:
     """Steps 1-3 (module docstring); writes eval.json and learning_curve.png under args.out."""
     args.check()
@@ -319,7 +305,7 @@ def train(args: Args, say=print) -> dict:
     results = evaluate(args, candidates(args, tuned, model, vec, anchor))
     info |= {"tuning_seconds": tuning_s, "evaluation_seconds": time.perf_counter() - start}
     result = {"task": args.task_id, "settings": dataclasses.asdict(args), "tuned": tuned, "train": info,
-              "eval_sets": results, "tables": [table(n, r) for n, r in results.items()],
+              "eval_sets": results, "tables": [task_table(n, r) for n, r in results.items()],
               "users": "rule-based (oasis_gym.batched), no LLM"}  # fmt: skip
     baselines = {
         c: float(np.mean([r["return"] for r in runs]))
