@@ -186,9 +186,12 @@ def resume_argv(args, out: str) -> list[str]:
 
 
 def stopped_line(signum: int, runs: SweepRuns | None, args, out: str) -> str:
-    """The one line `oasis-gym sweep` prints when signal `signum` stopped it: how to continue."""
+    """The one line `oasis-gym sweep` prints when signal `signum` stopped it: how to continue
+    (`--resume` where `out` holds this sweep; else, nothing kept there, the command again)."""
     done = f"after {runs.finished} of {runs.total} runs " if runs is not None else ""
-    return (
-        f"oasis-gym sweep: stopped by {signal.Signals(signum).name} {done}(kept in {out}); "
-        f"continue with: {shlex.join(resume_argv(args, out))}"
-    )
+    stopped = f"oasis-gym sweep: stopped by {signal.Signals(signum).name} {done}"
+    output = runs.output if runs is not None else None
+    if output is None or output.stored_settings() != output.settings:  # (a first sweep's folder goes)
+        again = [*resume_argv(args, out)[:-1], *["--overwrite"] * bool(args.overwrite)]
+        return f"{stopped}(nothing kept in {out}); run it again: {shlex.join(again)}"
+    return f"{stopped}(kept in {out}); continue with: {shlex.join(resume_argv(args, out))}"
