@@ -46,15 +46,18 @@ TRAIN = ["train", "recommender-v0", "--users", "30", "--max-cycles", "2", "--n-s
 
 _PAUSED = """\
 import importlib, pathlib, sys, time
-module = importlib.import_module({module!r})
-real, calls = getattr(module, {name!r}), [0]
+owner = importlib.import_module({module!r})
+*path, name = {name!r}.split(".")  # a function of the module, or a class's method ("Class.method")
+for part in path:
+    owner = getattr(owner, part)
+real, calls = getattr(owner, name), [0]
 def paused(*args, **kwargs):
     calls[0] += 1
     if calls[0] == {call}:  # the work so far is done: say so, and wait for the signal
         pathlib.Path({marker!r}).write_text("working")
         time.sleep(600)
     return real(*args, **kwargs)
-setattr(module, {name!r}, paused)
+setattr(owner, name, paused)
 from oasis_gym.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -104,15 +107,6 @@ def again(line: str) -> list[str]:
     argv = shlex.split(line.split("run it again: ", 1)[1])
     assert argv[0] == "oasis-gym"
     return argv[1:]
-
-
-@pytest.fixture(scope="module")
-def journal(tmp_path_factory) -> Path:
-    """A finished 2-step run's journal, copied by each test."""
-    folder = tmp_path_factory.mktemp("journal")
-    res = cli(folder, *RUN, "--steps", "2", "--db", "run.db")
-    assert res.returncode == 0, res.stderr
-    return folder / "run.db"
 
 
 def _copy(journal: Path, tmp_path: Path) -> Path:

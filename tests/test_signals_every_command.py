@@ -15,7 +15,6 @@ tests/test_guarantees_outputs.py (a running sweep)."""
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -24,13 +23,13 @@ from pathlib import Path
 
 import pytest
 from oasis_fixture import build_oasis_db
+from test_guarantees_interrupts import _PAUSED, RUN, again
 from test_guarantees_outputs import cli
 from test_sweep_ray import needs_ray
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 WAIT_S = 300.0  # how long a command may take to reach its pause (a busy machine)
 STOP_S = 30.0  # from the signal to the exit: generous (the target is 2 s), it catches hangs only
-RUN = ["run", "--users", "20", "--policy", "abm", "--activation", "0.5", "--quiet", "--no-tensorboard"]
 SWEEP = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "2", "--set", "users=36"]
 SWEEP += ["--steps", "2", "--quiet"]
 RAY = ["--executor", "ray"]
@@ -64,37 +63,10 @@ class _Pause:  # the first import of PAUSE_AT: say so, and wait for the signal
 sys.meta_path.insert(0, _Pause())
 """
 
-_WRAPPED = """\
-import importlib, pathlib, sys, time
-owner = importlib.import_module({module!r})
-*path, name = {attr!r}.split(".")
-for part in path:
-    owner = getattr(owner, part)
-real, calls = getattr(owner, name), [0]
-def paused(*args, **kwargs):
-    calls[0] += 1
-    if calls[0] == {call}:  # the work so far is done: say so, and wait for the signal
-        pathlib.Path({marker!r}).write_text("working")
-        time.sleep(600)
-    return real(*args, **kwargs)
-setattr(owner, name, paused)
-from oasis_gym.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
 
 def _inputs(cwd: Path, journal: Path) -> None:
     (cwd / "run.db").write_bytes(journal.read_bytes())
     build_oasis_db(cwd / "oasis.db", users=12, steps=6, per_step=25)
-
-
-@pytest.fixture(scope="module")
-def journal(tmp_path_factory) -> Path:
-    """A finished 2-step run's journal, copied by each test."""
-    folder = tmp_path_factory.mktemp("journal")
-    res = cli(folder, *RUN, "--steps", "2", "--db", "run.db")
-    assert res.returncode == 0, res.stderr
-    return folder / "run.db"
 
 
 def stopped(cwd: Path, argv: list[str], signum: int, *, importing: str | None = None, pause=None):
@@ -111,7 +83,7 @@ def stopped(cwd: Path, argv: list[str], signum: int, *, importing: str | None = 
         cmd = [sys.executable, "-m", "oasis_gym.cli", *argv]
     else:
         module, attr, call = pause
-        code = _WRAPPED.format(module=module, attr=attr, call=call, marker=str(marker))
+        code = _PAUSED.format(module=module, name=attr, call=call, marker=str(marker))
         cmd = [sys.executable, "-c", code, *argv]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -158,7 +130,7 @@ def test_a_command_stopped_while_it_loads_its_modules_says_so_in_one_line(key, i
     argv = COMMANDS[key]
     line = one_line(stopped(tmp_path, argv, signum, importing=importing), code, _name(key), signum)
     assert "while starting; nothing was run or written; run it again: " in line, line
-    assert shlex.split(line.split("run it again: ", 1)[1]) == ["oasis-gym", *argv]
+    assert again(line) == argv
     assert sorted(p.name for p in tmp_path.iterdir()) == [".paused", ".site"]  # nothing written
 
 
@@ -200,9 +172,8 @@ def test_a_ray_sweep_stopped_while_ray_starts_says_so_and_its_advice_works(signu
     line = one_line(res, code, "oasis-gym sweep", signum)
     assert "while planning the sweep: nothing was run or written; run it again: " in line, line
     assert not (tmp_path / "s").exists()
-    again = shlex.split(line.split("run it again: ", 1)[1])
-    assert again == ["oasis-gym", *argv]
-    assert cli(tmp_path, *again[1:]).returncode == 0 and (tmp_path / "s" / "runs.csv").is_file()
+    assert again(line) == argv and cli(tmp_path, *argv).returncode == 0
+    assert (tmp_path / "s" / "runs.csv").is_file()
 
 
 @pytest.mark.parametrize("signum,code", SIGNALS)
@@ -214,9 +185,13 @@ def test_a_first_sweep_stopped_before_a_run_finished_says_to_run_it_again_not_to
     line = one_line(res, code, "oasis-gym sweep", signum)
     assert "after 0 of 4 runs (nothing kept in s); run it again: " in line, line
     assert not (tmp_path / "s").exists()
-    again = shlex.split(line.split("run it again: ", 1)[1])
-    assert again[:2] == ["oasis-gym", "sweep"] and "--resume" not in again
-    assert cli(tmp_path, *again[1:]).returncode == 0 and (tmp_path / "s" / "runs.csv").is_file()
+    repeat = again(line)
+    assert (
+        repeat[0] == "sweep"
+        and "--resume" not in repeat
+        and cli(tmp_path, *repeat).returncode == 0
+        and (tmp_path / "s" / "runs.csv").is_file()
+    )
 
 
 # --------------------------------------------------------------------------- while printing the summary
