@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..interrupts import deferred
 from ..outputs import OutputDir, signed
 
 __all__ = ["FILES", "TABLES", "SweepRuns", "sweep_output", "sweep_settings", "stable", "resume_argv", "stopped_line"]
@@ -146,10 +147,11 @@ class SweepRuns:
         """A run just computed (by any executor): written at once; its effects as JSON gives
         them back (what a resumed sweep reads, so both give the same tables)."""
         effects = _plain(dict(effects))
-        if self.output is not None:
-            record = {"sweep": self.key, "point": dict(point), "seed": seed, "effects": effects}
-            self.output.write(self.name(index, seed), json.dumps(signed(record, "sweep run"), indent=1).encode())
-        self.finished += 1
+        with deferred():  # (a signal as the file is renamed into place: counted, then raised)
+            if self.output is not None:
+                record = {"sweep": self.key, "point": dict(point), "seed": seed, "effects": effects}
+                self.output.write(self.name(index, seed), json.dumps(signed(record, "sweep run"), indent=1).encode())
+            self.finished += 1
         return effects
 
     def fail(self, index: int, point: Mapping[str, Any], seed: int, error: str, attempts: int) -> None:
