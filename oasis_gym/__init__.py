@@ -9,6 +9,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from .interrupts import starting
+
+starting()  # (the command line: a Ctrl-C while it loads ends it with one line, `oasis_gym.interrupts`)
 __version__ = "0.1.0"
 
 

@@ -1,7 +1,9 @@
-"""Shared fixtures: small populations and paths to the real OASIS data."""
+"""Shared fixtures: small populations, paths to the real OASIS data, a finished run's journal."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,3 +42,14 @@ def shared_data() -> Path:
 
         return data_path("False_Business_0.csv").parent
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory) -> Path:
+    """A finished 2-step run's journal (`oasis-gym run`, 20 ABM users), copied by each test."""
+    folder = tmp_path_factory.mktemp("journal")
+    argv = ["run", "--users", "20", "--policy", "abm", "--activation", "0.5", "--quiet", "--no-tensorboard"]
+    cmd = [sys.executable, "-m", "oasis_gym.cli", *argv, "--steps", "2", "--db", "run.db"]
+    res = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return folder / "run.db"

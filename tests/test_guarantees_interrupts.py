@@ -109,15 +109,6 @@ def again(line: str) -> list[str]:
     return argv[1:]
 
 
-@pytest.fixture(scope="module")
-def journal(tmp_path_factory) -> Path:
-    """A finished 2-step run's journal, copied by each test."""
-    folder = tmp_path_factory.mktemp("journal")
-    res = cli(folder, *RUN, "--steps", "2", "--db", "run.db")
-    assert res.returncode == 0, res.stderr
-    return folder / "run.db"
-
-
 def _copy(journal: Path, tmp_path: Path) -> Path:
     (tmp_path / "run.db").write_bytes(journal.read_bytes())
     return tmp_path / "run.db"

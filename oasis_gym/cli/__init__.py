@@ -16,7 +16,7 @@ from oasis_gym.train.benchmark import cmd_benchmark
 from oasis_gym.train.cli import cmd_train
 
 from .import_db import cmd_import
-from .interrupt import RunStopped, command_stopped, interrupted, stop_signals
+from .interrupt import Finished, RunStopped, command_stopped, interrupted, stop_signals
 from .parser import POLICIES, build_parser, given_options
 from .report import cmd_report
 from .resume import RUN_DEFINING
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"oasis-gym {name}: error: {' '.join(str(err).splitlines())}\n")
     except RunStopped as stop:  # where the run stopped and how to continue it
         parser.exit(stop.code, f"oasis-gym run: {stop.again(argv)}\n")
-    except KeyboardInterrupt as err:  # stopped before a run's steps began, or another command
-        if args.command == "run":
+    except KeyboardInterrupt as err:  # stopped before a run's steps began, another command, or a summary
+        if args.command == "run" and not isinstance(err, Finished):
             stop = interrupted(err, args, argv)
         else:
             stop = command_stopped(err, args, argv)

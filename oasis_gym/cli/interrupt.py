@@ -7,7 +7,8 @@ the steps done, so `oasis-gym run --resume DB` goes on exactly as the uninterrup
 have. `report`, `import`, `train` and a sweep being planned say what is kept (their outputs
 are written beside and renamed into place: `oasis_gym.outputs`, so nothing new, or the
 previous output) and the command that does it again; a running sweep says how to resume it
-(`scenarios.sweep_store.stopped_line`).
+(`scenarios.sweep_store.stopped_line`). Any command stopped while it prints its summary says
+that its work was done.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from oasis_gym.interrupts import Stopped, exit_code, signal_name, stop_signals
+from oasis_gym.interrupts import Finished, Stopped, exit_code, signal_name, stop_signals
 from oasis_gym.platform.journal import JournalError, read_meta
 
-__all__ = ["Stopped", "RunStopped", "stop_signals", "run_stopped", "interrupted", "command_stopped"]
+__all__ = ["Stopped", "Finished", "RunStopped", "stop_signals", "run_stopped", "interrupted", "command_stopped"]
 
 
 class RunStopped(Exception):
@@ -70,8 +71,13 @@ def interrupted(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
 def command_stopped(err: KeyboardInterrupt, args, argv: list[str]) -> RunStopped:
     """What `oasis-gym report`, `import`, `train`, `benchmark` or a sweep stopped while it was being planned
     say (`err`: the signal): what is kept (their outputs are staged: nothing new, or the
-    previous output) and the command that does it again (`argv`: the command line's)."""
+    previous output) and the command that does it again (`argv`: the command line's); any
+    command stopped while it printed its summary (`Finished`), that its work was done."""
     again = ["oasis-gym", *argv]
+    if isinstance(err, Finished):
+        return RunStopped(
+            f"stopped by {signal_name(err)} while printing its summary; its work was done", exit_code(err)
+        )
     if args.command == "report":
         out = args.out or f"{Path(args.db).with_suffix('')}_report"
         kept = f"no new report was written ({out} holds what it held before)"

@@ -146,6 +146,7 @@ class Journal:
         self._checkpoint: BackgroundCheckpoint | None = None  # the WAL, being copied (`_checkpoint_if_due`)
         self._copies = 0  # copies begun since the WAL last restarted
         self._failed: JournalError | None = None
+        self._step_failed = False  # SQLite refused the last step committed in place
         self._closed = False
         # steps this journal has taken (committed in place, or handed to the writer thread):
         # counted together with the taking, so a step a signal arrives with is never undone
@@ -203,7 +204,7 @@ class Journal:
             if self._stream is not None:  # a first commit begun and never finished (stopped in between)
                 self.abort_step()
             self.flush()
-            if query_indexes and self._started:  # (never committed: it holds nothing to index)
+            if query_indexes and self._started and not self._step_failed:  # (see build_query_indexes)
                 self.build_query_indexes()
         finally:
             if self._writer is not None:
@@ -222,8 +223,15 @@ class Journal:
     def build_query_indexes(self) -> None:
         """Index what analysis queries look up: relation pairs, posts by user or root,
         comments by post, trace by step, recommendations by user, opinions by user. Idempotent;
-        `close` calls it."""
-        self.conn.executescript(query_indexes(self._follow.compact))
+        `close` calls it unless the last step failed to commit (a full disk: its error is the one
+        to see). SQLite failing here is a `JournalError` (the steps are kept: a resume builds them)."""
+        try:
+            self.conn.executescript(query_indexes(self._follow.compact))
+        except sqlite3.Error as err:
+            raise JournalError(
+                f"{self.path}: its query indexes could not be built ({err}); it holds every step committed,"
+                " and a run resuming it builds them at its end"
+            ) from err
 
     def set_meta(self, conn: sqlite3.Connection, values: dict) -> None:
         """Write `values` (JSON-able) to the meta table through `conn`, inside the caller's
@@ -328,7 +336,7 @@ class Journal:
             with deferred():
                 self._finish(statements)
                 self._follow.committed()
-                self._started = True
+                self._started, self._step_failed = True, False
                 self.steps_taken += 1
         except BaseException as err:
             if self.steps_taken == taken:
@@ -373,6 +381,7 @@ class Journal:
                 "replaces it without --overwrite"
             ) from err
         if writing:
+            self._step_failed = True  # (until a step commits: `close` then builds no index)
             raise JournalError(
                 f"{self.path}: a step failed to commit ({err}); the journal holds the steps before it and "
                 "nothing of this one, which can be committed again once the cause is fixed"

@@ -24,6 +24,7 @@ driver), so only ``--out`` on the driver's machine is written.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checks import ray_address
+from ..interrupts import deferred
 
 __all__ = [
     "EXECUTORS",
@@ -142,6 +144,20 @@ def _reachable(address: str, timeout: float = 10.0) -> None:
         ) from None
 
 
+@contextlib.contextmanager
+def _our_handlers() -> Iterator[None]:
+    """The SIGINT / SIGTERM handlers of before, installed again after the block (main thread):
+    Ray's core sets its own as it starts and the default ones (killed, no line) as it stops."""
+    main = threading.current_thread() is threading.main_thread()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        yield
+    finally:
+        for s, handler in handlers.items():
+            if handler is not None:
+                signal.signal(s, handler)
+
+
 def gpus_for(config: Mapping[str, Any]) -> float:
     """1 when the run's LLM users run a model in its own process (a hybrid or llm policy whose
     backend is not "openai"), else 0."""
@@ -183,19 +199,25 @@ class RayExecutor:
 
         if self.address not in (None, "auto"):  # Ray itself would retry for minutes
             _reachable(self.address)
-        main = threading.current_thread() is threading.main_thread()
-        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+        # Ray takes SIGTERM for itself as it starts (it exits with code 15, or 1 when it started a
+        # local Ray, with no line): its setter does nothing meanwhile (Ray's private one; missing:
+        # the handlers are ours again after init all the same), so ours stops the command then too
+        utils = getattr(getattr(self.ray, "_private", None), "utils", None)
+        setter = getattr(utils, "set_sigterm_handler", None)
+        if setter is not None:
+            utils.set_sigterm_handler = lambda handler: None
+        self._started = True  # (stopped within init: `close` shuts down what it started)
         try:
-            self.ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                          logging_level=logging.WARNING)  # fmt: skip
+            with _our_handlers():
+                self.ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                              logging_level=logging.WARNING)  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as err:
+            self.close()
             at = self.address or "(a local one)"
             raise ValueError(f"--executor ray: cannot reach a Ray cluster at {at}: {error_line(err)}") from None
-        finally:  # Ray's core takes SIGTERM for itself (it ends the process at once): ours again
-            for s, handler in handlers.items():
-                if handler is not None:
-                    signal.signal(s, handler)
-        self._started = True
+        finally:
+            if setter is not None:
+                utils.set_sigterm_handler = setter
 
     def _options(self, config: Mapping[str, Any]) -> dict:
         gpus = gpus_for(config) if self.gpus is None else float(self.gpus)
@@ -217,7 +239,9 @@ class RayExecutor:
     def map(self, fn: Callable[..., dict], jobs: Iterable[Job]) -> Iterator[tuple[Any, dict | Failed, float]]:
         """Submit the jobs as tasks (a window of them ahead of the finished ones); (key, result
         or `Failed`, seconds) as each finishes. Tasks not finished when the caller stops
-        (Ctrl-C) end when `close` disconnects this driver (Ray ends a finished job's tasks)."""
+        (Ctrl-C) end when `close` disconnects this driver (Ray ends a finished job's tasks). A
+        signal waits while Ray's core is called (`interrupts.deferred`, a tenth of a second at
+        most): raised inside it, it crashed the process now and then (SIGSEGV, SIGABRT)."""
         ray = self.ray
         jobs, task, cwd = iter(jobs), ray.remote(_task), os.getcwd()
         cpus = sum(n.get("Resources", {}).get("CPU", 0) for n in ray.nodes() if n.get("Alive"))
@@ -229,30 +253,34 @@ class RayExecutor:
                 pending[task.options(**self._options(args[0])).remote(cwd, fn, *args)] = key
 
         try:
-            submit()
+            with deferred():
+                submit()
             while pending:
-                done, rest = ray.wait(list(pending), num_returns=1)
-                if rest:  # and whatever else finished meanwhile
-                    done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+                with deferred():  # whatever finished within a tenth of a second
+                    done = ray.wait(list(pending), num_returns=len(pending), timeout=0.1)[0]
                 for ref in done:
                     key = pending.pop(ref)
                     try:
-                        out, seconds = ray.get(ref)
+                        with deferred():
+                            out, seconds = ray.get(ref)
                     except ray.exceptions.RayTaskError as err:  # the run's own exception, after its retry
                         yield key, Failed(error_line(getattr(err, "cause", None) or err)), 0.0
                     except ray.exceptions.RayError as err:  # a worker or node lost twice
                         yield key, Failed(error_line(err)), 0.0
                     else:
                         yield key, out, seconds
-                submit()
+                with deferred():
+                    submit()
         finally:  # stopped (Ctrl-C): the unfinished tasks end with this driver's job at `close`
             pending.clear()  # (not ray.cancel: in Ray 2.60 it races a finishing task and aborts the process)
 
     def close(self) -> None:
-        """Stop the local Ray this executor started (a cluster it connected to goes on)."""
+        """Stop the local Ray this executor started (a cluster it connected to goes on); a signal
+        meanwhile waits until it is done (`interrupts.deferred`)."""
         if self._started:
             self._started = False
-            self.ray.shutdown()
+            with deferred(), _our_handlers():
+                self.ray.shutdown()
 
 
 def make_executor(name: str, address: str | None = None, cpus: float | None = None, gpus: float | None = None):

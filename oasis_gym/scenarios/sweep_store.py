@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..interrupts import deferred
 from ..outputs import OutputDir, signed
 
 __all__ = ["FILES", "TABLES", "SweepRuns", "sweep_output", "sweep_settings", "stable", "resume_argv", "stopped_line"]
@@ -146,10 +147,11 @@ class SweepRuns:
         """A run just computed (by any executor): written at once; its effects as JSON gives
         them back (what a resumed sweep reads, so both give the same tables)."""
         effects = _plain(dict(effects))
-        if self.output is not None:
-            record = {"sweep": self.key, "point": dict(point), "seed": seed, "effects": effects}
-            self.output.write(self.name(index, seed), json.dumps(signed(record, "sweep run"), indent=1).encode())
-        self.finished += 1
+        with deferred():  # (a signal as the file is renamed into place: counted, then raised)
+            if self.output is not None:
+                record = {"sweep": self.key, "point": dict(point), "seed": seed, "effects": effects}
+                self.output.write(self.name(index, seed), json.dumps(signed(record, "sweep run"), indent=1).encode())
+            self.finished += 1
         return effects
 
     def fail(self, index: int, point: Mapping[str, Any], seed: int, error: str, attempts: int) -> None:
@@ -186,9 +188,12 @@ def resume_argv(args, out: str) -> list[str]:
 
 
 def stopped_line(signum: int, runs: SweepRuns | None, args, out: str) -> str:
-    """The one line `oasis-gym sweep` prints when signal `signum` stopped it: how to continue."""
+    """The one line `oasis-gym sweep` prints when signal `signum` stopped it: how to continue
+    (`--resume` where `out` holds this sweep; else, nothing kept there, the command again)."""
     done = f"after {runs.finished} of {runs.total} runs " if runs is not None else ""
-    return (
-        f"oasis-gym sweep: stopped by {signal.Signals(signum).name} {done}(kept in {out}); "
-        f"continue with: {shlex.join(resume_argv(args, out))}"
-    )
+    stopped = f"oasis-gym sweep: stopped by {signal.Signals(signum).name} {done}"
+    output = runs.output if runs is not None else None
+    if output is None or output.stored_settings() != output.settings:  # (a first sweep's folder goes)
+        again = [*resume_argv(args, out)[:-1], *["--overwrite"] * bool(args.overwrite)]
+        return f"{stopped}(nothing kept in {out}); run it again: {shlex.join(again)}"
+    return f"{stopped}(kept in {out}); continue with: {shlex.join(resume_argv(args, out))}"
