@@ -20,7 +20,7 @@ from oasis_gym.agents import make_platform_agents
 from oasis_gym.checks import population_size
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import read_meta
-from oasis_gym.platform.journal_file import check_distinct, connect_read
+from oasis_gym.platform.journal_file import check_distinct, connect_read, held_to_resume
 from oasis_gym.platform.platform import action_name, action_names
 from oasis_gym.sim import (
     COMMENT_FEATURES,
@@ -121,7 +121,8 @@ class SocialMediaEnv(ParallelEnv):
         saved random generator states, so a non-LLM run continues bit-identically.
         `overrides` change config values (e.g. a larger `max_cycles`)."""
 
-        meta = check_resumable(read_meta(db_path), db_path)
+        with held_to_resume(db_path):
+            meta = check_resumable(read_meta(db_path), db_path)
         if overrides.get("platform", meta["config"]["platform"]) != meta["config"]["platform"]:
             raise ConfigError(f"{db_path} is a {meta['config']['platform']} journal: a resumed run keeps its platform")
         config = {**meta["config"], **overrides, "db_path": str(db_path)}
@@ -401,8 +402,9 @@ class SocialMediaEnv(ParallelEnv):
 def _count_users(db_path: str | None) -> int:
     if db_path is None:
         raise TypeError("users must be a Population, a profile path or a user count")
-    conn = connect_read(db_path)
-    try:
-        return conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
-    finally:
-        conn.close()
+    with held_to_resume(db_path):  # (a journal being resumed: read in place)
+        conn = connect_read(db_path)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM user").fetchone()[0]
+        finally:
+            conn.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from oasis_fixture import build_oasis_db
-from test_guarantees_journal import cli, run_env
+from test_guarantees_journal import _cli_journal, cli, run_env
 
 from oasis_gym.platform.journal_load import load_platform, read_meta
 from oasis_gym.platform.oasis_import import load_oasis
@@ -140,6 +140,31 @@ def test_report_of_a_journal_with_a_wal_leaves_it_as_it_was(tmp_path, capsys):
     assert code == 0, err
     assert snapshot(path.parent) == before
     assert read_meta(path)["note"] == [1] and snapshot(path.parent) == before
+
+
+def test_resuming_a_killed_run_reads_its_journal_in_place_never_a_copy(tmp_path, capsys, monkeypatch):
+    """A killed run's journal keeps its last commits in its -wal. Its resume is its writer: it
+    takes the journal's lock before it reads anything, so it reads the journal in place and
+    never copies it (a private copy of a large journal would cost its whole size on disk)."""
+    path = _cli_journal(tmp_path)
+    _killed_writer(
+        path,
+        """
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('note', '[1]')")
+        """,
+    )
+    assert Path(f"{path}-wal").stat().st_size > 0
+
+    def no_copy(p):
+        raise AssertionError(f"{p} was copied")
+
+    monkeypatch.setattr("oasis_gym.platform.journal_file.committed_copy", no_copy)
+    code, err = cli(capsys, "run", "--resume", str(path), "--steps", "3", "--quiet", "--no-tensorboard")
+    assert code == 0, err
+    monkeypatch.undo()
+    meta = read_meta(path)
+    assert meta["step"] == 3 and meta["note"] == [1]
 
 
 def test_a_user_id_that_repeats_is_refused_with_one_line(oasis, tmp_path, capsys):

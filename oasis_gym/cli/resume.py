@@ -7,7 +7,7 @@ import os
 
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import JournalError, read_meta
-from oasis_gym.platform.journal_file import being_written, writers
+from oasis_gym.platform.journal_file import being_written, held_to_resume, writers
 from oasis_gym.platform.oasis_import import is_oasis_db
 
 # Settings that define a run: a resumed run keeps the journal's, and contradicting them is an
@@ -52,14 +52,15 @@ def resumed_args(args) -> argparse.Namespace:
         raise ConfigError("--overwrite replaces a journal and --resume continues one: use one of them")
     if "db" in given and not _same_setting(args.db, args.resume):
         raise ConfigError("--resume continues its journal in place: drop --db")
-    if is_oasis_db(args.resume):
-        raise JournalError(
-            f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
-            f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db"
-        )
     if pids := writers(args.resume):  # (what its file holds is behind that run: its -wal may be gone)
         raise JournalError(f"{being_written(args.resume, pids)}; resume it once that run ends")
-    meta = read_meta(args.resume)
+    with held_to_resume(args.resume):
+        if is_oasis_db(args.resume):
+            raise JournalError(
+                f"{args.resume} is an OASIS database: convert it first (it is only read), then resume the"
+                f" copy: oasis-gym import {args.resume} --out ours.db && oasis-gym run --resume ours.db"
+            )
+        meta = read_meta(args.resume)
     if "step" not in meta:
         raise JournalError(
             f"{args.resume} holds no step (its run ended before its first commit): start the run again"

@@ -210,9 +210,11 @@ class Simulation:
         if not self.config.journal:
             raise ConfigError("a resumed run goes on writing its journal: resume takes no journal=False")
         self.close()
-        meta = check_resumable(read_meta(db_path), db_path)
-        lock = JournalLock(str(db_path))  # the writer's lock first: nothing is read while another run writes
+        # the writer's lock first: nothing is read while another run writes, and what is read is
+        # read in place (a journal this process writes is never copied: `journal_file.read_uri`)
+        lock = JournalLock(str(db_path))
         try:
+            meta = check_resumable(read_meta(db_path), db_path)
             self.platform = Platform.from_db(db_path)
         except BaseException:  # the journal is left exactly as it was
             lock.release()
