@@ -20,7 +20,8 @@ from oasis_gym.agents import make_platform_agents
 from oasis_gym.checks import population_size
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import read_meta
-from oasis_gym.platform.journal_file import check_distinct, connect_read, held_to_resume
+from oasis_gym.platform.journal_file import check_distinct, connect_read
+from oasis_gym.platform.journal_load import held_to_resume
 from oasis_gym.platform.platform import action_name, action_names
 from oasis_gym.sim import (
     COMMENT_FEATURES,

@@ -347,18 +347,6 @@ def writers(path: str | os.PathLike) -> list[int]:
 _HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-@contextlib.contextmanager
-def held_to_resume(path: str | os.PathLike):
-    """Read a journal this process is about to resume (to write) under its writer's lock: what is
-    read is read in place (`read_uri`), never a private copy of the whole file. `JournalError`
-    if another writer holds it."""
-    lock = JournalLock(str(path))
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 class JournalLock:
     """An exclusive, non-blocking `flock` on the journal file at `path` (its inode), held by
     one writer until `release`; nothing is held while no regular file is at `path` (the

@@ -3,6 +3,7 @@ records (`load_platform`, what `Platform.from_db` does for a journal)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from itertools import chain
@@ -12,11 +13,23 @@ import numpy as np
 
 from .config import PlatformConfig
 from .integrity import first_inconsistency
-from .journal_file import JournalError, busy, connect_read, require_journal
+from .journal_file import JournalError, JournalLock, busy, connect_read, require_journal
 from .journal_schema import RELATION_TABLES
 from .kinds import REPOST
 from .platform import Platform
 from .store import GrowArray, PairSet, pair_keys
+
+
+@contextlib.contextmanager
+def held_to_resume(path: str | Path):
+    """Read a journal this process is about to resume (to write) under its writer's lock: what is
+    read is read in place (`read_uri`), never a private copy of the whole file. `JournalError`
+    if another writer holds it."""
+    lock = JournalLock(str(path))
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def read_meta(path: str | Path) -> dict:
