@@ -77,9 +77,10 @@ class LLMPolicy(BasePolicy):
     def _start_backend(self) -> None:
         """A backend made on first use (`LazyBackend`) starts here, outside the core's net for a
         failing backend: an engine that cannot start ends the run with its error, rather than
-        turning every decision into a do_nothing."""
-        if isinstance(self.core.backend, LazyBackend):
-            self.core.backend.ready()
+        turning every decision into a do_nothing. A core of the user's own may have no backend."""
+        backend = getattr(self.core, "backend", None)
+        if isinstance(backend, LazyBackend):
+            backend.ready()
 
     def state_dict(self) -> dict:
         """The base policy's state plus the core's memory and RNG."""
