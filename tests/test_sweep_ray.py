@@ -281,6 +281,20 @@ def test_an_address_where_no_cluster_answers_is_one_line_exit_2(tmp_path, capsys
 
 
 @needs_ray
+def test_without_an_address_a_sweep_starts_a_ray_of_its_own_never_a_cluster_running_here(
+    cluster, tmp_path, capsys, monkeypatch
+):
+    """`ray.init()` without an address joins the cluster RAY_ADDRESS names, or the one last
+    started on this machine: a sweep without --address ran its tasks on someone else's
+    cluster (two test runs at once: one's sweep lost its tasks when the other's cluster
+    stopped). It starts a Ray of its own (one node here, not the two-node cluster)."""
+    monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+    assert cli.main([*SWEEP, "--executor", "ray", "--out", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr()
+    assert "on a local Ray started for this sweep (1 node," in out.out + out.err, out
+
+
+@needs_ray
 def test_sigterm_stops_a_ray_sweep_with_one_line_and_the_local_executor_finishes_it(tmp_path):
     """Ray's core ends the process on SIGTERM by itself (no line, no exit code 143, a stack
     dump): the executor puts the command's own handler back after `ray.init`."""

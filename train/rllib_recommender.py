@@ -225,6 +225,7 @@ def train(iterations: int, env_config: dict, out_dir: str | None = None, **confi
     import ray
 
     ray.init(
+        address="local",  # a Ray of its own, never one RAY_ADDRESS or the last `ray start` names
         num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1,
         include_dashboard=False,
         ignore_reinit_error=True,

@@ -109,8 +109,8 @@ def train(task: str, iterations: int, env_config: dict | None = None, address: s
     if address is not None:
         ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     else:
-        ray.init(num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1, include_dashboard=False,
-                 ignore_reinit_error=True, log_to_driver=False)  # fmt: skip
+        ray.init(address="local", num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1,
+                 include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)  # fmt: skip
     algo = build_config(task, env_config, **config_kwargs).build_algo()
     rows, start = [], time.perf_counter()
     try:

@@ -209,7 +209,9 @@ class RayExecutor:
         self._started = True  # (stopped within init: `close` shuts down what it started)
         try:
             with _our_handlers():
-                self.ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                # no --address: a new local Ray of its own ("local"), never the cluster that
+                # RAY_ADDRESS or the last `ray start` on this machine names (Ray's default for None)
+                self.ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
                               logging_level=logging.WARNING)  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as err:
             self.close()
