@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_layers import project_modules
 
-from oasis_gym.model import seeds
+from oasis_gym.model import adversaries, rng, seeds
 from oasis_gym.model.users import report_probability
 
 
@@ -70,6 +70,8 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     public = set().union(*(_defined_names(modules[m]) for m in model)) - {"annotations"}
     public = {n for n in public if not n.startswith("_")}
     assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64"} <= public
+    assert {"post_attributes", "posts_made", "draw_roles", "retarget", "brigade", "switch_campaigns", "amplify",
+            "returning", "mimicked_arousal", "MISINFO_ACCOUNT_SHARE"} <= public  # fmt: skip
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -117,3 +119,62 @@ def test_both_paths_store_the_models_verdict_and_v1_shows_its_published_encoding
     col = fast.QUEUE_FEATURES.index("fact_check")
     shown = x[0, : len(slots), col]
     assert shown.tolist() == (-stored).astype(np.float32).tolist()  # v1: +1 = found true
+
+
+def _brigade_setup(seed: int, k: int = 3, n: int = 40, p: int = 60):
+    g = np.random.default_rng(seed)
+    author = g.integers(0, n, (k, p))
+    targeted = np.zeros((k, n), bool)
+    targeted[:, :8] = True  # every author below 8 is targeted
+    brigader = g.random((k, n)) < 0.3
+    return g, author, targeted, brigader
+
+
+def test_brigade_gives_the_fast_paths_reports_for_the_tasks_parameters():
+    g, author, targeted, brigader = _brigade_setup(1)
+    k, p = author.shape
+    key, t = rng.episode_key(np.arange(k) + 5), np.array([7, 7, 3])
+    post_id = np.where(g.random((k, p)) < 0.9, np.arange(p), -1)
+    removed, created = g.random((k, p)) < 0.1, g.integers(0, 8, (k, p))
+    # the fast path's brigade as it stood in batched/posting.py: posts made last step x brigaders
+    rows = np.arange(k)[:, None]
+    fresh = (post_id >= 0) & ~removed & (created == t[:, None] - 1) & targeted[rows, author]
+    before = set()
+    for kq, sq in zip(*np.nonzero(fresh), strict=True):
+        for bu in np.flatnonzero(brigader[kq]):
+            if rng.uniform(key[kq], t[kq], 10, post_id[kq, sq], bu) < 0.5:
+                before.add((int(kq), int(sq), int(bu)))
+    assert len(before) > 5
+
+    def draw(kk, ss, uu):
+        return rng.uniform(key[kk], t[kk], 10, post_id[kk, ss], uu)
+
+    age, live = t[:, None] - created, (post_id >= 0) & ~removed
+    got = adversaries.brigade(age, live, author, targeted, brigader, (1, 1), 0.5, draw)
+    assert set(zip(*(a.tolist() for a in got), strict=True)) == before
+
+
+def test_brigade_gives_v0s_reports_for_v0s_parameters_and_draws():
+    g, author, targeted, brigader = _brigade_setup(2, k=1, p=200)
+    minute, p = 30, author.shape[1]
+    p_minute = np.sort(g.integers(0, minute + 1, p))
+    original, removed = g.random(p) < 0.8, g.random(p) < 0.1
+    # v0's brigade as it stood in scenarios/misinfo_stream.py: a meshgrid of (brigader, post),
+    # one draw of the generator for every pair, then the pairs already reported dropped
+    posts = np.arange(np.searchsorted(p_minute, minute - 9), p)
+    posts = posts[np.isin(author[0, posts], np.flatnonzero(targeted[0])) & original[posts] & ~removed[posts]]
+    u, q = (a.reshape(-1) for a in np.meshgrid(np.flatnonzero(brigader[0]), posts, indexing="ij"))
+    reported = {(int(a), int(b)) for a, b in zip(u[::3], q[::3], strict=True)}
+    v0 = np.random.default_rng(9)
+    pick = v0.random(len(u)) < 0.2
+    drawn = pick.sum()
+    pick &= ~np.array([(int(a), int(b)) in reported for a, b in zip(u, q, strict=True)])
+    assert 5 < pick.sum() < drawn
+    ours = np.random.default_rng(9)
+    _, slot, user = adversaries.brigade(
+        minute - p_minute[None, :], (original & ~removed)[None, :], author, targeted, brigader, (0, 9), 0.2,
+        lambda kk, ss, uu: ours.random(len(uu)),
+        lambda kk, ss, uu: np.array([(int(a), int(b)) in reported for a, b in zip(uu, ss, strict=True)]),
+    )  # fmt: skip
+    assert user.tolist() == u[pick].tolist() and slot.tolist() == q[pick].tolist()  # same reports, same order
+    assert ours.random() == v0.random()  # as many draws

@@ -64,7 +64,7 @@ def test_campaign_bots_like_and_view_every_live_campaign_post_while_the_campaign
     e = _engine(3, [True, False])
     st = e.state
     likes, views = st.likes.copy(), st.impressions.copy()
-    posting.amplify(st, np.ones(2, bool))
+    posting.bot_likes(st, np.ones(2, bool))
     bots = (st.misinfo_account & (st.suspended_at < 0)).sum(1)
     rows = np.arange(2)[:, None]
     theirs = st.misinfo_account[rows, st.author] & (st.post_id >= 0) & ~st.removed
@@ -74,7 +74,7 @@ def test_campaign_bots_like_and_view_every_live_campaign_post_while_the_campaign
     np.testing.assert_array_equal(st.likes[1], likes[1])  # no campaign, no bots
     v2 = _engine(2, [True, True])
     before = v2.state.likes.copy()
-    posting.amplify(v2.state, np.ones(2, bool))
+    posting.bot_likes(v2.state, np.ones(2, bool))
     np.testing.assert_array_equal(v2.state.likes, before)  # v2 has no amplification
 
 

@@ -70,8 +70,8 @@ class Engine:
             out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, moderation.NONE)))
         st.t += go
         st.step_reports[go] = 0
-        posting.switch_campaigns(st, go)
-        posting.amplify(st, go)
+        posting.campaign_regimes(st, go)
+        posting.bot_likes(st, go)
         if dyn.brigade_move_every > 0:
             st.retarget(np.flatnonzero(go & (st.t % dyn.brigade_move_every == 0)))
         posting.return_accounts(st, go)
@@ -94,7 +94,7 @@ class Engine:
         st.visit_ema[go] = 0.9 * st.visit_ema[go] + 0.1 * active[go]
         st.last_visit[active] = np.broadcast_to(st.t[:, None], active.shape)[active]
         made = posting.post(st, ka, ua)
-        posting.brigade(st, go)
+        posting.brigade_reports(st, go)
         mis = (sx[..., feed.COL["misinfo"]] > 0) & served_ok
         aroused = sx[..., feed.COL["arousal"]] * served_ok
         out.update(

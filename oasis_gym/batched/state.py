@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import rng
+from ..model import adversaries, rng
 from .population import TOPICS, Population
 from .tiers import Dynamics
 
 POST_SLOTS = 512  # a power of two: a post's slot is id & (POST_SLOTS - 1)
-MISINFO_ACCOUNT_SHARE = 0.01
 # counter streams (the third part of every draw), one per kind of draw
 (S_SETUP, S_ACTIVE, S_RETURN, S_CANDIDATE, S_ENGAGE, S_REPORT, S_CHURN, S_POST,
  S_ATTR, S_CAMPAIGN, S_BRIGADE, S_CHECK) = range(12)  # fmt: skip
@@ -88,32 +87,22 @@ class State:
             flag[rows] = False
         self.opinion_std0[rows] = pop.opinion.std()
         # who posts misinformation and who brigades: drawn per episode, never outlets
-        users = np.arange(self.n)
-        draw = rng.uniform(self.key[rows, None], 0, S_SETUP, users[None, :])
-        draw[:, pop.outlet] = 2.0
-        order = np.argsort(draw, axis=1, kind="stable")
-        n_mis = max(1, int(round(MISINFO_ACCOUNT_SHARE * self.n)))
-        n_brig = min(self.dyn.brigaders, self.n - n_mis - 1)
-        self.misinfo_account[rows] = False
-        self.brigader[rows] = False
-        r = rows[:, None]
-        self.misinfo_account[r, order[:, :n_mis]] = True
-        if n_brig > 0:
-            self.brigader[r, order[:, n_mis : n_mis + n_brig]] = True
+        draw = rng.uniform(self.key[rows, None], 0, S_SETUP, np.arange(self.n)[None, :])
+        self.misinfo_account[rows], self.brigader[rows] = adversaries.draw_roles(draw, pop.outlet, self.dyn.brigaders)
         self.targeted[rows] = False
         self.retarget(rows)
 
     def retarget(self, rows: np.ndarray) -> None:
-        """Brigade targets: `brigade_targets` outlets, drawn from the episode key and step."""
+        """Brigade targets: `brigade_targets` outlets, drawn from the episode key and step
+        (`model.adversaries.retarget`)."""
         if self.dyn.brigaders == 0 or len(rows) == 0:
             return
         outlets = np.flatnonzero(self.pop.outlet)
         if len(outlets) == 0:
             return
         draw = rng.uniform(self.key[rows, None], self.t[rows, None], S_BRIGADE, outlets[None, :])
-        pick = np.argsort(draw, axis=1, kind="stable")[:, : self.dyn.brigade_targets]
         self.targeted[rows] = False
-        self.targeted[rows[:, None], outlets[pick]] = True
+        self.targeted[rows[:, None], adversaries.retarget(draw, outlets, self.dyn.brigade_targets)] = True
 
     def flat(self, ka: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Flat indexes into (K, P) post arrays of post `ids` (M, C) of simulations `ka` (M,)."""

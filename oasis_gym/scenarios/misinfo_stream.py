@@ -77,6 +77,7 @@ import numpy as np
 
 from oasis_gym.actions import TWITTER_DEFAULT_ACTIONS
 from oasis_gym.actions import ActionType as A
+from oasis_gym.model.adversaries import brigade
 from oasis_gym.platform import MISINFO_LABEL, ORIGINAL, REMOVED, TRUE_LABEL
 from oasis_gym.platform.records import ActionBatch
 from oasis_gym.policies.abm import ABMPolicy
@@ -135,29 +136,43 @@ class _Stream:
             self.post(sim, n - n_mis, n_mis)
 
     def brigade(self, sim) -> None:
-        """Coordinated false reports: every active brigader reports each recent original post
-        of a targeted outlet it has not reported yet with probability `brigade_rate`. The
-        reports go through the platform's ordinary report action (same reason text, same
-        journal rows as a user's report): one report is indistinguishable from another."""
+        """Coordinated false reports (`model.adversaries.brigade`, this scenario's window,
+        probability and draws): every active brigader reports each recent original post of a
+        targeted outlet it has not reported yet with probability `brigade_rate`. The reports
+        go through the platform's ordinary report action (same reason text, same journal rows
+        as a user's report): one report is indistinguishable from another."""
         sc, pf = self.scenario, sim.platform
         n = pf.n_posts
         start = np.searchsorted(pf.p_minute.a[:n], pf.minute - sc.brigade_window_minutes)
         posts = np.arange(start, n, dtype=np.int64)
-        posts = posts[
-            np.isin(pf.p_author.a[posts], self.brigade_targets)
-            & (pf.p_kind.a[posts] == ORIGINAL)
-            & (pf.p_status.a[posts] != REMOVED)
-        ]
         users = self.brigaders[~pf.u_suspended.a[self.brigaders]]
         if not len(posts) or not len(users):
             return
-        u, p = (a.reshape(-1) for a in np.meshgrid(users, posts, indexing="ij"))
-        pick = self.rng.random(len(u)) < sc.brigade_rate  # drawn for every pair: same seed, same reports
-        if len(pf.rel["report"]):
-            pick &= ~pf.rel["report"].contains(u, p)
-        if pick.any():
-            k = int(pick.sum())
-            pf.apply(ActionBatch(u[pick], np.full(k, int(A.REPORT_POST)), p[pick], ["misleading"] * k))
+        brigader, targeted = np.zeros((2, 1, pf.n_users), bool)
+        brigader[0, users] = True
+        targeted[0, self.brigade_targets] = True
+        reports = pf.rel["report"]
+
+        def draw(k, slot, user):
+            return self.rng.random(len(user))  # drawn for every pair: same seed, same reports
+
+        def reported_before(k, slot, user):
+            return reports.contains(user, posts[slot])
+
+        _, slot, user = brigade(
+            (pf.minute - pf.p_minute.a[posts])[None, :],
+            ((pf.p_kind.a[posts] == ORIGINAL) & (pf.p_status.a[posts] != REMOVED))[None, :],
+            pf.p_author.a[posts][None, :],
+            targeted,
+            brigader,
+            (0, sc.brigade_window_minutes),
+            sc.brigade_rate,
+            draw,
+            reported_before if len(reports) else None,
+        )
+        if len(user):
+            k = len(user)
+            pf.apply(ActionBatch(user, np.full(k, int(A.REPORT_POST)), posts[slot], ["misleading"] * k))
 
     def rollback_step(self, sim) -> None:
         """The step this hook ran in failed and was rolled back (its posts with it): the
