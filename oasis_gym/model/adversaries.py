@@ -76,6 +76,8 @@ def brigade(
     rows = np.arange(k)[:, None]
     fresh = eligible & (age >= window[0]) & (age <= window[1]) & targeted[rows, author]
     pk, ps = np.nonzero(fresh)
+    if len(pk) == 0:  # most steps of most simulations: nothing to report
+        return pk, ps, pk
     bk, bu = np.nonzero(brigader)
     # pairs (brigader, post of the same simulation): ragged, joined by simulation
     per_k = np.bincount(pk, minlength=k)
