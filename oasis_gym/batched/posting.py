@@ -115,7 +115,7 @@ def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
         "misinfo": misinfo,
     }
     for name in ("likes", "shares", "reports", "impressions", "step_reports", "frequent_reports", "verdict",
-                 "removed", "downranked", "checked"):  # fmt: skip
+                 "removed", "checked"):  # fmt: skip
         values[name] = 0
     for name, value in values.items():
         getattr(state, name).reshape(-1)[at] = value
