@@ -26,6 +26,7 @@ import numpy as np
 from oasis_gym.batched import engine, users
 from oasis_gym.batched.tasks import RecommenderTask
 from oasis_gym.batched.tiers import DIFFICULTIES
+from oasis_gym.model.ranking import DEFAULT_WEIGHTS
 
 
 def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
@@ -44,7 +45,7 @@ def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
     try:
         task = RecommenderTask(episodes, n_users, tier, 0, steps, version=1)
         task.reset(np.arange(episodes), 9000 + np.arange(episodes))
-        action = np.tile(np.r_[engine.DEFAULT_WEIGHTS, np.zeros(task.action_size - len(engine.DEFAULT_WEIGHTS))],
+        action = np.tile(np.r_[DEFAULT_WEIGHTS, np.zeros(task.action_size - len(DEFAULT_WEIGHTS))],
                          (episodes, 1)).astype(np.float32)  # fmt: skip
         for _ in range(steps):
             task.step(action)

@@ -33,10 +33,10 @@ COMPONENTS = ("engagement", "misinfo_exposure", "polarization_increase", "divers
 
 
 def weights(**w) -> np.ndarray:
-    """Ranking weights over recsys.CANDIDATE_FEATURES by name (missing ones 0)."""
-    from oasis_gym.recsys import CANDIDATE_FEATURES
+    """Ranking weights over model.ranking.V0_FEATURES by name (missing ones 0)."""
+    from oasis_gym.model.ranking import V0_FEATURES
 
-    return np.array([w.get(n, 0.0) for n in CANDIDATE_FEATURES], np.float32)
+    return np.array([w.get(n, 0.0) for n in V0_FEATURES.names], np.float32)
 
 
 def grid() -> dict[str, np.ndarray]:

@@ -35,6 +35,7 @@ import numpy as np
 
 from oasis_gym.batched import feed
 from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.model.ranking import CANDIDATE_FEATURES, user_feature_names
 from oasis_gym.train import tuned_baselines as tb
 
 
@@ -46,19 +47,19 @@ def kind_features(campaign: bool = False):
     hidden campaign regime: privileged too)."""
 
     def by_kind(state, ka, ua):
-        z = np.zeros((len(ka), len(feed.user_feature_names(state.dyn))), np.float32)
+        z = np.zeros((len(ka), len(user_feature_names(state.dyn))), np.float32)
         rows, kind = np.arange(len(ka)), state.pop.kind[ua]
         z[rows, kind] = 1.0
         if campaign:
             z[rows, 3 + kind] = state.campaign[ka]
         return z
 
-    original = feed.user_features  # what the engine calls (`engine.feed` is this module)
-    feed.user_features = by_kind
+    original = feed.visitor_features  # what the engine calls (`engine.feed` is this module)
+    feed.visitor_features = by_kind
     try:
         yield
     finally:
-        feed.user_features = original
+        feed.visitor_features = original
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
             out[name].update(per_kind_campaign=round(float(aware["return"].mean()), 3),
                              per_kind_campaign_minus_per_kind=_ci(d), campaign_wins=int((d > 0).sum()))  # fmt: skip
     out.update(per_kind_weights=np.round(kind["action"].reshape(rows, -1)[:3], 3).tolist(),
-               global_weights=np.round(glob["action"], 3).tolist(), candidate_features=list(feed.CANDIDATE_FEATURES),
+               global_weights=np.round(glob["action"], 3).tolist(), candidate_features=list(CANDIDATE_FEATURES),
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)
 

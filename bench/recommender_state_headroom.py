@@ -38,8 +38,8 @@ import time
 import numpy as np
 from recommender_personalization import check_arguments, progress, search_arguments
 
-from oasis_gym.batched import feed
 from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.model.ranking import CANDIDATE_FEATURES
 from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
 
@@ -86,9 +86,9 @@ def main(argv: list[str] | None = None) -> None:
             res[f"{x}_minus_{y}"] = {k: round(float(ci[k]), 3) for k in ("mean", "lo", "hi")} | {
                 "wins": int((d > 0).sum()), "episodes": len(d)}  # fmt: skip
         out[name] = res
-    out.update(campaign_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(aware["action"], 3).tolist())),
-               detector_change=dict(zip(feed.CANDIDATE_FEATURES, np.round(det["action"], 3).tolist())),
-               global_weights=dict(zip(feed.CANDIDATE_FEATURES, np.round(glob["action"], 3).tolist())),
+    out.update(campaign_change=dict(zip(CANDIDATE_FEATURES, np.round(aware["action"], 3).tolist())),
+               detector_change=dict(zip(CANDIDATE_FEATURES, np.round(det["action"], 3).tolist())),
+               global_weights=dict(zip(CANDIDATE_FEATURES, np.round(glob["action"], 3).tolist())),
                env_steps=sum(r["env_steps"] for r in (glob, const, aware, det)),
                wall_s=round(time.perf_counter() - began, 1), load_avg_1m=round(os.getloadavg()[0], 2))  # fmt: skip
     print(json.dumps(out), flush=True)

@@ -31,9 +31,9 @@ from oasis_gym.actions import IS_ENGAGEMENT
 from oasis_gym.actions import ActionType as A
 from oasis_gym.agents import esteban_ray, exposure_stats
 from oasis_gym.checks import population_size
+from oasis_gym.model.ranking import V0_DEFAULT_WEIGHTS
 from oasis_gym.model.seeds import draw_training_seed
 from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
-from oasis_gym.recsys import DEFAULT_WEIGHTS
 
 from . import agent_spaces
 from .social_env import SocialMediaEnv, load_population
@@ -193,7 +193,7 @@ class PlatformAgentEnv(gym.Env):
     def _initial_weights(self) -> np.ndarray:
 
         weights = self._env_kwargs.get("recsys_params", {}).get("weights")
-        return np.asarray(weights if weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
+        return np.asarray(weights if weights is not None else V0_DEFAULT_WEIGHTS, dtype=np.float32)
 
     def _checked(self, action):
         """The learner's action checked against the action space (`agent_spaces.check_action`)."""

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from oasis_gym.agents import PostActions
+from oasis_gym.model.ranking import V0_DEFAULT_WEIGHTS
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, REPOST
-from oasis_gym.recsys import DEFAULT_WEIGHTS
 
 __all__ = ["NoModeration", "ReportThresholdModerator", "OracleModerator", "FixedWeights"]
 
@@ -93,12 +93,12 @@ class OracleModerator:
 class FixedWeights:
     """Recommender rule for the agent-controlled recsys: the same weights every step."""
 
-    weights: tuple[float, ...] | None = None  # None: the recsys's DEFAULT_WEIGHTS
+    weights: tuple[float, ...] | None = None  # None: the recsys's V0_DEFAULT_WEIGHTS
     name: str = "fixed_weights"
 
     def __call__(self, sim) -> np.ndarray:
         """The recommender action of these weights (the raw weight vector without `recommender_0`)."""
 
-        w = np.asarray(self.weights if self.weights is not None else DEFAULT_WEIGHTS, dtype=np.float32)
+        w = np.asarray(self.weights if self.weights is not None else V0_DEFAULT_WEIGHTS, dtype=np.float32)
         agent = sim.platform_agents.get("recommender_0")
         return agent.weights_action(w) if agent is not None and w.ndim == 1 else w.reshape(-1)

@@ -23,8 +23,8 @@ move with what they read. The moderator is off unless `moderator="report_thresho
 (remove posts with >= 3 reports) or another rule is given.
 
 ## Action space
-`Box(-1, 1, (3 * 8,))`: W row-major, rows the user features (`recsys.USER_FEATURES`:
-bias, opinion, |opinion|), columns the candidate features (`recsys.CANDIDATE_FEATURES`):
+`Box(-1, 1, (3 * 8,))`: W row-major, rows the user features (`model.ranking.V0_USER_FEATURES`:
+bias, opinion, |opinion|), columns the candidate features (`model.ranking.V0_FEATURES`):
 recency (exp(-age / 180 min)), popularity (log_1000(1 + likes + shares)), author_fans
 (log_1000(1 + followers)), similarity (user-post interest cosine), in_network (author
 followed or shared by a followee), controversy (min/max of likes and dislikes), reports
@@ -134,7 +134,7 @@ from typing import Any
 import numpy as np
 
 from oasis_gym.agents import RECOMMENDER_FEATURES, RecommenderAgent
-from oasis_gym.recsys import CANDIDATE_FEATURES
+from oasis_gym.model.ranking import V0_FEATURES
 
 from .platform_agent_env import PlatformAgentEnv, PlatformRule, register_gym_envs
 from .platform_rules import NoModeration, OracleModerator, ReportThresholdModerator
@@ -215,4 +215,4 @@ class _NoPool:
     def candidate_pool_stats(platform) -> np.ndarray:
         """Zeros: no candidate pool in feed mode."""
 
-        return np.zeros(2 * len(CANDIDATE_FEATURES), dtype=np.float32)
+        return np.zeros(2 * len(V0_FEATURES.names), dtype=np.float32)

@@ -29,9 +29,9 @@ ranking that knows each user's hidden kind gains at most 1.5 %. Recommender-v2
 (`envs/recommender_v2.py`) gives the kinds different tastes.
 
 ## Action space
-`Box(-1, 1, (6 * 9,))`: W row-major, rows the user features (`USER_FEATURES`: bias,
+`Box(-1, 1, (6 * 9,))`: W row-major, rows the user features (`model.ranking.USER_FEATURES`: bias,
 opinion, |opinion|, engagement_rate, visit_rate, arousal_affinity: history summaries a
-ranking service keeps), columns the candidate features (`CANDIDATE_FEATURES`: recency,
+ranking service keeps), columns the candidate features (`model.ranking.CANDIDATE_FEATURES`: recency,
 popularity, author_fans, similarity, in_network, arousal (a classifier's noisy score),
 reports, alignment, like_rate). `ranking="global"`: `Box(-1, 1, (9,))`, one weight vector
 for everyone.

@@ -27,7 +27,7 @@ from oasis_gym.sim import (
     COMMENT_FEATURES,
     FEED_FEATURES,
     SELF_FEATURES,
-    USER_FEATURES,
+    VIEW_USER_FEATURES,
     ActionArrays,
     ObsBatch,
     Simulation,
@@ -157,7 +157,7 @@ class SocialMediaEnv(ParallelEnv):
                 "comment_ids": box((KC,), -1, _ID_HIGH, np.int64),
                 "comments": box((KC, len(COMMENT_FEATURES))),
                 "user_ids": box((U,), -1, _ID_HIGH, np.int64),
-                "users": box((U, len(USER_FEATURES))),
+                "users": box((U, len(VIEW_USER_FEATURES))),
                 "self": box((len(SELF_FEATURES),)),
                 "action_mask": spaces.Dict(
                     {"type": mask(NUM_ACTIONS), "post": mask(K), "comment": mask(KC), "user": mask(U)}

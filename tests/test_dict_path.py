@@ -136,7 +136,7 @@ def test_the_counted_type_mask_equals_the_slot_by_slot_one(seed):
     """`type_mask` counts done slots per row; the same mask as slot-by-slot `any`s, also where a
     feature is set on an empty slot (it counts only filled ones) and for every availability."""
     from oasis_gym.actions import NUM_ACTIONS
-    from oasis_gym.sim.batches import COMMENT_FEATURES, FEED_FEATURES, USER_FEATURES
+    from oasis_gym.sim.batches import COMMENT_FEATURES, FEED_FEATURES, VIEW_USER_FEATURES
     from oasis_gym.sim.observation import type_mask
 
     rng = np.random.default_rng(seed)
@@ -154,6 +154,6 @@ def test_the_counted_type_mask_equals_the_slot_by_slot_one(seed):
         rng.random((n, K * C)) < dense,
         flags(n, K * C, len(COMMENT_FEATURES)),
         rng.random((n, U)) < dense,
-        flags(n, U, len(USER_FEATURES)),
+        flags(n, U, len(VIEW_USER_FEATURES)),
     )
     np.testing.assert_array_equal(type_mask(*args), _type_mask_by_slots(*args))

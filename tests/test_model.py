@@ -72,6 +72,9 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64"} <= public
     assert {"post_attributes", "posts_made", "draw_roles", "retarget", "brigade", "switch_campaigns", "amplify",
             "returning", "mimicked_arousal", "MISINFO_ACCOUNT_SHARE"} <= public  # fmt: skip
+    assert {"CANDIDATE_FEATURES", "USER_FEATURES", "DEFAULT_WEIGHTS", "V0_FEATURES", "V0_USER_FEATURES",
+            "V0_DEFAULT_WEIGHTS", "post_features", "user_features", "rank", "top_columns", "demote",
+            "feed_candidates"} <= public  # fmt: skip
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -178,3 +181,72 @@ def test_brigade_gives_v0s_reports_for_v0s_parameters_and_draws():
     )  # fmt: skip
     assert user.tolist() == u[pick].tolist() and slot.tolist() == q[pick].tolist()  # same reports, same order
     assert ours.random() == v0.random()  # as many draws
+
+
+def test_both_rankings_compute_their_features_with_the_models_functions_and_keep_their_bits():
+    from oasis_gym.model import ranking as r
+
+    g = np.random.default_rng(1)
+    n = 300
+    # the fast path's table as batched/feed.post_table computed it before the move (float32 ring)
+    likes, shares, fans, reports, imp = (g.integers(0, 900, n).astype(np.float32) for _ in range(5))
+    age, arousal, stance = g.integers(0, 40, n).astype(np.float32), g.random(n, np.float32), g.random(n, np.float32)
+    got = r.post_features(r.TASK_FEATURES, age=age, likes=likes, shares=shares, author_fans=fans,
+                          arousal_score=arousal, reports=reports, impressions=imp, stance=stance)  # fmt: skip
+    f = r.CANDIDATE_FEATURES.index
+    before = {"recency": np.exp(-age / 3.0), "popularity": np.log1p(likes + shares) / np.log(1000.0),
+              "author_fans": np.log1p(fans) / np.log(1000.0), "arousal": arousal,
+              "reports": np.log1p(reports) / np.log(100.0), "like_rate": (likes + shares) / (imp + 5.0)}  # fmt: skip
+    for name, value in before.items():
+        assert np.array_equal(got[:, f(name)], value.astype(np.float32)), name
+    assert np.array_equal(got[:, f("alignment")], stance) and not got[:, f("similarity")].any()
+    # v0's (recsys/agent_controlled.py before the move: platform columns, minutes, float64)
+    likes64, dislikes64 = g.integers(0, 50, n).astype(np.float64), g.integers(0, 50, n).astype(np.float64)
+    shares_i, fans_i, reports_i = (g.integers(0, 3000, n) for _ in range(3))
+    minutes, stance64 = g.integers(0, 2000, n), np.where(g.random(n) < 0.2, np.nan, g.uniform(-1, 1, n))
+    got = r.post_features(r.V0_FEATURES, age=minutes, likes=likes64, dislikes=dislikes64, shares=shares_i,
+                          author_fans=fans_i, reports=reports_i, stance=stance64)  # fmt: skip
+    f = r.V0_FEATURES.names.index
+    hi = np.maximum(likes64, dislikes64)
+    before = {"recency": np.exp(-minutes / 180.0), "popularity": np.log1p(likes64 + shares_i) / np.log(1000.0),
+              "author_fans": np.log1p(fans_i) / np.log(1000.0),
+              "controversy": np.minimum(likes64, dislikes64) / np.where(hi > 0, hi, 1.0),
+              "reports": np.log1p(reports_i) / np.log(1000.0), "alignment": np.nan_to_num(stance64)}  # fmt: skip
+    for name, value in before.items():
+        assert np.array_equal(got[:, f(name)], value.astype(np.float32)), name
+    assert got.shape == (n, 8) and r.V0_USER_FEATURES == r.USER_FEATURES[:3]
+
+
+def test_demote_has_the_platforms_factor_rule_and_the_fast_paths_minus2_rule():
+    from oasis_gym.model.ranking import demote
+
+    score = np.array([[2.0, -2.0, 0.5, 3.0]], np.float32)
+    demoted = np.array([[True, True, False, False]])
+    assert demote(score, demoted, "factor", 0.1).tolist() == [[np.float32(2.0) * 0.1, -20.0, 0.5, 3.0]]
+    assert demote(score, demoted, "minus2").tolist() == [[0.0, -4.0, 0.5, 3.0]]
+    assert demote(score, demoted, "factor", 1.0) is score
+    assert demote(score, np.zeros_like(demoted), "minus2") is score
+    with pytest.raises(ValueError, match="unknown demote rule"):
+        demote(score, demoted, "halve")
+
+
+def test_feed_candidates_keep_the_in_network_copy_and_mask_dead_own_and_repeated_posts():
+    from oasis_gym.model.candidates import OUT_OF_NETWORK, SHARES_SEEN, feed_candidates
+
+    p = 8
+    ring = np.array([[0, 1, 2, 3, -1, -1, -1, -1]])
+    author = np.array([[1, 2, 0, 2, 0, 0, 0, 0]])
+    removed = np.zeros((1, p), bool)
+    removed[0, 3] = True
+    followees = np.array([[1, 2], [0, 2], [0, 1]])
+    last_post, last_share = np.array([[2, 0, 3]]), np.full((1, 3), -1)
+    u_out = np.zeros((1, OUT_OF_NETWORK), np.float32)  # slot 0: post 0 (in-network too)
+    u_out[0, 1] = 0.3  # slot 2: post 2, the user's own
+    reach, t, ka, ua = np.ones((1, 3), bool), np.zeros(1, np.int64), np.array([0]), np.array([0])
+    ids, flat, in_net, valid = feed_candidates(
+        followees, reach, last_post, last_share, ring, removed, author, t, u_out, ka, ua
+    )
+    assert ids.shape == (1, 2 + SHARES_SEEN + OUT_OF_NETWORK)
+    kept = sorted(zip(ids[valid].tolist(), in_net[valid].tolist(), strict=True))
+    assert kept == [(0, True)]  # post 0 once, in-network; 3 removed; 2 is the user's own
+    assert 2 in ids and 3 in ids and np.array_equal(flat, ids & (p - 1))

@@ -22,10 +22,10 @@ def test_the_privileged_features_are_the_hidden_kind_and_are_put_back():
     task.reset(np.arange(1), np.array([5000]))
     ua = np.arange(60)
     ka = np.zeros(60, np.int64)
-    original = feed.user_features
+    original = feed.visitor_features
     with bench.kind_features():
-        z = feed.user_features(task.state, ka, ua)
-    assert feed.user_features is original
+        z = feed.visitor_features(task.state, ka, ua)
+    assert feed.visitor_features is original
     np.testing.assert_array_equal(z.argmax(1), task.state.pop.kind)
     assert (z.sum(1) == 1).all() and (z[:, 3:] == 0).all()
 
@@ -47,7 +47,7 @@ def test_the_campaign_reference_knows_the_campaign_and_is_tuned_from_the_per_kin
     task.reset(np.arange(1), np.array([5000]))
     task.state.campaign[:] = True
     with bench.kind_features(campaign=True):
-        z = feed.user_features(task.state, np.zeros(60, np.int64), np.arange(60))
+        z = feed.visitor_features(task.state, np.zeros(60, np.int64), np.arange(60))
     np.testing.assert_array_equal(z[:, 3:6], z[:, :3])  # kind x campaign on
     bench.main(["--campaign", "--users", "100", "--max-steps", "3", "--iterations", "1", "--population", "3",
                 "--tune-seeds", "5000", "--eval-seeds", "9000", "9001"])  # fmt: skip

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import oasis_gym  # noqa: F401  (registers the ids)
-from oasis_gym.batched import feed, users
+from oasis_gym.batched import users
 from oasis_gym.batched.engine import Engine
 from oasis_gym.batched.tiers import TIERS, TIERS_V2, tier
+from oasis_gym.model.ranking import AFFINITY_FEATURES, user_feature_names
 from oasis_gym.train import tuned_baselines as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -46,7 +47,7 @@ def test_v2_ranks_with_eight_user_features_and_v1_with_six():
     assert len(gym.make("oasis_gym/Recommender-v1", **SMALL).action_space.sample()) == 6 * 9
     env = gym.make("oasis_gym/Recommender-v2", **SMALL)
     assert env.action_space.shape == (8 * 9,) and env.observation_space.shape == (19,)
-    assert feed.user_feature_names(tier("medium", 2))[-2:] == feed.AFFINITY_FEATURES
+    assert user_feature_names(tier("medium", 2))[-2:] == AFFINITY_FEATURES
     assert gym.make("oasis_gym/Recommender-v2", ranking="global", **SMALL).action_space.shape == (9,)
     assert tb.user_rows({"difficulty": "hard", "version": 2}) == 8 and tb.user_rows({"difficulty": "hard"}) == 6
 

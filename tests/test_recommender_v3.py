@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import oasis_gym  # noqa: F401  (registers the ids)
-from oasis_gym.batched import feed, posting
-from oasis_gym.batched.engine import Engine, global_weights
+from oasis_gym.batched import posting
+from oasis_gym.batched.engine import Engine
 from oasis_gym.batched.tiers import TIERS_V2, TIERS_V3, tier
+from oasis_gym.model.ranking import CANDIDATE_FEATURES, global_weights
 from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
 
@@ -84,8 +85,8 @@ def _misinfo_share_by_regime(dynamics) -> np.ndarray:
     k = 8
     e = Engine(k, 300, dynamics=dynamics)
     e.reset(np.arange(k), np.arange(20, 20 + k))
-    w = np.zeros(len(feed.CANDIDATE_FEATURES), np.float32)
-    w[feed.CANDIDATE_FEATURES.index("popularity")] = 1.0
+    w = np.zeros(len(CANDIDATE_FEATURES), np.float32)
+    w[CANDIDATE_FEATURES.index("popularity")] = 1.0
     weights = np.broadcast_to(global_weights(w, 8), (k, 8, len(w)))
     mis, imp = np.zeros(2), np.zeros(2)
     for _ in range(60):
@@ -117,7 +118,7 @@ def test_the_state_headroom_bench_runs_and_reports_the_paired_differences(capsys
         for key in ("campaign_aware_minus_per_user_constant", "detector_minus_per_user_constant"):
             diff = out[name][key]
             assert diff["episodes"] == 3 and diff["lo"] <= diff["mean"] <= diff["hi"]
-    assert set(out["campaign_change"]) == set(out["detector_change"]) == set(feed.CANDIDATE_FEATURES)
+    assert set(out["campaign_change"]) == set(out["detector_change"]) == set(CANDIDATE_FEATURES)
     assert out["tuned"]["campaign_aware"] >= out["tuned"]["per_user_constant"]  # the incumbent d = 0 is kept
 
 

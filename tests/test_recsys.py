@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from oasis_gym.actions import ActionType as A
+from oasis_gym.model.ranking import V0_FEATURES
 from oasis_gym.platform import DOWNRANKED, REMOVED, REPOST, ActionBatch, Platform
 from oasis_gym.recsys import (
-    CANDIDATE_FEATURES,
     RECOMMENDERS,
     AgentControlledRecommender,
     EmbeddingIndex,
@@ -346,7 +346,7 @@ def test_random_sampling_path_is_visible_distinct_and_full(busy):
 
 
 def weights(**w) -> np.ndarray:
-    return np.array([w.get(name, 0.0) for name in CANDIDATE_FEATURES], dtype=np.float32)
+    return np.array([w.get(name, 0.0) for name in V0_FEATURES.names], dtype=np.float32)
 
 
 def test_agent_weights_change_the_ranking(busy):
@@ -381,14 +381,14 @@ def test_agent_in_network_weight_and_pool_stats():
     others = pf.create_posts([2, 0], ["fresh one", "fresh two"])
     rec = AgentControlledRecommender(pool_size=2)  # the followee's post is outside the pool
     rec.reset(pf, np.random.default_rng(0))
-    assert rec.candidate_pool_stats(pf).shape == (2 * len(CANDIDATE_FEATURES),)
+    assert rec.candidate_pool_stats(pf).shape == (2 * len(V0_FEATURES.names),)
     rec.set_weights(weights(in_network=1.0, recency=0.1))
     assert rec.recommend(pf, np.array([3]), 3, None)[0].tolist() == [followed, others[1], others[0]]
     rec.set_weights(weights(recency=1.0))
     assert rec.recommend(pf, np.array([3]), 3, None)[0].tolist() == [others[1], others[0], followed]
     stats = rec.candidate_pool_stats(pf)
-    i = CANDIDATE_FEATURES.index("recency")
-    assert stats[i] == pytest.approx(1.0) and stats[len(CANDIDATE_FEATURES) + i] == pytest.approx(0.0)
+    i = V0_FEATURES.names.index("recency")
+    assert stats[i] == pytest.approx(1.0) and stats[len(V0_FEATURES.names) + i] == pytest.approx(0.0)
 
 
 # --------------------------------------------------------------------------- embeddings
@@ -606,8 +606,8 @@ def test_agent_pool_stats_match_brute_force(busy):
     stats = rec.candidate_pool_stats(busy)
     pool = rec.pool(busy)
     sim = rec.index.user_vectors(busy, users) @ rec.index.post_matrix[pool].T
-    nf = len(CANDIDATE_FEATURES)
-    i = CANDIDATE_FEATURES.index("similarity")
+    nf = len(V0_FEATURES.names)
+    i = V0_FEATURES.names.index("similarity")
     assert stats[i] == pytest.approx(sim.mean(), abs=1e-5)
     assert stats[nf + i] == pytest.approx(sim.std(), abs=1e-4)
     # in_network: author followed, or shared by a followee among their latest posts
@@ -619,10 +619,10 @@ def test_agent_pool_stats_match_brute_force(busy):
     at = np.searchsorted(pool, shown)
     ok = (at < len(pool)) & (pool[np.minimum(at, len(pool) - 1)] == shown)
     inn[r[ok], at[ok]] = True
-    j = CANDIDATE_FEATURES.index("in_network")
+    j = V0_FEATURES.names.index("in_network")
     assert stats[j] == pytest.approx(inn.mean(), abs=1e-6)
     x = rec.candidate_pool_stats(busy)[:nf]
-    assert x[CANDIDATE_FEATURES.index("popularity")] == pytest.approx(
+    assert x[V0_FEATURES.names.index("popularity")] == pytest.approx(
         np.mean(np.log1p(busy.p_likes.a[pool] + busy.p_shares.a[pool]) / np.log(1000)), abs=1e-6
     )
 

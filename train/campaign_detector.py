@@ -27,15 +27,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oasis_gym.batched import feed
 from oasis_gym.batched.tasks import RECOMMENDER_OBS
 from oasis_gym.batched.tiers import tier
+from oasis_gym.model.ranking import CANDIDATE_FEATURES
 
 from . import tuned_baselines as tb
 from .label_classifier import auc, auc_note, fit_logistic
 
 TIME = RECOMMENDER_OBS.index("time")
-NF = len(feed.CANDIDATE_FEATURES)
+NF = len(CANDIDATE_FEATURES)
 
 
 def has_campaigns(env: dict) -> bool:

@@ -37,8 +37,8 @@ from oasis_gym.envs import agent_spaces
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
 from oasis_gym.figures import new_figure, save_png, series_style
+from oasis_gym.model.ranking import V0_DEFAULT_WEIGHTS
 from oasis_gym.model.seeds import draw_training_seed
-from oasis_gym.recsys import DEFAULT_WEIGHTS
 
 POLICY_OF_AGENT = {"recommender_0": "recommender", "moderator_0": "moderator"}
 _INSTANCES = itertools.count()  # PlatformAgentsParallelEnv instances made in this process
@@ -150,7 +150,7 @@ class _LearnedSlot:
         return (
             self.action
             if self.action is not None
-            else sim.platform_agents["recommender_0"].weights_action(DEFAULT_WEIGHTS)
+            else sim.platform_agents["recommender_0"].weights_action(V0_DEFAULT_WEIGHTS)
         )
 
 

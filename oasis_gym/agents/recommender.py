@@ -6,7 +6,7 @@ Recommender
                  share of impressions, cross-cutting share, opinion mean / std / mean |x|,
                  Esteban-Ray polarization, active-user fraction, opinion-std increase since
                  reset, then the candidate pool's feature means and stds
-                 (recsys.CANDIDATE_FEATURES).
+                 (model.ranking.V0_FEATURES).
     action       per user (default): Box(-1, 1, (3 * 8,)), the matrix W of a shared scoring
                  function; user u's weights are (1, opinion, |opinion|) @ W. Global:
                  Box(-1, 1, (8,)), one weight vector for every feed of the next step.
@@ -26,7 +26,7 @@ import numpy as np
 from ..actions import IS_ENGAGEMENT
 from ..checks import action_array
 from ..metrics.opinions import opinion_std
-from ..recsys import CANDIDATE_FEATURES, USER_FEATURES
+from ..model.ranking import V0_FEATURES, V0_USER_FEATURES
 from ..sim.agent_protocol import AgentView
 from .exposure import esteban_ray, exposure_stats
 
@@ -47,7 +47,7 @@ RECOMMENDER_FEATURES = (
 @dataclass
 class RecommenderAgent:
     """The trainable recommender. `ranking="per_user"`: the action is a shared scoring
-    function, a (len(USER_FEATURES), N_FEATURES) weight matrix applied to every active
+    function, a (len(V0_USER_FEATURES), N_FEATURES) weight matrix applied to every active
     user's candidates (user u ranks by z(u) @ W, see recsys.agent_controlled);
     `ranking="global"`: one weight vector for everyone (the simple baseline variant)."""
 
@@ -70,11 +70,11 @@ class RecommenderAgent:
         if self.ranking not in ("per_user", "global"):
             raise ValueError(f"ranking must be 'per_user' or 'global', got {self.ranking!r}")
         self.weight_shape = (
-            (len(USER_FEATURES), len(CANDIDATE_FEATURES)) if self.ranking == "per_user" else (len(CANDIDATE_FEATURES),)
+            (len(V0_USER_FEATURES), len(V0_FEATURES.names)) if self.ranking == "per_user" else (len(V0_FEATURES.names),)
         )
         # observation: a vector of observation_size floats; action: action_shape floats in
         # [-1, 1] (the envs make the Gymnasium spaces of these, envs/agent_spaces.py)
-        self.observation_size = len(RECOMMENDER_FEATURES) + 2 * len(CANDIDATE_FEATURES)
+        self.observation_size = len(RECOMMENDER_FEATURES) + 2 * len(V0_FEATURES.names)
         self.action_shape = (int(np.prod(self.weight_shape)),)
         self.action_bounds = (-1.0, 1.0)
         self._platform = None

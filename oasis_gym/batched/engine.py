@@ -15,21 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, rank, user_feature_names
 from . import feed, moderation, posting, users
 from .population import Population, make_population
 from .state import S_ACTIVE, S_RETURN, State
 from .tiers import Dynamics, tier
 
 FEED_SIZE = 10
-# the platform's default ranking (what the moderator task's feeds use): global weights
-DEFAULT_WEIGHTS = np.array([1.0, 0.5, 0.3, 0.6, 0.5, 0.3, 0.0, 0.3, 0.5], np.float32)
-
-
-def global_weights(w: np.ndarray, user_features: int = len(feed.USER_FEATURES)) -> np.ndarray:
-    """W (user_features, 9) of one weight vector over the candidate features for every user."""
-    out = np.zeros((user_features, len(feed.CANDIDATE_FEATURES)), np.float32)
-    out[0] = w
-    return out
 
 
 def segment_sums(values: np.ndarray, ka: np.ndarray, k: int) -> np.ndarray:
@@ -79,12 +71,11 @@ class Engine:
         ka, ua = np.nonzero(active)
         ids, flat, in_net, valid = feed.candidates(st, ka, ua)
         x = feed.features(st, feed.post_table(st), ka, ua, flat, in_net)
-        z = feed.user_features(st, ka, ua)
+        z = feed.visitor_features(st, ka, ua)
         if weights is None:
-            w = global_weights(DEFAULT_WEIGHTS, len(feed.user_feature_names(dyn)))
+            w = global_weights(DEFAULT_WEIGHTS, len(user_feature_names(dyn)))
             weights = np.broadcast_to(w, (self.k, *w.shape))
-        demoted = st.downranked.reshape(-1)[flat]
-        top, served_ok = feed.rank(x, z, np.asarray(weights, np.float32)[ka], valid, demoted, FEED_SIZE)
+        top, served_ok = rank(x, z, np.asarray(weights, np.float32)[ka], valid, FEED_SIZE)
         at = top + (np.arange(len(ka)) * ids.shape[1])[:, None]  # flat cells of the served posts
         served, served_flat = ids.reshape(-1)[at], flat.reshape(-1)[at]
         sx = np.take(x.reshape(-1, x.shape[-1]), at, axis=0)
@@ -133,7 +124,7 @@ class Engine:
     def _pool_stats(self, ka: np.ndarray, x: np.ndarray, valid: np.ndarray, out: dict) -> None:
         """Per-simulation means of each candidate feature over the valid cells."""
         cells = np.bincount(ka, weights=valid.sum(1), minlength=self.k)
-        nf = len(feed.CANDIDATE_FEATURES)
+        nf = len(CANDIDATE_FEATURES)
         per_pair = np.einsum("mcf,mc->mf", x[..., :nf], valid.astype(np.float32))
         sums = segment_sums(per_pair.astype(np.float64), ka, self.k)
         out["pool_means"] = sums / np.maximum(cells, 1)[:, None]

@@ -83,7 +83,7 @@ def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
     topic = values.pop("topic")
     values.update(post_id=ids, author=up, created=state.t[kp])
     for name in ("likes", "shares", "reports", "impressions", "step_reports", "frequent_reports", "verdict",
-                 "removed", "downranked", "checked"):  # fmt: skip
+                 "removed", "checked"):  # fmt: skip
         values[name] = 0
     at = kp * state.p + state.slot(ids)
     for name, value in values.items():

@@ -3,7 +3,8 @@
 Users: shape (K, N). Posts: a ring of the `POST_SLOTS` newest posts per simulation, shape
 (K, P); a post's id counts up per simulation and its slot is `id % P` (`slot`), so a
 reference to an overwritten post is recognised (`post_id[k, slot] != id`) without
-bookkeeping. Gathers use flat indexes `k * P + slot` (`flat`): one index array per gather.
+bookkeeping. Gathers use flat indexes `k * P + slot`: one index array per gather
+(`model.candidates.feed_candidates` gives the candidates' ones).
 `reset(rows, seeds)` starts new episodes in some rows and leaves the others untouched.
 """
 
@@ -49,7 +50,6 @@ class State:
         self.topic = np.zeros((TOPICS, *shape_p), np.float32)  # topic-major: one plane per topic
         self.misinfo = np.zeros(shape_p, bool)
         self.removed = np.zeros(shape_p, bool)
-        self.downranked = np.zeros(shape_p, bool)
         self.checked = np.zeros(shape_p, bool)
         self.seed = np.zeros(self.k, np.int64)
         self.key = np.zeros(self.k, np.uint64)
@@ -83,7 +83,7 @@ class State:
         self.churned[rows] = False
         self.post_id[rows] = -1
         self.topic[:, rows] = 0
-        for flag in (self.misinfo, self.removed, self.downranked, self.checked):
+        for flag in (self.misinfo, self.removed, self.checked):
             flag[rows] = False
         self.opinion_std0[rows] = pop.opinion.std()
         # who posts misinformation and who brigades: drawn per episode, never outlets
@@ -104,17 +104,9 @@ class State:
         self.targeted[rows] = False
         self.targeted[rows[:, None], adversaries.retarget(draw, outlets, self.dyn.brigade_targets)] = True
 
-    def flat(self, ka: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Flat indexes into (K, P) post arrays of post `ids` (M, C) of simulations `ka` (M,)."""
-        return ka[:, None] * self.p + (ids & (self.p - 1))
-
     def slot(self, ids: np.ndarray) -> np.ndarray:
         """The ring slots of post ids."""
         return ids & (self.p - 1)
-
-    def live_flat(self, ids: np.ndarray, flat: np.ndarray) -> np.ndarray:
-        """Whether post ids still sit in their slots (flat indexes), unremoved."""
-        return (ids >= 0) & (self.post_id.reshape(-1)[flat] == ids) & ~self.removed.reshape(-1)[flat]
 
     def live(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Whether post ids (any shape, rows broadcast) still sit in their slots, unremoved."""

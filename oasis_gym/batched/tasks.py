@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, user_feature_names
 from . import moderation
-from .engine import DEFAULT_WEIGHTS, Engine, global_weights
-from .feed import CANDIDATE_FEATURES, user_feature_names
+from .engine import Engine
 
 RECOMMENDER_OBS = (
     "engagements_per_visitor",

@@ -10,13 +10,7 @@ See base.py for the rules every feed follows (visibility, reposts, downranking, 
 
 from __future__ import annotations
 
-from .agent_controlled import (
-    CANDIDATE_FEATURES,
-    DEFAULT_WEIGHTS,
-    USER_FEATURES,
-    AgentControlledRecommender,
-    post_features,
-)
+from .agent_controlled import AgentControlledRecommender, pool_features
 from .base import BaseRecommender, Recommender
 from .chronological import ChronologicalRecommender
 from .embed import Embedder, HashEmbedder, SentenceTransformerEmbedder, make_embedder
@@ -60,9 +54,6 @@ __all__ = [
     "make_recommender",
     "RECOMMENDERS",
     "NAMES",
-    "CANDIDATE_FEATURES",
-    "DEFAULT_WEIGHTS",
-    "USER_FEATURES",
     "RandomRecommender",
     "RedditRecommender",
     "TwitterRecommender",
@@ -77,5 +68,5 @@ __all__ = [
     "post_seconds",
     "recency_score",
     "fan_score",
-    "post_features",
+    "pool_features",
 ]

@@ -2,7 +2,8 @@
 
 Candidates per served user: the recent-window pool (newest `pool_size` originals/quotes)
 plus the latest `in_network_per_followee` visible posts of each followee (reposts surface
-their root). Each candidate has the features of `CANDIDATE_FEATURES`, in this order:
+their root). Each candidate has the features of `model.ranking.V0_FEATURES` (computed by the
+model's feature functions with this recommender's constants), in this order:
 
     recency      exp(-age_minutes / recency_tau)                       in (0, 1]
     popularity   log_1000(1 + likes + shares)                          >= 0 (1 at 999)
@@ -13,16 +14,16 @@ their root). Each candidate has the features of `CANDIDATE_FEATURES`, in this or
     reports      log_1000(1 + reports)                                 >= 0
     alignment    opinion(user) * stance(post) (0 if the stance is unknown) in [-1, 1]
 
-score = features @ w, with w set each step by `set_weights` (default `DEFAULT_WEIGHTS`).
+score = features @ w, with w set each step by `set_weights` (default `V0_DEFAULT_WEIGHTS`).
 E.g. w = e_recency gives newest first; a negative `reports` weight buries reported posts;
 a positive `alignment` weight is an echo chamber, a negative one shows users the other side.
 
-Per-user weights: `set_weights` also takes a (len(USER_FEATURES), N_FEATURES) matrix W;
-then user u's weights are z(u) @ W with z(u) = (1, opinion, |opinion|) (`USER_FEATURES`),
+Per-user weights: `set_weights` also takes a (len(V0_USER_FEATURES), N_FEATURES) matrix W;
+then user u's weights are z(u) @ W with z(u) = (1, opinion, |opinion|) (`V0_USER_FEATURES`),
 so one shared scoring function ranks every user's candidates differently (e.g. extreme
 users get less alignment). A 1-D w is the global ranking (W with one row, z = 1).
 Downranked posts: the score is multiplied by `downrank_factor` when positive and divided
-by it when negative. Ties prefer the newer post.
+by it when negative (`model.ranking.demote`, rule "factor"). Ties prefer the newer post.
 
 `candidate_pool_stats(platform)` returns the mean and std of every feature (16 float32:
 8 means then 8 stds) for the recommender agent's observation: the post-only features
@@ -34,9 +35,20 @@ call).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ..blas import matmul
+from ..model.ranking import (
+    V0_DEFAULT_WEIGHTS,
+    V0_FEATURES,
+    V0_USER_FEATURES,
+    FeatureSpec,
+    demote,
+    post_features,
+    user_features,
+)
 from ..platform.store import pair_keys, unpack_keys
 from .base import (
     BaseRecommender,
@@ -45,7 +57,6 @@ from .base import (
     cells_by_row,
     chunk_cells,
     chunked_rows,
-    demote,
     downranked,
     expand_ranges,
     recent_pool,
@@ -53,47 +64,31 @@ from .base import (
 from .in_network import followee_items
 from .topk import empty_feed, pool_topk, rowwise_dot, segmented_topk
 
-CANDIDATE_FEATURES: tuple[str, ...] = (
-    "recency",
-    "popularity",
-    "author_fans",
-    "similarity",
-    "in_network",
-    "controversy",
-    "reports",
-    "alignment",
-)
-USER_FEATURES: tuple[str, ...] = ("bias", "opinion", "abs_opinion")
-N_FEATURES = len(CANDIDATE_FEATURES)
-F = {name: i for i, name in enumerate(CANDIDATE_FEATURES)}
-DEFAULT_WEIGHTS = np.array([1.0, 0.5, 0.25, 1.0, 0.5, 0.0, 0.0, 0.0], dtype=np.float32)
-_LOG1000 = np.log(1000.0)
+N_FEATURES = len(V0_FEATURES.names)
+F = {name: i for i, name in enumerate(V0_FEATURES.names)}
 
 
-def post_features(platform, posts: np.ndarray, recency_tau: float) -> np.ndarray:
-    """(len(posts), N_FEATURES) float32; similarity and in_network columns left at 0, the
-    alignment column holds the post's stance (the user's opinion multiplies it per cell)."""
+def pool_features(platform, posts: np.ndarray, spec: FeatureSpec = V0_FEATURES) -> np.ndarray:
+    """(len(posts), N_FEATURES) float32 of `spec` (`V0_FEATURES` with the recommender's
+    `recency_tau`, age in minutes; `model.ranking.post_features`); similarity and in_network
+    columns left at 0, the alignment column holds the post's stance (the user's opinion
+    multiplies it per cell)."""
     posts = np.asarray(posts, dtype=np.int64)
-    x = np.zeros((len(posts), N_FEATURES), dtype=np.float32)
-    if not len(posts):
-        return x
-    likes = platform.p_likes.a[posts].astype(np.float64)
-    dislikes = platform.p_dislikes.a[posts].astype(np.float64)
-    age = np.maximum(platform.minute - platform.p_minute.a[posts], 0)
-    x[:, F["recency"]] = np.exp(-age / recency_tau)
-    x[:, F["popularity"]] = np.log1p(likes + platform.p_shares.a[posts]) / _LOG1000
-    x[:, F["author_fans"]] = np.log1p(platform.u_followers.a[platform.p_author.a[posts]]) / _LOG1000
-    hi = np.maximum(likes, dislikes)
-    x[:, F["controversy"]] = np.minimum(likes, dislikes) / np.where(hi > 0, hi, 1.0)
-    x[:, F["reports"]] = np.log1p(platform.p_reports.a[posts]) / _LOG1000
-    x[:, F["alignment"]] = np.nan_to_num(platform.p_stance.a[posts])
-    return x
+    return post_features(
+        spec,
+        age=np.maximum(platform.minute - platform.p_minute.a[posts], 0),
+        likes=platform.p_likes.a[posts].astype(np.float64),
+        dislikes=platform.p_dislikes.a[posts].astype(np.float64),
+        shares=platform.p_shares.a[posts],
+        author_fans=platform.u_followers.a[platform.p_author.a[posts]],
+        reports=platform.p_reports.a[posts],
+        stance=platform.p_stance.a[posts],
+    )
 
 
-def user_features(platform, users: np.ndarray, n: int) -> np.ndarray:
-    """(len(users), n) float32: the first n of USER_FEATURES (n = 1: the global ranking)."""
-    op = platform.u_opinion.a[users].astype(np.float32)
-    return np.stack([np.ones_like(op), op, np.abs(op)], axis=1)[:, :n]
+def v0_user_features(platform, users: np.ndarray, n: int) -> np.ndarray:
+    """(len(users), n) float32: the first n of V0_USER_FEATURES (n = 1: the global ranking)."""
+    return user_features(platform.u_opinion.a[users])[:, :n]
 
 
 class AgentControlledRecommender(BaseRecommender):
@@ -107,7 +102,7 @@ class AgentControlledRecommender(BaseRecommender):
         pool_size: int | None = 4000,
         pool_minutes: int | None = None,
         in_network_per_followee: int = 3,
-        recency_tau: float = 180.0,
+        recency_tau: float = V0_FEATURES.recency_tau,
         chunk: int = 256,
         **base,
     ):
@@ -116,21 +111,22 @@ class AgentControlledRecommender(BaseRecommender):
         self.pool_minutes = pool_minutes
         self.in_network_per_followee = in_network_per_followee
         self.recency_tau = recency_tau
+        self.feature_spec = replace(V0_FEATURES, recency_tau=recency_tau)
         self.chunk = chunk
-        self.weights = DEFAULT_WEIGHTS.copy()
+        self.weights = V0_DEFAULT_WEIGHTS.copy()
         if weights is not None:
             self.set_weights(weights)
         self.initial_weights = self.weights.copy()  # restored on reset: episodes replay exactly
         self._cell_stats = np.zeros(6, dtype=np.float64)  # mean, std of similarity, in_network, alignment
 
     def set_weights(self, w: np.ndarray) -> None:
-        """The ranking weights for the next `recommend` calls: one per CANDIDATE_FEATURES
-        (global), or a (len(USER_FEATURES), N_FEATURES) matrix (per user, see the module doc)."""
+        """The ranking weights for the next `recommend` calls: one per V0_FEATURES name
+        (global), or a (len(V0_USER_FEATURES), N_FEATURES) matrix (per user, see the module doc)."""
         w = np.asarray(w, dtype=np.float32)
-        if w.shape not in ((N_FEATURES,), (len(USER_FEATURES), N_FEATURES)):
+        if w.shape not in ((N_FEATURES,), (len(V0_USER_FEATURES), N_FEATURES)):
             raise ValueError(
-                f"expected {N_FEATURES} weights {CANDIDATE_FEATURES} or a "
-                f"({len(USER_FEATURES)}, {N_FEATURES}) matrix, got shape {w.shape}"
+                f"expected {N_FEATURES} weights {V0_FEATURES.names} or a "
+                f"({len(V0_USER_FEATURES)}, {N_FEATURES}) matrix, got shape {w.shape}"
             )
         if not np.all(np.isfinite(w)):
             raise ValueError("weights must be finite")
@@ -140,7 +136,7 @@ class AgentControlledRecommender(BaseRecommender):
         """(len(users), N_FEATURES) effective weights: z(u) @ W, the alignment weight times
         the user's opinion (the post side of that feature is the stance)."""
         W = self.weights.reshape(-1, N_FEATURES)
-        wu = matmul(user_features(platform, users, len(W)), W)
+        wu = matmul(v0_user_features(platform, users, len(W)), W)
         wu[:, F["alignment"]] *= platform.u_opinion.a[users]
         return wu
 
@@ -156,7 +152,7 @@ class AgentControlledRecommender(BaseRecommender):
 
     def candidate_pool_stats(self, platform) -> np.ndarray:
         """(2 * N_FEATURES,) float32: feature means then stds (see the module docstring)."""
-        x = post_features(platform, self.pool(platform), self.recency_tau)
+        x = pool_features(platform, self.pool(platform), self.feature_spec)
         mean = x.mean(axis=0) if len(x) else np.zeros(N_FEATURES, np.float32)
         std = x.std(axis=0) if len(x) else np.zeros(N_FEATURES, np.float32)
         for i, name in enumerate(("similarity", "in_network", "alignment")):
@@ -218,7 +214,7 @@ class AgentControlledRecommender(BaseRecommender):
         if not len(pool):
             return out_ids, out_val
         wu = self.user_weights(platform, users)
-        x = post_features(platform, pool, self.recency_tau)
+        x = pool_features(platform, pool, self.feature_spec)
         stance = x[:, F["alignment"]].copy()
         per_cell = [F["similarity"], F["in_network"], F["alignment"]]
         x[:, per_cell] = 0.0
@@ -235,7 +231,7 @@ class AgentControlledRecommender(BaseRecommender):
         umat = np.empty((len(users), dim + 1 + nz), dtype=np.float32)
         np.multiply(uvec, wu[:, F["similarity"], None], out=umat[:, :dim])
         umat[:, dim] = wu[:, F["alignment"]]
-        umat[:, dim + 1 :] = user_features(platform, users, nz)
+        umat[:, dim + 1 :] = v0_user_features(platform, users, nz)
         w_in = wu[:, F["in_network"]]
         dr = downranked(platform, pool)
         brow, bcol = cells_by_row(*blocked_cells(platform, users, platform.p_author.a[pool]))
@@ -248,7 +244,7 @@ class AgentControlledRecommender(BaseRecommender):
                 score[r, c] += w_in[sl][r]
                 n_in += len(r)
             if dr.any():
-                score = demote(score, dr[None, :], self.downrank_factor)
+                score = demote(score, dr[None, :], "factor", self.downrank_factor)
             r, c = chunk_cells(brow, bcol, sl)
             score[r, c] = -np.inf
             ids, vals = pool_topk(score, pool, k)
@@ -282,7 +278,7 @@ class AgentControlledRecommender(BaseRecommender):
         if not len(rows):
             return empty, empty, np.empty(0), np.empty(0, bool)
         uniq, inv = np.unique(posts, return_inverse=True)
-        x = post_features(platform, uniq, self.recency_tau)
+        x = pool_features(platform, uniq, self.feature_spec)
         x[:, F["in_network"]] = 1.0
         w_sim = wu[rows, F["similarity"]].astype(np.float64)
         base = np.einsum("ij,ij->i", x[inv].astype(np.float64), wu[rows].astype(np.float64))
@@ -290,4 +286,4 @@ class AgentControlledRecommender(BaseRecommender):
         rows, posts, shares, base, w_sim = rows[keep], posts[keep], shares[keep], base[keep], w_sim[keep]
         sim = rowwise_dot(uvec, rows, self.index.post_matrix, posts)
         score = base + w_sim * sim
-        return rows, posts, demote(score, downranked(platform, posts), self.downrank_factor), posts != shares
+        return rows, posts, demote(score, downranked(platform, posts), "factor", self.downrank_factor), posts != shares

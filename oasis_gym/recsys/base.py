@@ -11,7 +11,7 @@ Conventions (all recommenders):
   twice appears once. The root's author decides visibility (own / muted / removed); a muted
   followee's reposts are hidden too.
 - Downranked posts (p_status == DOWNRANKED) stay eligible but their score is penalized; each
-  recommender documents how (`demote` for scores where higher is better).
+  recommender documents how (`model.ranking.demote` for scores where higher is better).
 - Ties are broken towards the newer post (higher id); all randomness comes from the rng
   argument, so the same seed gives the same feeds.
 - Cost scales with the served (active) users and the candidate posts: nothing here loops
@@ -137,15 +137,6 @@ def as_users(users) -> np.ndarray:
     return np.asarray(users, dtype=np.int64).reshape(-1)
 
 
-def demote(scores: np.ndarray, downranked: np.ndarray, factor: float) -> np.ndarray:
-    """Penalize downranked entries of a higher-is-better score, whatever its sign:
-    positive scores are multiplied by `factor`, negative ones divided by it."""
-    if factor >= 1.0 or not downranked.any():
-        return scores
-    pen = np.where(scores >= 0, scores * factor, scores / factor)
-    return np.where(downranked, pen, scores).astype(scores.dtype, copy=False)
-
-
 def eligible_posts(platform, lo: int = 0) -> np.ndarray:
     """Ids >= lo of posts that may be recommended at all: not reposts, not removed, not by a
     suspended account."""
@@ -228,7 +219,6 @@ __all__ = [
     "as_users",
     "dense_ranks",
     "empty_feed",
-    "demote",
     "eligible_posts",
     "recent_pool",
     "blocked_cells",

@@ -39,7 +39,7 @@ import sys
 import numpy as np
 
 from ..blas import matmul
-from .base import demote
+from ..model.ranking import demote
 from .topk import empty_feed
 
 _ID_BITS = np.int64(32)
@@ -227,7 +227,7 @@ def clustered_topk(
 def _demoted(prior: np.ndarray, sign: np.ndarray, downranked: np.ndarray, factor: float) -> np.ndarray:
     """The score of each post at cosine + eps = sign (+1 or -1): the order of a vector's
     posts for users on that side of it."""
-    return demote(prior * sign, downranked, factor)
+    return demote(prior * sign, downranked, "factor", factor)
 
 
 def _best_per_vector(vec_of: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
@@ -249,7 +249,7 @@ def _group(items: np.ndarray, group: np.ndarray, n_groups: int) -> list[np.ndarr
 def _adjust(scores, rows, cols, hrow, hcol, downranked, factor) -> np.ndarray:
     """Downrank and hide in a (rows, cols) block of scores; rows and cols ascending."""
     if downranked.any():
-        scores = demote(scores, downranked[cols][None, :], factor)
+        scores = demote(scores, downranked[cols][None, :], "factor", factor)
     if len(hrow):
         r = np.minimum(np.searchsorted(rows, hrow), len(rows) - 1)
         c = np.minimum(np.searchsorted(cols, hcol), len(cols) - 1)

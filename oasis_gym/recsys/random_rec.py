@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import BaseRecommender, as_users, blocked_cells, demote, downranked, recent_pool
+from ..model.ranking import demote
+from .base import BaseRecommender, as_users, blocked_cells, downranked, recent_pool
 from .topk import dense_topk, empty_feed, segmented_topk
 
 
@@ -52,7 +53,7 @@ class RandomRecommender(BaseRecommender):
     def _dense(self, platform, users, pool, k, rng) -> np.ndarray:
         """Exact: a random key per (user, post), invisible cells -inf, top k keys."""
         keys = rng.random((len(users), len(pool)), dtype=np.float32)
-        keys = demote(keys, downranked(platform, pool)[None, :], self.downrank_factor)
+        keys = demote(keys, downranked(platform, pool)[None, :], "factor", self.downrank_factor)
         r, c = blocked_cells(platform, users, platform.p_author.a[pool])
         keys[r, c] = -np.inf
         cols, vals = dense_topk(keys, k)

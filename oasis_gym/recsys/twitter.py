@@ -52,6 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..blas import matmul
+from ..model.ranking import demote
 from .base import (
     BaseRecommender,
     as_users,
@@ -59,7 +60,6 @@ from .base import (
     cells_by_row,
     chunk_cells,
     chunked_rows,
-    demote,
     downranked,
     recent_pool,
 )
@@ -142,7 +142,7 @@ class TwitterRecommender(BaseRecommender):
         likes = platform.p_likes.a[shown].astype(np.int64)  # integer scores sort faster
         dr = downranked(platform, shown)
         if dr.any():
-            likes = demote(likes.astype(np.float64), dr, self.downrank_factor)
+            likes = demote(likes.astype(np.float64), dr, "factor", self.downrank_factor)
         return segmented_topk(row, shown, likes, len(users), count, tiebreak=share, maybe_dup=shown != share)
 
     def clustered(self, platform) -> bool:
@@ -188,7 +188,7 @@ class TwitterRecommender(BaseRecommender):
         for sl in chunked_rows(len(users), self.chunk):
             score = matmul(umat[sl], pmat.T)
             if dr.any():
-                score = demote(score, dr[None, :], self.downrank_factor)
+                score = demote(score, dr[None, :], "factor", self.downrank_factor)
             r, c = chunk_cells(brow, bcol, sl)
             score[r, c] = -np.inf
             ids, _ = pool_topk(score, pool, k)

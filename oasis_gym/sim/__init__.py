@@ -8,7 +8,7 @@ from .batches import (
     FEED_FEATURES,
     FEED_INDEX,
     SELF_FEATURES,
-    USER_FEATURES,
+    VIEW_USER_FEATURES,
     ActionArrays,
     ObsBatch,
     StepOutcome,
@@ -30,7 +30,7 @@ __all__ = [
     "engagement_reward",
     "FEED_FEATURES",
     "COMMENT_FEATURES",
-    "USER_FEATURES",
+    "VIEW_USER_FEATURES",
     "SELF_FEATURES",
     "FEED_INDEX",
 ]

@@ -32,7 +32,8 @@ FEED_FEATURES = (
     "is_quote",
 )
 COMMENT_FEATURES = ("likes", "dislikes", "liked_by_me", "disliked_by_me", "stance")
-USER_FEATURES = ("followers", "followed_by_me", "muted_by_me", "from_search")
+# the users in a user's view (not the ranking's user features, `model.ranking.USER_FEATURES`)
+VIEW_USER_FEATURES = ("followers", "followed_by_me", "muted_by_me", "from_search")
 SELF_FEATURES = ("followers", "followings", "posts", "opinion", "hour", "step")
 FEED_INDEX = {name: i for i, name in enumerate(FEED_FEATURES)}
 
@@ -47,7 +48,7 @@ class ObsBatch:
     comment_ids: np.ndarray  # (n, K*C) int64, -1 padded (C newest comments of each slot)
     comments: np.ndarray  # (n, K*C, len(COMMENT_FEATURES)) float32
     user_ids: np.ndarray  # (n, U) int64: feed authors (K) then search results (S)
-    user_feats: np.ndarray  # (n, U, len(USER_FEATURES)) float32
+    user_feats: np.ndarray  # (n, U, len(VIEW_USER_FEATURES)) float32
     self_feats: np.ndarray  # (n, len(SELF_FEATURES)) float32
     mask_type: np.ndarray  # (n, NUM_ACTIONS) int8
     mask_post: np.ndarray  # (n, K) int8

@@ -15,7 +15,7 @@ from ..actions import ActionType as A
 from ..actions import Result as R
 from ..platform import Platform
 from ..platform.platform import QUOTE
-from .batches import COMMENT_FEATURES, FEED_FEATURES, FEED_INDEX, USER_FEATURES, ObsBatch
+from .batches import COMMENT_FEATURES, FEED_FEATURES, FEED_INDEX, VIEW_USER_FEATURES, ObsBatch
 from .clock import Clock
 
 # Info-action view kinds shaping a user's next observation
@@ -126,7 +126,7 @@ class Observer:
         user_ids = np.concatenate([authors, search_users], axis=1)
         um = (user_ids >= 0) & (user_ids != users[:, None])
         user_ids = np.where(um, user_ids, -1)
-        user_feats = np.zeros((n, self.U, len(USER_FEATURES)), dtype=np.float32)
+        user_feats = np.zeros((n, self.U, len(VIEW_USER_FEATURES)), dtype=np.float32)
         if um.any():
             q = np.maximum(user_ids, 0)
             uu = np.broadcast_to(users[:, None], q.shape)
