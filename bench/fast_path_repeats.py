@@ -25,7 +25,7 @@ import numpy as np
 
 from oasis_gym.batched import engine, users
 from oasis_gym.batched.tasks import RecommenderTask
-from oasis_gym.batched.tiers import DIFFICULTIES
+from oasis_gym.model.tiers import DIFFICULTIES
 
 
 def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:

@@ -69,7 +69,8 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     model = {m for m in modules if m.startswith("oasis_gym.model.")}
     public = set().union(*(_defined_names(modules[m]) for m in model)) - {"annotations"}
     public = {n for n in public if not n.startswith("_")}
-    assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64"} <= public
+    assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64", "Dynamics", "tier"} <= public
+    assert {"make_population", "outlets", "TaskPopulation"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone

@@ -13,7 +13,7 @@ import pytest
 import oasis_gym  # noqa: F401  (registers the ids)
 from oasis_gym.batched import feed, users
 from oasis_gym.batched.engine import Engine
-from oasis_gym.batched.tiers import TIERS, TIERS_V2, tier
+from oasis_gym.model.tiers import TIERS, TIERS_V2, tier
 from oasis_gym.train import tuned_baselines as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

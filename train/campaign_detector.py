@@ -29,7 +29,7 @@ import numpy as np
 
 from oasis_gym.batched import feed
 from oasis_gym.batched.tasks import RECOMMENDER_OBS
-from oasis_gym.batched.tiers import tier
+from oasis_gym.model.tiers import tier
 
 from . import tuned_baselines as tb
 from .label_classifier import auc, auc_note, fit_logistic

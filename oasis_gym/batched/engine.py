@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.population import TaskPopulation, make_population
+from ..model.tiers import Dynamics, tier
 from . import feed, moderation, posting, users
-from .population import Population, make_population
 from .state import S_ACTIVE, S_RETURN, State
-from .tiers import Dynamics, tier
 
 FEED_SIZE = 10
 # the platform's default ranking (what the moderator task's feeds use): global weights
@@ -46,7 +46,8 @@ class Engine:
     """K simulations of one population and tier (`difficulty` of task `version`, or explicit `dynamics`)."""
 
     def __init__(self, k: int, users: int = 1000, difficulty: str = "medium", population_seed: int = 0,
-                 dynamics: Dynamics | None = None, population: Population | None = None, version: int = 1):  # fmt: skip
+                 dynamics: Dynamics | None = None, population: TaskPopulation | None = None,
+                 version: int = 1):  # fmt: skip
         self.dynamics = dynamics if dynamics is not None else tier(difficulty, version)
         self.population = (
             population if population is not None else make_population(users, self.dynamics, population_seed)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
-from .population import FOLLOWEES, TOPICS
+from ..model.population import FOLLOWEES, N_TOPICS
 from .state import S_CANDIDATE, State
 
 SHARES_SEEN = 8
@@ -81,7 +81,7 @@ def candidates(state: State, ka: np.ndarray, ua: np.ndarray):
 # ones, similarity / in_network / alignment, are filled after the gather), then the hidden
 # attributes the users respond to and their topic.
 HIDDEN = ("stance", "quality", "true_arousal", "misinfo")
-TABLE = CANDIDATE_FEATURES + HIDDEN + tuple(f"topic{d}" for d in range(TOPICS))
+TABLE = CANDIDATE_FEATURES + HIDDEN + tuple(f"topic{d}" for d in range(N_TOPICS))
 COL = {name: i for i, name in enumerate(TABLE)}
 _TOPIC0 = COL["topic0"]
 

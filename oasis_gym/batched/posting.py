@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
-from .population import TOPICS
+from ..model.population import N_TOPICS
 from .state import S_ATTR, S_BRIGADE, S_CAMPAIGN, S_POST, State
 
 
@@ -90,7 +90,7 @@ def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
         return rng.normal(base, j)
 
     mis_acc = state.misinfo_account[kp, up]
-    topic = pop.interest[up] + 0.3 * np.stack([noise(d) for d in range(TOPICS)], axis=1)
+    topic = pop.interest[up] + 0.3 * np.stack([noise(d) for d in range(N_TOPICS)], axis=1)
     topic /= np.maximum(np.linalg.norm(topic, axis=1, keepdims=True), 1e-6)
     opinion = state.opinion[kp, up]
     stance = np.where(mis_acc, 0.9 * np.where(opinion >= 0, 1.0, -1.0), opinion + 0.2 * noise(10))
@@ -119,7 +119,7 @@ def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
         values[name] = 0
     for name, value in values.items():
         getattr(state, name).reshape(-1)[at] = value
-    state.topic.reshape(TOPICS, -1)[:, at] = topic.T
+    state.topic.reshape(N_TOPICS, -1)[:, at] = topic.T
     state.last_post.reshape(-1)[kp * state.n + up] = ids
     return counts
 
