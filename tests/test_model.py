@@ -14,6 +14,7 @@ import pytest
 from test_layers import project_modules
 
 from oasis_gym.model import seeds, users
+from oasis_gym.model.opinions import pull_push
 from oasis_gym.model.users import report_probability
 
 
@@ -65,6 +66,17 @@ def test_visits_bring_churned_users_back_and_keep_the_away_ones_away():
     assert not visit.any()  # a simulation that does not step: nobody visits
 
 
+def test_pull_push_moves_towards_close_engaged_stances_and_out_with_aroused_agreement():
+    o = np.array([0.2, 0.2, -0.9], np.float32)
+    stance = np.array([[0.6, -0.6], [0.6, 0.9], [-1.0, 0.5]], np.float32)
+    engaged = np.array([[1, 1], [0, 0], [1, 0]], np.float32)
+    arousal = np.array([[0.5, 0.5], [1.0, 1.0], [1.0, 0.0]], np.float32)
+    new = pull_push(o, stance, engaged, arousal, pull=0.1, confidence=0.5, push=0.2)
+    # user 0: only 0.6 is close (|0.6 - 0.2| < 0.5); it agrees, -0.6 does not: means over 2 engaged
+    # user 1 engaged with nothing: unchanged; user 2: pulled to -1 and pushed out, clipped at -1
+    np.testing.assert_allclose(new, [0.2 + 0.1 * 0.4 / 2 + 0.2 * 0.5 / 2, 0.2, -1.0], rtol=1e-6)
+
+
 def test_training_seeds_are_at_or_above_the_one_seed_floor():
     assert seeds.TRAIN_SEEDS_FROM == 2**20
     assert seeds.next_episode_seed(np.arange(100)).min() >= seeds.TRAIN_SEEDS_FROM
@@ -95,6 +107,7 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64", "Dynamics", "tier"} <= public
     assert {"make_population", "outlets", "TaskPopulation"} <= public
     assert {"engage_logit", "respond", "satisfaction", "churn", "visit_probability", "visits", "history_emas"} <= public
+    assert {"update_opinions", "deffuant_weisbuch", "DWParams", "pull_push", "run_blocked"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.opinions import pull_push
 from ..model.users import (
     churn,
     contrast,
@@ -86,15 +87,10 @@ def update_users(state: State, ka, ua, ids, sx, valid, engaged, shared) -> None:
         leave = churn(state.satisfaction[ka, ua], u, dyn.churn_below, dyn.churn_prob)
         state.churned[ka[leave], ua[leave]] = True
     if dyn.opinion_pull > 0 or dyn.opinion_arousal_push > 0:
-        o = state.opinion[ka, ua][:, None]
-        stance = sx[..., COL["stance"]]
-        close = np.abs(stance - o) < dyn.opinion_confidence
-        agree = np.sign(stance) == np.sign(o)
-        n_eng = np.maximum(engaged.sum(1), 1)
-        pull = (engaged * close * (stance - o)).sum(1) / n_eng
-        push = (engaged * agree * sx[..., COL["true_arousal"]] * np.sign(stance)).sum(1) / n_eng
-        new = o[:, 0] + dyn.opinion_pull * pull + dyn.opinion_arousal_push * push
-        state.opinion[ka, ua] = np.clip(new, -1.0, 1.0)
+        state.opinion[ka, ua] = pull_push(
+            state.opinion[ka, ua], sx[..., COL["stance"]], engaged, sx[..., COL["true_arousal"]],
+            dyn.opinion_pull, dyn.opinion_confidence, dyn.opinion_arousal_push,
+        )  # fmt: skip
     # the last reposted post (lowest rank) becomes the user's repost seen by followers
     any_share = shared.any(1)
     last = shared.shape[1] - 1 - np.argmax(shared[:, ::-1], axis=1)
