@@ -53,6 +53,7 @@ from .opinion_kernels import (
     sj_kernel,
 )
 
+# the classic models: what the ABM façade (`policies/abm_dynamics.py`) re-exports; pull_push is the tasks'
 __all__ = [
     "DWParams",
     "HKParams",
@@ -67,7 +68,6 @@ __all__ = [
     "social_judgment",
     "lorenz2021",
     "update_opinions",
-    "pull_push",
 ]
 
 
