@@ -25,14 +25,14 @@ import numpy as np
 
 from oasis_gym.batched import engine, users
 from oasis_gym.batched.tasks import RecommenderTask
-from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS
+from oasis_gym.model.tiers import DIFFICULTIES
 
 
 def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
     """The repeated share of likes, reposts and reports over `episodes` episodes of `tier`."""
     events: dict[str, list[np.ndarray]] = {"likes": [], "reposts": [], "reports": []}
-    respond = users.respond
+    respond = users.respond_to_feeds
 
     def recording(state, ka, ua, ids, sx, valid):
         engaged, shared, reported = respond(state, ka, ua, ids, sx, valid)
@@ -41,7 +41,7 @@ def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
             events[name].append(np.stack([ka[i], ua[i], ids[i, j]], 1))  # (episode row, user, post)
         return engaged, shared, reported
 
-    engine.users.respond = recording
+    engine.users.respond_to_feeds = recording
     try:
         task = RecommenderTask(episodes, n_users, tier, 0, steps, version=1)
         task.reset(np.arange(episodes), 9000 + np.arange(episodes))
@@ -50,7 +50,7 @@ def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
         for _ in range(steps):
             task.step(action)
     finally:
-        engine.users.respond = respond
+        engine.users.respond_to_feeds = respond
     out = {}
     for name, parts in events.items():
         x = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)

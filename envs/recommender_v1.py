@@ -65,7 +65,7 @@ No termination; truncation after `max_steps` (100) steps.
 ranking="per_user", reward=None)`; `RecommenderVectorEnv(num_envs, ..., autoreset_mode=
 AutoresetMode.NEXT_STEP)` takes the same and steps `num_envs` episodes at once.
 - `difficulty`: "easy" (one kind of user, no retention dynamics, harm independent of
-  arousal: a constant ranking is near-optimal), "medium", "hard" (`oasis_gym/batched/tiers.py`).
+  arousal: a constant ranking is near-optimal), "medium", "hard" (`oasis_gym/model/tiers.py`).
 - `population_seed`: the population (evaluate on one never trained on).
 - `reward`: a `RecommenderReward` (weights of the reward's terms).
 
@@ -103,7 +103,7 @@ def _space(task) -> Box:
 class RecommenderEnv(LockstepEnv):
     """One Recommender-v1 episode at a time (module docstring)."""
 
-    version = 1  # the task version (`oasis_gym.batched.tiers.VERSIONS`); Recommender-v2 subclasses
+    version = 1  # the task version (`oasis_gym.model.tiers.TIERS_BY_VERSION`); Recommender-v2 subclasses
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
                  reward: RecommenderReward | None = None, render_mode=None):  # fmt: skip

@@ -13,7 +13,7 @@ batched numpy step for all K), or import `RecommenderEnv` / `RecommenderVectorEn
 ## Description
 Everything of Recommender-v1 (`envs/recommender_v1.py`: satisfaction, churn and return,
 opinion change, outrage that draws engagement and carries misinformation, hidden
-campaigns), with three changes (`oasis_gym.batched.tiers.TIERS_V2`) that v1's measurements
+campaigns), with three changes (`oasis_gym.model.tiers.TIERS_V2`) that v1's measurements
 asked for (README, Benchmarks: in v1 even a ranking that knows each user's hidden kind beat
 the best global ranking by at most 1.5 %):
 - the kinds want different feeds: casual users engage more with their friends' posts

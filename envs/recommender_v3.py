@@ -14,7 +14,7 @@ batched numpy step for all K), or import `RecommenderEnv` / `RecommenderVectorEn
 Everything of Recommender-v2 (`envs/recommender_v2.py`: kinds of users that want
 different feeds, their history summaries, satisfaction, churn and return, opinion change,
 outrage that carries misinformation), with misinformation campaigns that change what a
-good ranking is (`oasis_gym.batched.tiers.TIERS_V3`). v2's measurements asked for this
+good ranking is (`oasis_gym.model.tiers.TIERS_V3`). v2's measurements asked for this
 (README, Benchmarks): there, a ranking that knows when a campaign is on gains nothing, so
 the best policy is a constant and PPO ties the tuned constant.
 - Campaigns are longer and more frequent: they start with probability 0.03 and stop with

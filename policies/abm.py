@@ -3,7 +3,7 @@
 Each step, for every active user at once:
 1. opinion dynamics on what the user sees: the stances of the posts in their feed move the
    user's opinion by the chosen model (bounded confidence / Deffuant-Weisbuch, Hegselmann-
-   Krause, relative agreement, social judgment, Lorenz 2021; see opinion_dynamics);
+   Krause, relative agreement, social judgment, Lorenz 2021; see oasis_gym.model.opinions);
 2. behaviour: like / dislike / repost / quote / comment / follow an author with
    probabilities driven by agreement with the post's stance, its popularity and the author's
    fame; create_post at the user's own rate with their current opinion as stance; do_nothing
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
+from oasis_gym.model.opinions import update_opinions
 from oasis_gym.platform import REPOST
 from oasis_gym.sim import FEED_INDEX, ActionArrays, ObsBatch
 from oasis_gym.sim.content import template_text
@@ -27,7 +28,6 @@ from oasis_gym.sim.content import template_text
 from .base import BasePolicy, sim_of
 from .behaviour import BehaviourParams, choose_actions
 from .diffusion import independent_cascade, linear_threshold
-from .opinion_dynamics import update_opinions
 
 
 @dataclass

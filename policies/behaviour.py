@@ -9,8 +9,7 @@ import numpy as np
 
 from oasis_gym.actions import NUM_ACTIONS, ActionType
 from oasis_gym.blas import matmul
-
-from .blocks import as_opinions, take_rows
+from oasis_gym.model.opinion_kernels import as_opinions, take_rows
 
 __all__ = ["BehaviourParams", "ENGAGE_ACTIONS", "choose_actions"]
 

@@ -1,4 +1,4 @@
-"""Tests of the ABM engine (policies/abm_dynamics.py: opinion_dynamics, diffusion, behaviour).
+"""Tests of the ABM engine (policies/abm_dynamics.py: model/opinions.py, diffusion, behaviour).
 
 Hand-computed cases pin each opinion model's equations (bounds, the multiple-exposure rule,
 who updates); slow per-user reference loops check the vectorized code on random inputs;
@@ -15,11 +15,12 @@ import pytest
 
 try:
     from oasis_gym.policies import abm_dynamics as abm
-    from oasis_gym.policies import behaviour, blocks
+    from oasis_gym.policies import behaviour
 except ImportError:  # source tree without the editable install
     from policies import abm_dynamics as abm
-    from policies import behaviour, blocks
+    from policies import behaviour
 from oasis_gym.actions import NUM_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType
+from oasis_gym.model import opinion_kernels
 
 A = ActionType
 
@@ -277,7 +278,7 @@ def batch(request):
 @pytest.fixture(params=[abm.BLOCK_ROWS, 10])
 def block_rows(request, monkeypatch):
     """Run once with the real block size and once with tiny blocks (block seams)."""
-    monkeypatch.setattr(blocks, "BLOCK_ROWS", request.param)
+    monkeypatch.setattr(opinion_kernels, "BLOCK_ROWS", request.param)
     return request.param
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from test_layers import project_modules
 
-from oasis_gym.model import adversaries, rng, seeds
+from oasis_gym.model import adversaries, rng, seeds, users
+from oasis_gym.model.opinions import pull_push
 from oasis_gym.model.users import report_probability
 
 
@@ -40,6 +41,40 @@ def test_report_probability_keeps_each_paths_float_type_and_bits():
     before = np.where(m, 0.3, 0.01) * (np.abs(o64 - s64) / 2.0)
     got = report_probability(m, o64, s64, 0.3, 0.01, floor=0.0)
     assert got.dtype == np.float64 and np.array_equal(got, before)
+
+
+def test_visit_probability_is_activity_times_satisfaction_capped():
+    activity = np.array([0.1, 0.5, 0.6], np.float32)
+    s = np.array([[0.5, 1.0, 0.0], [1.0, 0.5, 1.0]], np.float32)
+    p = users.visit_probability(activity, s)
+    assert p.dtype == np.float32 and p.shape == (2, 3)
+    np.testing.assert_allclose(p, [[0.1, 0.8, 0.24], [0.16, 0.5, users.VISIT_CAP]], rtol=1e-6)
+
+
+def test_visits_bring_churned_users_back_and_keep_the_away_ones_away():
+    # columns: churned and comes back, churned and stays, active and draws low, active and draws
+    # high, a campaign bot drawing high, a suspended user drawing low
+    churned = np.array([[True, True, False, False, False, False]])
+    u_return = np.array([[0.01, 0.5, 0.0, 0.0, 0.0, 0.0]])
+    u_visit = np.array([[0.99, 0.0, 0.1, 0.9, 0.9, 0.1]])
+    always = np.array([[False, False, False, False, True, False]])
+    away = np.array([[False, False, False, False, False, True]])
+    visit, back = users.visits(np.full((1, 6), 0.5), u_visit, u_return, churned, away, 0.02, always)
+    assert visit.tolist() == [[True, False, True, False, True, False]]
+    assert back.tolist() == [[True, False, False, False, False, False]]
+    visit, _ = users.visits(np.full((1, 6), 0.5), u_visit, u_return, churned, np.ones((1, 6), bool), 0.02, always)
+    assert not visit.any()  # a simulation that does not step: nobody visits
+
+
+def test_pull_push_moves_towards_close_engaged_stances_and_out_with_aroused_agreement():
+    o = np.array([0.2, 0.2, -0.9], np.float32)
+    stance = np.array([[0.6, -0.6], [0.6, 0.9], [-1.0, 0.5]], np.float32)
+    engaged = np.array([[1, 1], [0, 0], [1, 0]], np.float32)
+    arousal = np.array([[0.5, 0.5], [1.0, 1.0], [1.0, 0.0]], np.float32)
+    new = pull_push(o, stance, engaged, arousal, pull=0.1, confidence=0.5, push=0.2)
+    # user 0: only 0.6 is close (|0.6 - 0.2| < 0.5); it agrees, -0.6 does not: means over 2 engaged
+    # user 1 engaged with nothing: unchanged; user 2: pulled to -1 and pushed out, clipped at -1
+    np.testing.assert_allclose(new, [0.2 + 0.1 * 0.4 / 2 + 0.2 * 0.5 / 2, 0.2, -1.0], rtol=1e-6)
 
 
 def test_training_seeds_are_at_or_above_the_one_seed_floor():
@@ -75,6 +110,10 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     assert {"CANDIDATE_FEATURES", "USER_FEATURES", "DEFAULT_WEIGHTS", "V0_FEATURES", "V0_USER_FEATURES",
             "V0_DEFAULT_WEIGHTS", "post_features", "user_features", "rank", "top_columns", "demote",
             "feed_candidates"} <= public  # fmt: skip
+    assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64", "Dynamics", "tier"} <= public
+    assert {"make_population", "outlets", "TaskPopulation"} <= public
+    assert {"engage_logit", "respond", "satisfaction", "churn", "visit_probability", "visits", "history_emas"} <= public
+    assert {"update_opinions", "deffuant_weisbuch", "DWParams", "pull_push", "run_blocked"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone

@@ -22,8 +22,8 @@ import pytest
 from gymnasium import spaces
 
 import oasis_gym
-from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.envs import reddit_v0, twitter_v0
+from oasis_gym.model.tiers import DIFFICULTIES
 
 SEEDS = (9000, 9001)  # two episodes per case
 BATCHED = {"oasis_gym/Recommender-v1", "oasis_gym/Recommender-v2", "oasis_gym/Recommender-v3",

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import oasis_gym  # noqa: F401  (registers the ids)
-from oasis_gym.batched import users
 from oasis_gym.batched.engine import Engine
-from oasis_gym.batched.tiers import TIERS, TIERS_V2, tier
 from oasis_gym.model.ranking import AFFINITY_FEATURES, user_feature_names
+from oasis_gym.model.tiers import TIERS, TIERS_V2, tier
+from oasis_gym.model.users import contrast
 from oasis_gym.train import tuned_baselines as tb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -74,7 +74,7 @@ def test_the_affinity_is_the_engagement_rate_contrast_updated_only_when_both_wer
     valid = np.ones_like(in_net)
     engaged = np.array([[1, 1, 0, 0], [1, 0, 0, 0]], np.float32)
     ema = np.array([0.2, 0.2], np.float32)
-    out = users._contrast(ema, in_net * valid, (1 - in_net) * valid, engaged)
+    out = contrast(ema, in_net * valid, (1 - in_net) * valid, engaged)
     # user 0: rate 1 in-network, 0 outside -> 0.7 * 0.2 + 0.3 * 1; user 1 saw no out-of-network post
     np.testing.assert_allclose(out, [0.7 * 0.2 + 0.3, 0.2], rtol=1e-6)
 

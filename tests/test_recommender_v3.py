@@ -14,8 +14,8 @@ import pytest
 import oasis_gym  # noqa: F401  (registers the ids)
 from oasis_gym.batched import posting
 from oasis_gym.batched.engine import Engine
-from oasis_gym.batched.tiers import TIERS_V2, TIERS_V3, tier
 from oasis_gym.model.ranking import CANDIDATE_FEATURES, global_weights
+from oasis_gym.model.tiers import TIERS_V2, TIERS_V3, tier
 from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
 

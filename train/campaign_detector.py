@@ -28,8 +28,8 @@ from collections.abc import Callable
 import numpy as np
 
 from oasis_gym.batched.tasks import RECOMMENDER_OBS
-from oasis_gym.batched.tiers import tier
 from oasis_gym.model.ranking import CANDIDATE_FEATURES
+from oasis_gym.model.tiers import tier
 
 from . import tuned_baselines as tb
 from .label_classifier import auc, auc_note, fit_logistic

@@ -26,9 +26,9 @@ from typing import Any
 from gymnasium.vector import VectorWrapper
 
 from oasis_gym import load_entry_point, vector_envs
-from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.checks import argtype, ray_address
 from oasis_gym.model.seeds import training_seeds
+from oasis_gym.model.tiers import DIFFICULTIES
 
 # each task's native vector env per version (env_config "version", default 1): entry points
 VECTOR_ENVS = {task: vector_envs(task) for task in ("moderator", "recommender")}

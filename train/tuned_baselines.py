@@ -30,8 +30,8 @@ import numpy as np
 
 from oasis_gym.batched import moderation
 from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
-from oasis_gym.batched.tiers import tier
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS, global_weights, user_feature_names
+from oasis_gym.model.tiers import tier
 
 EPISODE_KEYS = ("return", "engagements", "misinfo_impressions", "churned", "satisfaction")
 

@@ -42,12 +42,12 @@ import numpy as np
 
 from oasis_gym import load_entry_point, vector_envs
 from oasis_gym.batched import moderation
-from oasis_gym.batched.population import FOLLOWEES, MAX_USERS
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS
-from oasis_gym.batched.tiers import DIFFICULTIES
 from oasis_gym.checks import MAX_ID, MAX_SEED, OneLineParser
 from oasis_gym.console import Summary, duration, plural
 from oasis_gym.metrics.intervals import mean_ci
+from oasis_gym.model.population import FOLLOWEES, MAX_TASK_USERS
+from oasis_gym.model.tiers import DIFFICULTIES
 from oasis_gym.policies.sb3 import normalizer_path
 
 from . import anchored, campaign_detector
@@ -79,7 +79,7 @@ class Args:
                               "moderator 1 (its default)", type=int,
                               choices=sorted(VERSIONS["recommender"]))  # fmt: skip
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
-    users: int = opt(1000, "users per simulated platform", bounds=(2 * FOLLOWEES, MAX_USERS))
+    users: int = opt(1000, "users per simulated platform", bounds=(2 * FOLLOWEES, MAX_TASK_USERS))
     max_steps: int = opt(100, "steps per episode", bounds=(1, MAX_EPISODE_STEPS))
     ranking: str = opt(
         "per_user", "recommender only: per-user weights W or one global w", choices=["per_user", "global"]

@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.population import TaskPopulation, make_population
 from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, rank, user_feature_names
+from ..model.tiers import Dynamics, tier
+from ..model.users import RETURN_SATISFACTION, visit_probability, visit_rate_ema, visits
 from . import feed, moderation, posting, users
-from .population import Population, make_population
 from .state import S_ACTIVE, S_RETURN, State
-from .tiers import Dynamics, tier
 
 FEED_SIZE = 10
 
@@ -38,7 +39,8 @@ class Engine:
     """K simulations of one population and tier (`difficulty` of task `version`, or explicit `dynamics`)."""
 
     def __init__(self, k: int, users: int = 1000, difficulty: str = "medium", population_seed: int = 0,
-                 dynamics: Dynamics | None = None, population: Population | None = None, version: int = 1):  # fmt: skip
+                 dynamics: Dynamics | None = None, population: TaskPopulation | None = None,
+                 version: int = 1):  # fmt: skip
         self.dynamics = dynamics if dynamics is not None else tier(difficulty, version)
         self.population = (
             population if population is not None else make_population(users, self.dynamics, population_seed)
@@ -79,10 +81,10 @@ class Engine:
         at = top + (np.arange(len(ka)) * ids.shape[1])[:, None]  # flat cells of the served posts
         served, served_flat = ids.reshape(-1)[at], flat.reshape(-1)[at]
         sx = np.take(x.reshape(-1, x.shape[-1]), at, axis=0)
-        engaged, shared, reported = users.respond(st, ka, ua, served, sx, served_ok)
+        engaged, shared, reported = users.respond_to_feeds(st, ka, ua, served, sx, served_ok)
         users.count_on_posts(st, ka, ua, served_flat, served_ok, engaged, shared, reported)
         users.update_users(st, ka, ua, served, sx, served_ok, engaged, shared)
-        st.visit_ema[go] = 0.9 * st.visit_ema[go] + 0.1 * active[go]
+        st.visit_ema[go] = visit_rate_ema(st.visit_ema[go], active[go])
         st.last_visit[active] = np.broadcast_to(st.t[:, None], active.shape)[active]
         made = posting.post(st, ka, ua)
         posting.brigade_reports(st, go)
@@ -106,20 +108,19 @@ class Engine:
         return out
 
     def _visits(self, go: np.ndarray) -> np.ndarray:
-        """Who visits this step: (K, N) bool. A churned user comes back with return_prob
-        (satisfaction reset to 0.5) and visits at once; suspended users never visit."""
+        """Who visits this step: (K, N) bool (`model.users.visits`). A churned user comes back
+        with return_prob (satisfaction reset) and visits at once; suspended users never visit."""
         st, dyn = self.state, self.dynamics
         users_ = np.arange(self.n)[None, :]
-        back = st.churned & (rng.uniform(st.key[:, None], st.t[:, None], S_RETURN, users_) < dyn.return_prob)
-        back &= go[:, None]
+        u_return = rng.uniform(st.key[:, None], st.t[:, None], S_RETURN, users_)
+        u_visit = rng.uniform(st.key[:, None], st.t[:, None], S_ACTIVE, users_)
+        p = visit_probability(self.population.activity, st.satisfaction)
+        bots = st.misinfo_account & st.campaign[:, None] if dyn.campaign_visits else None  # always on in a campaign
+        away = (st.suspended_at >= 0) | ~go[:, None]
+        visit, back = visits(p, u_visit, u_return, st.churned & go[:, None], away, dyn.return_prob, bots)
         st.churned &= ~back
-        st.satisfaction[back] = 0.5
-        p = self.population.activity[None, :] * (0.4 + 1.2 * st.satisfaction)
-        draw = rng.uniform(st.key[:, None], st.t[:, None], S_ACTIVE, users_)
-        visit = back | (draw < np.minimum(p, 0.9))
-        if dyn.campaign_visits:  # campaign bots are always on
-            visit |= st.misinfo_account & st.campaign[:, None]
-        return visit & ~st.churned & (st.suspended_at < 0) & go[:, None]
+        st.satisfaction[back] = RETURN_SATISFACTION
+        return visit
 
     def _pool_stats(self, ka: np.ndarray, x: np.ndarray, valid: np.ndarray, out: dict) -> None:
         """Per-simulation means of each candidate feature over the valid cells."""

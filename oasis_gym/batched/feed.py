@@ -14,8 +14,8 @@ import numpy as np
 
 from ..model import rng
 from ..model.candidates import OUT_OF_NETWORK, feed_candidates
+from ..model.population import N_TOPICS
 from ..model.ranking import CANDIDATE_FEATURES, TASK_FEATURES, cell_features, post_features, user_features
-from .population import TOPICS
 from .state import S_CANDIDATE, State
 
 
@@ -42,7 +42,7 @@ def candidates(state: State, ka: np.ndarray, ua: np.ndarray):
 # in_network / alignment, are filled after the gather), then the hidden attributes the users
 # respond to and their topic.
 HIDDEN = ("stance", "quality", "true_arousal", "misinfo")
-TABLE = CANDIDATE_FEATURES + HIDDEN + tuple(f"topic{d}" for d in range(TOPICS))
+TABLE = CANDIDATE_FEATURES + HIDDEN + tuple(f"topic{d}" for d in range(N_TOPICS))
 COL = {name: i for i, name in enumerate(TABLE)}
 _TOPIC0 = COL["topic0"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import adversaries, rng
-from .population import TOPICS, Population
-from .tiers import Dynamics
+from ..model.population import N_TOPICS, TaskPopulation
+from ..model.tiers import Dynamics
 
 POST_SLOTS = 512  # a power of two: a post's slot is id & (POST_SLOTS - 1)
 # counter streams (the third part of every draw), one per kind of draw
@@ -32,7 +32,7 @@ POST_INTS = ("author", "created", "verdict")
 class State:
     """Arrays of K simulations over one population (attributes listed in the tuples above)."""
 
-    def __init__(self, k: int, population: Population, dynamics: Dynamics):
+    def __init__(self, k: int, population: TaskPopulation, dynamics: Dynamics):
         self.k, self.n, self.p = int(k), population.n, POST_SLOTS
         self.pop, self.dyn = population, dynamics
         shape_u, shape_p = (self.k, self.n), (self.k, self.p)
@@ -47,7 +47,7 @@ class State:
         self.churned = np.zeros(shape_u, bool)
         self.misinfo_account = np.zeros(shape_u, bool)
         self.post_id = np.full(shape_p, -1, np.int64)
-        self.topic = np.zeros((TOPICS, *shape_p), np.float32)  # topic-major: one plane per topic
+        self.topic = np.zeros((N_TOPICS, *shape_p), np.float32)  # topic-major: one plane per topic
         self.misinfo = np.zeros(shape_p, bool)
         self.removed = np.zeros(shape_p, bool)
         self.checked = np.zeros(shape_p, bool)

@@ -1,5 +1,11 @@
-"""Shared machinery of the vectorized ABM modules: argument checks, and running a kernel over
-blocks of users (a block's working set stays in cache; nothing loops over single users)."""
+"""The opinion models' kernels and the machinery that runs them over blocks of users.
+
+Part of the home of opinion change (issue 51, with `model/opinions.py`, which holds the public
+models and calls these): argument checks, a kernel run over blocks of users (a block's working
+set stays in cache; nothing loops over single users), and the five classic models' per-block
+kernels, each over a slot-major (K, b) block. The ABM's behaviour (`policies/behaviour.py`)
+uses the same checks and row blocks.
+"""
 
 from __future__ import annotations
 
@@ -125,3 +131,99 @@ def step_size(mu, w_col):
     if w_col is None:
         return mu
     return np.minimum(1.0, mu * np.maximum(w_col, 0.0))
+
+
+def dw_kernel(x, e, m, w, mu, eps):
+    """Deffuant-Weisbuch on one (K, b) block, slot by slot."""
+    m = clean_block(e, m, w)
+    x = x.copy()
+    d, ad = np.empty_like(x), np.empty_like(x)
+    inb = np.empty(x.shape, dtype=bool)
+    for k in range(e.shape[0]):
+        np.subtract(e[k], x, out=d)
+        np.less(np.abs(d, out=ad), eps, out=inb)
+        inb &= m[k]
+        d *= step_size(mu, None if w is None else w[k])
+        d *= inb
+        x += d
+    return (np.clip(x, -1.0, 1.0, out=x),)
+
+
+def hk_kernel(x, e, m, w, alpha, eps, include_self):
+    """Hegselmann-Krause on one (K, b) block: all exposures at once."""
+    m = clean_block(e, m, w)
+    inb = np.abs(e - x) <= eps
+    inb &= m
+    wt = inb.astype(np.float64)
+    if w is not None:
+        wt *= np.maximum(w, 0.0)
+    num = (wt * e).sum(axis=0)
+    den = wt.sum(axis=0)
+    if include_self:
+        num += x
+        den += 1.0
+    has = den > 0
+    target = np.where(has, num / np.where(has, den, 1.0), x)
+    return (np.clip(x + alpha * (target - x), -1.0, 1.0),)
+
+
+def ra_kernel(x, u, e, eu, m, w, mu):
+    """Relative agreement on one (K, b) block, slot by slot; returns (x, u)."""
+    m = clean_block(e, m, w, zero_nan(eu), eu <= 0)
+    eu *= m
+    eu += ~m  # u_j = 1 where the slot is ignored: h / u_j finite
+    x, u = x.copy(), u.copy()
+    h, t1, t2 = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    ok = np.empty(x.shape, dtype=bool)
+    for k in range(e.shape[0]):
+        xj, uj = e[k], eu[k]
+        np.minimum(np.add(x, u, out=t1), np.add(xj, uj, out=t2), out=h)
+        h -= np.maximum(np.subtract(x, u, out=t1), np.subtract(xj, uj, out=t2), out=t1)
+        np.greater(h, uj, out=ok)
+        ok &= m[k]
+        h /= uj
+        h -= 1.0
+        h *= step_size(mu, None if w is None else w[k])
+        h *= ok  # h is now mu (h_ij / u_j - 1), or 0
+        np.multiply(np.subtract(xj, x, out=t1), h, out=t1)
+        np.multiply(np.subtract(uj, u, out=t2), h, out=t2)
+        x += t1
+        u += t2
+    return np.clip(x, -1.0, 1.0, out=x), u
+
+
+def sj_kernel(x, e, m, w, mu, acc, rej):
+    """Social judgment on one (K, b) block, slot by slot, clipped after each exposure."""
+    m = clean_block(e, m, w)
+    x = x.copy()
+    d, ad, sign = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    for k in range(e.shape[0]):
+        np.subtract(e[k], x, out=d)
+        np.abs(d, out=ad)
+        np.less(ad, acc, out=sign, casting="unsafe")  # assimilation: +1
+        sign -= ad > rej  # contrast: -1
+        sign *= m[k]
+        d *= sign
+        d *= step_size(mu, None if w is None else w[k])
+        x += d
+        np.clip(x, -1.0, 1.0, out=x)
+    return (x,)
+
+
+def lorenz_kernel(x, e, m, w, alpha, rho, lam_k, k_exp, polarity):
+    """Lorenz et al. 2021 on one (K, b) block, slot by slot, clipped after each exposure."""
+    m = clean_block(e, m, w)
+    x = x.copy()
+    for k in range(e.shape[0]):
+        xj = e[k]
+        delta = xj - rho * x  # rho = 0 contagion, rho = 1 assimilation
+        if lam_k is not None:
+            dist = np.abs(xj - x)
+            delta *= lam_k / (lam_k + dist**k_exp)  # motivated cognition
+        if polarity:
+            delta *= 1.0 - x * x  # polarity factor (M^2 - a^2)/M^2, M = 1
+        delta *= step_size(alpha, None if w is None else w[k])
+        delta *= m[k]
+        x += delta
+        np.clip(x, -1.0, 1.0, out=x)
+    return (x,)

@@ -1,4 +1,9 @@
-"""The dynamics of the v1 platform-agent tasks, one set of constants per difficulty tier.
+"""The tiers of the benchmark tasks: the constants of the model's dynamics, one set per difficulty.
+
+The home of `Dynamics` and the tier tables (issue 51): every model function that depends on a
+tier takes a `Dynamics`; the fast path (`oasis_gym.batched`: `Engine`, the v1-v3 tasks) and
+the drivers that tune or train on it (`train/v1.py`, `train/tuned_baselines.py`, ...) pick a
+tier with `tier(difficulty, version)`.
 
 Every constant is chosen a priori from the mechanism it stands for (documented beside it),
 never tuned on evaluation episodes. `easy` is the sanity tier: one kind of user, no
@@ -28,7 +33,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 @dataclass(frozen=True)
 class Dynamics:
-    """Constants of one tier (see the module docstring and `oasis_gym/batched/engine.py`)."""
+    """Constants of one tier (see the module docstring; `oasis_gym/batched/engine.py` is the order of calls)."""
 
     # users: kinds (shares of casual / outrage-prone / news-seeking users)
     kind_shares: tuple[float, float, float] = (1.0, 0.0, 0.0)
@@ -73,7 +78,7 @@ class Dynamics:
     # misinformation account gains campaign_amplify likes and twice as many views per
     # unsuspended bot a step (popularity lies; the like rate stays plausible)
     campaign_amplify: float = 0.0
-    # v2: the ranking service also keeps per-user engagement contrasts (feed.AFFINITY_FEATURES)
+    # v2: the ranking service also keeps per-user engagement contrasts (the ranking's AFFINITY_FEATURES)
     history_affinities: bool = False
     # opinions: bounded-confidence pull towards engaged stances within confidence, and an
     # outward push of aroused engagement (lasting: nothing pulls opinions back)
@@ -143,13 +148,13 @@ TIERS_V2 = {"easy": replace(EASY, **_V2, kind_shares=(0.5, 0.0, 0.5)), "medium":
 _V3 = dict(campaign_amplify=1.0, campaign_boost=12.0, campaign_on=0.03, campaign_off=0.05)
 TIERS_V3 = {"easy": TIERS_V2["easy"], "medium": replace(TIERS_V2["medium"], **_V3),
             "hard": replace(TIERS_V2["hard"], **_V3)}  # fmt: skip
-VERSIONS = {1: TIERS, 2: TIERS_V2, 3: TIERS_V3}
+TIERS_BY_VERSION = {1: TIERS, 2: TIERS_V2, 3: TIERS_V3}
 
 
 def tier(difficulty: str, version: int = 1) -> Dynamics:
     """The dynamics of a difficulty tier of a task version (one line on a bad name)."""
-    if version not in VERSIONS:
-        raise ValueError(f"version must be one of {list(VERSIONS)}, got {version!r}")
-    if difficulty not in VERSIONS[version]:
+    if version not in TIERS_BY_VERSION:
+        raise ValueError(f"version must be one of {list(TIERS_BY_VERSION)}, got {version!r}")
+    if difficulty not in TIERS_BY_VERSION[version]:
         raise ValueError(f"difficulty must be one of {list(DIFFICULTIES)}, got {difficulty!r}")
-    return VERSIONS[version][difficulty]
+    return TIERS_BY_VERSION[version][difficulty]

@@ -1,4 +1,10 @@
-"""Opinion dynamics of the ABM users: five classic models over a batch of users, vectorized.
+"""Opinion change: the home of every opinion model of both paths (issue 51), vectorized.
+
+Two families, each a *named* model (they are different models, not two versions of one):
+the five classic models of the platform's ABM users (`policies/abm.py` calls
+`update_opinions`), on every known stance of a user's feed, and `pull_push`, the fast path's
+tasks' change (`oasis_gym.batched.users`), on the stances a user engaged with. Their
+per-block kernels and argument checks are `model/opinion_kernels.py`.
 
 HiSim (Mou et al. 2024, arXiv:2402.16333) drives its many ordinary users with classic
 opinion-dynamics models instead of an LLM; these are the models, as pure numpy functions
@@ -32,19 +38,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blocks import (
+from .opinion_kernels import (
     apply_order,
     as_opinions,
     check_exposures,
     check_matrix,
-    clean_block,
+    dw_kernel,
+    hk_kernel,
+    lorenz_kernel,
     model_inputs,
     model_param,
+    ra_kernel,
     run_blocked,
-    step_size,
-    zero_nan,
+    sj_kernel,
 )
 
+# the classic models: what the ABM façade (`policies/abm_dynamics.py`) re-exports; pull_push is the tasks'
 __all__ = [
     "DWParams",
     "HKParams",
@@ -62,22 +71,6 @@ __all__ = [
 ]
 
 
-def _dw_kernel(x, e, m, w, mu, eps):
-    """Deffuant-Weisbuch on one (K, b) block, slot by slot."""
-    m = clean_block(e, m, w)
-    x = x.copy()
-    d, ad = np.empty_like(x), np.empty_like(x)
-    inb = np.empty(x.shape, dtype=bool)
-    for k in range(e.shape[0]):
-        np.subtract(e[k], x, out=d)
-        np.less(np.abs(d, out=ad), eps, out=inb)
-        inb &= m[k]
-        d *= step_size(mu, None if w is None else w[k])
-        d *= inb
-        x += d
-    return (np.clip(x, -1.0, 1.0, out=x),)
-
-
 def deffuant_weisbuch(
     x, exposed, mask, mu=0.125, eps=0.2, rng: np.random.Generator | None = None, order: str = "slot", weights=None
 ) -> np.ndarray:
@@ -89,27 +82,9 @@ def deffuant_weisbuch(
     x, exposed, mask, weights = model_inputs(x, exposed, mask, weights, order, rng)
     n = x.shape[0]
     (out,) = run_blocked(
-        _dw_kernel, n, 1, (x, exposed, mask, weights, model_param(mu, n, "mu"), model_param(eps, n, "eps")), {}
+        dw_kernel, n, 1, (x, exposed, mask, weights, model_param(mu, n, "mu"), model_param(eps, n, "eps")), {}
     )
     return out
-
-
-def _hk_kernel(x, e, m, w, alpha, eps, include_self):
-    """Hegselmann-Krause on one (K, b) block: all exposures at once."""
-    m = clean_block(e, m, w)
-    inb = np.abs(e - x) <= eps
-    inb &= m
-    wt = inb.astype(np.float64)
-    if w is not None:
-        wt *= np.maximum(w, 0.0)
-    num = (wt * e).sum(axis=0)
-    den = wt.sum(axis=0)
-    if include_self:
-        num += x
-        den += 1.0
-    has = den > 0
-    target = np.where(has, num / np.where(has, den, 1.0), x)
-    return (np.clip(x + alpha * (target - x), -1.0, 1.0),)
 
 
 def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None, include_self: bool = True) -> np.ndarray:
@@ -123,38 +98,13 @@ def hegselmann_krause(x, exposed, mask, alpha=0.175, eps=0.1, weights=None, incl
     x, exposed, mask, weights = model_inputs(x, exposed, mask, weights)
     n = x.shape[0]
     (out,) = run_blocked(
-        _hk_kernel,
+        hk_kernel,
         n,
         1,
         (x, exposed, mask, weights, model_param(alpha, n, "alpha"), model_param(eps, n, "eps")),
         {"include_self": bool(include_self)},
     )
     return out
-
-
-def _ra_kernel(x, u, e, eu, m, w, mu):
-    """Relative agreement on one (K, b) block, slot by slot; returns (x, u)."""
-    m = clean_block(e, m, w, zero_nan(eu), eu <= 0)
-    eu *= m
-    eu += ~m  # u_j = 1 where the slot is ignored: h / u_j finite
-    x, u = x.copy(), u.copy()
-    h, t1, t2 = np.empty_like(x), np.empty_like(x), np.empty_like(x)
-    ok = np.empty(x.shape, dtype=bool)
-    for k in range(e.shape[0]):
-        xj, uj = e[k], eu[k]
-        np.minimum(np.add(x, u, out=t1), np.add(xj, uj, out=t2), out=h)
-        h -= np.maximum(np.subtract(x, u, out=t1), np.subtract(xj, uj, out=t2), out=t1)
-        np.greater(h, uj, out=ok)
-        ok &= m[k]
-        h /= uj
-        h -= 1.0
-        h *= step_size(mu, None if w is None else w[k])
-        h *= ok  # h is now mu (h_ij / u_j - 1), or 0
-        np.multiply(np.subtract(xj, x, out=t1), h, out=t1)
-        np.multiply(np.subtract(uj, u, out=t2), h, out=t2)
-        x += t1
-        u += t2
-    return np.clip(x, -1.0, 1.0, out=x), u
 
 
 def relative_agreement(
@@ -182,28 +132,8 @@ def relative_agreement(
         exposed_u = np.full(exposed.shape, float(exposed_u))
     check_matrix("exposed_u", exposed_u, n, exposed.shape[1])
     exposed, exposed_u, mask, weights = apply_order(order, rng, exposed, exposed_u, mask, weights)
-    x_new, u_new = run_blocked(
-        _ra_kernel, n, 2, (x, u, exposed, exposed_u, mask, weights, model_param(mu, n, "mu")), {}
-    )
+    x_new, u_new = run_blocked(ra_kernel, n, 2, (x, u, exposed, exposed_u, mask, weights, model_param(mu, n, "mu")), {})
     return x_new, u_new
-
-
-def _sj_kernel(x, e, m, w, mu, acc, rej):
-    """Social judgment on one (K, b) block, slot by slot, clipped after each exposure."""
-    m = clean_block(e, m, w)
-    x = x.copy()
-    d, ad, sign = np.empty_like(x), np.empty_like(x), np.empty_like(x)
-    for k in range(e.shape[0]):
-        np.subtract(e[k], x, out=d)
-        np.abs(d, out=ad)
-        np.less(ad, acc, out=sign, casting="unsafe")  # assimilation: +1
-        sign -= ad > rej  # contrast: -1
-        sign *= m[k]
-        d *= sign
-        d *= step_size(mu, None if w is None else w[k])
-        x += d
-        np.clip(x, -1.0, 1.0, out=x)
-    return (x,)
 
 
 def social_judgment(
@@ -229,27 +159,8 @@ def social_judgment(
     if np.any(np.asarray(acc) > np.asarray(rej)):
         raise ValueError("lat_accept must not exceed lat_reject")
     exposed, mask, weights = apply_order(order, rng, exposed, mask, weights)
-    (out,) = run_blocked(_sj_kernel, n, 1, (x, exposed, mask, weights, model_param(mu, n, "mu"), acc, rej), {})
+    (out,) = run_blocked(sj_kernel, n, 1, (x, exposed, mask, weights, model_param(mu, n, "mu"), acc, rej), {})
     return out
-
-
-def _lorenz_kernel(x, e, m, w, alpha, rho, lam_k, k_exp, polarity):
-    """Lorenz et al. 2021 on one (K, b) block, slot by slot, clipped after each exposure."""
-    m = clean_block(e, m, w)
-    x = x.copy()
-    for k in range(e.shape[0]):
-        xj = e[k]
-        delta = xj - rho * x  # rho = 0 contagion, rho = 1 assimilation
-        if lam_k is not None:
-            dist = np.abs(xj - x)
-            delta *= lam_k / (lam_k + dist**k_exp)  # motivated cognition
-        if polarity:
-            delta *= 1.0 - x * x  # polarity factor (M^2 - a^2)/M^2, M = 1
-        delta *= step_size(alpha, None if w is None else w[k])
-        delta *= m[k]
-        x += delta
-        np.clip(x, -1.0, 1.0, out=x)
-    return (x,)
 
 
 def lorenz2021(
@@ -282,7 +193,7 @@ def lorenz2021(
     n = x.shape[0]
     lam_k = None if lam is None else float(lam) ** float(k)
     (out,) = run_blocked(
-        _lorenz_kernel,
+        lorenz_kernel,
         n,
         1,
         (x, exposed, mask, weights, model_param(alpha, n, "alpha"), model_param(rho, n, "rho")),
@@ -410,3 +321,23 @@ def update_opinions(
     u_in = p.u0 if u is None else u
     eu = p.u0 if exposed_u is None else exposed_u
     return relative_agreement(x, u_in, exposed, eu, mask, p.mu, rng, p.order, weights)
+
+
+def pull_push(o, stance, engaged, arousal, pull: float, confidence: float, push: float) -> np.ndarray:
+    """The tasks' opinion change (`Dynamics.opinion_pull`, `opinion_confidence`,
+    `opinion_arousal_push`); returns the new opinions (M,), clipped to [-1, 1].
+
+    `o` (M,) are M visitors' opinions; `stance`, `arousal` (the true arousal) (M, S) of the
+    posts they were served, `engaged` (M, S) which they engaged with. Bounded-confidence pull
+    towards the engaged stances within `confidence` of the opinion, plus an outward push of
+    aroused engagement with posts on the user's side, each a mean over the engaged posts:
+    o + pull * mean(stance - o over close) + push * mean(arousal * sign(stance) over agreeing).
+    Lasting: nothing pulls opinions back.
+    """
+    o = o[:, None]
+    close = np.abs(stance - o) < confidence
+    agree = np.sign(stance) == np.sign(o)
+    n_eng = np.maximum(engaged.sum(1), 1)
+    pulled = (engaged * close * (stance - o)).sum(1) / n_eng
+    pushed = (engaged * agree * arousal * np.sign(stance)).sum(1) / n_eng
+    return np.clip(o[:, 0] + pull * pulled + push * pushed, -1.0, 1.0)
