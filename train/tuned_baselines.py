@@ -28,11 +28,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oasis_gym.batched import moderation
 from oasis_gym.batched.engine import DEFAULT_WEIGHTS, global_weights
 from oasis_gym.batched.feed import user_feature_names
 from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
 from oasis_gym.batched.tiers import tier
+from oasis_gym.model import moderation
 
 EPISODE_KEYS = ("return", "engagements", "misinfo_impressions", "churned", "satisfaction")
 

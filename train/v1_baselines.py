@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from oasis_gym.batched import moderation
 from oasis_gym.batched.feed import CANDIDATE_FEATURES
+from oasis_gym.model import moderation
 
 from . import anchored, campaign_detector, label_classifier
 from . import tuned_baselines as tb

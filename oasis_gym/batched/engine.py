@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.moderation import NONE
 from . import feed, moderation, posting, users
 from .population import Population, make_population
 from .state import S_ACTIVE, S_RETURN, State
@@ -67,7 +68,7 @@ class Engine:
         go = np.ones(self.k, bool) if stepping is None else np.asarray(stepping, bool)
         out = {}
         if queue_ids is not None:
-            out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, moderation.NONE)))
+            out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, NONE)))
         st.t += go
         st.step_reports[go] = 0
         posting.switch_campaigns(st, go)
