@@ -43,7 +43,7 @@ def rule(
     reports look like brigading (half or more of the reporters have a false-report record)
     or whose author has more posts fact-checked true than as misinformation (thresholds
     chosen a priori, from the feature's meaning)."""
-    from oasis_gym.agents import MODERATOR_POST_FEATURES as F
+    from oasis_gym.model.moderation import V0_VIEW_FEATURES as F
 
     def act(obs):
         sim = env.sim

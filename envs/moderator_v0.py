@@ -24,9 +24,10 @@ The moderator never sees a post's true label. It has to learn from the platform'
 evidence -- user reports (noisy: users report true posts they disagree with, brigaders
 report targeted outlets' posts en masse), who reported (their false-report record, how
 many posts they report), spread, the author's history -- and a fact-check service
-(`oasis_gym/agents/fact_check.py`, MOSAIC-style): each step the moderator may send up to
-`check_budget` (2) posts of its view to fact-checkers; the verdict comes back
-`check_delay` (2) steps later and is wrong with probability `check_error` (0.1).
+(`oasis_gym/agents/fact_check.py` over `oasis_gym/model/fact_check.py`, MOSAIC-style): each
+step the moderator may send up to `check_budget` (2) posts of its view to fact-checkers; the
+verdict comes back `check_delay` (2) steps later and is wrong with probability `check_error`
+(0.1).
 
 ## Action space
 `MultiDiscrete([6] * top_m)`: per observed post slot 0 none, 1 label, 2 downrank,
@@ -43,10 +44,11 @@ Accepted: an array of exactly `top_m` integer codes of the space (integral float
 and what is allowed, before the users act (`envs/agent_spaces.check_action`).
 
 ## Observation space
-`Box(-inf, inf, (top_m * 18,))`, float32, slot-major: per post slot log(1 + velocity)
-(likes + shares + comments per hour of age), log(1 + likes), log(1 + shares), reports,
-log(1 + reports per hour of age), age in hours, log(1 + author followers), log(1 + the
-author's removed posts), log(1 + the author's posts fact-checked as misinformation),
+`Box(-inf, inf, (top_m * 18,))`, float32, slot-major (`model/moderation.V0_VIEW_FEATURES`):
+per post slot log(1 + velocity) (likes + shares + comments per hour of age), log(1 + likes),
+log(1 + shares), reports, log(1 + reports per hour of age), age in hours, log(1 + author
+followers), log(1 + the author's removed posts), log(1 + the author's posts fact-checked as
+misinformation),
 author suspended (1 / 0), log(1 + the author's posts fact-checked true), the share of the
 post's reporters who reported another post that was fact-checked true, the reporters' mean
 log(1 + their reports of other posts), fact-check verdict (+1 misinformation, -1 true, 0 none yet),

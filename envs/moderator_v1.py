@@ -24,7 +24,7 @@ enough in hard: a classifier on them stays below AUC 0.85 (`bench/moderator_v1_a
 a fact-check verdict is right 90 % of the time, for one post a step.
 
 ## Action space
-`MultiDiscrete([4] * 16)`, per queue slot (`moderation.ACTIONS`, the first four codes of
+`MultiDiscrete([4] * 16)`, per queue slot (`model/moderation.ACTIONS`, the first four codes of
 `model/moderation.CODES`): 0 none, 1 fact-check
 (at most `fact_check_budget` a step: 4 easy, 2 medium, 1 hard; checks beyond it are
 ignored, in slot order; the verdict is right with probability 0.95 / 0.95 / 0.9 and shows
@@ -37,11 +37,11 @@ naming the env, the value (and its env) and what is allowed, before any episode 
 (`envs/agent_spaces.check_action`, one check of the whole batch).
 
 ## Observation space
-`Box(-inf, inf, (16 * 14 + 3,))` float32: per slot the `QUEUE_FEATURES` (age, log likes,
+`Box(-inf, inf, (16 * 14 + 3,))` float32: per slot the `model/moderation.QUEUE_FEATURES` (age, log likes,
 log reposts, log reports, log reports this step, log author followers, log account age,
 author's earlier removals, arousal score, |stance|, share of reports from frequent
 reporters, like rate, fact-check verdict (+1 true / -1 misinformation / 0 none: the
-negated verdict of `model/moderation.py`, kept as v1 published it), filled),
+negated verdict of `model/fact_check.py`, kept as v1 published it), filled),
 then time, the platform's reports per impression, the budget as a share of the queue.
 No labels.
 

@@ -11,8 +11,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from oasis_gym.agents import MODERATOR_POST_FEATURES
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
+from oasis_gym.model.moderation import V0_VIEW_FEATURES
 from oasis_gym.platform import MISINFO_LABEL, ORIGINAL, TRUE_LABEL
 from oasis_gym.platform.store import unpack_keys
 from oasis_gym.scenarios.misinfo_stream import BrigadingScenario
@@ -100,7 +100,7 @@ def test_observation_has_no_label_and_evidence_against_brigading(check_action):
     obs, _ = env.reset(seed=1)
     agent = env.sim.platform_agents["moderator_0"]
     st = _stream(env.sim)
-    f = {n: i for i, n in enumerate(MODERATOR_POST_FEATURES)}
+    f = {n: i for i, n in enumerate(V0_VIEW_FEATURES)}
     seen = {"brigaded": [], "misinfo": []}
     for _ in range(14):
         x = obs.reshape(agent.top_m, -1)

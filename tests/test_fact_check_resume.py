@@ -9,9 +9,9 @@ import sqlite3
 import numpy as np
 
 from oasis_gym.actions import ActionType
-from oasis_gym.agents import MODERATOR_POST_FEATURES
 from oasis_gym.agents.fact_check import STATE_KEY
 from oasis_gym.envs import twitter_v0
+from oasis_gym.model.moderation import V0_VIEW_FEATURES
 from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
 from oasis_gym.policies.base import RandomPolicy
 
@@ -32,10 +32,10 @@ def moderate(env) -> np.ndarray:
     """Act on the fact-checks: remove posts checked as misinformation, ask for checks of the
     unchecked ones (code 5: the first `check_budget` are sent), label the rest if reported."""
     x = env.sim.platform_obs["moderator_0"].reshape(PARAMS["moderator"]["top_m"], -1)
-    verdict = x[:, MODERATOR_POST_FEATURES.index("fact_check")]
-    pending = x[:, MODERATOR_POST_FEATURES.index("fact_check_pending")]
-    filled = x[:, MODERATOR_POST_FEATURES.index("filled")]
-    reports = x[:, MODERATOR_POST_FEATURES.index("reports")]
+    verdict = x[:, V0_VIEW_FEATURES.index("fact_check")]
+    pending = x[:, V0_VIEW_FEATURES.index("fact_check_pending")]
+    filled = x[:, V0_VIEW_FEATURES.index("filled")]
+    reports = x[:, V0_VIEW_FEATURES.index("reports")]
     ask = (verdict == 0) & (pending == 0) & (filled > 0)
     return np.where(verdict > 0, 3, np.where(ask, 5, np.where(reports >= 1, 1, 0))).astype(np.int64)
 

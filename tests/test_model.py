@@ -114,6 +114,8 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     assert {"make_population", "outlets", "TaskPopulation"} <= public
     assert {"engage_logit", "respond", "satisfaction", "churn", "visit_probability", "visits", "history_emas"} <= public
     assert {"update_opinions", "deffuant_weisbuch", "DWParams", "pull_push", "run_blocked"} <= public
+    assert {"CODES", "V0_CODES", "QUEUE_FEATURES", "V0_VIEW_FEATURES", "priority_queue", "velocity_view"} <= public
+    assert {"queue_features", "v0_view_features", "moderation_effects", "chill", "verdict", "select_checks"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -122,30 +124,38 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
 
 
 def test_one_table_of_moderator_codes_and_one_verdict_sign():
-    from oasis_gym.agents.moderator import ACTION_CODES, MODERATION_ACTIONS
-    from oasis_gym.batched import moderation as fast
+    from oasis_gym.agents.moderator import MODERATION_ACTIONS
+    from oasis_gym.model import fact_check as fc
     from oasis_gym.model import moderation as m
 
     assert m.CODES[m.FACT_CHECK] == "fact_check" and m.CODES[m.LABEL] == "label"  # code 1 has one meaning
-    assert fast.ACTIONS == m.CODES[:4]  # Moderator-v1's action values are the model's codes
+    assert m.ACTIONS == m.CODES[:4]  # Moderator-v1's action values are the model's codes
     # moderator_0 (Moderator-v0) keeps its published action order, translated in one array
-    assert [m.CODES[c] for c in ACTION_CODES] == [*MODERATION_ACTIONS, "fact_check"]
+    assert [m.CODES[c] for c in m.V0_CODES] == [*MODERATION_ACTIONS, "fact_check"]
     assert MODERATION_ACTIONS == ("none", "label", "downrank", "remove", "remove_and_suspend")
     misinfo, right = np.array([True, True, False, False]), np.array([True, False, True, False])
-    assert m.verdict(misinfo, right).tolist() == [m.VERDICT_MISINFO, m.VERDICT_TRUE, m.VERDICT_TRUE, m.VERDICT_MISINFO]
-    assert m.VERDICT_MISINFO == 1  # the label's sign (platform.MISINFO_LABEL)
+    assert fc.verdict(misinfo, right).tolist() == [
+        fc.VERDICT_MISINFO,
+        fc.VERDICT_TRUE,
+        fc.VERDICT_TRUE,
+        fc.VERDICT_MISINFO,
+    ]
+    assert fc.VERDICT_MISINFO == 1  # the label's sign (platform.MISINFO_LABEL)
 
 
 def test_both_paths_store_the_models_verdict_and_v1_shows_its_published_encoding():
     from oasis_gym.agents.fact_check import FactChecker
     from oasis_gym.batched import moderation as fast
     from oasis_gym.batched.engine import Engine
+    from oasis_gym.model import fact_check as fc
     from oasis_gym.model import moderation as m
-    from oasis_gym.platform import MISINFO_LABEL, TRUE_LABEL
 
     checker = FactChecker(budget=1, delay=0, error=0.0)
     checker.seed = 0
-    assert checker._verdict(0, MISINFO_LABEL) == m.VERDICT_MISINFO and checker._verdict(1, TRUE_LABEL) == m.VERDICT_TRUE
+    assert checker._verdicts(np.array([0, 1]), np.array([True, False])).tolist() == [
+        fc.VERDICT_MISINFO,
+        fc.VERDICT_TRUE,
+    ]
     e = Engine(1, 200, "easy")
     e.reset(np.arange(1), np.array([5]))
     for _ in range(4):
@@ -156,9 +166,9 @@ def test_both_paths_store_the_models_verdict_and_v1_shows_its_published_encoding
     fast.apply(st, ids, codes)  # easy: accuracy 0.95, budget 4
     slots = st.slot(ids[0][ids[0] >= 0])[: st.dyn.fact_check_budget]
     stored = st.verdict[0, slots]
-    assert set(stored.tolist()) <= {m.VERDICT_MISINFO, m.VERDICT_TRUE} and len(stored)
-    x = fast.queue_features(st, ids)
-    col = fast.QUEUE_FEATURES.index("fact_check")
+    assert set(stored.tolist()) <= {fc.VERDICT_MISINFO, fc.VERDICT_TRUE} and len(stored)
+    x = fast.features(st, ids)
+    col = m.QUEUE_FEATURES.index("fact_check")
     shown = x[0, : len(slots), col]
     assert shown.tolist() == (-stored).astype(np.float32).tolist()  # v1: +1 = found true
 
@@ -289,3 +299,49 @@ def test_feed_candidates_keep_the_in_network_copy_and_mask_dead_own_and_repeated
     kept = sorted(zip(ids[valid].tolist(), in_net[valid].tolist(), strict=True))
     assert kept == [(0, True)]  # post 0 once, in-network; 3 removed; 2 is the user's own
     assert 2 in ids and 3 in ids and np.array_equal(flat, ids & (p - 1))
+
+
+def test_one_fact_check_service_budget_delay_and_each_paths_draw_rule():
+    from oasis_gym.model import fact_check as fc
+
+    requested = np.array([[True, True, False, True, True], [False, True, True, True, True]])
+    checked = np.array([[False, True, False, False, False], [False, False, False, False, False]])
+    # the first `budget` requests not checked before, in the caller's order
+    assert fc.select_checks(requested, checked, 2).tolist() == [
+        [True, False, False, True, False],
+        [False, True, True, False, False],
+    ]
+    assert not fc.select_checks(requested, checked, 0).any()
+    assert fc.checks_due(np.array([3, 4, 5]), 6, 2).tolist() == [True, True, False]
+    misinfo = np.array([True, False, True])
+    u = np.array([0.01, 0.5, 0.97])
+    # the tasks: right where u < accuracy; v0: wrong where u < error; the same u lands apart
+    assert fc.verdicts(misinfo, u, 0.95).tolist() == [1, -1, -1]
+    assert fc.v0_verdicts(misinfo, u, 0.05).tolist() == [-1, -1, 1]
+
+
+def test_the_two_review_views_and_what_moderating_does():
+    from oasis_gym.model import moderation as m
+
+    post_id = np.array([[10, 11, 12, 13, -1]])
+    live = post_id >= 0
+    age = np.array([[1, 1, 7, 0, 0]])
+    likes = np.array([[3.0, 3.0, 50.0, 0.0, 0.0]], np.float32)
+    zero = np.zeros_like(likes)
+    # equal priority: lower id first; older than MAX_AGE: out; a smaller queue is padded
+    assert m.priority_queue(post_id, live, age, likes, zero, zero, size=4).tolist() == [[10, 11, 13, -1]]
+    posts = np.array([5, 6, 7])
+    view = m.velocity_view(posts, np.array([2, 2, 0]), np.zeros(3), np.zeros(3), np.array([60, 60, 60]), 4)
+    assert view.tolist() == [6, 5, 7, -1]  # equal velocity: newer first
+    codes = np.array([[m.REMOVE, m.REMOVE_AND_SUSPEND, m.FACT_CHECK, m.REMOVE_AND_SUSPEND]])
+    misinfo = np.array([[False, True, False, False]])
+    author = np.array([[0, 1, 2, 3]])
+    suspended_at = np.array([[-1, -1, -1, 2]])
+    misinfo_account = np.array([[False, True, False, False]])
+    done = m.moderation_effects(codes, misinfo, author, suspended_at, misinfo_account)
+    assert done["removed"].tolist() == [[True, True, False, True]]
+    assert done["wrong"].tolist() == [[True, False, False, True]]
+    assert done["suspended"].tolist() == [[False, True, False, False]]  # user 3 was suspended before
+    assert not done["innocent"].any()
+    rate, sat = m.chill(np.float32([1.0, 0.5]), np.float32([0.3, 0.05]), 0.5, 0.1)
+    assert rate.tolist() == [0.5, 0.25] and sat.tolist() == pytest.approx([0.2, 0.0])

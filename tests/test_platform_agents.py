@@ -10,10 +10,11 @@ import gymnasium
 import numpy as np
 import pytest
 
-from oasis_gym.agents import MODERATOR_POST_FEATURES, RecommenderAgent
+from oasis_gym.agents import RecommenderAgent
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.platform_rules import OracleModerator, ReportThresholdModerator
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
+from oasis_gym.model.moderation import V0_VIEW_FEATURES
 from oasis_gym.platform import MISINFO_LABEL
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
@@ -156,7 +157,7 @@ def test_reward_components_in_info_and_sum_to_reward():
 
 def test_moderator_observation_has_no_label():
     """Flipping every true label leaves the first observation unchanged: the label is not in it."""
-    assert "misinfo_score" not in MODERATOR_POST_FEATURES
+    assert "misinfo_score" not in V0_VIEW_FEATURES
     env = ModeratorEnv(**TINY)
     obs, _ = env.reset(seed=4)
     pf = env.sim.platform
@@ -174,7 +175,7 @@ def test_fact_checks_are_budgeted_delayed_and_noisy():
     env.reset(seed=5)
     agent = env.sim.platform_agents["moderator_0"]
     fc = agent.fact_check
-    i_check = MODERATOR_POST_FEATURES.index("fact_check")
+    i_check = V0_VIEW_FEATURES.index("fact_check")
     assert len(fc.sent_step) == 2 and not (fc.verdicts != 0).any()  # sent at reset, nothing back yet
     for step in range(1, 9):
         obs, *_ = env.step(np.zeros(env.action_space.shape, np.int64))
@@ -352,7 +353,7 @@ def test_moderator_features_read_reports_authors_and_clock():
     pf.p_reports.a[p[0]] = 4
     pf.u_suspended.a[pf.p_author.a[p[1]]] = True
     x = agent.features(sim.agent_view()).reshape(agent.top_m, -1)[: len(p)]
-    f = {name: x[:, i] for i, name in enumerate(MODERATOR_POST_FEATURES)}
+    f = {name: x[:, i] for i, name in enumerate(V0_VIEW_FEATURES)}
     age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
     np.testing.assert_allclose(f["age_hours"], age_h, rtol=1e-6)
     np.testing.assert_allclose(f["log_reports_per_hour"][0], np.log1p(4 / max(age_h[0], 1 / 20)), rtol=1e-6)

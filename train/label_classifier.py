@@ -26,8 +26,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oasis_gym.batched import moderation
 from oasis_gym.batched.tasks import MODERATOR_GLOBALS, ModeratorTask
+from oasis_gym.model import moderation
 
 from .tuned_baselines import make_steps, run_episodes
 

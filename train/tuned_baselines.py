@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oasis_gym.batched import moderation
 from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
+from oasis_gym.model import moderation
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS, global_weights, user_feature_names
 from oasis_gym.model.tiers import tier
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oasis_gym.batched import moderation
+from oasis_gym.model import moderation
 from oasis_gym.model.ranking import CANDIDATE_FEATURES
 
 from . import anchored, campaign_detector, label_classifier

@@ -8,12 +8,11 @@ them); the envs build them (`make_platform_agents`) and give them Gymnasium spac
 
 from .exposure import esteban_ray, exposure_stats
 from .fact_check import STATE_KEY, FactChecker
-from .moderator import MODERATION_ACTIONS, MODERATOR_POST_FEATURES, ModeratorAgent, PostActions
+from .moderator import MODERATION_ACTIONS, ModeratorAgent, PostActions
 from .recommender import RECOMMENDER_FEATURES, RecommenderAgent
 
 __all__ = [
     "MODERATION_ACTIONS",
-    "MODERATOR_POST_FEATURES",
     "RECOMMENDER_FEATURES",
     "STATE_KEY",
     "FactChecker",

@@ -18,13 +18,17 @@ Resume: the moderator registers `state_dict` as a state provider of the Simulati
 service's state (sent checks and their steps, verdicts back, author flags, the seed its
 error draws come from) is saved in the journal's meta with every step; a resumed run loads
 it (`sync`) before its first observation and continues as the uninterrupted run would.
+
+The service's rules are the model's (`model/fact_check.py`: `select_checks`, `checks_due`,
+`v0_verdicts`), called with Moderator-v0's parameters and its own draws; this class keeps the
+platform's side: which posts were sent when, the state in the journal, the authors' flags.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..model.moderation import VERDICT_MISINFO, verdict
+from ..model.fact_check import NO_VERDICT, VERDICT_MISINFO, checks_due, select_checks, v0_verdicts
 from ..platform import MISINFO_LABEL
 from ..sim.agent_protocol import AgentView
 
@@ -48,7 +52,7 @@ class FactChecker:
         """Forget every check: the state at the start of an episode with this seed."""
         self.seed = 0 if seed is None else int(seed)
         self.sent_step: dict[int, int] = {}  # post -> step it was sent
-        self.verdicts = np.zeros(0, np.int8)  # per post: model.moderation's verdict (0: none yet)
+        self.verdicts = np.zeros(0, np.int8)  # per post: model.fact_check's verdict (0: none yet)
         self.author_flags = np.zeros(0, np.int32)
 
     def copy(self) -> FactChecker:
@@ -80,45 +84,53 @@ class FactChecker:
                 [self.author_flags, np.zeros(pf.n_users - len(self.author_flags), np.int32)]
             )
 
-    def _verdict(self, post: int, label: int) -> int:
-        wrong = np.random.default_rng([self.seed, int(post), 0xFAC7]).random() < self.error
-        return int(verdict(label == MISINFO_LABEL, not wrong))
+    def _verdicts(self, posts: np.ndarray, misinfo: np.ndarray) -> np.ndarray:
+        """The verdicts on `posts` whose truth is `misinfo`: one draw per (episode seed, post)."""
+        u = np.array([np.random.default_rng([self.seed, int(p), 0xFAC7]).random() for p in posts])
+        return v0_verdicts(misinfo, u, self.error)
+
+    def _sent(self, posts: np.ndarray) -> np.ndarray:
+        return np.array([int(p) in self.sent_step for p in posts], dtype=bool)
 
     def deliver(self, view: AgentView) -> None:
         """Hand back the verdicts whose delay has passed."""
+        if not self.sent_step:
+            return
         pf = view.platform
-        due = [p for p, s in self.sent_step.items() if s + self.delay <= pf.step and self.verdicts[p] == 0]
-        for p in due:
-            v = self._verdict(p, int(pf.p_label.a[p]))
-            self.verdicts[p] = v
-            if v == VERDICT_MISINFO:
-                self.author_flags[pf.p_author.a[p]] += 1
+        posts = np.fromiter(self.sent_step, np.int64, len(self.sent_step))
+        sent = np.fromiter(self.sent_step.values(), np.int64, len(self.sent_step))
+        back = posts[checks_due(sent, pf.step, self.delay) & (self.verdicts[posts] == NO_VERDICT)]
+        if len(back):
+            v = self._verdicts(back, pf.p_label.a[back] == MISINFO_LABEL)
+            self.verdicts[back] = v
+            np.add.at(self.author_flags, pf.p_author.a[back[v == VERDICT_MISINFO]], 1)
+
+    def _send(self, view: AgentView, posts: np.ndarray) -> None:
+        for p in posts:
+            self.sent_step[int(p)] = int(view.platform.step)
 
     def send(self, view: AgentView, slots: np.ndarray, reports: np.ndarray) -> None:
         """Send up to `budget` unchecked posts of the moderator's view `slots` (most reported
         first; the view is ordered by velocity, which breaks ties)."""
         if not self.budget:
             return
-        ok = np.flatnonzero(slots >= 0)
-        ok = ok[[int(slots[i]) not in self.sent_step for i in ok]]
-        order = ok[np.argsort(-reports[ok], kind="stable")][: self.budget]
-        for i in order:
-            self.sent_step[int(slots[i])] = int(view.platform.step)
+        slots = slots[np.argsort(-reports, kind="stable")]
+        self._send(view, slots[select_checks(slots >= 0, self._sent(slots), self.budget)])
         if self.delay == 0:
             self.deliver(view)
 
     def request(self, view: AgentView, posts: np.ndarray) -> None:
         """Send the moderator's chosen posts (`check_action`): the first `budget` of them not
         sent before, in the given order; the rest of the request is ignored."""
-        new = [int(p) for p in posts if int(p) not in self.sent_step][: self.budget]
-        for p in new:
-            self.sent_step[p] = int(view.platform.step)
-        if new and self.delay == 0:
+        posts = np.asarray(posts, dtype=np.int64).reshape(-1)
+        new = posts[select_checks(np.ones(len(posts), bool), self._sent(posts), self.budget)]
+        self._send(view, new)
+        if len(new) and self.delay == 0:
             self.deliver(view)
 
     def pending(self, posts: np.ndarray) -> np.ndarray:
         """1.0 where a post was sent and its verdict is not back yet, else 0.0."""
-        return np.array([int(p) in self.sent_step and self.verdicts[p] == 0 for p in posts], dtype=np.float32)
+        return np.array([int(p) in self.sent_step and self.verdicts[p] == NO_VERDICT for p in posts], dtype=np.float32)
 
     def state_dict(self, view: AgentView) -> dict:
         """The service's state as JSON values (saved in the journal's meta every step):

@@ -33,38 +33,28 @@ from typing import ClassVar
 import numpy as np
 
 from ..checks import action_array
-from ..model.moderation import CODES, DOWNRANK, FACT_CHECK, LABEL, NONE, REMOVE, REMOVE_AND_SUSPEND, VERDICT_TRUE
+from ..model.fact_check import VERDICT_TRUE
+from ..model.moderation import (
+    CODES,
+    DOWNRANK,
+    FACT_CHECK,
+    LABEL,
+    REMOVE,
+    REMOVE_AND_SUSPEND,
+    V0_CODES,
+    V0_VIEW_FEATURES,
+    reporter_evidence,
+    v0_view_features,
+    velocity_view,
+)
 from ..platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
 from ..platform.store import unpack_keys
 from ..sim.agent_protocol import AgentView
 from .exposure import exposure_stats
 from .fact_check import STATE_KEY, FactChecker
 
-MODERATOR_POST_FEATURES = (
-    "log_velocity",
-    "log_likes",
-    "log_shares",
-    "reports",
-    "log_reports_per_hour",
-    "age_hours",
-    "log_author_followers",
-    "log_author_removed",
-    "log_author_flagged",
-    "author_suspended",
-    "log_author_cleared",
-    "reporters_false_report_share",
-    "log_reporter_activity",
-    "fact_check",
-    "fact_check_pending",
-    "status",
-    "hours_since_reset",
-    "filled",
-)
-# moderator_0's action values, in the order of its published action space (Moderator-v0), as
-# the model's codes (model/moderation.py): value a means code ACTION_CODES[a]; value 5 (a
-# fact-check request) exists only with `check_action`
-ACTION_CODES = np.array([NONE, LABEL, DOWNRANK, REMOVE, REMOVE_AND_SUSPEND, FACT_CHECK], dtype=np.int64)
-MODERATION_ACTIONS = tuple(CODES[c] for c in ACTION_CODES[:5])  # the names of values 0-4
+# the names of moderator_0's action values 0-4 (model/moderation.V0_CODES: value -> code)
+MODERATION_ACTIONS = tuple(CODES[c] for c in V0_CODES[:5])
 # what each moderating code does to a post's status
 _STATUS = ((LABEL, LABELLED), (DOWNRANK, DOWNRANKED), (REMOVE, REMOVED), (REMOVE_AND_SUSPEND, REMOVED))
 
@@ -106,7 +96,7 @@ class ModeratorAgent:
         self.n_codes = len(MODERATION_ACTIONS) + (1 if self.check_action else 0)
         # observation: observation_size floats; action: one code per slot, action_nvec[i]
         # codes for slot i (the envs make the Gymnasium spaces of these, envs/agent_spaces.py)
-        self.observation_size = self.top_m * len(MODERATOR_POST_FEATURES)
+        self.observation_size = self.top_m * len(V0_VIEW_FEATURES)
         self.action_nvec = (self.n_codes,) * self.top_m
         self.slots = np.full(self.top_m, -1, dtype=np.int64)
         self.fact_check = FactChecker(self.check_budget, self.check_delay, self.check_error)
@@ -123,21 +113,20 @@ class ModeratorAgent:
         return self.fact_check.state_dict(view)
 
     def candidates(self, view: AgentView) -> np.ndarray:
-        """Top-M visible original posts of the window by spread velocity (ties: newer first)."""
+        """Top-M visible original posts of the window by spread velocity (ties: newer first;
+        `model/moderation.velocity_view`)."""
         pf = view.platform
         start = np.searchsorted(pf.p_minute.a, pf.minute - self.window_minutes)
         cand = np.arange(start, pf.n_posts, dtype=np.int64)
         cand = cand[(pf.p_kind.a[cand] != REPOST) & (pf.p_status.a[cand] != REMOVED)]
-        velocity = self._velocity(pf, cand)
-        top = cand[np.lexsort((-cand, -velocity))[: self.top_m]]
-        slots = np.full(self.top_m, -1, dtype=np.int64)
-        slots[: len(top)] = top
-        return slots
-
-    @staticmethod
-    def _velocity(pf, posts: np.ndarray) -> np.ndarray:
-        age_h = np.maximum((pf.minute - pf.p_minute.a[posts]) / 60.0, 1.0 / 20)
-        return (pf.p_likes.a[posts] + pf.p_shares.a[posts] + pf.p_comments.a[posts]) / age_h
+        return velocity_view(
+            cand,
+            pf.p_likes.a[cand],
+            pf.p_shares.a[cand],
+            pf.p_comments.a[cand],
+            pf.minute - pf.p_minute.a[cand],
+            self.top_m,
+        )
 
     def observe(self, view: AgentView) -> np.ndarray:
         """The view's features; no ground truth: the label reaches the moderator only
@@ -153,71 +142,37 @@ class ModeratorAgent:
         return self.features(view)
 
     def features(self, view: AgentView) -> np.ndarray:
-        """The features of the current view (`slots`) and fact-check state; no side effects."""
-        pf = view.platform
-        fc = self.fact_check
-        x = np.zeros((self.top_m, len(MODERATOR_POST_FEATURES)), dtype=np.float32)
+        """The features of the current view (`slots`) and fact-check state
+        (`model/moderation.v0_view_features`); no side effects."""
+        pf, fc = view.platform, self.fact_check
         filled = self.slots >= 0
         p = self.slots[filled]
-        if len(p):
-            author = pf.p_author.a[p]
-            removed = np.bincount(
-                pf.p_author.a[: pf.n_posts][pf.p_status.a[: pf.n_posts] == REMOVED], minlength=pf.n_users
-            )
-            age_h = (pf.minute - pf.p_minute.a[p]) / 60.0
-            reports = pf.p_reports.a[p]
-            checked = fc.verdicts[: pf.n_posts]
-            cleared = np.bincount(pf.p_author.a[: pf.n_posts][checked == VERDICT_TRUE], minlength=pf.n_users)
-            x[filled] = np.stack(
-                [
-                    np.log1p(self._velocity(pf, p)),
-                    np.log1p(pf.p_likes.a[p]),
-                    np.log1p(pf.p_shares.a[p]),
-                    reports,
-                    # reports arrive with exposure: a young post with 2 reports is stronger
-                    # evidence than an old one with 3 (same age floor as the velocity)
-                    np.log1p(reports / np.maximum(age_h, 1.0 / 20)),
-                    age_h,
-                    np.log1p(pf.u_followers.a[author]),
-                    np.log1p(removed[author]),
-                    np.log1p(fc.author_flags[author]),
-                    pf.u_suspended.a[author],
-                    np.log1p(cleared[author]),
-                    *self._reporter_evidence(pf, fc, p, reports),
-                    fc.verdicts[p],
-                    fc.pending(p),
-                    pf.p_status.a[p],
-                    np.full(len(p), (pf.minute - view.start_minute) / 60.0),
-                    np.ones(len(p)),
-                ],
-                axis=1,
-            )
-        return x.reshape(-1)
-
-    @staticmethod
-    def _reporter_evidence(pf, fc, posts: np.ndarray, reports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Who reported each post, from the platform's report records (never the label):
-        the share of its reporters who reported some *other* post that fact-checks found
-        true (a false-report record), and the mean log1p of the number of other posts its
-        reporters reported (how prolific they are). 0 for a post without reports."""
-
-        share = np.zeros(len(posts), np.float32)
-        activity = np.zeros(len(posts), np.float32)
+        author, reports, n = pf.p_author.a[p], pf.p_reports.a[p], pf.n_posts
+        removed = np.bincount(pf.p_author.a[:n][pf.p_status.a[:n] == REMOVED], minlength=pf.n_users)
+        cleared = np.bincount(pf.p_author.a[:n][fc.verdicts[:n] == VERDICT_TRUE], minlength=pf.n_users)
+        # who reported what, from the platform's report records (never the label)
         rel = pf.rel["report"]
-        if not len(rel) or not reports.any():
-            return share, activity
-        u, q = unpack_keys(rel.keys())
-        false = fc.verdicts[q] == VERDICT_TRUE  # the reported post was fact-checked true
-        n_false = np.bincount(u, weights=false, minlength=pf.n_users)
-        n_all = np.bincount(u, minlength=pf.n_users)
-        slot = np.full(pf.n_posts, -1, np.int64)
-        slot[posts] = np.arange(len(posts))
-        mine = slot[q] >= 0
-        u, s, own_false = u[mine], slot[q[mine]], false[mine]
-        k = np.maximum(np.bincount(s, minlength=len(posts)), 1)
-        share[:] = np.bincount(s, weights=(n_false[u] - own_false) > 0, minlength=len(posts)) / k
-        activity[:] = np.bincount(s, weights=np.log1p(n_all[u] - 1), minlength=len(posts)) / k
-        return share, activity
+        reporters, reported = unpack_keys(rel.keys()) if len(rel) and reports.any() else (np.zeros(0, np.int64),) * 2
+        false_share, activity = reporter_evidence(reporters, reported, fc.verdicts, p, pf.n_users, n)
+        return v0_view_features(
+            filled,
+            likes=pf.p_likes.a[p],
+            shares=pf.p_shares.a[p],
+            comments=pf.p_comments.a[p],
+            reports=reports,
+            age_minutes=pf.minute - pf.p_minute.a[p],
+            author_followers=pf.u_followers.a[author],
+            author_removed=removed[author],
+            author_flagged=fc.author_flags[author],
+            author_suspended=pf.u_suspended.a[author],
+            author_cleared=cleared[author],
+            reporters_false_share=false_share,
+            reporter_activity=activity,
+            verdict=fc.verdicts[p],
+            pending=fc.pending(p),
+            status=pf.p_status.a[p],
+            minutes_since_reset=pf.minute - view.start_minute,
+        ).reshape(-1)
 
     def validate(self, action) -> np.ndarray | PostActions:
         """The action as one code per slot (a `PostActions` checked and kept), or ValueError
@@ -245,10 +200,10 @@ class ModeratorAgent:
             posts, kinds = self.slots[act], a[act]
             if self.check_action:  # fact-check requests: no moderation, no cost; on a copy, so
                 self.fact_check = self.fact_check.copy()  # a failed step gets the old service back
-                asked = (ACTION_CODES[a] == FACT_CHECK) & (self.slots >= 0)
+                asked = (V0_CODES[a] == FACT_CHECK) & (self.slots >= 0)
                 self.fact_check.request(view, self.slots[asked])
         self.true_actions = int((pf.p_label.a[posts] != MISINFO_LABEL).sum())
-        codes = ACTION_CODES[kinds]
+        codes = V0_CODES[kinds]
         for code, status in _STATUS:
             sel = posts[(codes == code) & (pf.p_status.a[posts] < status)]
             if len(sel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
+from ..model.moderation import NONE
 from ..model.population import TaskPopulation, make_population
 from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, rank, user_feature_names
 from ..model.tiers import Dynamics, tier
@@ -61,7 +62,7 @@ class Engine:
         go = np.ones(self.k, bool) if stepping is None else np.asarray(stepping, bool)
         out = {}
         if queue_ids is not None:
-            out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, moderation.NONE)))
+            out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, NONE)))
         st.t += go
         st.step_reports[go] = 0
         posting.campaign_regimes(st, go)

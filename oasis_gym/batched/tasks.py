@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model import moderation
 from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, user_feature_names
-from . import moderation
 from .engine import Engine
+from .moderation import features, queue
 
 RECOMMENDER_OBS = (
     "engagements_per_visitor",
@@ -186,13 +187,13 @@ class ModeratorTask(_Task):
     def observe(self, rows=None) -> np.ndarray:
         """Observations (K, obs_size) of the review queues now (and remember the queues)."""
         st = self.state
-        ids = moderation.queue(st)
+        ids = queue(st)
         if rows is not None:
             keep = np.ones(self.k, bool)
             keep[rows] = False
             ids = np.where(keep[:, None], self.queue_ids, ids)
         self.queue_ids = ids
-        x = moderation.queue_features(st, ids).reshape(self.k, -1)
+        x = features(st, ids).reshape(self.k, -1)
         g = np.zeros((self.k, len(MODERATOR_GLOBALS)), np.float32)
         g[:, 0] = st.t / self.max_steps
         g[:, 1] = st.reports.sum(1) / np.maximum(st.impressions.sum(1), 1)
