@@ -70,6 +70,7 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     public = set().union(*(_defined_names(modules[m]) for m in model)) - {"annotations"}
     public = {n for n in public if not n.startswith("_")}
     assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64"} <= public
+    assert {"linear_reward", "RecommenderReward", "ModeratorReward", "V0RecommenderReward"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -117,3 +118,36 @@ def test_both_paths_store_the_models_verdict_and_v1_shows_its_published_encoding
     col = fast.QUEUE_FEATURES.index("fact_check")
     shown = x[0, : len(slots), col]
     assert shown.tolist() == (-stored).astype(np.float32).tolist()  # v1: +1 = found true
+
+
+def test_every_reward_is_the_one_linear_form_with_the_bits_each_path_gave():
+    from oasis_gym.model.rewards import (
+        ModeratorReward,
+        RecommenderReward,
+        V0ModeratorReward,
+        V0RecommenderReward,
+        linear_reward,
+    )
+
+    rng = np.random.default_rng(1)
+    eng, mis = rng.random(64) * 3, rng.random(64) * 0.5  # the tasks' terms: float64 counts / N
+    d_std = rng.normal(0, 0.01, 64).astype(np.float32)
+    p = RecommenderReward(7.0, 13.0, 31.0)
+    before = p.engagement_weight * eng - p.misinfo_penalty * mis - p.polarization_penalty * d_std  # batched/tasks.py
+    terms = {"engagements": eng, "misinfo_impressions": mis, "polarization_increase": d_std}
+    got = linear_reward(terms, p.weights())
+    assert got.dtype == before.dtype and got.tobytes() == before.tobytes()
+    q, wrong = ModeratorReward(), rng.integers(0, 30, 64).astype(np.float32)
+    before = -q.misinfo_penalty * mis + q.engagement_weight * eng
+    before = before - q.action_cost * wrong
+    got = linear_reward({"misinfo_impressions": mis, "engagements": eng, "false_positives": wrong}, q.weights())
+    assert got.tobytes() == before.tobytes()
+    # the platform's (v0): Python floats, as agents/recommender.py and agents/moderator.py summed them
+    v = V0RecommenderReward()
+    for e, m, i, c in rng.random((50, 4)) - [0, 0, 0.5, 0]:
+        e, m, i, c = float(e), float(m), float(i) / 100, float(c)
+        before = v.engagement_weight * e - v.misinfo_penalty * m - v.polarization_penalty * i + v.diversity_bonus * c
+        terms = {"engagement": e, "misinfo_exposure": m, "polarization_increase": i, "diversity": c}
+        assert linear_reward(terms, v.weights()) == before
+        n = int(e * 10)
+        assert linear_reward({"misinfo_exposure": m, "true_actions": n}, V0ModeratorReward().weights()) == -m - 0.02 * n

@@ -9,10 +9,9 @@ seeding and autoreset; nothing here imports gymnasium.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..model.rewards import ModeratorReward, RecommenderReward, linear_reward
 from . import moderation
 from .engine import DEFAULT_WEIGHTS, Engine, global_weights
 from .feed import CANDIDATE_FEATURES, user_feature_names
@@ -31,29 +30,6 @@ RECOMMENDER_OBS = (
     *(f"pool_{f}" for f in CANDIDATE_FEATURES),
 )
 MODERATOR_GLOBALS = ("time", "reports_per_impression", "fact_check_budget_share")
-
-
-@dataclass(frozen=True)
-class RecommenderReward:
-    """r = engagement_weight * engagements / N - misinfo_penalty * misinformation impressions / N
-    - polarization_penalty * (opinion std now - a step ago). Divided by all N users, not
-    the visitors: a user who leaves contributes nothing, so retention is worth reward."""
-
-    engagement_weight: float = 10.0
-    misinfo_penalty: float = 20.0
-    polarization_penalty: float = 50.0
-
-
-@dataclass(frozen=True)
-class ModeratorReward:
-    """r = -misinfo_penalty * misinformation impressions / N + engagement_weight *
-    engagements / N - action_cost * (true posts removed + 10 x true users suspended): the
-    cost of a false positive is immediate (action_cost) and lasting (the chilled or lost
-    user's engagement)."""
-
-    misinfo_penalty: float = 20.0
-    engagement_weight: float = 1.0
-    action_cost: float = 0.05
 
 
 class _Task:
@@ -132,7 +108,7 @@ class RecommenderTask(_Task):
     def step(self, actions: np.ndarray, stepping: np.ndarray | None = None):
         """One step of the episodes in `stepping` (all if None): obs, reward, info arrays."""
         out = self.engine.step(self.weights(actions), stepping=stepping)
-        st, p = self.state, self.reward_params
+        st = self.state
         impressions = np.maximum(out["impressions"], 1)
         obs = np.empty((self.k, self.obs_size), np.float32)
         obs[:, 0] = out["engagements"] / np.maximum(out["active"], 1)
@@ -147,14 +123,9 @@ class RecommenderTask(_Task):
         obs[:, 9] = st.t / self.max_steps
         obs[:, 10:] = out["pool_means"]
         info = self._common(out)
-        d_std = out["opinion_std"] - self._prev_std
+        info["polarization_increase"] = out["opinion_std"] - self._prev_std
         self._prev_std = np.where(self._stepped(stepping), out["opinion_std"], self._prev_std).astype(np.float32)
-        reward = (
-            p.engagement_weight * info["engagements"]
-            - p.misinfo_penalty * info["misinfo_impressions"]
-            - p.polarization_penalty * d_std
-        )
-        info["polarization_increase"] = d_std
+        reward = linear_reward(info, self.reward_params.weights())
         return obs, reward.astype(np.float32), info
 
     def _stepped(self, stepping):
@@ -203,11 +174,9 @@ class ModeratorTask(_Task):
         """Apply the codes to the queues last observed, step, observe: obs, reward, info."""
         codes = np.asarray(codes, np.int64).reshape(self.k, moderation.QUEUE)
         out = self.engine.step(self._weights, self.queue_ids, codes, stepping=stepping)
-        p = self.reward_params
         info = self._common(out)
-        wrong = out["removed_true"] + 10 * out["suspended_true"]
-        reward = -p.misinfo_penalty * info["misinfo_impressions"] + p.engagement_weight * info["engagements"]
-        reward = reward - p.action_cost * wrong
+        terms = {**info, "false_positives": out["removed_true"] + 10 * out["suspended_true"]}
+        reward = linear_reward(terms, self.reward_params.weights())
         for name in ("fact_checks", "removed_misinfo", "removed_true", "suspended_misinfo", "suspended_true"):
             info[name] = out[name].astype(np.float32)
         obs = self.observe()
