@@ -71,6 +71,7 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     public = {n for n in public if not n.startswith("_")}
     assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64"} <= public
     assert {"linear_reward", "RecommenderReward", "ModeratorReward", "V0RecommenderReward"} <= public
+    assert {"feed_counts", "opinion_spread"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -151,3 +152,27 @@ def test_every_reward_is_the_one_linear_form_with_the_bits_each_path_gave():
         assert linear_reward(terms, v.weights()) == before
         n = int(e * 10)
         assert linear_reward({"misinfo_exposure": m, "true_actions": n}, V0ModeratorReward().weights()) == -m - 0.02 * n
+
+
+def test_the_fast_paths_measures_count_per_simulation_in_its_float_types():
+    from oasis_gym.metrics.opinions import opinion_std
+    from oasis_gym.model.measures import feed_counts, opinion_extremity, opinion_spread
+
+    rng = np.random.default_rng(2)
+    ka = np.sort(rng.integers(0, 3, 40))  # visits of simulations 0 and 2 (1 may have none)
+    ka[ka == 1] = 2
+    ok, mis, eng, rep = (rng.random((4, 40, 10)) < [[[0.9]], [[0.3]], [[0.2]], [[0.05]]]).astype(bool)
+    arousal = rng.random((40, 10)).astype(np.float32)
+    got = feed_counts(ka, 3, ok, mis, arousal, eng & ok, rep & ok)
+    assert got["active"].tolist() == np.bincount(ka, minlength=3).tolist() and got["active"][1] == 0
+    assert got["impressions"].tolist() == [ok[ka == k].sum() for k in range(3)]
+    assert got["misinfo_impressions"].tolist() == [(mis & ok)[ka == k].sum() for k in range(3)]
+    assert got["engagements"].tolist() == [(eng & ok)[ka == k].sum() for k in range(3)]
+    assert got["arousal_served"][2] == pytest.approx(float((arousal * ok)[ka == 2].sum()), rel=1e-6)
+    op = rng.uniform(-1, 1, (3, 200)).astype(np.float32)
+    spread = opinion_spread(op)
+    assert spread.dtype == np.float32 and spread.tobytes() == op.std(axis=1).tobytes()  # as batched/engine.py had it
+    assert opinion_extremity(op).tolist() == np.abs(op).mean(axis=1).tolist()
+    # the platform's metric is another measure under another name: float64, the known opinions only
+    with_unknown = np.append(op[0], np.nan)
+    assert opinion_std(with_unknown) == pytest.approx(float(op[0].astype(np.float64).std()))
