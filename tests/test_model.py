@@ -71,7 +71,7 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     public = {n for n in public if not n.startswith("_")}
     assert {"report_probability", "TRAIN_SEEDS_FROM", "hash64"} <= public
     assert {"linear_reward", "RecommenderReward", "ModeratorReward", "V0RecommenderReward"} <= public
-    assert {"feed_counts", "opinion_spread"} <= public
+    assert {"feed_counts", "opinion_spread", "recommender_obs", "MODERATOR_GLOBALS"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -176,3 +176,27 @@ def test_the_fast_paths_measures_count_per_simulation_in_its_float_types():
     # the platform's metric is another measure under another name: float64, the known opinions only
     with_unknown = np.append(op[0], np.nan)
     assert opinion_std(with_unknown) == pytest.approx(float(op[0].astype(np.float64).std()))
+
+
+def test_the_tasks_observations_are_the_models_columns_under_their_names():
+    from oasis_gym.batched.tasks import RECOMMENDER_OBS, ModeratorTask, RecommenderTask
+    from oasis_gym.model import observations as o
+    from oasis_gym.model.measures import opinion_spread
+
+    task = RecommenderTask(2, users=200, max_steps=10)
+    rows = np.arange(2)
+    task.reset(rows, np.array([3, 4]))
+    first = task.reset_obs(rows)
+    assert first.shape == (2, len(RECOMMENDER_OBS)) == (2, 19) and RECOMMENDER_OBS[:10] == o.RECOMMENDER_STEP_FEATURES
+    col = RECOMMENDER_OBS.index
+    assert first[:, col("opinion_std")].tolist() == opinion_spread(task.state.opinion).tolist()
+    assert not first[:, col("engagements_per_visitor")].any() and not first[:, col("time")].any()
+    for t in (1, 2):
+        obs, _, info = task.step(np.zeros((2, task.action_size), np.float32))
+        assert obs[:, col("time")].tolist() == [np.float32(t / 10)] * 2
+        assert obs[:, col("visitor_share")].tolist() == pytest.approx(info["visitors"].tolist())
+    mod = ModeratorTask(1, users=200, max_steps=10)
+    mod.reset(np.arange(1), np.array([3]))
+    g = mod.reset_obs(np.arange(1))[0, -len(o.MODERATOR_GLOBALS) :]
+    assert g[o.MODERATOR_GLOBALS.index("time")] == 0
+    assert g[o.MODERATOR_GLOBALS.index("fact_check_budget_share")] == mod.state.dyn.fact_check_budget / mod.queue_size

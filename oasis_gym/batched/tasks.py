@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.observations import (
+    MODERATOR_GLOBALS,
+    RECOMMENDER_STEP_FEATURES,
+    moderator_globals,
+    recommender_obs,
+    recommender_reset_obs,
+)
 from ..model.rewards import ModeratorReward, RecommenderReward, linear_reward
 from . import moderation
 from .engine import DEFAULT_WEIGHTS, Engine, global_weights
 from .feed import CANDIDATE_FEATURES, user_feature_names
 
-RECOMMENDER_OBS = (
-    "engagements_per_visitor",
-    "visitor_share",
-    "dormant_share",  # users not seen for 10 steps or more (the service knows who stays away)
-    "reports_per_impression",
-    "arousal_served",  # mean arousal score of the served posts
-    "opinion_mean",
-    "opinion_std",
-    "opinion_std_change",  # since the episode's start
-    "abs_opinion_mean",
-    "time",  # step / max_steps
-    *(f"pool_{f}" for f in CANDIDATE_FEATURES),
-)
-MODERATOR_GLOBALS = ("time", "reports_per_impression", "fact_check_budget_share")
+# the recommender's observation: the step's features, then the candidate pool's mean features
+RECOMMENDER_OBS = (*RECOMMENDER_STEP_FEATURES, *(f"pool_{f}" for f in CANDIDATE_FEATURES))
 
 
 class _Task:
@@ -99,29 +94,13 @@ class RecommenderTask(_Task):
 
     def reset_obs(self, rows: np.ndarray) -> np.ndarray:
         """Observations of freshly reset rows: no flows yet, the opinions, time 0."""
-        st = self.state
-        obs = np.zeros((len(rows), self.obs_size), np.float32)
-        op = st.opinion[rows]
-        obs[:, 5], obs[:, 6], obs[:, 8] = op.mean(1), op.std(1), np.abs(op).mean(1)
-        return obs
+        return recommender_reset_obs(self.state.opinion[rows], self.obs_size)
 
     def step(self, actions: np.ndarray, stepping: np.ndarray | None = None):
         """One step of the episodes in `stepping` (all if None): obs, reward, info arrays."""
         out = self.engine.step(self.weights(actions), stepping=stepping)
         st = self.state
-        impressions = np.maximum(out["impressions"], 1)
-        obs = np.empty((self.k, self.obs_size), np.float32)
-        obs[:, 0] = out["engagements"] / np.maximum(out["active"], 1)
-        obs[:, 1] = out["active"] / self.n
-        obs[:, 2] = (st.t[:, None] - np.maximum(st.last_visit, 0) >= 10).mean(1)
-        obs[:, 3] = out["reports"] / impressions
-        obs[:, 4] = out["arousal_served"] / impressions
-        obs[:, 5] = st.opinion.mean(1)
-        obs[:, 6] = out["opinion_std"]
-        obs[:, 7] = out["opinion_std"] - st.opinion_std0
-        obs[:, 8] = out["abs_opinion"]
-        obs[:, 9] = st.t / self.max_steps
-        obs[:, 10:] = out["pool_means"]
+        obs = recommender_obs(out, st.opinion, st.opinion_std0, st.t, st.last_visit, self.max_steps)
         info = self._common(out)
         info["polarization_increase"] = out["opinion_std"] - self._prev_std
         self._prev_std = np.where(self._stepped(stepping), out["opinion_std"], self._prev_std).astype(np.float32)
@@ -164,10 +143,8 @@ class ModeratorTask(_Task):
             ids = np.where(keep[:, None], self.queue_ids, ids)
         self.queue_ids = ids
         x = moderation.queue_features(st, ids).reshape(self.k, -1)
-        g = np.zeros((self.k, len(MODERATOR_GLOBALS)), np.float32)
-        g[:, 0] = st.t / self.max_steps
-        g[:, 1] = st.reports.sum(1) / np.maximum(st.impressions.sum(1), 1)
-        g[:, 2] = st.dyn.fact_check_budget / moderation.QUEUE
+        budget = st.dyn.fact_check_budget
+        g = moderator_globals(st.t, self.max_steps, st.reports, st.impressions, budget, moderation.QUEUE)
         return np.concatenate([x, g], axis=1)
 
     def step(self, codes: np.ndarray, stepping: np.ndarray | None = None):
