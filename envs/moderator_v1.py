@@ -70,7 +70,8 @@ from __future__ import annotations
 from gymnasium.spaces import MultiDiscrete
 from gymnasium.vector import AutoresetMode
 
-from oasis_gym.batched.tasks import ModeratorReward, ModeratorTask
+from oasis_gym.batched.tasks import ModeratorTask
+from oasis_gym.model.rewards import ModeratorReward
 
 from .lockstep import LockstepEnv, LockstepVectorEnv
 

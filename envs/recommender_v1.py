@@ -85,7 +85,8 @@ from __future__ import annotations
 from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode
 
-from oasis_gym.batched.tasks import RecommenderReward, RecommenderTask
+from oasis_gym.batched.tasks import RecommenderTask
+from oasis_gym.model.rewards import RecommenderReward
 
 from .lockstep import LockstepEnv, LockstepVectorEnv
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.model import moderation
+from oasis_gym.model.observations import MODERATOR_GLOBALS
 from oasis_gym.train import label_classifier as lc
 from oasis_gym.train import tuned_baselines as tb
 

@@ -116,6 +116,8 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     assert {"update_opinions", "deffuant_weisbuch", "DWParams", "pull_push", "run_blocked"} <= public
     assert {"CODES", "V0_CODES", "QUEUE_FEATURES", "V0_VIEW_FEATURES", "priority_queue", "velocity_view"} <= public
     assert {"queue_features", "v0_view_features", "moderation_effects", "chill", "verdict", "select_checks"} <= public
+    assert {"linear_reward", "RecommenderReward", "ModeratorReward", "V0RecommenderReward"} <= public
+    assert {"feed_counts", "opinion_spread", "recommender_obs", "MODERATOR_GLOBALS"} <= public
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone
@@ -345,3 +347,84 @@ def test_the_two_review_views_and_what_moderating_does():
     assert not done["innocent"].any()
     rate, sat = m.chill(np.float32([1.0, 0.5]), np.float32([0.3, 0.05]), 0.5, 0.1)
     assert rate.tolist() == [0.5, 0.25] and sat.tolist() == pytest.approx([0.2, 0.0])
+
+
+def test_every_reward_is_the_one_linear_form_with_the_bits_each_path_gave():
+    from oasis_gym.model.rewards import (
+        ModeratorReward,
+        RecommenderReward,
+        V0ModeratorReward,
+        V0RecommenderReward,
+        linear_reward,
+    )
+
+    rng = np.random.default_rng(1)
+    eng, mis = rng.random(64) * 3, rng.random(64) * 0.5  # the tasks' terms: float64 counts / N
+    d_std = rng.normal(0, 0.01, 64).astype(np.float32)
+    p = RecommenderReward(7.0, 13.0, 31.0)
+    before = p.engagement_weight * eng - p.misinfo_penalty * mis - p.polarization_penalty * d_std  # batched/tasks.py
+    terms = {"engagements": eng, "misinfo_impressions": mis, "polarization_increase": d_std}
+    got = linear_reward(terms, p.weights())
+    assert got.dtype == before.dtype and got.tobytes() == before.tobytes()
+    q, wrong = ModeratorReward(), rng.integers(0, 30, 64).astype(np.float32)
+    before = -q.misinfo_penalty * mis + q.engagement_weight * eng
+    before = before - q.action_cost * wrong
+    got = linear_reward({"misinfo_impressions": mis, "engagements": eng, "false_positives": wrong}, q.weights())
+    assert got.tobytes() == before.tobytes()
+    # the platform's (v0): Python floats, as agents/recommender.py and agents/moderator.py summed them
+    v = V0RecommenderReward()
+    for e, m, i, c in rng.random((50, 4)) - [0, 0, 0.5, 0]:
+        e, m, i, c = float(e), float(m), float(i) / 100, float(c)
+        before = v.engagement_weight * e - v.misinfo_penalty * m - v.polarization_penalty * i + v.diversity_bonus * c
+        terms = {"engagement": e, "misinfo_exposure": m, "polarization_increase": i, "diversity": c}
+        assert linear_reward(terms, v.weights()) == before
+        n = int(e * 10)
+        assert linear_reward({"misinfo_exposure": m, "true_actions": n}, V0ModeratorReward().weights()) == -m - 0.02 * n
+
+
+def test_the_fast_paths_measures_count_per_simulation_in_its_float_types():
+    from oasis_gym.metrics.opinions import opinion_std
+    from oasis_gym.model.measures import feed_counts, opinion_extremity, opinion_spread
+
+    rng = np.random.default_rng(2)
+    ka = np.sort(rng.integers(0, 3, 40))  # visits of simulations 0 and 2 (1 may have none)
+    ka[ka == 1] = 2
+    ok, mis, eng, rep = (rng.random((4, 40, 10)) < [[[0.9]], [[0.3]], [[0.2]], [[0.05]]]).astype(bool)
+    arousal = rng.random((40, 10)).astype(np.float32)
+    got = feed_counts(ka, 3, ok, mis, arousal, eng & ok, rep & ok)
+    assert got["active"].tolist() == np.bincount(ka, minlength=3).tolist() and got["active"][1] == 0
+    assert got["impressions"].tolist() == [ok[ka == k].sum() for k in range(3)]
+    assert got["misinfo_impressions"].tolist() == [(mis & ok)[ka == k].sum() for k in range(3)]
+    assert got["engagements"].tolist() == [(eng & ok)[ka == k].sum() for k in range(3)]
+    assert got["arousal_served"][2] == pytest.approx(float((arousal * ok)[ka == 2].sum()), rel=1e-6)
+    op = rng.uniform(-1, 1, (3, 200)).astype(np.float32)
+    spread = opinion_spread(op)
+    assert spread.dtype == np.float32 and spread.tobytes() == op.std(axis=1).tobytes()  # as batched/engine.py had it
+    assert opinion_extremity(op).tolist() == np.abs(op).mean(axis=1).tolist()
+    # the platform's metric is another measure under another name: float64, the known opinions only
+    with_unknown = np.append(op[0], np.nan)
+    assert opinion_std(with_unknown) == pytest.approx(float(op[0].astype(np.float64).std()))
+
+
+def test_the_tasks_observations_are_the_models_columns_under_their_names():
+    from oasis_gym.batched.tasks import RECOMMENDER_OBS, ModeratorTask, RecommenderTask
+    from oasis_gym.model import observations as o
+    from oasis_gym.model.measures import opinion_spread
+
+    task = RecommenderTask(2, users=200, max_steps=10)
+    rows = np.arange(2)
+    task.reset(rows, np.array([3, 4]))
+    first = task.reset_obs(rows)
+    assert first.shape == (2, len(RECOMMENDER_OBS)) == (2, 19) and RECOMMENDER_OBS[:10] == o.RECOMMENDER_STEP_FEATURES
+    col = RECOMMENDER_OBS.index
+    assert first[:, col("opinion_std")].tolist() == opinion_spread(task.state.opinion).tolist()
+    assert not first[:, col("engagements_per_visitor")].any() and not first[:, col("time")].any()
+    for t in (1, 2):
+        obs, _, info = task.step(np.zeros((2, task.action_size), np.float32))
+        assert obs[:, col("time")].tolist() == [np.float32(t / 10)] * 2
+        assert obs[:, col("visitor_share")].tolist() == pytest.approx(info["visitors"].tolist())
+    mod = ModeratorTask(1, users=200, max_steps=10)
+    mod.reset(np.arange(1), np.array([3]))
+    g = mod.reset_obs(np.arange(1))[0, -len(o.MODERATOR_GLOBALS) :]
+    assert g[o.MODERATOR_GLOBALS.index("time")] == 0
+    assert g[o.MODERATOR_GLOBALS.index("fact_check_budget_share")] == mod.state.dyn.fact_check_budget / mod.queue_size

@@ -26,8 +26,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from oasis_gym.batched.tasks import MODERATOR_GLOBALS, ModeratorTask
+from oasis_gym.batched.tasks import ModeratorTask
 from oasis_gym.model import moderation
+from oasis_gym.model.observations import MODERATOR_GLOBALS
 
 from .tuned_baselines import make_steps, run_episodes
 

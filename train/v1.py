@@ -41,11 +41,11 @@ from pathlib import Path
 import numpy as np
 
 from oasis_gym import load_entry_point, vector_envs
-from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.checks import MAX_ID, MAX_SEED, OneLineParser
 from oasis_gym.console import Summary, duration, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.model import moderation
+from oasis_gym.model.observations import MODERATOR_GLOBALS
 from oasis_gym.model.population import FOLLOWEES, MAX_TASK_USERS
 from oasis_gym.model.tiers import DIFFICULTIES
 from oasis_gym.policies.sb3 import normalizer_path

@@ -47,6 +47,7 @@ from ..model.moderation import (
     v0_view_features,
     velocity_view,
 )
+from ..model.rewards import V0ModeratorReward, linear_reward
 from ..platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST
 from ..platform.store import unpack_keys
 from ..sim.agent_protocol import AgentView
@@ -77,7 +78,7 @@ class ModeratorAgent:
 
     top_m: int = 10
     window_minutes: int = 360
-    action_cost: float = 0.02
+    action_cost: float = V0ModeratorReward.action_cost
     check_budget: int = 2  # fact-checks sent per step (see fact_check.py)
     check_delay: int = 2  # steps until a verdict comes back
     check_error: float = 0.1  # probability a verdict is wrong
@@ -220,7 +221,6 @@ class ModeratorAgent:
         """-misinformation share of the feeds just served - the cost of this step's actions
         on posts that are not misinformation. The action count is consumed here, so a step
         without a moderator action costs nothing (no stale cost from an earlier step)."""
-        misinfo = exposure_stats(view)[0]  # 0.0, not NaN, when nothing was shown
-        cost = self.action_cost * self.true_actions
+        terms = {"misinfo_exposure": exposure_stats(view)[0], "true_actions": self.true_actions}  # 0.0, not NaN
         self.true_actions = 0
-        return -misinfo - cost
+        return linear_reward(terms, V0ModeratorReward(self.action_cost).weights())

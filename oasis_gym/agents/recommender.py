@@ -27,6 +27,7 @@ from ..actions import IS_ENGAGEMENT
 from ..checks import action_array
 from ..metrics.opinions import opinion_std
 from ..model.ranking import V0_FEATURES, V0_USER_FEATURES
+from ..model.rewards import V0RecommenderReward, linear_reward
 from ..sim.agent_protocol import AgentView
 from .exposure import esteban_ray, exposure_stats
 
@@ -51,14 +52,11 @@ class RecommenderAgent:
     user's candidates (user u ranks by z(u) @ W, see recsys.agent_controlled);
     `ranking="global"`: one weight vector for everyone (the simple baseline variant)."""
 
-    # per step, engagement rate is ~0.02-0.04, misinformation share 0-0.3, the opinion-std
-    # increase ~+-0.002 and the cross-cutting share 0.05-0.9 (misinfo_stream, fixed rankings):
-    # the defaults give each term a few units of return between engagement-greedy and
-    # harm-averse rankings (bench/recommender_pareto.py)
-    engagement_weight: float = 10.0
-    misinfo_penalty: float = 1.0
-    polarization_penalty: float = 50.0
-    diversity_bonus: float = 0.2
+    # the reward's weights (`model.rewards.V0RecommenderReward`: its defaults, and why)
+    engagement_weight: float = V0RecommenderReward.engagement_weight
+    misinfo_penalty: float = V0RecommenderReward.misinfo_penalty
+    polarization_penalty: float = V0RecommenderReward.polarization_penalty
+    diversity_bonus: float = V0RecommenderReward.diversity_bonus
     ranking: str = "per_user"
     # the platform-agent protocol (oasis_gym.sim.agent_protocol): ranks the next feeds after
     # the users acted; keeps no state in the journal beyond the ranking weights the recsys saves
@@ -176,9 +174,7 @@ class RecommenderAgent:
             "polarization_increase": increase,
             "diversity": cross,
         }
-        return (
-            self.engagement_weight * engagement
-            - self.misinfo_penalty * misinfo
-            - self.polarization_penalty * increase
-            + self.diversity_bonus * cross
-        )
+        weights = V0RecommenderReward(
+            self.engagement_weight, self.misinfo_penalty, self.polarization_penalty, self.diversity_bonus
+        ).weights()
+        return linear_reward(self.last_components, weights)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import rng
+from ..model import measures, rng
 from ..model.moderation import NONE
 from ..model.population import TaskPopulation, make_population
 from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, rank, user_feature_names
@@ -89,18 +89,12 @@ class Engine:
         st.last_visit[active] = np.broadcast_to(st.t[:, None], active.shape)[active]
         made = posting.post(st, ka, ua)
         posting.brigade_reports(st, go)
-        mis = (sx[..., feed.COL["misinfo"]] > 0) & served_ok
-        aroused = sx[..., feed.COL["arousal"]] * served_ok
+        mis, arousal = sx[..., feed.COL["misinfo"]] > 0, sx[..., feed.COL["arousal"]]
+        out.update(measures.feed_counts(ka, self.k, served_ok, mis, arousal, engaged, reported))
         out.update(
-            active=np.bincount(ka, minlength=self.k),
-            impressions=np.bincount(ka, weights=served_ok.sum(1), minlength=self.k),
-            engagements=np.bincount(ka, weights=engaged.sum(1), minlength=self.k),
-            misinfo_impressions=np.bincount(ka, weights=mis.sum(1), minlength=self.k),
-            reports=np.bincount(ka, weights=reported.sum(1), minlength=self.k),
-            arousal_served=np.bincount(ka, weights=aroused.sum(1), minlength=self.k),
             posts=made,
-            opinion_std=st.opinion.std(axis=1),
-            abs_opinion=np.abs(st.opinion).mean(axis=1),
+            opinion_std=measures.opinion_spread(st.opinion),
+            abs_opinion=measures.opinion_extremity(st.opinion),
             churned=st.churned.mean(axis=1),
             satisfaction=st.satisfaction.mean(axis=1),
             campaign=st.campaign.copy(),

@@ -9,52 +9,23 @@ seeding and autoreset; nothing here imports gymnasium.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..model import moderation
+from ..model.observations import (
+    MODERATOR_GLOBALS,
+    RECOMMENDER_STEP_FEATURES,
+    moderator_globals,
+    recommender_obs,
+    recommender_reset_obs,
+)
 from ..model.ranking import CANDIDATE_FEATURES, DEFAULT_WEIGHTS, global_weights, user_feature_names
+from ..model.rewards import ModeratorReward, RecommenderReward, linear_reward
 from .engine import Engine
 from .moderation import features, queue
 
-RECOMMENDER_OBS = (
-    "engagements_per_visitor",
-    "visitor_share",
-    "dormant_share",  # users not seen for 10 steps or more (the service knows who stays away)
-    "reports_per_impression",
-    "arousal_served",  # mean arousal score of the served posts
-    "opinion_mean",
-    "opinion_std",
-    "opinion_std_change",  # since the episode's start
-    "abs_opinion_mean",
-    "time",  # step / max_steps
-    *(f"pool_{f}" for f in CANDIDATE_FEATURES),
-)
-MODERATOR_GLOBALS = ("time", "reports_per_impression", "fact_check_budget_share")
-
-
-@dataclass(frozen=True)
-class RecommenderReward:
-    """r = engagement_weight * engagements / N - misinfo_penalty * misinformation impressions / N
-    - polarization_penalty * (opinion std now - a step ago). Divided by all N users, not
-    the visitors: a user who leaves contributes nothing, so retention is worth reward."""
-
-    engagement_weight: float = 10.0
-    misinfo_penalty: float = 20.0
-    polarization_penalty: float = 50.0
-
-
-@dataclass(frozen=True)
-class ModeratorReward:
-    """r = -misinfo_penalty * misinformation impressions / N + engagement_weight *
-    engagements / N - action_cost * (true posts removed + 10 x true users suspended): the
-    cost of a false positive is immediate (action_cost) and lasting (the chilled or lost
-    user's engagement)."""
-
-    misinfo_penalty: float = 20.0
-    engagement_weight: float = 1.0
-    action_cost: float = 0.05
+# the recommender's observation: the step's features, then the candidate pool's mean features
+RECOMMENDER_OBS = (*RECOMMENDER_STEP_FEATURES, *(f"pool_{f}" for f in CANDIDATE_FEATURES))
 
 
 class _Task:
@@ -124,38 +95,17 @@ class RecommenderTask(_Task):
 
     def reset_obs(self, rows: np.ndarray) -> np.ndarray:
         """Observations of freshly reset rows: no flows yet, the opinions, time 0."""
-        st = self.state
-        obs = np.zeros((len(rows), self.obs_size), np.float32)
-        op = st.opinion[rows]
-        obs[:, 5], obs[:, 6], obs[:, 8] = op.mean(1), op.std(1), np.abs(op).mean(1)
-        return obs
+        return recommender_reset_obs(self.state.opinion[rows], self.obs_size)
 
     def step(self, actions: np.ndarray, stepping: np.ndarray | None = None):
         """One step of the episodes in `stepping` (all if None): obs, reward, info arrays."""
         out = self.engine.step(self.weights(actions), stepping=stepping)
-        st, p = self.state, self.reward_params
-        impressions = np.maximum(out["impressions"], 1)
-        obs = np.empty((self.k, self.obs_size), np.float32)
-        obs[:, 0] = out["engagements"] / np.maximum(out["active"], 1)
-        obs[:, 1] = out["active"] / self.n
-        obs[:, 2] = (st.t[:, None] - np.maximum(st.last_visit, 0) >= 10).mean(1)
-        obs[:, 3] = out["reports"] / impressions
-        obs[:, 4] = out["arousal_served"] / impressions
-        obs[:, 5] = st.opinion.mean(1)
-        obs[:, 6] = out["opinion_std"]
-        obs[:, 7] = out["opinion_std"] - st.opinion_std0
-        obs[:, 8] = out["abs_opinion"]
-        obs[:, 9] = st.t / self.max_steps
-        obs[:, 10:] = out["pool_means"]
+        st = self.state
+        obs = recommender_obs(out, st.opinion, st.opinion_std0, st.t, st.last_visit, self.max_steps)
         info = self._common(out)
-        d_std = out["opinion_std"] - self._prev_std
+        info["polarization_increase"] = out["opinion_std"] - self._prev_std
         self._prev_std = np.where(self._stepped(stepping), out["opinion_std"], self._prev_std).astype(np.float32)
-        reward = (
-            p.engagement_weight * info["engagements"]
-            - p.misinfo_penalty * info["misinfo_impressions"]
-            - p.polarization_penalty * d_std
-        )
-        info["polarization_increase"] = d_std
+        reward = linear_reward(info, self.reward_params.weights())
         return obs, reward.astype(np.float32), info
 
     def _stepped(self, stepping):
@@ -194,21 +144,17 @@ class ModeratorTask(_Task):
             ids = np.where(keep[:, None], self.queue_ids, ids)
         self.queue_ids = ids
         x = features(st, ids).reshape(self.k, -1)
-        g = np.zeros((self.k, len(MODERATOR_GLOBALS)), np.float32)
-        g[:, 0] = st.t / self.max_steps
-        g[:, 1] = st.reports.sum(1) / np.maximum(st.impressions.sum(1), 1)
-        g[:, 2] = st.dyn.fact_check_budget / moderation.QUEUE
+        budget = st.dyn.fact_check_budget
+        g = moderator_globals(st.t, self.max_steps, st.reports, st.impressions, budget, moderation.QUEUE)
         return np.concatenate([x, g], axis=1)
 
     def step(self, codes: np.ndarray, stepping: np.ndarray | None = None):
         """Apply the codes to the queues last observed, step, observe: obs, reward, info."""
         codes = np.asarray(codes, np.int64).reshape(self.k, moderation.QUEUE)
         out = self.engine.step(self._weights, self.queue_ids, codes, stepping=stepping)
-        p = self.reward_params
         info = self._common(out)
-        wrong = out["removed_true"] + 10 * out["suspended_true"]
-        reward = -p.misinfo_penalty * info["misinfo_impressions"] + p.engagement_weight * info["engagements"]
-        reward = reward - p.action_cost * wrong
+        terms = {**info, "false_positives": out["removed_true"] + 10 * out["suspended_true"]}
+        reward = linear_reward(terms, self.reward_params.weights())
         for name in ("fact_checks", "removed_misinfo", "removed_true", "suspended_misinfo", "suspended_true"):
             info[name] = out[name].astype(np.float32)
         obs = self.observe()
