@@ -15,7 +15,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from oasis_gym import population as popmod
-from oasis_gym.actions import NUM_ACTIONS, RESULT_NAMES
+from oasis_gym.actions import RESULT_NAMES
 from oasis_gym.agents import make_platform_agents
 from oasis_gym.checks import population_size
 from oasis_gym.errors import ConfigError
@@ -24,10 +24,6 @@ from oasis_gym.platform.journal_file import check_distinct, connect_read
 from oasis_gym.platform.journal_load import held_to_resume
 from oasis_gym.platform.platform import action_name, action_names
 from oasis_gym.sim import (
-    COMMENT_FEATURES,
-    FEED_FEATURES,
-    SELF_FEATURES,
-    VIEW_USER_FEATURES,
     ActionArrays,
     ObsBatch,
     Simulation,
@@ -41,7 +37,6 @@ from . import agent_spaces
 from .agent_dicts import AgentDicts
 from .feed_text import render_view
 
-_ID_HIGH = 2**62
 _MISSING = object()  # an active user without an action this step
 _ACTIVE = np.ones(1, dtype=np.int8)  # every active user's `active` entry: one read-only array
 _ACTIVE.flags.writeable = False
@@ -84,6 +79,11 @@ class SocialMediaEnv(ParallelEnv):
         if unknown:
             raise TypeError(
                 f"unknown argument(s) {sorted(unknown)}; valid: {sorted(SimulationConfig.__dataclass_fields__)}"
+            )
+        if config.get("feeds_after_agents"):
+            raise ConfigError(
+                "feeds_after_agents=True is the split step of envs whose users are their own: "
+                "here users and platform agents act in the same call"
             )
         if config.get("comments_per_post", 2) < 1:
             raise ValueError("comments_per_post must be >= 1")
@@ -145,41 +145,9 @@ class SocialMediaEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
-        K, C, U = self.sim.K, self.sim.C, self.sim.U
-        KC = K * C
-        box = lambda shape, lo=-np.inf, hi=np.inf, dt=np.float32: spaces.Box(lo, hi, shape, dt)  # noqa: E731
-        mask = lambda n: spaces.Box(0, 1, (n,), np.int8)  # noqa: E731
-        self._obs_space = spaces.Dict(
-            {
-                "active": spaces.Box(0, 1, (1,), np.int8),
-                "post_ids": box((K,), -1, _ID_HIGH, np.int64),
-                "feed": box((K, len(FEED_FEATURES))),
-                "comment_ids": box((KC,), -1, _ID_HIGH, np.int64),
-                "comments": box((KC, len(COMMENT_FEATURES))),
-                "user_ids": box((U,), -1, _ID_HIGH, np.int64),
-                "users": box((U, len(VIEW_USER_FEATURES))),
-                "self": box((len(SELF_FEATURES),)),
-                "action_mask": spaces.Dict(
-                    {"type": mask(NUM_ACTIONS), "post": mask(K), "comment": mask(KC), "user": mask(U)}
-                ),
-            }
+        self._obs_space, self._act_space, self._inactive_obs = agent_spaces.user_spaces(
+            self.sim.K, self.sim.C, self.sim.U
         )
-        self._act_space = spaces.Dict(
-            {
-                "type": spaces.Discrete(NUM_ACTIONS),
-                "post": spaces.Discrete(K),
-                "comment": spaces.Discrete(KC),
-                "user": spaces.Discrete(U),
-            }
-        )
-        self._inactive_obs = self._obs_space.sample()
-        for key, value in self._inactive_obs.items():
-            if key == "action_mask":
-                for m in value.values():
-                    m[:] = 0
-                value["type"][0] = 1  # only do_nothing
-            else:
-                value[...] = -1 if key.endswith("_ids") else 0
 
     def observation_space(self, agent: str) -> spaces.Space:
         """The agent's observation space (a platform agent's own, else the users' shared one)."""

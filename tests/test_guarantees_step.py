@@ -424,6 +424,42 @@ def test_resume_after_a_stop_or_a_kill_equals_the_uninterrupted_run_in_every_tab
         assert_same_tables(keyed_tables(tmp_path / variant / "run.db"), full)
 
 
+def test_a_run_whose_recommender_set_its_weights_resumes_and_equals_the_uninterrupted_run(tmp_path, monkeypatch):
+    """The trainable recommender's weights are one row per user feature; a journal saves them
+    as nested lists, and resume called every such journal damaged (found in session 25 by the
+    split step's tests: no test had resumed a run whose recommender acted)."""
+    from oasis_gym.envs.social_env import SocialMediaEnv
+
+    for folder in ("whole", "part"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / "whole")
+    env = make_env("run.db")
+    whole = run_steps(env, start(env), 6)
+    env.close()
+    monkeypatch.chdir(tmp_path / "part")
+    env = make_env("run.db")
+    policy = start(env)
+    part = run_steps(env, policy, 3)
+    env.close()
+    again = SocialMediaEnv.resume("run.db")
+    assert np.asarray(again.sim.recsys.weights).ndim == 2
+    for t in range(3, 6):  # the same actions as the whole run's steps 3-5
+        acts = policy.act(again, again.sim.obs)
+        out = again.step_batch(acts, platform_actions(t, again))
+        part.append(
+            (
+                obs_state(again.sim.obs),
+                out.rewards.tolist(),
+                out.results.tolist(),
+                {k: float(v) for k, v in out.platform_rewards.items()},
+                {k: np.asarray(v).tolist() for k, v in again.sim.platform_obs.items()},
+            )
+        )
+    again.close()
+    assert part == whole
+    assert_same_tables(journal_tables(tmp_path / "part" / "run.db"), journal_tables(tmp_path / "whole" / "run.db"))
+
+
 def test_a_failed_step_rolls_back_the_metrics_recorder_too(tmp_path, monkeypatch):
     """The metrics recorder runs in the step; when a later hook (or the activation) fails,
     its state returns to the journal's last step, so the retried run's metrics, cascade

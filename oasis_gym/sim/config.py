@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..actions import ALL_ACTIONS, REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS
+from ..errors import ConfigError
 from ..platform import JournalError, PlatformConfig
 
 
@@ -41,6 +42,35 @@ class SimulationConfig:
     recommender_agent: bool = False  # the trainable recommender
     moderator_agent: bool = False  # the trainable moderator
     platform_agent_params: dict = field(default_factory=dict)  # {"recommender": {...}, "moderator": {...}}
+    # the order of a step. False: the platform agents' feeds are built at the end of the step
+    # before, so a recommender's action ranks the next step's feeds (`Simulation.step`: v0, the
+    # PettingZoo envs). True: the split step `begin(platform_actions)` (the agents act, then the
+    # active users' feeds are built) / `finish(acts)`: an action ranks the feeds of its own step,
+    # as on the fast path (the one-world task envs, whose users are the env's own)
+    feeds_after_agents: bool = False
+    # "one": only a user's first action of a step counts (OASIS: an agent acts once a turn);
+    # "many": every action of an active user counts, in order (a task user's visit: like, repost,
+    # report ... of the fast path's users; the platform still refuses a second like of a post)
+    actions_per_user: str = "one"
+
+
+def check_config(cfg: SimulationConfig) -> None:
+    """Raise ConfigError (or ValueError) naming the first setting a simulation cannot run with."""
+    if cfg.feed_size < 1 or cfg.comments_per_post < 0 or cfg.search_size < 0:
+        raise ValueError("feed_size must be >= 1, comments_per_post and search_size >= 0")
+    if isinstance(cfg.max_cycles, bool) or not isinstance(cfg.max_cycles, (int, np.integer)) or cfg.max_cycles < 1:
+        raise ConfigError(f"max_cycles must be a whole number >= 1, got {cfg.max_cycles!r}")
+    act = cfg.activation  # a share above 1 or NaN silently made every user (or none) active
+    if act != "activity" and (
+        isinstance(act, (bool, str)) or not isinstance(act, (int, float, np.number)) or not 0 <= act <= 1
+    ):
+        raise ConfigError(f"activation must be 'activity' or a probability in [0, 1], got {act!r}")
+    if not cfg.journal and (cfg.db_path not in (None, ":memory:") or cfg.log_recs):
+        raise ConfigError("journal=False records nothing: it takes no db_path (a file) and no log_recs")
+    if cfg.actions_per_user not in ("one", "many"):
+        raise ConfigError(f"actions_per_user must be 'one' or 'many', got {cfg.actions_per_user!r}")
+    if not isinstance(cfg.feeds_after_agents, bool):
+        raise ConfigError(f"feeds_after_agents must be True or False, got {cfg.feeds_after_agents!r}")
 
 
 PIPELINE_MIN_USERS = 100_000
@@ -106,6 +136,22 @@ def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
+def _finite_numbers(value) -> bool:
+    """Whether `value` is a finite number or a non-empty (nested) list of them: a recommender's
+    weights (a vector, or one row per user feature: `agents/recommender.py`)."""
+    if isinstance(value, list):
+        return bool(value) and all(_finite_numbers(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _rectangular(value: list) -> bool:
+    try:
+        np.asarray(value, dtype=np.float64)
+    except ValueError:  # rows of different lengths
+        return False
+    return True
+
+
 def _damaged_values(meta: dict) -> str | None:
     """What `Simulation.resume` would fail on in meta of the right shape, or None."""
     if not _whole(meta["step"]):
@@ -116,9 +162,7 @@ def _damaged_values(meta: dict) -> str | None:
         ):
             return "its pending views are damaged"
     weights = meta.get("recsys_weights")
-    if weights is not None and not (
-        isinstance(weights, list) and all(isinstance(w, (int, float)) and math.isfinite(w) for w in weights)
-    ):
+    if weights is not None and not (isinstance(weights, list) and _finite_numbers(weights) and _rectangular(weights)):
         return "its recommender weights are damaged"
     try:
         for state in meta["rng"]:

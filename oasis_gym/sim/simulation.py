@@ -10,6 +10,9 @@ One step:
     transaction, not yet committed) -> clock advance -> who is active next -> feeds -> obs
     -> commit
 
+With `feeds_after_agents=True` a step is split in two calls (`begin` / `finish`, see
+`split_step.py`): the platform agents act, then the feeds are built, then the users act.
+
 The commit's SQL runs in place, or, in runs of 100,000 users and more (`pipelined`), on the
 journal's writer thread while the next step is computed (see `Journal`); step hooks run in
 the calling thread, first in the step's transaction. A step is atomic: anything failing
@@ -20,8 +23,8 @@ Its collaborators, each in a module of its own: the data types (`batches.py`), t
 (`config.py`), the users' default reward (`rewards.py`), building observations
 (`observation.Observer`), the LLM users' feed views (`feed_views.FeedViews`), admitting the
 users' actions (`admission.py`), the input checks (`step_input.py`), template texts and
-stances (`content.py`). Platform agents plug in through `agent_protocol.PlatformAgent`: the
-engine names none of them.
+stances (`content.py`), what a journal saves to resume (`journal_state.py`). Platform agents
+plug in through `agent_protocol.PlatformAgent`: the engine names none of them.
 """
 
 from __future__ import annotations
@@ -36,17 +39,16 @@ import numpy as np
 
 from .. import blas
 from ..actions import IS_POST_TARGET
-from ..errors import ConfigError
 from ..platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
-from ..platform.journal import RowWriter, Same, read_meta
-from ..platform.journal_file import JournalLock
+from ..platform.journal import RowWriter, Same
 from ..platform.platform import REPOST
 from ..recsys import make_recommender
+from . import journal_state, split_step
 from .admission import admit
 from .agent_protocol import AgentView, PlatformAgent
 from .batches import ActionArrays, ObsBatch, StepOutcome
 from .clock import Clock, sample_active
-from .config import SimulationConfig, check_resumable, pipelined, platform_config
+from .config import SimulationConfig, check_config, pipelined, platform_config
 from .content import fill_text, score_stance
 from .feed_views import FeedViews, user_id
 from .heap import warm_heap
@@ -72,17 +74,7 @@ class Simulation:
 
         self.population = population
         self.config = cfg = config or SimulationConfig()
-        if cfg.feed_size < 1 or cfg.comments_per_post < 0 or cfg.search_size < 0:
-            raise ValueError("feed_size must be >= 1, comments_per_post and search_size >= 0")
-        if isinstance(cfg.max_cycles, bool) or not isinstance(cfg.max_cycles, (int, np.integer)) or cfg.max_cycles < 1:
-            raise ConfigError(f"max_cycles must be a whole number >= 1, got {cfg.max_cycles!r}")
-        act = cfg.activation  # a share above 1 or NaN silently made every user (or none) active
-        if act != "activity" and (
-            isinstance(act, (bool, str)) or not isinstance(act, (int, float, np.number)) or not 0 <= act <= 1
-        ):
-            raise ConfigError(f"activation must be 'activity' or a probability in [0, 1], got {act!r}")
-        if not cfg.journal and (cfg.db_path not in (None, ":memory:") or cfg.log_recs):
-            raise ConfigError("journal=False records nothing: it takes no db_path (a file) and no log_recs")
+        check_config(cfg)
         self.clock = Clock(cfg.minutes_per_step, cfg.start_hour)
         self.recsys = make_recommender(cfg.recsys, **cfg.recsys_params)
         self.reward_fn = reward_fn or engagement_reward
@@ -108,6 +100,7 @@ class Simulation:
         self.journal: Journal | None = None
         self.seed: int | None = None
         self.obs: ObsBatch | None = None
+        self.begun = None  # the state before a split step's `begin` (`split_step`), until it finishes
         self.views: dict[int, tuple[int, np.ndarray]] = {}  # user -> pending info-action view
         self.last_outcome: StepOutcome | None = None
         self.db_path: str | None = None
@@ -127,6 +120,7 @@ class Simulation:
             )
         with contextlib.suppress(JournalError):  # a failed episode's journal: raised at its steps already
             self._close_journal(query_indexes=False)  # the new episode's journal replaces it
+        self.begun = None
         warm_heap(self.population.n)
         blas.load()  # (once per process: not in a step)
         self.seed = seed
@@ -189,51 +183,13 @@ class Simulation:
         return self.rng_active, self.rng_recsys, self.rng_text
 
     def _meta(self) -> dict | None:
-        """Saved with every step: what `resume` needs to continue exactly (generator states as
-        they are before the next activation, pending info-action views, provider states);
-        None in the training mode (nothing is saved)."""
-        if not self.config.journal:
-            return None
-        return {
-            "config": self.config,  # (a dataclass: the journal encodes it once, `meta_json`)
-            "seed": self.seed,
-            "rng": [g.bit_generator.state for g in self._generators()],
-            "views": [[u, kind, ids.tolist()] for u, (kind, ids) in self.views.items()],
-            "state": {name: fn() for name, fn in self.state_providers.items()},
-            "recsys_weights": (np.asarray(self.recsys.weights).tolist() if hasattr(self.recsys, "weights") else None),
-        }
+        """Saved with every step: what `resume` needs to continue exactly (`journal_state.meta`)."""
+        return journal_state.meta(self)
 
     def resume(self, db_path: str) -> ObsBatch:
         """Continue from a journal: restore the platform, generators and pending views, then
         activate the next step's users exactly as the uninterrupted run would have."""
-
-        if not self.config.journal:
-            raise ConfigError("a resumed run goes on writing its journal: resume takes no journal=False")
-        self.close()
-        # the writer's lock first: nothing is read while another run writes, and what is read is
-        # read in place (a journal this process writes is never copied: `journal_file.read_uri`)
-        lock = JournalLock(str(db_path))
-        try:
-            meta = check_resumable(read_meta(db_path), db_path)
-            self.platform = Platform.from_db(db_path)
-        except BaseException:  # the journal is left exactly as it was
-            lock.release()
-            raise
-        warm_heap(self.platform.n_users)
-        blas.load()
-        self.journal = Journal(db_path, lock=lock, pipelined=pipelined(self.platform.n_users))
-        self.db_path, self._journal_id = str(db_path), self.journal.journal_id
-        self.seed = meta.get("seed")
-        self.rng_active, self.rng_recsys, self.rng_text = (np.random.default_rng() for _ in range(3))
-        self.recsys.reset(self.platform, np.random.default_rng(0))  # caches only: rebuilt from state
-        for g, state in zip(self._generators(), meta["rng"]):
-            g.bit_generator.state = state
-        self.views = {int(u): (int(kind), np.asarray(ids, dtype=np.int64)) for u, kind, ids in meta.get("views", [])}
-        self.saved_state = meta.get("state", {})
-        if meta.get("recsys_weights") is not None and hasattr(self.recsys, "set_weights"):
-            self.recsys.set_weights(np.asarray(meta["recsys_weights"], dtype=np.float32))
-        self.last_outcome = None
-        return self._activate()
+        return journal_state.resume(self, db_path)
 
     def agent_view(self) -> AgentView:
         """What a platform agent may read of this simulation now (`agent_protocol`)."""
@@ -280,7 +236,8 @@ class Simulation:
         flat = None if act == "activity" else float(act)
         eligible = pf.u_signed_up.a & ~pf.u_suspended.a
         self.active = sample_active(self.rng_active, pf.u_activity.a, self.clock.hour(pf.minute), flat, eligible)
-        self.obs = self.observe(self.active)
+        # (the split step builds the feeds in `begin`, once the platform agents have acted)
+        self.obs = self.observe(self.active[:0] if self.config.feeds_after_agents else self.active)
         view = self.agent_view()
         self.platform_obs = {name: agent.observe(view) for name, agent in self.platform_agents.items()}
         return self.obs
@@ -300,6 +257,8 @@ class Simulation:
         exactly as they were before the call (see `step_atomic`), so a retry gives the result
         the failed call never had."""
         self.require_live()
+        if self.config.feeds_after_agents:
+            raise RuntimeError("feeds_after_agents=True: a step is begin(platform_actions), then finish(acts)")
         checked = check_step_input(acts, platform_actions, self.platform_agents)
 
         saved = capture(self)
@@ -312,6 +271,19 @@ class Simulation:
             raise
         finally:
             self.platform.release()
+
+    def begin(self, platform_actions: dict | None = None) -> ObsBatch:
+        """A split step's first half (`feeds_after_agents=True`, `split_step`): the platform
+        agents act, then the active users' feeds are built; returns them."""
+        return split_step.begin(self, platform_actions)
+
+    def finish(self, acts: ActionArrays) -> StepOutcome:
+        """A split step's second half: the users' actions on `begin`'s feeds, committed."""
+        return split_step.finish(self, acts)
+
+    def cancel(self) -> None:
+        """Undo a split step's `begin` (nothing if no step is begun)."""
+        split_step.cancel(self)
 
     def require_live(self) -> None:
         """Raise a clear error unless an episode is open (reset or resumed, not closed)."""
@@ -341,7 +313,8 @@ class Simulation:
     def _admit(self, users: np.ndarray, cols: tuple, texts_in, stance_in) -> tuple[ActionBatch, np.ndarray]:
         """The admitted actions (`admission.admit`) with texts and stances filled, and the
         users whose actions were ignored."""
-        users, action, target, texts, stance, ignored = admit(self.obs, users, cols, texts_in, stance_in)
+        many = self.config.actions_per_user == "many"
+        users, action, target, texts, stance, ignored = admit(self.obs, users, cols, texts_in, stance_in, many)
         if self.config.auto_text:
             fill_text(self.platform, self.rng_text, users, action, texts, stance)
         if self.config.stance_scorer == "lexicon":

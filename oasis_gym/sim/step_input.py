@@ -14,9 +14,8 @@ from ..actions import ActionType as A
 from .batches import ActionArrays
 
 
-def check_step_input(acts: ActionArrays, platform_actions, platform_agents: Mapping) -> tuple:
-    """(users, (type, post, comment, user) columns, texts, stance or None, platform actions),
-    every one checked; `platform_agents`: the env's platform agents by name."""
+def check_platform_actions(platform_actions, platform_agents: Mapping) -> dict:
+    """The platform agents' actions by name, each validated by its agent (None: none act)."""
     if platform_actions is not None and not isinstance(platform_actions, Mapping):
         raise TypeError(
             f"platform_actions must map platform agent names to actions, got {type(platform_actions).__name__}"
@@ -25,7 +24,13 @@ def check_step_input(acts: ActionArrays, platform_actions, platform_agents: Mapp
     unknown = set(platform_actions) - set(platform_agents)
     if unknown:
         raise KeyError(f"no platform agent(s) {sorted(unknown)} in this env")
-    platform_actions = {name: platform_agents[name].validate(a) for name, a in platform_actions.items()}
+    return {name: platform_agents[name].validate(a) for name, a in platform_actions.items()}
+
+
+def check_step_input(acts: ActionArrays, platform_actions, platform_agents: Mapping) -> tuple:
+    """(users, (type, post, comment, user) columns, texts, stance or None, platform actions),
+    every one checked; `platform_agents`: the env's platform agents by name."""
+    platform_actions = check_platform_actions(platform_actions, platform_agents)
     try:
         raw_users = np.asarray(acts.users).reshape(-1)
     except (TypeError, ValueError) as err:
