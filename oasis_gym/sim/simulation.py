@@ -38,9 +38,10 @@ from .. import blas
 from ..actions import IS_POST_TARGET
 from ..errors import ConfigError
 from ..platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
-from ..platform.journal import RowWriter, Same, read_meta
-from ..platform.journal_file import JournalLock
+from ..platform.journal import read_meta
+from ..platform.journal_lock import JournalLock
 from ..platform.platform import REPOST
+from ..platform.row_writer import RowWriter, Same
 from ..recsys import make_recommender
 from .admission import admit
 from .agent_protocol import AgentView, PlatformAgent
