@@ -13,3 +13,9 @@ class OasisGymError(Exception):
 
 class ConfigError(OasisGymError, ValueError):
     """An invalid argument or setting (a user count of 0, max_cycles=0, ...)."""
+
+
+class JournalError(OasisGymError, RuntimeError):
+    """The journal cannot be used: its path holds something else, another run writes it, it
+    is damaged, or a step failed to commit (the journal holds the steps before it; memory is
+    ahead where the step was pipelined, as it was before the step where it was committed in place)."""

@@ -1,4 +1,4 @@
-"""One command writes an output folder at a time (`oasis_gym.outputs`, `output_files.hold_folder`).
+"""One command writes an output folder at a time (`oasis_gym.outputs`, `outputs.files.hold_folder`).
 
 A command holds an OS lock (`flock`) on its output folder itself from its check until it ends,
 so a second command on that folder, in another process and under any name of the folder, is

@@ -16,7 +16,7 @@ from oasis_gym.actions import ACTION_NAMES, COMMENT_TARGET, POST_TARGET, TEXT_AC
 from oasis_gym.actions import ActionType as A
 from oasis_gym.actions import Result as R
 from oasis_gym.platform import REMOVED, ActionBatch, Journal, JournalError, Platform, PlatformConfig
-from oasis_gym.platform.journal import RELATION_TABLES
+from oasis_gym.platform.journal_schema import RELATION_TABLES
 from oasis_gym.platform.platform import JOURNALED_RELATIONS, action_name, action_names
 
 

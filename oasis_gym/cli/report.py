@@ -9,7 +9,8 @@ from pathlib import Path
 from oasis_gym.console import Summary, bar, duration, quoted
 from oasis_gym.metrics.report import make_report
 from oasis_gym.platform.journal import JournalError, read_meta
-from oasis_gym.platform.journal_file import being_written, require_journal, writers
+from oasis_gym.platform.journal_file import require_journal
+from oasis_gym.platform.journal_lock import being_written, writers
 from oasis_gym.platform.oasis_import import is_oasis_db
 
 

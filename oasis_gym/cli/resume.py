@@ -7,8 +7,8 @@ import os
 
 from oasis_gym.errors import ConfigError
 from oasis_gym.platform.journal import JournalError, read_meta
-from oasis_gym.platform.journal_file import being_written, writers
 from oasis_gym.platform.journal_load import held_to_resume
+from oasis_gym.platform.journal_lock import being_written, writers
 from oasis_gym.platform.oasis_import import is_oasis_db
 
 # Settings that define a run: a resumed run keeps the journal's, and contradicting them is an

@@ -13,7 +13,7 @@ from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
 from oasis_gym.metrics import MetricsRecorder
-from oasis_gym.output_logdir import claim_logdir, logdir_for
+from oasis_gym.outputs.logdir import claim_logdir, logdir_for
 from oasis_gym.platform.journal_file import check_distinct, refusal
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy, on_first_use, user_policy

@@ -32,37 +32,7 @@ Usage::
     rec.finalize()                                         # before the next reset (close() too)
     env.reset(seed=1); rec.on_reset(env.sim)               # next episode (optional: auto-detected)
 
-Tags (counts cover the steps since the previous logged step; with ``every=1`` one step):
-
-* ``actions/<name>``: applied actions by type, every ActionType, zeros included, plus
-  ``actions/invalid`` for codes outside the action set; equal to the trace rows.
-* ``activity/active_users``: distinct users served a feed; ``activity/acting_users``:
-  distinct users with an applied action other than do_nothing (accepted or rejected; never
-  more than the active users); ``activity/posts_created`` (accepted create_post),
-  ``activity/shares_created`` (accepted repost + quote_post), ``activity/comments_created``,
-  ``activity/posts_total``.
-* ``engagement/rate``: accepted post interactions (like, dislike, repost, quote, comment)
-  per impression; ``engagement/per_active_user``: accepted engagement actions (those plus
-  comment likes/dislikes and follows) per active user.
-* ``invalid/rate``: rejected / applied actions; ``invalid/<result name>`` counts for every
-  non-OK Result; ``invalid/inactive`` also counts actions sent by inactive users (ignored
-  by the simulation, never traced).
-* ``cascade/scale``, ``cascade/depth``, ``cascade/max_breadth`` (largest over all
-  cascades), ``cascade/structural_virality`` (mean over cascades with a share),
-  ``cascade/spread_count``, ``cascade/mean_scale`` (over cascades with a share),
-  ``cascade/new_shares``; per tracked post ``cascade/post_<id>/<stat>`` (explicit
-  ``tracked_posts``) or ``cascade/top<rank>/<stat>`` (default: the ``n_top`` largest).
-* ``opinion/mean|std|bimodality|esteban_ray|to_extreme_share|to_moderation_share`` (full
-  steps; shifts are against the opinions at episode start), histogram ``opinion/values``.
-* ``network/follower_gini``, ``network/attention_gini`` (likes received per author),
-  ``network/opinion_assortativity``, ``network/neighbourhood_correlation`` (full steps),
-  ``network/new_follows``, ``network/unfollows``, ``network/follow_edges`` (every step).
-* ``exposure/impressions``, ``exposure/misinfo_share`` (share of ALL impressions showing a
-  post labelled misinformation or whose root is), ``exposure/cross_cutting_share``,
-  ``exposure/feed_diversity`` (see ``metrics.exposure``).
-* ``herd/<group>_mean_score``: mean likes - dislikes of each treatment group.
-* ``llm/<key>``: what ``record_llm`` received since the previous logged step, summed, and
-  its rates (``metrics.llm_stats``): ``llm/decisions_per_s``, ``llm/prefix_cache_hit_rate``, ...
+The tags it writes, and how to read them back: docs/metrics.md.
 
 Cascades (the repost forest, the ``cascade_curve`` table): see ``metrics.cascades``; the
 curves are dense from minute 0 to the last step a cascade was tracked, and ``finalize()``

@@ -35,14 +35,13 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from ..errors import JournalError
 from ..interrupts import deferred
 from .follow_seed import FollowSeed
 from .journal_bulk import BackgroundCheckpoint, StatementStream, wal_pages
 from .journal_file import (
     JOURNAL,
     MISSING,
-    JournalError,
-    JournalLock,
     busy,
     create_new,
     prepare_new,
@@ -51,22 +50,13 @@ from .journal_file import (
     what_is,
 )
 from .journal_load import load_platform, read_meta
-from .journal_rows import meta_json, trace_infos, write_step
-from .journal_schema import AUTOCHECKPOINT_PAGES, QUERY_INDEX_NAMES, RELATION_TABLES, SCHEMA, connect, query_indexes
+from .journal_lock import JournalLock
+from .journal_rows import meta_json, write_step
+from .journal_schema import AUTOCHECKPOINT_PAGES, QUERY_INDEX_NAMES, SCHEMA, connect, query_indexes
 from .platform import Platform
-from .row_writer import RowWriter, Same, rows_sql
+from .row_writer import rows_sql
 
-__all__ = [
-    "Journal",
-    "JournalError",
-    "RELATION_TABLES",
-    "RowWriter",
-    "Same",
-    "connect",
-    "load_platform",
-    "read_meta",
-    "trace_infos",
-]
+__all__ = ["Journal", "JournalError", "load_platform", "read_meta"]
 
 
 class Journal:

@@ -39,11 +39,10 @@ import sqlite3
 import stat
 import tempfile
 import uuid
-import weakref
 from collections.abc import Mapping
 
-from ..errors import OasisGymError
-from ..output_files import flock_holders
+from ..errors import JournalError
+from .journal_lock import NEW_SUFFIX, JournalLock, held_here
 from .journal_schema import SCHEMA
 from .sqlite_read import StoppableConnection, committed_copy, file_uri, is_wal
 
@@ -54,7 +53,6 @@ except ImportError:  # not POSIX: no lock (documented)
 
 APPLICATION_ID = 0x4F47594D  # "OGYM": PRAGMA application_id of every journal oasis-gym creates
 SIBLINGS = ("-wal", "-shm")  # SQLite's files beside a WAL database
-NEW_SUFFIX = "-new"  # a new journal's name while its first bytes are written
 JOURNAL, MISSING = "an oasis-gym journal", "missing"
 OVERWRITE_HINT = "--overwrite (overwrite=True in Python)"
 
@@ -74,12 +72,6 @@ def busy(path: str | os.PathLike, err: BaseException | None = None) -> str | Non
         f"{path} is busy: the process writing it holds SQLite's lock{f' ({err})' if err else ''}; "
         "a run suspended (Ctrl-Z) holds it until it continues. Try again then"
     )
-
-
-class JournalError(OasisGymError, RuntimeError):
-    """The journal cannot be used: its path holds something else, another run writes it, it
-    is damaged, or a step failed to commit (the journal holds the steps before it; memory is
-    ahead where the step was pipelined, as it was before the step where it was committed in place)."""
 
 
 def read_uri(path: str | os.PathLike) -> str:
@@ -168,7 +160,7 @@ def _written_here(path: str | os.PathLike) -> bool:
         st = os.stat(path)
     except OSError:
         return False
-    return (st.st_dev, st.st_ino) in _HELD
+    return held_here(st)
 
 
 def schema_sql(journal_id: str | None = None) -> str:
@@ -323,107 +315,3 @@ def _clear_leftover(new: str, path: str) -> None:
         if what_is(new) != JOURNAL or not _contents(new)[1]:
             raise JournalError(f"{new} exists and is not a new journal left by a killed run: remove it yourself")
         os.remove(new)
-
-
-def being_written(path: str | os.PathLike, who: str | list[int]) -> str:
-    """The line saying the journal at `path` is being written by `who` (a text, or the pids
-    holding its lock)."""
-    if not isinstance(who, str):
-        who = f"another process (pid {who[0]})" if who else "another process"
-    return f"{path} is being written by {who}: a journal has one writer"
-
-
-def writers(path: str | os.PathLike) -> list[int]:
-    """The other processes holding the writer's lock of the journal at `path` (Linux; [] elsewhere)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return []
-    return flock_holders(st) if stat.S_ISREG(st.st_mode) else []
-
-
-# (st_dev, st_ino) -> lock, for the journal files this process writes: a second writer here is
-# refused before it opens the file (closing its descriptor would drop SQLite's POSIX locks)
-_HELD: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-
-
-class JournalLock:
-    """An exclusive, non-blocking `flock` on the journal file at `path` (its inode), held by
-    one writer until `release`; nothing is held while no regular file is at `path` (the
-    journal created there is handed over: `adopt`). See the module's docstring."""
-
-    def __init__(self, path: str):
-        self.db_path = str(path)
-        self._file = None
-        self.take()
-
-    def take(self) -> None:
-        """Lock the regular file now at the path, unless this lock holds it already (then only
-        check its names). `JournalError` if another writer holds it or it has two names."""
-        while fcntl is not None:
-            try:
-                st = os.stat(self.db_path)
-            except OSError:  # missing or unreadable (`what_is` says which)
-                return
-            if not stat.S_ISREG(st.st_mode):
-                return  # never opened (a FIFO would block): `what_is` refuses it
-            if self._file is not None and os.path.samestat(os.fstat(self._file.fileno()), st):
-                break
-            if (st.st_dev, st.st_ino) in _HELD:
-                raise JournalError(self._busy("another env or Journal of this process (close it first: env.close())"))
-            if pids := flock_holders(st):
-                raise JournalError(self._busy(pids))
-            try:
-                f = open(os.open(self.db_path, os.O_RDONLY | os.O_NONBLOCK), "rb", buffering=0)
-            except OSError as err:
-                raise JournalError(f"cannot open the journal {self.db_path}: {err.strerror or err}") from err
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                f.close()
-                raise JournalError(self._busy(flock_holders(st))) from None
-            try:  # the file locked must still be the one at the path (a writer replacing it unlinks it)
-                same = os.path.samestat(os.fstat(f.fileno()), os.stat(self.db_path))
-            except OSError:
-                same = False
-            if same:
-                self.adopt(f)
-                break
-            f.close()
-        if self._file is not None and os.fstat(self._file.fileno()).st_nlink > 1:
-            new = self.db_path + NEW_SUFFIX
-            with contextlib.suppress(OSError):  # a second name a killed `create_new` left: it adds nothing
-                if stat.S_ISREG(os.lstat(new).st_mode) and os.path.samefile(new, self.db_path):
-                    os.remove(new)
-            if (links := os.fstat(self._file.fileno()).st_nlink) > 1:
-                self.release()
-                raise JournalError(
-                    f"{self.db_path} has {links} names (hard links): a journal has one name (SQLite keeps its "
-                    "-wal beside the name it is opened by, so two names are two writers); remove the others"
-                )
-
-    def _busy(self, who: str | list[int]) -> str:
-        return being_written(self.db_path, who)
-
-    def adopt(self, f) -> None:
-        """Hold the locked file object `f` (a journal just created at the path) from now on."""
-        if fcntl is None:  # no lock to hold (and an open file could not be replaced)
-            f.close()
-            return
-        old, self._file = self._file, f
-        st = os.fstat(f.fileno())
-        _HELD[(st.st_dev, st.st_ino)] = self
-        if old is not None:
-            self._close(old)
-
-    def release(self) -> None:
-        """Unlock (closing the lock's descriptor: call it after the writer's connection closed)."""
-        f, self._file = self._file, None
-        if f is not None:
-            self._close(f)
-
-    def _close(self, f) -> None:
-        key = (lambda st: (st.st_dev, st.st_ino))(os.fstat(f.fileno()))
-        if _HELD.get(key) is self:
-            del _HELD[key]
-        f.close()

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import JournalError
 from .config import PlatformConfig
 from .integrity import first_inconsistency
-from .journal_file import JournalError, JournalLock, busy, connect_read, require_journal
+from .journal_file import busy, connect_read, require_journal
+from .journal_lock import JournalLock
 from .journal_schema import RELATION_TABLES
 from .kinds import REPOST
 from .platform import Platform

@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OasisGymError
+from ..errors import JournalError, OasisGymError
 from ..outputs import OutputFile
 from .config import MINUTE_RANGE, PlatformConfig, datetime_text
 from .journal import Journal
-from .journal_file import JOURNAL, SIBLINGS, JournalError, connect_read, what_is
+from .journal_file import JOURNAL, SIBLINGS, connect_read, what_is
 from .journal_load import read_meta
 from .kinds import ORIGINAL, QUOTE, REPOST
 from .oasis_rows import OASIS_RELATIONS, OasisProfiles, id_column, int_column, map_ids, time_steps

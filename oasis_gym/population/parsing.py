@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import bounded_json
+from . import bounded_json
 from .model import ProfileError
 from .topics import HOURS, topic_mask
 

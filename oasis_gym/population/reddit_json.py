@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import bounded_json
+from . import bounded_json
 from .model import Population, ProfileError
 from .parsing import _opinions, _read_text, _topic_list
 from .topics import DEFAULT_REDDIT_ACTIVITY, HOURS, topic_mask

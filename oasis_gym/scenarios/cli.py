@@ -7,8 +7,8 @@ import math
 
 from ..console import Summary, duration, plural, quoted
 from ..errors import ConfigError
-from ..output_logdir import claim_logdir, logdir_for
 from ..outputs import OutputFile, is_signed, signed
+from ..outputs.logdir import claim_logdir, logdir_for
 from .config import list_scenarios, parse_sets
 from .scenario import _jsonable, load_scenario
 

@@ -16,7 +16,7 @@ from .. import blas
 from ..errors import ConfigError
 from ..platform import Journal, Platform
 from ..platform.journal import read_meta
-from ..platform.journal_file import JournalLock
+from ..platform.journal_lock import JournalLock
 from .batches import ObsBatch
 from .config import check_resumable, pipelined
 from .heap import warm_heap

@@ -40,8 +40,8 @@ import numpy as np
 from .. import blas
 from ..actions import IS_POST_TARGET
 from ..platform import ActionBatch, Journal, JournalError, Platform, PlatformConfig
-from ..platform.journal import RowWriter, Same
 from ..platform.platform import REPOST
+from ..platform.row_writer import RowWriter, Same
 from ..recsys import make_recommender
 from . import journal_state, split_step
 from .admission import admit

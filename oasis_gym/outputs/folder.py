@@ -1,28 +1,5 @@
-"""What a command may write, and how: one rule for every file oasis-gym writes (README,
-"Guarantees"; the journal's own rules are `platform.journal_file`'s).
-
-- A command writes only into paths it created or that hold its own earlier output: a folder
-  (`report`, `sweep`, `train --out`) is recognised by the command's marker in it,
-  ``.oasis-gym-<command>.json`` (each file it wrote there with the SHA-256 of its bytes, and the
-  sub-folders it owns whole, SB3's ``tb/`` and ``checkpoints/``); a single file (`run --figures`,
-  an imported journal) by a signature in the file (`OutputFile`); a TensorBoard folder by its
-  marker (naming the journal whose run writes there) and event files (`check_logdir`).
-- Anything else there (a user's file, a file of ours changed since, a link, a folder where a
-  file goes) is refused with one line naming it (`OutputError`: exit code 2) before anything is
-  computed and never touched, `--overwrite` or not; files the command would not write are
-  never looked at. Its own earlier output is replaced only with `--overwrite`.
-- Files are written under a temporary name in the same folder and renamed into place (a new name
-  by a hard link, which never replaces, as `journal_file.create_new` does): a killed command
-  leaves nothing or its previous output, plus at most a hidden ``.oasis-gym-tmp-<pid>-...``
-  entry the next command removes. The marker gets a file's new hash before its rename and loses
-  the old one after, so a kill at any moment leaves files the next run knows as its own.
-- One command writes an output folder at a time: from its check (which creates a missing
-  folder) until it ends, a command holds an OS lock on the folder itself (`output_files.hold_folder`;
-  the marker is replaced on every update, so it is the folder, every name of it, that is
-  locked); a second command on that folder, in another process, is refused with one line
-  before it computes anything. A folder the check created is removed again if the command
-  ends without writing into it.
-"""
+"""`OutputDir`: the folder a command writes its files into, under the output rule
+(`oasis_gym.outputs`): its marker, staged writes, transactions, the lock on the folder."""
 
 from __future__ import annotations
 
@@ -32,13 +9,12 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .interrupts import deferred
-from .output_files import (
+from ..interrupts import deferred
+from .files import (
     SIGNATURE,
     TMP_PREFIX,
     FolderBusy,
@@ -48,17 +24,13 @@ from .output_files import (
     file_sha256,
     hold_folder,
     is_regular_file,
-    is_signed,
     let_go,
     missing_folders,
     remove_empty,
     rename_into_place,
-    signed,
     tmp_name,
     walk_files,
 )
-
-__all__ = ["OutputError", "OutputDir", "OutputFile", "staged_path", "signed", "is_signed"]
 
 _MAX_MARKER = 64 << 20
 _STAGED: dict[Path, Path] = {}  # an output folder -> its staging folder, while its `transaction` is open
@@ -344,70 +316,3 @@ class OutputDir:
         for rel, h in hashes.items():
             manifest["files"][rel] = [h]
         self._save(manifest)
-
-
-@dataclass
-class OutputFile:
-    """One file a command writes (a figures JSON, an imported journal), under the module's rule:
-    missing, or recognised as its own by `is_ours(path)` (then replaced only with `overwrite`).
-    `siblings` are the suffixes of files that belong to it (a journal's -wal, -shm): refused
-    beside a missing file, removed with the file they belong to when it is replaced."""
-
-    path: Path
-    command: str
-    is_ours: Callable[[Path], bool]
-    overwrite: bool = False
-    siblings: Sequence[str] = ()
-    option: str = "--out"
-
-    def __post_init__(self):
-        self.path = Path(self.path)
-
-    def check(self) -> OutputFile:
-        """Refuse (`OutputError`, naming the path) unless the file is missing, or is our own
-        earlier output and `overwrite` is given."""
-        p = self.path
-        if not os.path.lexists(p):
-            for sibling in self._siblings():  # a stray -wal would be read into the new file
-                raise OutputError(f"{sibling} exists without {p}: it is never replaced; remove it yourself")
-            check_writable(p.parent, f"the folder of {self.option}")
-            return self
-        if not is_regular_file(p) or not self.is_ours(p):
-            raise OutputError(
-                f"{p} exists and is not an output of oasis-gym {self.command}: it is never replaced "
-                f"(not even with --overwrite); choose another {self.option}"
-            )
-        if not self.overwrite:
-            raise OutputError(f"{p} exists and holds an earlier output of oasis-gym {self.command}: pass --overwrite")
-        for sibling in self._siblings():
-            if not is_regular_file(sibling):
-                raise OutputError(f"{sibling} is not a regular file: it is never replaced; remove it yourself")
-        return self
-
-    def _siblings(self) -> list[Path]:
-        return [Path(f"{self.path}{s}") for s in self.siblings if os.path.lexists(f"{self.path}{s}")]
-
-    @contextlib.contextmanager
-    def staging(self) -> Iterator[Path]:
-        """A temporary path in a new hidden folder beside the file; when the block ends without an
-        exception, the file written there is checked again and renamed into place (a signal
-        waits for the rename); the folders it created go again when nothing was installed."""
-        folder = self.path.parent
-        made, installed = missing_folders(folder), False
-        folder.mkdir(parents=True, exist_ok=True)
-        clear_stale(folder)
-        tmp = folder / tmp_name()
-        tmp.mkdir()
-        try:
-            yield tmp / self.path.name
-            with deferred():
-                self.check()
-                replace = os.path.lexists(self.path)
-                for sibling in self._siblings() if replace else ():  # the earlier file's own (a -wal): they go first
-                    os.remove(sibling)
-                rename_into_place(tmp / self.path.name, self.path, replace=replace)
-                installed = True
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not installed:
-                remove_empty(made)

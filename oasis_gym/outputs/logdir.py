@@ -15,7 +15,8 @@ import shutil
 from itertools import count
 from pathlib import Path
 
-from .output_files import (
+from .file import OutputFile
+from .files import (
     TMP_PREFIX,
     OutputError,
     check_writable,
@@ -25,7 +26,6 @@ from .output_files import (
     tmp_name,
     walk_files,
 )
-from .outputs import OutputFile
 
 __all__ = ["check_logdir", "claim_logdir", "logdir_for"]
 

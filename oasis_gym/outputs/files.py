@@ -25,7 +25,8 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from .errors import OasisGymError
+from ..errors import OasisGymError
+from ..platform.journal_lock import flock_holders
 
 try:
     import fcntl
@@ -223,17 +224,6 @@ def _let_go_all() -> None:
     for key in list(_HELD):
         _HELD[key][1] = 1
         let_go(key)
-
-
-def flock_holders(st: os.stat_result) -> list[int]:
-    """The other processes /proc/locks (Linux) names as holding a `flock` on the file of `st`."""
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE <pid> <major:minor:inode> 0 EOF"
-            pids = {int(x[4]) for x in map(str.split, f) if x[1:2] == ["FLOCK"] and x[5:6] == [dev] and x[4].isdigit()}
-    except (OSError, IndexError):
-        return []
-    return sorted(pids - {os.getpid()})
 
 
 def signed(obj: dict, command: str) -> dict:
