@@ -18,6 +18,7 @@ pytest.importorskip("stable_baselines3")
 
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario  # noqa: E402
 from oasis_gym.train import anchored, common, v1  # noqa: E402
+from oasis_gym.train.ppo import PPOConfig  # noqa: E402
 
 SCENARIO = dict(initial_true=8, initial_misinfo=4, stream_rate=1.5, n_outlets=5, n_misinfo_accounts=3)
 
@@ -65,7 +66,7 @@ def train_v0(kind: str, out) -> tuple:
         env_kwargs={"activation": 0.3},
     )
     slot = kind == "moderator"
-    cfg = common.PPOConfig(
+    cfg = PPOConfig(
         total_timesteps=64,
         n_envs=2,
         subproc=slot,
@@ -77,7 +78,7 @@ def train_v0(kind: str, out) -> tuple:
         checkpoint_every=32,
         out_dir=str(out),
     )
-    return common.train_ppo(env, cfg)
+    return common.train_on_platform(env, cfg)
 
 
 def train_v1(task: str, out) -> tuple:
@@ -106,7 +107,7 @@ def train_v1(task: str, out) -> tuple:
         anchor = anchored.ConstantAnchor(np.zeros(venv.single_action_space.shape, np.float32))
         venv.close()
     v1.train_output(args.out, overwrite=True).claim_trees()
-    return v1.train_ppo(args, anchor)
+    return v1.train_on_task(args, anchor)
 
 
 @pytest.mark.parametrize("kind", ["recommender", "moderator"])
