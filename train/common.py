@@ -22,7 +22,7 @@ from oasis_gym.envs.platform_agent_env import make_scenario
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
 
 from .outputs import train_output
-from .ppo import PolicySpec, PPOConfig, train_ppo
+from .ppo import SLOT, PolicySpec, PPOConfig, train_ppo
 from .report import plot_learning_curve
 
 
@@ -159,9 +159,7 @@ def platform_policy(cfg: PPOConfig, action_space: spaces.Space) -> PolicySpec:
     policy: Any = "MlpPolicy"
     kwargs: dict[str, Any] = {"net_arch": list(cfg.net_arch)}
     if cfg.policy == "slot":
-        from .slot_policy import SlotActorCriticPolicy
-
-        policy, kwargs = SlotActorCriticPolicy, {"hidden": cfg.net_arch[0], "first_bias": cfg.first_bias}
+        policy, kwargs = SLOT, {"hidden": cfg.net_arch[0], "first_bias": cfg.first_bias}
     elif cfg.policy != "mlp":
         raise ValueError(f"policy must be 'mlp' or 'slot', got {cfg.policy!r}")
     if isinstance(action_space, spaces.Box):

@@ -62,9 +62,14 @@ class PPOConfig:
     eval_seeds: tuple[int, ...] = (10_000, 10_001)
 
 
+SLOT = "SlotPolicy"  # `PolicySpec`'s name of `slot_policy.SlotActorCriticPolicy`
+
+
 @dataclass(frozen=True)
 class PolicySpec:
-    """Which actor-critic PPO trains: SB3's policy name or class, and its keyword arguments."""
+    """Which actor-critic PPO trains: SB3's policy name ("MlpPolicy"), `SLOT` (the slot-shared
+    policy, `train/slot_policy.py`, imported with torch when training starts) or a class, and
+    its keyword arguments."""
 
     policy: Any
     kwargs: dict
@@ -104,10 +109,13 @@ def train_ppo(
 
     from .callbacks import LearningCurve, StopAfterSeconds
 
+    net = policy.policy
+    if net == SLOT:
+        from .slot_policy import SlotActorCriticPolicy as net
     out = Path(cfg.out_dir)
     logs = train_output(out).claim_trees().path  # tb/ and checkpoints/ are this run's (staged under the CLI)
     vec = VecNormalize(vec_env, norm_obs=True, norm_reward=cfg.norm_reward, gamma=cfg.gamma, clip_obs=10.0)
-    model = PPO(policy.policy, vec, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
+    model = PPO(net, vec, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
                 learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
                 clip_range=cfg.clip_range, use_sde=cfg.sde_sample_freq != 0,
                 sde_sample_freq=cfg.sde_sample_freq or -1, policy_kwargs=policy.kwargs, seed=cfg.seed,

@@ -55,7 +55,7 @@ from .anchored import FIRST_LOGIT
 from .args import EVAL_SEEDS, MAX_EPISODE_STEPS, MAX_ROLLOUT_STEPS, MAX_SECONDS, RATE, SHARE, opt
 from .common import limit_threads, write_results
 from .outputs import staged_training, train_output
-from .ppo import PolicySpec, PPOConfig, train_ppo
+from .ppo import SLOT, PolicySpec, PPOConfig, train_ppo
 from .report import task_table
 from .v1_baselines import baselines, make_anchor, tune
 
@@ -210,8 +210,6 @@ class Args:
 def task_policy(args: Args, anchor: anchored.NoAnchor) -> PolicySpec:
     """PPO's network for the task: the recommender's MLP (Gaussian actions, std 0.14 near an
     anchor, else 0.37, or `--action-std`), the moderator's slot-shared policy (code 0 first)."""
-    from .slot_policy import SlotActorCriticPolicy
-
     if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
         log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
         log_std = float(np.log(args.action_std)) if args.action_std > 0 else log_std
@@ -219,7 +217,7 @@ def task_policy(args: Args, anchor: anchored.NoAnchor) -> PolicySpec:
         return PolicySpec("MlpPolicy", {"net_arch": arch, "log_std_init": log_std})
     # one network shared by the queue's slots; code 0 (the rule's, or none) first
     kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS), "first_bias": args.rule_logit}
-    return PolicySpec(SlotActorCriticPolicy, kwargs)
+    return PolicySpec(SLOT, kwargs)
 
 
 def train_on_task(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) -> tuple:
