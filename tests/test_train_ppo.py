@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
+from test_train import one_torch_thread  # noqa: E402, F401 (autouse: one torch thread, as training sets)
+
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario  # noqa: E402
 from oasis_gym.train import anchored, common, v1  # noqa: E402
 from oasis_gym.train.ppo import PPOConfig  # noqa: E402
@@ -31,17 +33,6 @@ V1_HASHES = {
     "recommender": "869cf8444da70187f90b26d8a2a3141f9a0e55eaee77411543848048df590fb3",
     "moderator": "70f559e37f072473ddc6b4879fd170a8e9cb3d3ac3717f978f5b01e6e7da6a01",
 }
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One torch thread, as the training commands set (`common.limit_threads`)."""
-    import torch
-
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 def fingerprint(model, vec) -> str:
