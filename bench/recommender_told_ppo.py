@@ -44,7 +44,7 @@ from oasis_gym.train.campaign_detector import NF
 
 
 class ToldCampaign(VecEnvWrapper):
-    """The SB3 env of `v1.train_ppo` with the task's hidden campaign flag (0/1) appended to
+    """The SB3 env of `v1.train_on_task` with the task's hidden campaign flag (0/1) appended to
     each observation. After an autoreset, a finished episode's terminal observation gets the
     new episode's flag (SB3 bootstraps truncated episodes from it: a small bias, at episode
     ends only)."""
@@ -179,7 +179,7 @@ def main(argv=None) -> None:
             start = time.perf_counter()
             what = "on the task's own observation" if a.untold else "told the campaign"
             print(f"seed {seed}: training PPO {what} ({args.timesteps} timesteps) ...", file=sys.stderr)
-            model, vec, info = v1.train_ppo(args, anchor, wrap=None if a.untold else ToldCampaign)
+            model, vec, info = v1.train_on_task(args, anchor, wrap=None if a.untold else ToldCampaign)
             gates: list = []
             drift: list = []
             policy = (untold_policy if a.untold else told_policy)(model, vec, anchor, gates, drift)

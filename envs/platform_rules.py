@@ -5,11 +5,18 @@ A rule is a callable `rule(sim) -> action` for one platform agent (`moderator_0`
 
 - `NoModeration`: every slot "none".
 - `ReportThresholdModerator(threshold, action)`: act on every observed post with at least
-  `threshold` reports (default: remove at 3 reports).
+  `threshold` reports (default: remove at 3 reports): `threshold_rule` over the v0 moderator's view.
 - `OracleModerator`: reads the true labels and removes (and with action 4 suspends the
   authors of) every visible misinformation post on the platform: the upper bound, not a
   baseline (see its docstring for why it cannot be beaten on exposure).
 - `FixedWeights(weights)`: constant ranking weights for the agent-controlled recsys.
+
+`threshold_rule` is the one report-threshold rule of both paths: what to remove, suspend and
+send to fact-checkers given one view's report counts and thresholds, K views at once. Each view
+supplies its features and turns the masks into its own codes: `ReportThresholdModerator` (the
+v0 moderator's slots, the platform's report counts) and `train.tuned_baselines.queue_rule`
+(Moderator-v1's review queue, its observation's features, with fact-check verdicts and repeat
+authors; tuned by `tune_rules`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,41 @@ from oasis_gym.agents import PostActions
 from oasis_gym.model.ranking import V0_DEFAULT_WEIGHTS
 from oasis_gym.platform import MISINFO_LABEL, REMOVED, REPOST
 
-__all__ = ["NoModeration", "ReportThresholdModerator", "OracleModerator", "FixedWeights"]
+__all__ = ["threshold_rule", "NoModeration", "ReportThresholdModerator", "OracleModerator", "FixedWeights"]
+
+
+def threshold_rule(
+    reports: np.ndarray,
+    filled: np.ndarray,
+    remove_at: np.ndarray,
+    suspend_at: np.ndarray | None = None,
+    check_at: np.ndarray | None = None,
+    found: np.ndarray | None = None,
+    cleared: np.ndarray | None = None,
+    repeat: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The report-threshold rule over K views of Q slots: masks (remove, suspend, check), each (K, Q).
+
+    `reports` (K, Q) report counts, `filled` (K, Q) the slots that hold a post; thresholds per
+    view (K,): remove posts with >= `remove_at` reports or found misinformation (never one a
+    fact-check `cleared`); also suspend the author where the post has >= `suspend_at` reports
+    or was found misinformation, and the author is a `repeat` one (moderated before) or the
+    post was found (None: never suspend); send unchecked posts with >= `check_at` reports that
+    are not removed to the fact-checkers (None: no checks). `found` / `cleared` (K, Q): the
+    fact-checks' verdicts as the view shows them (None: no verdicts); `repeat` None: every
+    author counts as a repeat one."""
+    none = np.zeros(np.shape(reports), bool)
+    found = none if found is None else found
+    cleared = none if cleared is None else cleared
+    repeat = ~none if repeat is None else repeat
+    remove = filled & ((reports >= np.asarray(remove_at)[:, None]) | found) & ~cleared
+    suspend = none
+    if suspend_at is not None:
+        suspend = remove & (repeat | found) & ((reports >= np.asarray(suspend_at)[:, None]) | found)
+    check = none
+    if check_at is not None:
+        check = filled & ~found & ~cleared & ~remove & (reports >= np.asarray(check_at)[:, None])
+    return remove, suspend, check
 
 
 class NoModeration:
@@ -46,12 +87,12 @@ class ReportThresholdModerator:
 
     def __call__(self, sim) -> np.ndarray:
         """The action for every slot of the moderator's current view."""
-        agent = sim.platform_agents["moderator_0"]
-        slots = agent.slots
-        out = np.zeros(len(slots), dtype=np.int64)
+        slots = sim.platform_agents["moderator_0"].slots
         ok = slots >= 0
-        out[ok] = np.where(sim.platform.p_reports.a[slots[ok]] >= self.threshold, self.action, 0)
-        return out
+        reports = np.zeros(len(slots), np.int64)
+        reports[ok] = sim.platform.p_reports.a[slots[ok]]
+        act, _, _ = threshold_rule(reports[None], ok[None], np.array([self.threshold]))
+        return np.where(act[0], self.action, 0).astype(np.int64)
 
 
 @dataclass

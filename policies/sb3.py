@@ -18,7 +18,7 @@ One class serves both kinds of agents:
   the observation's mask rules out become do_nothing (`respect_mask=True`).
 
 Observation normalization: if training used `VecNormalize`, pass its statistics
-(`train.common.save_obs_normalizer` writes them next to the model; `SB3Policy.load` picks
+(`train.ppo.save_obs_normalizer` writes them next to the model; `SB3Policy.load` picks
 up `<model>.obs_norm.npz` or an explicit `normalizer=` path) so the policy acts on raw
 env observations exactly as the model saw them in training.
 """

@@ -278,7 +278,7 @@ def test_obs_normalizer_round_trip(tmp_path):
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     from oasis_gym.policies.sb3 import normalizer_path
-    from oasis_gym.train.common import save_obs_normalizer
+    from oasis_gym.train.ppo import save_obs_normalizer
 
     env = tiny(RecommenderEnv)
     vec = VecNormalize(DummyVecEnv([lambda: env]), norm_reward=False)

@@ -31,7 +31,8 @@ from oasis_gym.checks import (
 )
 from oasis_gym.errors import ConfigError
 
-from .common import EnvConfig, PPOConfig
+from .common import EnvConfig
+from .ppo import PPOConfig
 from .report import check_disjoint, default_eval_sets
 
 MAX_ENVS = 256  # subprocess envs of one training run

@@ -9,7 +9,7 @@ Steps (read top to bottom):
    privileged told-the-campaign change of it, `train/campaign_detector.py`; the
    moderator's best threshold rules by grid search and its label classifier), with the env
    steps each search used;
-2. PPO trained from `--seeds` training seeds (`train.v1.train_ppo`, one folder each);
+2. PPO trained from `--seeds` training seeds (`train.v1.train_on_task`, one folder each);
 3. every PPO model and every baseline on the held-out seeds of the training population and
    on a held-out population, one episode per evaluation seed;
 4. the results: per candidate the mean ± std of the return (PPO: over training seeds of each
@@ -210,7 +210,7 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
         say(f"training PPO seed {i + 1}/{seeds}")
         run_args = dataclasses.replace(args, seed=args.seed + i, out=str(out / f"seed_{args.seed + i}"))
         train_output(run_args.out, overwrite=True).claim_trees()
-        model, vec, info = v1.train_ppo(run_args, anchor)
+        model, vec, info = v1.train_on_task(run_args, anchor)
         ppo_seconds += info["train_seconds"]
         models.append((model, vec))
         curves.append(info["learning_curve"])

@@ -1,5 +1,5 @@
-"""Shared pieces of the training scripts: thread limits, env factories, vector envs,
-observation normalization and result files.
+"""Shared pieces of the v0 training scripts: thread limits, env factories, their vector env and
+network (the builder of `ppo.train_ppo`'s input: `train_on_platform`) and result files.
 
 Everything here is small and explicit so `recommender.py` / `moderator.py` read top to
 bottom like a CleanRL script.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,9 +20,9 @@ from gymnasium import spaces
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.platform_agent_env import make_scenario
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
-from oasis_gym.policies.sb3 import normalizer_path
 
 from .outputs import train_output
+from .ppo import SLOT, PolicySpec, PPOConfig, train_ppo
 from .report import plot_learning_curve
 
 
@@ -94,8 +93,10 @@ class EnvFactory:
         return self.config.make(**self.overrides)
 
 
-def make_vec_env(config: EnvConfig, n_envs: int, seed: int, subproc: bool = True):
-    """`n_envs` copies under VecMonitor (episode returns / lengths for SB3's rollout/ curves),
+def platform_vec_env(config: EnvConfig, n_envs: int, seed: int, subproc: bool = True):
+    """The v0 envs' SB3 vector env (the builder `train_on_platform` hands `ppo.train_ppo`; a
+    platform env is one simulation, so this is SB3's own Dummy / SubprocVecEnv, not an adapter):
+    `n_envs` copies under VecMonitor (episode returns / lengths for SB3's rollout/ curves),
     seeded seed, seed + 1, ... . Subprocess workers (SB3's default forkserver start) get the
     env factory pickled and inherit the thread limits set by `limit_threads`. Training envs
     run in the training mode (`journal=False`: the same episodes, nothing written) unless
@@ -108,24 +109,6 @@ def make_vec_env(config: EnvConfig, n_envs: int, seed: int, subproc: bool = True
     vec = SubprocVecEnv(fns) if subproc and n_envs > 1 else DummyVecEnv(fns)
     vec.seed(seed)
     return VecMonitor(vec)
-
-
-# --------------------------------------------------------------------------- observation normalization
-
-
-def save_obs_normalizer(vec_normalize, path: str | Path) -> Path:
-    """Store VecNormalize's observation statistics as a small .npz (no pickle), read by
-    `oasis_gym.policies.sb3.SB3Policy` so a saved model acts on raw env observations."""
-    rms = vec_normalize.obs_rms
-    path = Path(path)
-    np.savez(
-        path,
-        mean=rms.mean,
-        var=rms.var,
-        clip_obs=np.float64(vec_normalize.clip_obs),
-        epsilon=np.float64(vec_normalize.epsilon),
-    )
-    return path
 
 
 # --------------------------------------------------------------------------- results
@@ -170,118 +153,52 @@ def write_results(out_dir: str | Path, result: dict, curve, baselines: dict[str,
 # --------------------------------------------------------------------------- PPO
 
 
-@dataclass
-class PPOConfig:
-    """Training run settings (defaults sized for a 2-core machine; see the scripts)."""
-
-    total_timesteps: int = 50_000
-    time_limit_s: float | None = None  # stop earlier once this much wall-clock time has passed
-    n_envs: int = 2
-    subproc: bool = True
-    seed: int = 0
-    n_steps: int = 250  # per env and rollout (5 episodes of 50 steps)
-    batch_size: int = 250
-    n_epochs: int = 10
-    learning_rate: float = 3e-4
-    gamma: float = 0.9
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.0
-    clip_range: float = 0.2
-    log_std_init: float = -1.0  # continuous actions only: initial std exp(-1) = 0.37
-    net_arch: tuple[int, ...] = (64, 64)
-    policy: str = "mlp"  # "mlp" or "slot" (slot-shared net for MultiDiscrete, see slot_policy)
-    first_bias: float = 0.0  # slot policy: initial logit bonus of action 0 ("none")
-    norm_reward: bool = True
-    checkpoint_every: int = 10_000  # timesteps (summed over envs); 0: no checkpoints
-    eval_every: int = 0  # timesteps between BaselineEvalCallback runs; 0: off
-    eval_seeds: tuple[int, ...] = (10_000, 10_001)
-    out_dir: str = "runs/train"
-    verbose: int = 0
-    progress: bool = False  # SB3's progress bar (the CLI's default; --quiet / --json: off)
-
-
-def train_ppo(
-    env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float] | None = None, evaluate: Callable | None = None
-):
-    """Train PPO on `env_config`; save model, observation statistics, checkpoints and
-    TensorBoard logs under `cfg.out_dir`. Returns (model, VecNormalize, run info)."""
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from .callbacks import BaselineEvalCallback, EnvMetricsCallback, LearningCurve, StopAfterSeconds
-
-    limit_threads(1)
-    out = Path(cfg.out_dir)
-    logs = train_output(out).claim_trees().path  # tb/ and checkpoints/ are this run's (staged under the CLI)
-    vec = VecNormalize(
-        make_vec_env(env_config, cfg.n_envs, cfg.seed, cfg.subproc),
-        norm_obs=True,
-        norm_reward=cfg.norm_reward,
-        gamma=cfg.gamma,
-        clip_obs=10.0,
-    )
+def platform_policy(cfg: PPOConfig, action_space: spaces.Space) -> PolicySpec:
+    """The v0 scripts' network: an MLP of `cfg.net_arch` (Box actions: initial std
+    exp(`cfg.log_std_init`)) or the slot-shared policy (`cfg.policy == "slot"`)."""
     policy: Any = "MlpPolicy"
-    policy_kwargs: dict[str, Any] = {"net_arch": list(cfg.net_arch)}
+    kwargs: dict[str, Any] = {"net_arch": list(cfg.net_arch)}
     if cfg.policy == "slot":
-        from .slot_policy import SlotActorCriticPolicy
-
-        policy, policy_kwargs = SlotActorCriticPolicy, {"hidden": cfg.net_arch[0], "first_bias": cfg.first_bias}
+        policy, kwargs = SLOT, {"hidden": cfg.net_arch[0], "first_bias": cfg.first_bias}
     elif cfg.policy != "mlp":
         raise ValueError(f"policy must be 'mlp' or 'slot', got {cfg.policy!r}")
-    if isinstance(vec.action_space, spaces.Box):
-        policy_kwargs["log_std_init"] = cfg.log_std_init
-    model = PPO(
-        policy,
-        vec,
-        n_steps=cfg.n_steps,
-        batch_size=cfg.batch_size,
-        n_epochs=cfg.n_epochs,
-        learning_rate=cfg.learning_rate,
-        gamma=cfg.gamma,
-        gae_lambda=cfg.gae_lambda,
-        ent_coef=cfg.ent_coef,
-        clip_range=cfg.clip_range,
-        policy_kwargs=policy_kwargs,
-        seed=cfg.seed,
-        device="cpu",
-        tensorboard_log=str(logs / "tb"),
-        verbose=cfg.verbose,
-    )
-    curve = LearningCurve()
-    callbacks: list = [EnvMetricsCallback(), curve]
-    if cfg.checkpoint_every:
-        callbacks.append(
-            CheckpointCallback(
-                max(cfg.checkpoint_every // cfg.n_envs, 1),
-                str(logs / "checkpoints"),
-                name_prefix=env_config.kind,
-                save_vecnormalize=True,
+    if isinstance(action_space, spaces.Box):
+        kwargs["log_std_init"] = cfg.log_std_init
+    return PolicySpec(policy, kwargs)
+
+
+def train_on_platform(
+    env_config: EnvConfig, cfg: PPOConfig, baselines: dict[str, float] | None = None, evaluate: Callable | None = None
+):
+    """PPO (`ppo.train_ppo`) on the v0 envs of `env_config` (`platform_vec_env`), with
+    checkpoints, the env metrics in TensorBoard and, every `cfg.eval_every` timesteps,
+    `evaluate(act)` against `baselines`; saves model, observation statistics, checkpoints and
+    TensorBoard logs under `cfg.out_dir`. Returns (model, VecNormalize (closed), run info)."""
+    from stable_baselines3.common.callbacks import CheckpointCallback
+
+    from .callbacks import BaselineEvalCallback, EnvMetricsCallback
+
+    limit_threads(1)
+    vec_env = platform_vec_env(env_config, cfg.n_envs, cfg.seed, cfg.subproc)
+    policy = platform_policy(cfg, vec_env.action_space)
+    evaluator: list = []
+
+    def callbacks(vec, logs: Path) -> list:
+        extra: list = [EnvMetricsCallback()]
+        if cfg.checkpoint_every:
+            every = max(cfg.checkpoint_every // cfg.n_envs, 1)
+            extra.append(
+                CheckpointCallback(
+                    every, str(logs / "checkpoints"), name_prefix=env_config.kind, save_vecnormalize=True
+                )
             )
-        )
-    stopper = StopAfterSeconds(cfg.time_limit_s) if cfg.time_limit_s else None
-    if stopper is not None:
-        callbacks.append(stopper)
-    evaluator = None
-    if cfg.eval_every and evaluate is not None:
-        evaluator = BaselineEvalCallback(evaluate, baselines or {}, cfg.eval_every, normalize=vec.normalize_obs)
-        callbacks.append(evaluator)
-    start = time.perf_counter()
-    model.learn(
-        cfg.total_timesteps, callback=CallbackList(callbacks), tb_log_name=env_config.kind, progress_bar=cfg.progress
-    )
-    seconds = time.perf_counter() - start
-    model_path = out / "model.zip"
-    with train_output(out).staging() as tmp:  # renamed into place together (oasis_gym.outputs)
-        model.save(str(tmp / model_path.name))
-        save_obs_normalizer(vec, normalizer_path(tmp / model_path.name))
+        if cfg.eval_every and evaluate is not None:
+            evaluator.append(
+                BaselineEvalCallback(evaluate, baselines or {}, cfg.eval_every, normalize=vec.normalize_obs)
+            )
+        return extra + evaluator
+
+    model, vec, info = train_ppo(vec_env, policy, cfg, callbacks, log_name=env_config.kind)
     vec.close()
-    info = {
-        "timesteps": int(model.num_timesteps),
-        "train_seconds": seconds,
-        "model": str(model_path),
-        "stopped_by_time_limit": bool(stopper is not None and stopper.stopped_early),
-        "eval_history": evaluator.history if evaluator is not None else [],
-        "learning_curve": curve.points,
-    }
+    info["eval_history"] = evaluator[0].history if evaluator else []
     return model, vec, info

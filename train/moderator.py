@@ -35,7 +35,7 @@ from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
 from .args import RunArgs, TrainArgs, opt, redeclare
-from .common import limit_threads, train_ppo, write_results
+from .common import limit_threads, train_on_platform, write_results
 from .evaluate import evaluate_moderator, moderator_rule, oracle_check, summarize, tune_report_rules
 from .report import check_disjoint, default_eval_sets, paired, table
 
@@ -159,7 +159,7 @@ def train(args: Args, cache: dict | None = None) -> dict:
         if args.ppo.eval_every
         else {}
     )
-    _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
+    _, _, info = train_on_platform(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     policy = SB3Policy.load(staged_path(info["model"]), agent="moderator_0")  # (staged by the CLI)
     result: dict = {
         "train": info,

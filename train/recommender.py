@@ -32,7 +32,7 @@ from oasis_gym.policies.sb3 import SB3Policy
 
 from . import args as cli_args
 from .args import TrainArgs, redeclare
-from .common import limit_threads, train_ppo, write_results
+from .common import limit_threads, train_on_platform, write_results
 from .evaluate import evaluate_recommender, summarize
 from .report import check_disjoint, default_eval_sets, paired, table
 
@@ -90,7 +90,7 @@ def train(args: Args, cache: dict | None = None) -> dict:
         else {}
     )
     # 3. PPO
-    _, _, info = train_ppo(args.env, args.ppo, baselines=probe_base, evaluate=probe)
+    _, _, info = train_on_platform(args.env, args.ppo, baselines=probe_base, evaluate=probe)
     # 4. the saved model, reloaded as a policy, on the evaluation sets
     policy = SB3Policy.load(staged_path(info["model"]), agent="recommender_0")  # (staged by the CLI)
     result: dict = {"train": info, "eval_sets": {}, "tables": []}

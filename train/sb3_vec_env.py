@@ -8,7 +8,9 @@ env i with s + i; a reset without seeds continues each env's chain of training s
 `group=G` (common random numbers, `callbacks.PairedAdvantages`), env i starts with s + i // G
 instead, so each G envs in a row play the same episodes for as long as they run (the chain
 of seeds is a function of the seed). An `anchor` (`train.anchored`) turns PPO's actions into
-the env's, relative to a tuned baseline.
+the env's, relative to a tuned baseline. It is the one SB3 adapter: the v0 platform envs have
+no native vector env (each is one simulation), so `common.platform_vec_env` builds SB3's own
+Dummy / SubprocVecEnv of single envs for them.
 """
 
 from __future__ import annotations

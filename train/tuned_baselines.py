@@ -13,7 +13,8 @@ of candidates in one run. Baselines:
   `global_as_per_user`): what per-user weights must beat.
 - moderator: `tune_constant_codes` -- the best constant action (a code per queue slot) by
   the cross-entropy method; `tune_rules` -- the best report-threshold rule and the best
-  fact-check-first rule over a grid of thresholds (every cell on the tuning seeds); its
+  fact-check-first rule (`queue_rule`: the one rule, `envs.platform_rules.threshold_rule`,
+  over the review queue) over a grid of thresholds (every cell on the tuning seeds); its
   supervised baseline, a label classifier, is `train/label_classifier.py`. `truth` is a
   privileged reference (it reads the hidden labels: remove and suspend every queued
   misinformation post); it is not called an oracle because it is not proven an upper bound.
@@ -29,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from oasis_gym.batched.tasks import ModeratorTask, RecommenderTask
+from oasis_gym.envs.platform_rules import threshold_rule
 from oasis_gym.model import moderation
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS, global_weights, user_feature_names
 from oasis_gym.model.tiers import tier
@@ -187,33 +189,32 @@ def _slots(obs: np.ndarray) -> np.ndarray:
     return obs[:, : moderation.QUEUE * NF].reshape(len(obs), moderation.QUEUE, NF)
 
 
-def threshold_rule(remove_at: np.ndarray, suspend_at: np.ndarray, check_at: np.ndarray | None = None) -> Callable:
-    """A batched rule with per-episode thresholds (K,): fact-check posts with >= check_at
-    reports (most reported first, within the budget; None: no checks), remove posts with
-    >= remove_at reports or found misinformation, and also suspend the author of a post
-    with >= suspend_at reports or found misinformation whose author was moderated before."""
+def queue_rule(remove_at: np.ndarray, suspend_at: np.ndarray, check_at: np.ndarray | None = None) -> Callable:
+    """The report-threshold rule (`envs.platform_rules.threshold_rule`) over Moderator-v1's
+    review queue, batched with per-episode thresholds (K,): fact-check posts with >= check_at
+    reports (None: no checks), remove posts with >= remove_at reports or found misinformation,
+    and also suspend the author of a post with >= suspend_at reports or found misinformation
+    whose author was moderated before."""
 
     def act(obs: np.ndarray, t: int) -> np.ndarray:
         x = _slots(obs)
         reports = np.expm1(x[..., F["log_reports"]])
-        filled, verdict = x[..., F["filled"]] > 0, x[..., F["fact_check"]]
-        repeat = x[..., F["author_moderated"]] >= 1
+        verdict = x[..., F["fact_check"]]  # as Moderator-v1 shows it: < 0 found misinformation, > 0 found true
+        remove, suspend, check = threshold_rule(
+            reports, x[..., F["filled"]] > 0, remove_at, suspend_at, check_at,
+            found=verdict < 0, cleared=verdict > 0, repeat=x[..., F["author_moderated"]] >= 1,
+        )  # fmt: skip
         codes = np.zeros(reports.shape, np.int64)
-        found = verdict < 0
-        remove = filled & ((reports >= remove_at[:, None]) | found) & (verdict <= 0)
         codes[remove] = moderation.REMOVE
-        suspend = remove & (repeat | found) & ((reports >= suspend_at[:, None]) | found)
         codes[suspend] = moderation.REMOVE_AND_SUSPEND
-        if check_at is not None:
-            check = filled & (verdict == 0) & ~remove & (reports >= check_at[:, None])
-            codes[check] = moderation.FACT_CHECK
+        codes[check] = moderation.FACT_CHECK
         return codes
 
     return act
 
 
 def tune_rules(env: dict, seeds, progress: Callable[[str], None] | None = None) -> dict:
-    """Grid search of `threshold_rule` (remove_at x suspend_at, without and with fact-checks
+    """Grid search of `queue_rule` (remove_at x suspend_at, without and with fact-checks
     at check_at), each cell on every tuning seed, all cells in one batched run per family."""
     seeds = np.asarray(seeds, np.int64)
     out, steps = {}, 0
@@ -224,7 +225,7 @@ def tune_rules(env: dict, seeds, progress: Callable[[str], None] | None = None) 
     for family, grid in grids.items():
         cells = np.asarray([[r, s, -1 if c is None else c] for r, s, c in grid], np.float64)
         rep = np.repeat(cells, len(seeds), axis=0)
-        rule = threshold_rule(rep[:, 0], rep[:, 1], None if family == "report_threshold" else rep[:, 2])
+        rule = queue_rule(rep[:, 0], rep[:, 1], None if family == "report_threshold" else rep[:, 2])
         totals = run_episodes("moderator", env, np.tile(seeds, len(grid)), rule)
         steps += len(rep) * make_steps(env)
         score = totals["return"].reshape(len(grid), len(seeds)).mean(1)
@@ -243,7 +244,7 @@ def rule_from(tuned: dict, k: int) -> Callable:
     """The tuned rule of one family as a batched rule over K episodes."""
     full = lambda v: np.full(k, v, np.float64)  # noqa: E731
     check = None if tuned["check_at"] is None else full(tuned["check_at"])
-    return threshold_rule(full(tuned["remove_at"]), full(tuned["suspend_at"]), check)
+    return queue_rule(full(tuned["remove_at"]), full(tuned["suspend_at"]), check)
 
 
 def truth_rule(task: ModeratorTask) -> Callable:

@@ -17,8 +17,8 @@ Steps (read top to bottom):
    row where a campaign detector fires, and the privileged same while a campaign runs
    (`train/campaign_detector.py`); their compute (env steps) is recorded beside PPO's
    timesteps.
-2. PPO (stable-baselines3) on `n_envs` episodes stepped together in one process
-   (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize, by
+2. PPO (stable-baselines3, the one driver `train/ppo.py`) on `n_envs` episodes stepped together
+   in one process (`LockstepSB3VecEnv` over the native vector env) under VecMonitor + VecNormalize, by
    default anchored at the tuned baseline (`--anchor`, `train/anchored.py`; the moderator
    with the slot-shared policy, `train/slot_policy.py`): SB3's progress bar and rollout
    tables, TensorBoard under `tb/`, a wall-clock limit if asked.
@@ -36,7 +36,6 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -48,15 +47,15 @@ from oasis_gym.model import moderation
 from oasis_gym.model.observations import MODERATOR_GLOBALS
 from oasis_gym.model.population import FOLLOWEES, MAX_TASK_USERS
 from oasis_gym.model.tiers import DIFFICULTIES
-from oasis_gym.policies.sb3 import normalizer_path
 
 from . import anchored, campaign_detector
 from . import args as cli_args
 from . import tuned_baselines as tb
 from .anchored import FIRST_LOGIT
 from .args import EVAL_SEEDS, MAX_EPISODE_STEPS, MAX_ROLLOUT_STEPS, MAX_SECONDS, RATE, SHARE, opt
-from .common import limit_threads, save_obs_normalizer, write_results
+from .common import limit_threads, write_results
 from .outputs import staged_training, train_output
+from .ppo import SLOT, PolicySpec, PPOConfig, train_ppo
 from .report import task_table
 from .v1_baselines import baselines, make_anchor, tune
 
@@ -208,55 +207,42 @@ class Args:
             raise ValueError("--anchor tuned_detector needs a tier with campaigns (medium, hard)")
 
 
-def train_ppo(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) -> tuple:
-    """2. PPO on the native vector env (its actions relative to `anchor`; `wrap(vec_env)`, if
-    given, wraps the SB3 env before normalization: a diagnostic's extra observation); returns
-    (model, VecNormalize, run info)."""
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+def task_policy(args: Args, anchor: anchored.NoAnchor) -> PolicySpec:
+    """PPO's network for the task: the recommender's MLP (Gaussian actions, std 0.14 near an
+    anchor, else 0.37, or `--action-std`), the moderator's slot-shared policy (code 0 first)."""
+    if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
+        log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
+        log_std = float(np.log(args.action_std)) if args.action_std > 0 else log_std
+        arch = {"pi": list(args.policy_layers), "vf": [64, 64]}
+        return PolicySpec("MlpPolicy", {"net_arch": arch, "log_std_init": log_std})
+    # one network shared by the queue's slots; code 0 (the rule's, or none) first
+    kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS), "first_bias": args.rule_logit}
+    return PolicySpec(SLOT, kwargs)
 
-    from .callbacks import LearningCurve, PairedAdvantages, StopAfterSeconds
+
+def train_on_task(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) -> tuple:
+    """2. PPO (`ppo.train_ppo`) on the native vector env (its actions relative to `anchor`;
+    `wrap(vec_env)`, if given, wraps the SB3 env before normalization: a diagnostic's extra
+    observation); returns (model, VecNormalize, run info)."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from .callbacks import PairedAdvantages
     from .sb3_vec_env import LockstepSB3VecEnv
-    from .slot_policy import SlotActorCriticPolicy
 
     env = args.env()
     env.pop("version", None)  # the class is the version
     venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
     anchor = anchor or anchored.NoAnchor()
     inner = LockstepSB3VecEnv(venv, anchor, group=args.paired)
-    vec = VecNormalize(VecMonitor(wrap(inner) if wrap else inner), gamma=args.gamma, clip_obs=10.0)
-    if args.task == "recommender":  # anchored: explore close to the anchor (std 0.14, else 0.37)
-        log_std = -2.0 if isinstance(anchor, anchored.ConstantAnchor) else -1.0
-        log_std = float(np.log(args.action_std)) if args.action_std > 0 else log_std
-        arch = {"pi": list(args.policy_layers), "vf": [64, 64]}
-        policy, policy_kwargs = "MlpPolicy", {"net_arch": arch, "log_std_init": log_std}
-    else:  # one network shared by the queue's slots; code 0 (the rule's, or none) first
-        policy = SlotActorCriticPolicy
-        policy_kwargs = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS),
-                         "first_bias": args.rule_logit}  # fmt: skip
-    out = Path(args.out)
-    model = PPO(policy, vec, n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
-                learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
-                ent_coef=args.ent_coef, policy_kwargs=policy_kwargs, seed=args.seed, device="cpu",
-                use_sde=args.sde_sample_freq != 0, sde_sample_freq=args.sde_sample_freq or -1,
-                tensorboard_log=str(train_output(out).path / "tb"), verbose=0 if args.quiet else 1)  # fmt: skip
-    curve, callbacks = LearningCurve(), []
-    stopper = StopAfterSeconds(args.time_limit) if args.time_limit else None
-    callbacks = [curve] + ([stopper] if stopper else []) + ([PairedAdvantages(args.paired)] if args.paired > 1 else [])
-    start = time.perf_counter()
-    model.learn(args.timesteps, callback=callbacks, tb_log_name=args.task_id, progress_bar=not args.quiet)
-    seconds = time.perf_counter() - start
-    with train_output(out, overwrite=True).staging() as tmp:
-        model.save(str(tmp / "model.zip"))
-        save_obs_normalizer(vec, normalizer_path(tmp / "model.zip"))
-    info = {
-        "timesteps": int(model.num_timesteps),
-        "train_seconds": seconds,
-        "timesteps_per_s": model.num_timesteps / seconds,
-        "stopped_by_time_limit": bool(stopper and stopper.stopped_early),
-        "learning_curve": curve.points,
-        "model": str(out / "model.zip"),
-    }
+    cfg = PPOConfig(total_timesteps=args.timesteps, time_limit_s=args.time_limit or None, seed=args.seed,
+                    n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
+                    learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
+                    ent_coef=args.ent_coef, sde_sample_freq=args.sde_sample_freq, out_dir=args.out,
+                    verbose=0 if args.quiet else 1, progress=not args.quiet, n_envs=args.n_envs)  # fmt: skip
+    paired = (lambda vec, logs: [PairedAdvantages(args.paired)]) if args.paired > 1 else None
+    vec_env = VecMonitor(wrap(inner) if wrap else inner)
+    model, vec, info = train_ppo(vec_env, task_policy(args, anchor), cfg, paired, log_name=args.task_id)
+    info["timesteps_per_s"] = model.num_timesteps / info["train_seconds"]
     return model, vec, info
 
 
@@ -296,7 +282,7 @@ def train(args: Args, say=print) -> dict:
     tuned = tune(args, say)
     tuning_s = time.perf_counter() - start
     anchor = make_anchor(args, tuned)
-    model, vec, info = train_ppo(args, anchor)
+    model, vec, info = train_on_task(args, anchor)
     info["anchor"] = anchor.name
     rate = info["timesteps_per_s"]
     say(f"trained {info['timesteps']} timesteps in {info['train_seconds']:.0f} s ({rate:.0f} timesteps/s)")
