@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from test_layers import project_modules
 
-from oasis_gym.batched import moderation
-from oasis_gym.batched.tasks import MODERATOR_GLOBALS
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.platform_rules import ReportThresholdModerator, threshold_rule
+from oasis_gym.model import moderation
+from oasis_gym.model.observations import MODERATOR_GLOBALS
 from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 from oasis_gym.train import tuned_baselines as tb
 
