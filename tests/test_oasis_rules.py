@@ -156,3 +156,26 @@ def test_a_pair_set_is_exactly_a_set_of_pairs_per_simulation():
             ref = {x for x in ref if x[0] != (step + 1) % k}
         assert len(pairs) == len(ref)
     assert len(ref) > 100
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_tuned_moderator_rules_read_the_verdict_with_the_task_sign(version):
+    """The baselines of `oasis-gym train moderator` remove a post found misinformation and keep
+    one found true, whichever sign the task shows (Moderator-v1: -1 = misinformation, v2: +1)."""
+    from oasis_gym.model.fact_check import VERDICT_TRUE
+    from oasis_gym.model.moderation import QUEUE, QUEUE_FEATURES, REMOVE
+    from oasis_gym.train import label_classifier, tuned_baselines
+
+    sign = tuned_baselines.verdict_sign({"difficulty": "medium", "version": version})
+    assert sign == (1 if version == 2 else -1)
+    slots = np.zeros((1, QUEUE, len(QUEUE_FEATURES)), np.float32)
+    slots[0, :2, QUEUE_FEATURES.index("filled")] = 1
+    slots[0, :2, QUEUE_FEATURES.index("fact_check")] = sign * np.array([VERDICT_MISINFO, VERDICT_TRUE])
+    obs = np.concatenate([slots.reshape(1, -1), np.zeros((1, 3), np.float32)], axis=1)
+    never = np.array([99.0])
+    rule = tuned_baselines.threshold_rule(never, never, None, sign)
+    model = {"weights": [0.0] * (len(label_classifier.PUBLIC) + 1), "mean": 0.0, "scale": 1.0}
+    classifier = label_classifier.classifier_rule(model, np.array([1.0]), np.array([False]), sign)
+    for act in (rule, classifier):
+        codes = act(obs, 0)[0]
+        assert codes[0] >= REMOVE and codes[1] < REMOVE  # removed (and suspended), kept

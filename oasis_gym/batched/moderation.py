@@ -16,7 +16,15 @@ import numpy as np
 
 from ..model import rng
 from ..model.fact_check import select_checks, verdicts
-from ..model.moderation import FACT_CHECK, NONE, chill, moderation_effects, priority_queue, queue_features
+from ..model.moderation import (
+    FACT_CHECK,
+    NONE,
+    chill,
+    moderation_effects,
+    priority_queue,
+    queue_features,
+    shown_verdict_sign,
+)
 from .state import S_CHECK, State
 
 
@@ -42,7 +50,7 @@ def features(state: State, ids: np.ndarray) -> np.ndarray:
         author_fans=state.fans[rows, author],
         account_age=state.t[:, None] - state.account_start[rows, author],
         author_moderated=state.moderated[rows, author],
-        verdict_sign=1 if state.dyn.oasis_rules else -1,  # Moderator-v2: the model's sign
+        verdict_sign=shown_verdict_sign(state.dyn),
         **{name: getattr(state, name)[rows, slots] for name in _POST_COLUMNS},
     )
 

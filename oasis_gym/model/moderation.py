@@ -130,6 +130,13 @@ def queue_features(filled, *, age, likes, shares, reports, step_reports, author_
     return np.where(filled[..., None], x, 0.0).astype(np.float32)
 
 
+def shown_verdict_sign(dyn) -> int:
+    """The sign with which a task tier (`Dynamics`) shows fact-check verdicts in the queue's
+    `fact_check` column: -1, negated, as Moderator-v1 published it (+1 found true); +1, the
+    model's own (+1 found misinformation) under OASIS's rules (Moderator-v2)."""
+    return 1 if dyn.oasis_rules else -1
+
+
 def reporter_evidence(reporters, reported, verdicts, posts, n_users: int, n_posts: int):
     """Who reported each of `posts` (M,), from the report pairs (`reporters`, `reported`) and
     the fact-check `verdicts` per post (never the label): the share of its reporters who
