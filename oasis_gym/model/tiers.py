@@ -1,7 +1,7 @@
 """The tiers of the benchmark tasks: the constants of the model's dynamics, one set per difficulty.
 
 The home of `Dynamics` and the tier tables (issue 51): every model function that depends on a
-tier takes a `Dynamics`; the fast path (`oasis_gym.batched`: `Engine`, the v1-v3 tasks) and
+tier takes a `Dynamics`; the fast path (`oasis_gym.batched`: `Engine`, the batched tasks) and
 the drivers that tune or train on it (`train/v1.py`, `train/tuned_baselines.py`, ...) pick a
 tier with `tier(difficulty, version)`.
 
