@@ -27,6 +27,8 @@ from ..model.moderation import (
 )
 from .state import S_CHECK, State
 
+NO_STEP = -1  # the step part of a draw that does not depend on the step
+
 
 def queue(state: State) -> np.ndarray:
     """Post ids (K, QUEUE) of the review queue, highest priority first; -1 where empty."""
@@ -59,8 +61,8 @@ def check_draws(state: State, ids: np.ndarray) -> np.ndarray:
     """The uniforms (K, Q) that decide fact-checks of posts `ids` (K, Q) now: keyed by (episode,
     step, post) (Moderator-v1), under OASIS's rules by (episode, post) only, so a verdict is a fact
     about the post: checked again at any step it comes out the same (Moderator-v2)."""
-    if state.dyn.oasis_rules:
-        return rng.uniform(state.key[:, None], S_CHECK, ids)
+    if state.dyn.oasis_rules:  # the step part fixed at -1, a step that never comes: no other draw's parts
+        return rng.uniform(state.key[:, None], NO_STEP, S_CHECK, ids)
     return rng.uniform(state.key[:, None], state.t[:, None], S_CHECK, ids)
 
 
