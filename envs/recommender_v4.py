@@ -37,6 +37,14 @@ keep what the ranking sees and what the lie does near v3's: the observation's po
 rises by 0.031 / 0.030 during campaigns (v3 0.034 / 0.035), and the misinformation share of
 the impressions during campaigns is 0.149 / 0.136 (v3 0.152 / 0.131). So `V4_BOTS = 4`
 (`model/tiers.py`), fixed before any v4 policy was tuned or trained.
+Checked after (`bench/recommender_state_headroom.py --version 4 --difficulty medium --iterations
+5 --population 16`, a smaller search than the README's v3 rows; tuned on seeds 5000-5007, scored
+on 9000-9019; load 7.0): changing the ranking while a campaign runs still pays, as in v3: told
+the campaign, +27.0 [19.0, 35.0] over the tuned per-user constant on held-out seeds (20 of 20
+wins) and +23.7 [16.6, 30.8] on the held-out population; a campaign detector on the
+observation (AUC 0.95 in sample) +25.8 [16.8, 34.7] and +24.9 [17.4, 32.4]. The tuned change
+lowers popularity, recency, reports and like rate during campaigns: the lie still points at
+misinformation.
 
 ## Action space, observation space, rewards, starting state, episode end, arguments
 As Recommender-v3 (W of 8 x 9, the same accepted actions, the same 19 observations, the same
