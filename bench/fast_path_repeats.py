@@ -2,15 +2,17 @@
 
     python bench/fast_path_repeats.py                          # every tier, 4 episodes x 100 steps
     python bench/fast_path_repeats.py --tiers hard --episodes 2 --steps 50
+    python bench/fast_path_repeats.py --version 4                # Recommender-v4: OASIS's rules
 
 On the platform a user likes, reposts or reports a post at most once (OASIS's rule: a second
 like is refused, "Like record already exists."). The fast path (`oasis_gym.batched`, the
 Recommender-v1..v3 and Moderator-v1 tasks) has no such rule. This bench plays Recommender-v1
-episodes (1 000 users, the default ranking, seeds 9000+) of each tier and counts, over every
-response the users made in an episode, the share that repeats a (user, post) pair already
-engaged the same way earlier in that episode: likes (engagements that are not reposts),
-reposts, reports. Those are the responses a platform-backed form of these tasks would refuse,
+episodes (`--version N`: vN's; 1 000 users, the default ranking, seeds 9000+) of each tier and
+counts, over every response the users made in an episode, the share that repeats a (user,
+post) pair already engaged the same way earlier in that episode: likes (engagements that are
+not reposts), reposts, reports. Those are the responses a platform-backed form of these tasks would refuse,
 which is why issue 51's plan gives the OASIS rules to new task ids rather than to v1-v3.
+`--version 4` plays Recommender-v4 (`Dynamics.oasis_rules`): it must show 0 repeats.
 A progress line per tier on stderr, one JSON line per tier on stdout (with the load).
 """
 
@@ -26,10 +28,10 @@ import numpy as np
 from oasis_gym.batched import engine, users
 from oasis_gym.batched.tasks import RecommenderTask
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS
-from oasis_gym.model.tiers import DIFFICULTIES
+from oasis_gym.model.tiers import DIFFICULTIES, TIERS_BY_VERSION
 
 
-def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
+def repeats(tier: str, n_users: int, episodes: int, steps: int, version: int = 1) -> dict:
     """The repeated share of likes, reposts and reports over `episodes` episodes of `tier`."""
     events: dict[str, list[np.ndarray]] = {"likes": [], "reposts": [], "reports": []}
     respond = users.respond_to_feeds
@@ -43,7 +45,7 @@ def repeats(tier: str, n_users: int, episodes: int, steps: int) -> dict:
 
     engine.users.respond_to_feeds = recording
     try:
-        task = RecommenderTask(episodes, n_users, tier, 0, steps, version=1)
+        task = RecommenderTask(episodes, n_users, tier, 0, steps, version=version)
         task.reset(np.arange(episodes), 9000 + np.arange(episodes))
         action = np.tile(np.r_[DEFAULT_WEIGHTS, np.zeros(task.action_size - len(DEFAULT_WEIGHTS))],
                          (episodes, 1)).astype(np.float32)  # fmt: skip
@@ -66,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=1000, help="users per episode (10..100000)")
     p.add_argument("--episodes", type=int, default=4, help="episodes per tier (1..64)")
     p.add_argument("--steps", type=int, default=100, help="steps per episode (1..1000)")
+    p.add_argument("--version", type=int, default=1, choices=sorted(TIERS_BY_VERSION), help="Recommender-vN's tiers")
     a = p.parse_args(argv)
     tiers = a.tiers.split(",")
     bad = [t for t in tiers if t not in DIFFICULTIES]
@@ -75,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for tier in tiers:
         print(f"fast_path_repeats: {tier}: {a.episodes} episodes x {a.steps} steps ...", file=sys.stderr, flush=True)
-        result = repeats(tier, a.users, a.episodes, a.steps)
-        print(json.dumps({"bench": "fast_path_repeats", "tier": tier, "users": a.users, "episodes": a.episodes,
+        result = repeats(tier, a.users, a.episodes, a.steps, a.version)
+        print(json.dumps({"bench": "fast_path_repeats", "version": a.version, "tier": tier, "users": a.users,
+                          "episodes": a.episodes,
                           "steps": a.steps, **result, "load": os.getloadavg()[0]}))  # fmt: skip
     return 0
 

@@ -36,6 +36,7 @@ import numpy as np
 from oasis_gym.batched import feed
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.model.ranking import CANDIDATE_FEATURES, user_feature_names
+from oasis_gym.model.tiers import TIERS_BY_VERSION
 from oasis_gym.train import tuned_baselines as tb
 
 
@@ -73,7 +74,8 @@ def search_arguments(doc: str, version: int, difficulties: list[str]) -> argpars
     """The options the recommender headroom benches share: the task, the search budget, the
     tuning and evaluation seeds (`check_arguments` checks them)."""
     p = OneLineParser(description=doc.split("\n")[0])
-    p.add_argument("--version", type=int, default=version, choices=[1, 2, 3], help=f"Recommender-vN [{version}]")
+    p.add_argument("--version", type=int, default=version, choices=sorted(TIERS_BY_VERSION),
+                   help=f"Recommender-vN [{version}]")  # fmt: skip
     p.add_argument("--difficulty", default="medium", choices=difficulties)
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--max-steps", type=int, default=100)

@@ -63,6 +63,7 @@ Nothing is journaled (see Recommender-v1).
   shape); valid actions give the same results as before (no version bump).
 - v1 (issues 26, 30): the batched engine, adaptive adversaries, budgeted fact-checks,
   tiers, a native vector env. Bump the version whenever a change could change any result.
+- v2 is `envs/moderator_v2.py` (OASIS's rules, the verdict's sign); v1 is unchanged.
 """
 
 from __future__ import annotations
@@ -85,17 +86,21 @@ def _space(task) -> MultiDiscrete:
 class ModeratorEnv(LockstepEnv):
     """One Moderator-v1 episode at a time (module docstring)."""
 
+    version = 1  # the task version (`oasis_gym.model.tiers.MODERATOR_TIERS`); Moderator-v2 subclasses
+
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  reward: ModeratorReward | None = None, render_mode=None):  # fmt: skip
-        task = ModeratorTask(1, users, difficulty, population_seed, max_steps, reward)
+        task = ModeratorTask(1, users, difficulty, population_seed, max_steps, reward, version=self.version)
         super().__init__(task, _space(task), render_mode)
 
 
 class ModeratorVectorEnv(LockstepVectorEnv):
     """`num_envs` Moderator-v1 episodes stepped together (module docstring)."""
 
+    version = 1
+
     def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  reward: ModeratorReward | None = None, autoreset_mode=AutoresetMode.NEXT_STEP,
                  render_mode=None):  # fmt: skip
-        task = ModeratorTask(num_envs, users, difficulty, population_seed, max_steps, reward)
+        task = ModeratorTask(num_envs, users, difficulty, population_seed, max_steps, reward, version=self.version)
         super().__init__(task, _space(task), autoreset_mode, render_mode)

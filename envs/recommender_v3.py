@@ -49,7 +49,8 @@ Nothing is journaled: the task runs on the batched engine (rule-based users, not
 - v3 (issue 30): campaigns that fake popularity (`campaign_amplify`), twelve times the
   posting, longer campaigns. Bump the version whenever a change could change any result
   of a seed.
-- v2: `envs/recommender_v2.py`; v1: `envs/recommender_v1.py` (both unchanged).
+- v2: `envs/recommender_v2.py`; v1: `envs/recommender_v1.py` (both unchanged); v4:
+  `envs/recommender_v4.py` (v3 under OASIS's rules; v3 is unchanged).
 """
 
 from __future__ import annotations

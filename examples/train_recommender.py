@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"output folder: {out}")
 
     # 1. the env, in the training mode (journal=False). Made from its registered spec: given the
-    # id, Gymnasium warns that v0 is "out of date" since Recommender-v3 exists, but v0 is no older
-    # v3: it is the recommender on the SQLite platform, v1-v3 the batched benchmark tasks
+    # id, Gymnasium warns that v0 is "out of date" since Recommender-v4 exists, but v0 is no older
+    # v4: it is the recommender on the SQLite platform, v1-v4 the batched benchmark tasks
     env = gymnasium.make(
         gymnasium.registry["oasis_gym/Recommender-v0"],
         users=args.users,

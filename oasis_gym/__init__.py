@@ -27,14 +27,18 @@ GYMNASIUM_ENVS = {
     "oasis_gym/Recommender-v1": "oasis_gym.envs.recommender_v1:RecommenderEnv",
     "oasis_gym/Recommender-v2": "oasis_gym.envs.recommender_v2:RecommenderEnv",
     "oasis_gym/Recommender-v3": "oasis_gym.envs.recommender_v3:RecommenderEnv",
+    "oasis_gym/Recommender-v4": "oasis_gym.envs.recommender_v4:RecommenderEnv",
     "oasis_gym/Moderator-v1": "oasis_gym.envs.moderator_v1:ModeratorEnv",
+    "oasis_gym/Moderator-v2": "oasis_gym.envs.moderator_v2:ModeratorEnv",
 }
 # native vector envs (`gymnasium.make_vec(id, num_envs=K)` steps K episodes in one batched call)
 GYMNASIUM_VECTOR_ENVS = {
     "oasis_gym/Recommender-v1": "oasis_gym.envs.recommender_v1:RecommenderVectorEnv",
     "oasis_gym/Recommender-v2": "oasis_gym.envs.recommender_v2:RecommenderVectorEnv",
     "oasis_gym/Recommender-v3": "oasis_gym.envs.recommender_v3:RecommenderVectorEnv",
+    "oasis_gym/Recommender-v4": "oasis_gym.envs.recommender_v4:RecommenderVectorEnv",
     "oasis_gym/Moderator-v1": "oasis_gym.envs.moderator_v1:ModeratorVectorEnv",
+    "oasis_gym/Moderator-v2": "oasis_gym.envs.moderator_v2:ModeratorVectorEnv",
 }
 # the registered TimeLimit of the v0 ids: the misinfo_stream scenario's episode length. With a
 # longer max_cycles pass gymnasium.make(..., max_cycles=N, max_episode_steps=N). The v1 envs

@@ -118,6 +118,7 @@ def test_a_name_the_model_defines_is_defined_nowhere_else():
     assert {"queue_features", "v0_view_features", "moderation_effects", "chill", "verdict", "select_checks"} <= public
     assert {"linear_reward", "RecommenderReward", "ModeratorReward", "V0RecommenderReward"} <= public
     assert {"feed_counts", "opinion_spread", "recommender_obs", "MODERATOR_GLOBALS"} <= public
+    assert {"amplify_once", "TIERS_V4", "MODERATOR_TIERS", "V4_BOTS", "shown_verdict_sign"} <= public  # OASIS rules
     clashes = {(m, n) for m in modules if m not in model for n in _defined_names(modules[m]) & public}
     assert not clashes, f"defined again outside oasis_gym.model: {sorted(clashes)}"
     # the platform path's old name for the seed floor is gone

@@ -9,7 +9,8 @@ observation value it was shown. A change that moves any of them fails here; if t
 meant to change results, the id's version bumps (the old id keeps its numbers) and the new id
 gets pins of its own.
 
-The numbers were computed at b2d591d (before the one-world work began).
+The numbers were computed at b2d591d (before the one-world work began); those of Recommender-v4
+and Moderator-v2 (OASIS's rules, issue 51 plan commit 12) when the ids were made.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from oasis_gym.model.tiers import DIFFICULTIES
 
 SEEDS = (9000, 9001)  # two episodes per case
 BATCHED = {"oasis_gym/Recommender-v1", "oasis_gym/Recommender-v2", "oasis_gym/Recommender-v3",
-           "oasis_gym/Moderator-v1"}  # fmt: skip
+           "oasis_gym/Moderator-v1", "oasis_gym/Recommender-v4", "oasis_gym/Moderator-v2"}  # fmt: skip
 PETTINGZOO = {"oasis_gym/Twitter-v0": twitter_v0, "oasis_gym/Reddit-v0": reddit_v0}
 
 
@@ -121,6 +122,9 @@ PINNED: dict[str, list[float]] = {
     "Moderator-v1-easy": [-57.160000048577785, -59.54666593298316, 3034.1347384816036, 3737.4279317692854],
     "Moderator-v1-medium": [-50.759999949485064, -49.820000257343054, 2605.6631427283864, 2983.8991495496593],
     "Moderator-v1-hard": [-50.42333348467946, -50.39999997243285, 2576.7640266544186, 2995.698426773306],
+    "Moderator-v2-easy": [-55.93999990820885, -55.1233329847455, 2766.24362136703, 3356.805529330857],
+    "Moderator-v2-medium": [-51.66666665300727, -50.85333353700116, 2499.782970129978, 2831.469807568472],
+    "Moderator-v2-hard": [-51.766666796058416, -49.08333335118368, 2504.647859382443, 2883.9884920618497],
     "Recommender-v0-default": [-1.8764677169993818, -4.115049262966495, 453.47015257810835, 454.6094536288183],
     "Recommender-v1-easy": [76.26666682958603, 77.93333323299885, 211.9532797416905, 196.18705148156732],
     "Recommender-v1-medium": [45.23333337903023, 53.69999973475933, 223.59245850681327, 211.0649850901682],
@@ -131,6 +135,9 @@ PINNED: dict[str, list[float]] = {
     "Recommender-v3-easy": [110.93333375453949, 113.83333353698254, 238.69597470399458, 224.29237881617155],
     "Recommender-v3-medium": [78.50000016391277, 94.56666684895754, 263.82767211226746, 243.66746721649542],
     "Recommender-v3-hard": [80.34821379184723, 90.79330951347947, 261.54465077258646, 244.2689577222336],
+    "Recommender-v4-easy": [74.19999980926514, 82.23333398997784, 213.46773182821926, 202.03553072793875],
+    "Recommender-v4-medium": [37.233333483338356, 56.90000020712614, 231.75613381387666, 215.3833931926638],
+    "Recommender-v4-hard": [35.36121890693903, 54.28118519857526, 231.11876833764836, 217.22408789698966],
     "Reddit-v0-default": [32.0, 2.714389529898878, 14209.525895655039, 21.0, 1.0598610048815298, 11948.784612376709],
     "Twitter-v0-default": [81.0, 1.7038486849727723, 22074.278964154422, 83.0, 2.0113929995929993, 19473.781169736932],
 }  # fmt: skip

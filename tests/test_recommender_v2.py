@@ -66,7 +66,7 @@ def test_v2_tiers_differ_from_v1_only_in_the_v2_mechanisms():
             "kind_shares",
         }
     with pytest.raises(ValueError, match="version"):
-        tier("medium", 4)
+        tier("medium", 99)
 
 
 def test_the_affinity_is_the_engagement_rate_contrast_updated_only_when_both_were_served():

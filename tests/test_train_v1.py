@@ -428,9 +428,21 @@ def test_the_row_anchor_corrects_only_the_global_row():
     np.testing.assert_array_equal(anchor.env_action(np.zeros((1, 9)), None)[0], base)
 
 
+@pytest.mark.parametrize(("task", "version"), [("recommender", "4"), ("moderator", "2")])
+def test_train_tunes_and_trains_on_the_oasis_rules_versions(tmp_path, task, version):
+    """Recommender-v4 and Moderator-v2 (OASIS's rules) are one --version away, as v3 / Moderator-v1."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "train", task, "--version", version, *TINY, "--out", str(out),
+           "--quiet"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "eval.json").read_text())
+    assert result["task"] == f"{task}-v{version}" and result["settings"]["version"] == int(version)
+
+
 @pytest.mark.parametrize(
     ("task", "version", "match"),
-    [("moderator", "2", "--version of the moderator must be one of [1]"), ("recommender", "4", "invalid choice: 4")],
+    [("moderator", "3", "--version of the moderator must be one of [1, 2]"), ("recommender", "5", "invalid choice: 5")],
 )
 def test_a_version_the_task_lacks_is_one_line_and_exit_code_2(tmp_path, task, version, match):
     cmd = [sys.executable, "-m", "oasis_gym.cli", "train", task, "--version", version, *TINY, "--out",

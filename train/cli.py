@@ -1,8 +1,9 @@
 """`oasis-gym train TARGET`: the training scripts as a CLI subcommand.
 
-`recommender` and `moderator` train the v1 tasks (Recommender-v3 by default, v1 and v2 by
-`--version`; Moderator-v1; `train/v1.py`: PPO on the native vector env against baselines tuned
-as hard); `recommender-v0` and `moderator-v0` train the v0 envs (`train/recommender.py`, `train/moderator.py`).
+`recommender` and `moderator` train the v1 tasks (Recommender-v3 by default, v1, v2 and v4 by
+`--version`; Moderator-v1, v2 by `--version`; `train/v1.py`: PPO on the native vector env
+against baselines tuned as hard); `recommender-v0` and `moderator-v0` train the v0 envs
+(`train/recommender.py`, `train/moderator.py`).
 
 Wire-up (`oasis_gym/cli/parser.py` builds the parser, `oasis_gym/cli/__init__.py` dispatches):
 
@@ -39,9 +40,14 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     for name, text in (
         (
             "recommender",
-            "learn the feed ranking of Recommender-v3 (--version 1 or 2: the earlier tasks, without its headroom)",
+            "learn the feed ranking of Recommender-v3 (--version 1 or 2: the earlier tasks, without its headroom; "
+            "4: v3 under OASIS's rules)",
         ),
-        ("moderator", "learn to moderate in Moderator-v1 (adaptive adversaries, fact-check budget)"),
+        (
+            "moderator",
+            "learn to moderate in Moderator-v1 (adaptive adversaries, fact-check budget; --version 2: "
+            "under OASIS's rules)",
+        ),
     ):
         v1.add_options(targets.add_parser(name, help=text, description=text))
     for name, text, module in (

@@ -30,7 +30,7 @@ from oasis_gym.batched.tasks import ModeratorTask
 from oasis_gym.model import moderation
 from oasis_gym.model.observations import MODERATOR_GLOBALS
 
-from .tuned_baselines import make_steps, run_episodes
+from .tuned_baselines import make_steps, run_episodes, verdict_sign
 
 F = {name: i for i, name in enumerate(moderation.QUEUE_FEATURES)}
 NF, QUEUE = len(F), moderation.QUEUE
@@ -102,15 +102,16 @@ def probability(model: dict, slots: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.clip(z @ w[:-1] + w[-1], -30, 30)))
 
 
-def classifier_rule(model: dict, threshold: np.ndarray, check: np.ndarray) -> Callable:
-    """A batched rule with per-episode settings (K,) (module docstring, step 3)."""
+def classifier_rule(model: dict, threshold: np.ndarray, check: np.ndarray, shown_sign: int = -1) -> Callable:
+    """A batched rule with per-episode settings (K,) (module docstring, step 3); `shown_sign`:
+    how the task shows verdicts (`tuned_baselines.verdict_sign`)."""
 
     def act(obs: np.ndarray, t: int) -> np.ndarray:
         k = len(obs)
         x = obs[:, : QUEUE * NF].reshape(k, QUEUE, NF)
-        filled, verdict = x[..., F["filled"]] > 0, x[..., F["fact_check"]]
+        filled, verdict = x[..., F["filled"]] > 0, shown_sign * x[..., F["fact_check"]]  # the model's sign
         p = probability(model, x)
-        remove = filled & (((p >= threshold[:, None]) & (verdict == 0)) | (verdict < 0))
+        remove = filled & (((p >= threshold[:, None]) & (verdict == 0)) | (verdict > 0))
         codes = np.where(remove, moderation.REMOVE, moderation.NONE)
         budget = np.rint(obs[:, BUDGET] * QUEUE).astype(np.int64)
         suspect = np.where(filled & ~remove & (verdict == 0) & check[:, None], p, -1.0)
@@ -123,7 +124,8 @@ def classifier_rule(model: dict, threshold: np.ndarray, check: np.ndarray) -> Ca
 
 def rule_of(tuned: dict, k: int) -> Callable:
     """The tuned classifier rule (a `tune_classifier` result) over K episodes."""
-    return classifier_rule(tuned, np.full(k, tuned["threshold"]), np.full(k, tuned["check"]))
+    return classifier_rule(tuned, np.full(k, tuned["threshold"]), np.full(k, tuned["check"]),
+                           tuned.get("verdict_sign", -1))  # fmt: skip
 
 
 def tune_classifier(env: dict, seeds, progress: Callable[[str], None] | None = None) -> dict:
@@ -137,7 +139,8 @@ def tune_classifier(env: dict, seeds, progress: Callable[[str], None] | None = N
     cells = [(thr, check) for check in (False, True) for thr in THRESHOLDS]
     thr = np.repeat([c[0] for c in cells], len(seeds))
     chk = np.repeat([c[1] for c in cells], len(seeds))
-    totals = run_episodes("moderator", env, np.tile(seeds, len(cells)), classifier_rule(model, thr, chk))
+    sign = verdict_sign(env)
+    totals = run_episodes("moderator", env, np.tile(seeds, len(cells)), classifier_rule(model, thr, chk, sign))
     score = totals["return"].reshape(len(cells), len(seeds)).mean(1)
     i = int(np.argmax(score))
     fit_auc = round(auc(probability(model, x), y), 3) if 0 < y.sum() < len(y) else None  # None: one kind of post
@@ -149,4 +152,4 @@ def tune_classifier(env: dict, seeds, progress: Callable[[str], None] | None = N
     steps = (1 + len(cells)) * len(seeds) * make_steps(env)  # the labelled episodes, then the grid
     return {**model, "threshold": threshold, "check": check, "score": float(score[i]), "samples": len(y),
             "in_sample_auc": fit_auc, "cells": len(cells), "tune_seeds": seeds.tolist(), "env_steps": steps,
-            "method": "logistic regression + grid"}  # fmt: skip
+            "method": "logistic regression + grid", "verdict_sign": sign}  # fmt: skip

@@ -1,4 +1,4 @@
-"""Train a platform agent (Recommender-v1 / v2, Moderator-v1) with Ray RLlib on its native vector env.
+"""Train a platform agent (Recommender-v1 to v4, Moderator-v1 / v2) with Ray RLlib on its native vector env.
 
     pip install -e ".[rllib]"     # its own venv: ray[rllib] pins gymnasium 1.2.2 (.ci/run)
     python -m oasis_gym.train.rllib_v1 recommender --difficulty medium --env-runners 2 --envs-per-runner 16
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("task", choices=sorted(VECTOR_ENVS))
     p.add_argument("--version", type=int, default=1, choices=sorted(VECTOR_ENVS["recommender"]),
-                   help="task version (the recommender has 1-3)")  # fmt: skip
+                   help="task version (the recommender has 1-4, the moderator 1-2)")  # fmt: skip
     p.add_argument("--difficulty", default="medium", choices=list(DIFFICULTIES))
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--env-runners", type=int, default=0)

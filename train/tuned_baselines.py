@@ -189,20 +189,27 @@ def _slots(obs: np.ndarray) -> np.ndarray:
     return obs[:, : moderation.QUEUE * NF].reshape(len(obs), moderation.QUEUE, NF)
 
 
-def queue_rule(remove_at: np.ndarray, suspend_at: np.ndarray, check_at: np.ndarray | None = None) -> Callable:
-    """The report-threshold rule (`envs.platform_rules.threshold_rule`) over Moderator-v1's
+def verdict_sign(env: dict) -> int:
+    """How the moderator task of these env kwargs shows verdicts (`moderation.shown_verdict_sign`)."""
+    return moderation.shown_verdict_sign(tier(env.get("difficulty", "medium"), env.get("version", 1), "moderator"))
+
+
+def queue_rule(remove_at: np.ndarray, suspend_at: np.ndarray, check_at: np.ndarray | None = None,
+               shown_sign: int = -1) -> Callable:  # fmt: skip
+    """The report-threshold rule (`envs.platform_rules.threshold_rule`) over a moderator task's
     review queue, batched with per-episode thresholds (K,): fact-check posts with >= check_at
     reports (None: no checks), remove posts with >= remove_at reports or found misinformation,
     and also suspend the author of a post with >= suspend_at reports or found misinformation
-    whose author was moderated before."""
+    whose author was moderated before. `shown_sign`: how the task shows verdicts
+    (`verdict_sign`: -1 Moderator-v1, +1 Moderator-v2)."""
 
     def act(obs: np.ndarray, t: int) -> np.ndarray:
         x = _slots(obs)
         reports = np.expm1(x[..., F["log_reports"]])
-        verdict = x[..., F["fact_check"]]  # as Moderator-v1 shows it: < 0 found misinformation, > 0 found true
+        verdict = shown_sign * x[..., F["fact_check"]]  # the model's sign: > 0 found misinformation
         remove, suspend, check = threshold_rule(
             reports, x[..., F["filled"]] > 0, remove_at, suspend_at, check_at,
-            found=verdict < 0, cleared=verdict > 0, repeat=x[..., F["author_moderated"]] >= 1,
+            found=verdict > 0, cleared=verdict < 0, repeat=x[..., F["author_moderated"]] >= 1,
         )  # fmt: skip
         codes = np.zeros(reports.shape, np.int64)
         codes[remove] = moderation.REMOVE
@@ -217,7 +224,7 @@ def tune_rules(env: dict, seeds, progress: Callable[[str], None] | None = None) 
     """Grid search of `queue_rule` (remove_at x suspend_at, without and with fact-checks
     at check_at), each cell on every tuning seed, all cells in one batched run per family."""
     seeds = np.asarray(seeds, np.int64)
-    out, steps = {}, 0
+    out, steps, sign = {}, 0, verdict_sign(env)
     grids = {
         "report_threshold": [(r, s, None) for r in (1, 2, 3, 4, 6, 9) for s in (1, 2, 3, 5, 8, 99) if s >= r],
         "fact_check_first": [(r, s, c) for r in (3, 6, 99) for s in (3, 99) for c in (0, 1, 2, 4) if s >= r],
@@ -225,13 +232,14 @@ def tune_rules(env: dict, seeds, progress: Callable[[str], None] | None = None) 
     for family, grid in grids.items():
         cells = np.asarray([[r, s, -1 if c is None else c] for r, s, c in grid], np.float64)
         rep = np.repeat(cells, len(seeds), axis=0)
-        rule = queue_rule(rep[:, 0], rep[:, 1], None if family == "report_threshold" else rep[:, 2])
+        rule = queue_rule(rep[:, 0], rep[:, 1], None if family == "report_threshold" else rep[:, 2], sign)
         totals = run_episodes("moderator", env, np.tile(seeds, len(grid)), rule)
         steps += len(rep) * make_steps(env)
         score = totals["return"].reshape(len(grid), len(seeds)).mean(1)
         i = int(np.argmax(score))
         r, s, c = grid[i]
-        out[family] = {"remove_at": r, "suspend_at": s, "check_at": c, "score": float(score[i]), "cells": len(grid)}
+        out[family] = {"remove_at": r, "suspend_at": s, "check_at": c, "score": float(score[i]), "cells": len(grid),
+                       "verdict_sign": sign}  # fmt: skip
         if progress:
             checks = "no fact-checks" if c is None else f"check at {c}"
             progress(f"tuned {family}: remove at {r}, suspend at {s}, {checks}: mean return {score[i]:.3f}")
@@ -244,7 +252,7 @@ def rule_from(tuned: dict, k: int) -> Callable:
     """The tuned rule of one family as a batched rule over K episodes."""
     full = lambda v: np.full(k, v, np.float64)  # noqa: E731
     check = None if tuned["check_at"] is None else full(tuned["check_at"])
-    return queue_rule(full(tuned["remove_at"]), full(tuned["suspend_at"]), check)
+    return queue_rule(full(tuned["remove_at"]), full(tuned["suspend_at"]), check, tuned.get("verdict_sign", -1))
 
 
 def truth_rule(task: ModeratorTask) -> Callable:

@@ -1,4 +1,4 @@
-"""Train PPO on a platform-agent task (Recommender-v1, -v2 and -v3 with `--version N`, Moderator-v1)
+"""Train PPO on a platform-agent task (Recommender-v1 to -v4 with `--version N`, Moderator-v1 and -v2)
 through its native vector env, then compare it with baselines tuned as hard, on held-out
 seeds and a held-out population.
 
@@ -73,10 +73,10 @@ class Args:
     """Settings of one v1 training run (each field is a command-line option)."""
 
     task: str = opt("recommender", cli=False)
-    version: int | None = opt(None, "task version: the recommender has 1-3 (envs/recommender_vN.py; default 3, "
-                              "the task README's benchmarks recommend: v1 and v2 leave PPO no headroom), the "
-                              "moderator 1 (its default)", type=int,
-                              choices=sorted(VERSIONS["recommender"]))  # fmt: skip
+    version: int | None = opt(None, "task version: the recommender has 1-4 (envs/recommender_vN.py; default 3, "
+                              "the task README's benchmarks recommend: v1 and v2 leave PPO no headroom; 4: v3 "
+                              "under OASIS's rules), the moderator 1-2 (default 1; 2: under OASIS's rules)",
+                              type=int, choices=sorted({v for vs in VERSIONS.values() for v in vs}))  # fmt: skip
     difficulty: str = opt("medium", "task tier", choices=list(DIFFICULTIES))
     users: int = opt(1000, "users per simulated platform", bounds=(2 * FOLLOWEES, MAX_TASK_USERS))
     max_steps: int = opt(100, "steps per episode", bounds=(1, MAX_EPISODE_STEPS))
@@ -161,8 +161,9 @@ class Args:
         """The task's keyword arguments (`tuned_baselines.make_task`)."""
         env = {"users": self.users, "difficulty": self.difficulty, "max_steps": self.max_steps}
         env["population_seed"] = self.population_seed if population_seed is None else population_seed
+        env["version"] = self.version
         if self.task == "recommender":
-            env.update(ranking=self.ranking, version=self.version)
+            env["ranking"] = self.ranking
         return env
 
     @property

@@ -4,7 +4,8 @@ One `step` runs, for every simulation at once: the moderator's actions on the qu
 saw, the campaign regimes, brigade retargeting, returning accounts and users, the visits
 (activity x satisfaction; churned and suspended users stay away), the ranking of every
 visitor's candidates with the simulation's weights W, the users' responses and what they
-do to them, new posts and brigade reports. It returns per-simulation counts (K,) from
+do to them, new posts and brigade reports (under `Dynamics.oasis_rules`, each (user, post)
+pair at most once: `pairs.py`). It returns per-simulation counts (K,) from
 which the tasks compute rewards. No Python loop runs over simulations or users; all
 randomness is counter-based (`rng.py`), so simulation i with seed s is the same alone or
 beside others.
@@ -37,12 +38,12 @@ def segment_sums(values: np.ndarray, ka: np.ndarray, k: int) -> np.ndarray:
 
 
 class Engine:
-    """K simulations of one population and tier (`difficulty` of task `version`, or explicit `dynamics`)."""
+    """K simulations of one population and tier (`difficulty` of `task`'s `version`, or explicit `dynamics`)."""
 
     def __init__(self, k: int, users: int = 1000, difficulty: str = "medium", population_seed: int = 0,
                  dynamics: Dynamics | None = None, population: TaskPopulation | None = None,
-                 version: int = 1):  # fmt: skip
-        self.dynamics = dynamics if dynamics is not None else tier(difficulty, version)
+                 version: int = 1, task: str = "recommender"):  # fmt: skip
+        self.dynamics = dynamics if dynamics is not None else tier(difficulty, version, task)
         self.population = (
             population if population is not None else make_population(users, self.dynamics, population_seed)
         )

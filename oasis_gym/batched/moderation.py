@@ -4,7 +4,7 @@ Moderator-v1 on the ring of K simulations: `queue` is the model's priority queue
 state's posts, `features` gathers each queued post's columns for the model's
 `QUEUE_FEATURES`, and `apply` carries out the moderator's codes: fact-checks within the tier's
 budget, in slot order (the verdict is right with `fact_check_accuracy`, stored at once and
-shown from the next step), removals, suspensions (every post of a suspended account leaves the
+shown from the next step; `check_draws`), removals, suspensions (every post of a suspended account leaves the
 platform) and their costs (a wrongly moderated author is chilled: posts `chill_factor` as
 often, loses `chill_satisfaction`; suspending a user who posts no misinformation drives them
 away for good).
@@ -16,8 +16,18 @@ import numpy as np
 
 from ..model import rng
 from ..model.fact_check import select_checks, verdicts
-from ..model.moderation import FACT_CHECK, NONE, chill, moderation_effects, priority_queue, queue_features
+from ..model.moderation import (
+    FACT_CHECK,
+    NONE,
+    chill,
+    moderation_effects,
+    priority_queue,
+    queue_features,
+    shown_verdict_sign,
+)
 from .state import S_CHECK, State
+
+NO_STEP = -1  # the step part of a draw that does not depend on the step
 
 
 def queue(state: State) -> np.ndarray:
@@ -42,8 +52,18 @@ def features(state: State, ids: np.ndarray) -> np.ndarray:
         author_fans=state.fans[rows, author],
         account_age=state.t[:, None] - state.account_start[rows, author],
         author_moderated=state.moderated[rows, author],
+        verdict_sign=shown_verdict_sign(state.dyn),
         **{name: getattr(state, name)[rows, slots] for name in _POST_COLUMNS},
     )
+
+
+def check_draws(state: State, ids: np.ndarray) -> np.ndarray:
+    """The uniforms (K, Q) that decide fact-checks of posts `ids` (K, Q) now: keyed by (episode,
+    step, post) (Moderator-v1), under OASIS's rules by (episode, post) only, so a verdict is a fact
+    about the post: checked again at any step it comes out the same (Moderator-v2)."""
+    if state.dyn.oasis_rules:  # the step part fixed at -1, a step that never comes: no other draw's parts
+        return rng.uniform(state.key[:, None], NO_STEP, S_CHECK, ids)
+    return rng.uniform(state.key[:, None], state.t[:, None], S_CHECK, ids)
 
 
 def apply(state: State, ids: np.ndarray, codes: np.ndarray) -> dict[str, np.ndarray]:
@@ -55,8 +75,7 @@ def apply(state: State, ids: np.ndarray, codes: np.ndarray) -> dict[str, np.ndar
     truth = state.misinfo[rows, slots]
     author = state.author[rows, slots]
     check = select_checks(codes == FACT_CHECK, state.checked[rows, slots], dyn.fact_check_budget)
-    u = rng.uniform(state.key[:, None], state.t[:, None], S_CHECK, ids)
-    found = verdicts(truth, u, dyn.fact_check_accuracy)
+    found = verdicts(truth, check_draws(state, ids), dyn.fact_check_accuracy)
     kc, jc = np.nonzero(check)
     state.checked[kc, slots[kc, jc]] = True
     state.verdict[kc, slots[kc, jc]] = found[kc, jc]

@@ -1,7 +1,8 @@
 """The fast path's posting step: the model's posting and adversaries on its `State`.
 
 What enters each simulation every step, in the engine's order: campaign regimes
-(`campaign_regimes`), the campaign bots' likes and views (`bot_likes`, Recommender-v3),
+(`campaign_regimes`), the campaign bots' likes and views (`bot_likes`, Recommender-v3; once per
+bot and post in Recommender-v4),
 returning accounts (`return_accounts`: a suspended misinformation account comes back after
 `account_return_delay` steps as a new account: no followers, no history), new posts (`post`)
 and brigade reports (`brigade_reports`: each brigader reports each new post of its target
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import rng
-from ..model.adversaries import amplify, brigade, returning, switch_campaigns
+from ..model.adversaries import amplify, amplify_once, brigade, returning, switch_campaigns
 from ..model.posting import post_attributes, posts_made
 from .state import S_ATTR, S_BRIGADE, S_CAMPAIGN, S_POST, State
 
@@ -40,7 +41,15 @@ def bot_likes(state: State, go: np.ndarray) -> None:
     if a <= 0 or not on.any():
         return
     live = (state.post_id >= 0) & ~state.removed
-    likes, views = amplify(a, state.misinfo_account, state.suspended_at < 0, state.author, live, on)
+    if not state.dyn.oasis_rules:
+        likes, views = amplify(a, state.misinfo_account, state.suspended_at < 0, state.author, live, on)
+    else:  # each account's bots like a post once: the pairs (account, post) of bot_pairs
+        pairs = state.bot_pairs
+        likes, views, (k, slot, account) = amplify_once(
+            a, state.misinfo_account, state.suspended_at < 0, state.author, live, on,
+            lambda k, slot, account: pairs.contains(k, account, slot),
+        )  # fmt: skip
+        pairs.add(k, account, slot)
     state.likes += likes
     state.impressions += views
 
@@ -86,6 +95,8 @@ def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
                  "removed", "checked"):  # fmt: skip
         values[name] = 0
     at = kp * state.p + state.slot(ids)
+    for pairs in state.pair_sets():  # OASIS's rules: the slots' old posts are gone, and their pairs
+        pairs.clear(at)
     for name, value in values.items():
         getattr(state, name).reshape(-1)[at] = value
     state.topic.reshape(topic.shape[1], -1)[:, at] = topic.T
@@ -100,6 +111,8 @@ def brigade_reports(state: State, go: np.ndarray) -> None:
     if dyn.brigaders == 0:
         return
 
+    reported = state.reported_pairs  # OASIS's rules: a brigader reports a post once, as any user
+
     def draw(k: np.ndarray, slot: np.ndarray, user: np.ndarray) -> np.ndarray:
         return rng.uniform(state.key[k], state.t[k], S_BRIGADE, state.post_id[k, slot], user)
 
@@ -112,9 +125,12 @@ def brigade_reports(state: State, go: np.ndarray) -> None:
         BRIGADE_WINDOW,
         dyn.brigade_report_prob,
         draw,
+        None if not dyn.oasis_rules else lambda k, slot, user: reported.contains(k, user, slot),
     )
     if len(kk) == 0:
         return
+    if dyn.oasis_rules:
+        reported.add(kk, uu, ss)
     flat = kk * state.p + ss
     size = state.k * state.p
     counts = np.bincount(flat, minlength=size).reshape(state.k, state.p).astype(np.float32)

@@ -6,6 +6,9 @@ reference to an overwritten post is recognised (`post_id[k, slot] != id`) withou
 bookkeeping. Gathers use flat indexes `k * P + slot`: one index array per gather
 (`model.candidates.feed_candidates` gives the candidates' ones).
 `reset(rows, seeds)` starts new episodes in some rows and leaves the others untouched.
+Under `Dynamics.oasis_rules` the state also remembers which (user, post) pairs engaged (likes
+and reposts), which reported and which accounts' campaign bots liked (`engaged_pairs`,
+`reported_pairs`, `bot_pairs`: `pairs.PairSet`), for as long as the post is in the ring.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numpy as np
 from ..model import adversaries, rng
 from ..model.population import N_TOPICS, TaskPopulation
 from ..model.tiers import Dynamics
+from .pairs import PairSet
 
 POST_SLOTS = 512  # a power of two: a post's slot is id & (POST_SLOTS - 1)
 # counter streams (the third part of every draw), one per kind of draw
@@ -59,6 +63,11 @@ class State:
         self.brigader = np.zeros(shape_u, bool)
         self.targeted = np.zeros(shape_u, bool)
         self.opinion_std0 = np.zeros(self.k, np.float32)
+        # OASIS's rules: who liked or reposted, who reported, whose bots liked (by account) each post
+        rules = dynamics.oasis_rules
+        self.engaged_pairs = PairSet(self.k, self.p, self.n) if rules else None
+        self.reported_pairs = PairSet(self.k, self.p, self.n) if rules else None
+        self.bot_pairs = PairSet(self.k, self.p, self.n) if rules and dynamics.campaign_amplify > 0 else None
 
     def reset(self, rows: np.ndarray, seeds: np.ndarray) -> None:
         """New episodes with `seeds` in simulation `rows` (integer index arrays)."""
@@ -91,6 +100,12 @@ class State:
         self.misinfo_account[rows], self.brigader[rows] = adversaries.draw_roles(draw, pop.outlet, self.dyn.brigaders)
         self.targeted[rows] = False
         self.retarget(rows)
+        for pairs in self.pair_sets():
+            pairs.reset(rows)
+
+    def pair_sets(self) -> list[PairSet]:
+        """The `PairSet`s kept under OASIS's rules (none without them)."""
+        return [s for s in (self.engaged_pairs, self.reported_pairs, self.bot_pairs) if s is not None]
 
     def retarget(self, rows: np.ndarray) -> None:
         """Brigade targets: `brigade_targets` outlets, drawn from the episode key and step

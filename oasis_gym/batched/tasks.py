@@ -32,7 +32,7 @@ class _Task:
     """What both tasks share: the engine, the episode clock, per-episode opinion baselines."""
 
     def __init__(self, k: int, users: int, difficulty: str, population_seed: int, max_steps: int, population=None,
-                 version: int = 1):  # fmt: skip
+                 version: int = 1, task: str = "recommender"):  # fmt: skip
         for name, value, low in (
             ("num_envs", k, 1),
             ("max_steps", max_steps, 1),
@@ -40,7 +40,7 @@ class _Task:
         ):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        self.engine = Engine(k, users, difficulty, population_seed, population=population, version=version)
+        self.engine = Engine(k, users, difficulty, population_seed, population=population, version=version, task=task)
         self.k, self.n, self.max_steps = self.engine.k, self.engine.n, int(max_steps)
         self._prev_std = np.zeros(self.k, np.float32)
 
@@ -69,7 +69,7 @@ class _Task:
 
 
 class RecommenderTask(_Task):
-    """Recommender-v1's (`version=2`: v2's) logic: the action is the ranking W (per-user) or w (global)."""
+    """Recommender-v1's (`version=N`: vN's) logic: the action is the ranking W (per-user) or w (global)."""
 
     def __init__(self, k, users=1000, difficulty="medium", population_seed=0, max_steps=100, ranking="per_user",
                  reward: RecommenderReward | None = None, population=None, version: int = 1):  # fmt: skip
@@ -113,11 +113,11 @@ class RecommenderTask(_Task):
 
 
 class ModeratorTask(_Task):
-    """Moderator-v1's logic: the action is one code per review-queue slot."""
+    """Moderator-v1's (`version=2`: v2's) logic: the action is one code per review-queue slot."""
 
     def __init__(self, k, users=1000, difficulty="medium", population_seed=0, max_steps=100,
-                 reward: ModeratorReward | None = None, population=None):  # fmt: skip
-        super().__init__(k, users, difficulty, population_seed, max_steps, population)
+                 reward: ModeratorReward | None = None, population=None, version: int = 1):  # fmt: skip
+        super().__init__(k, users, difficulty, population_seed, max_steps, population, version, "moderator")
         self.reward_params = reward or ModeratorReward()
         self.queue_size, self.n_codes = moderation.QUEUE, len(moderation.ACTIONS)
         self.obs_size = moderation.QUEUE * len(moderation.QUEUE_FEATURES) + len(MODERATOR_GLOBALS)

@@ -2,7 +2,8 @@
 posts' columns and the visitors' rows of the `State`, draws the uniforms (counter-based,
 `model/rng.py`), calls the model, and writes back what it returns: engagement, reposts and
 reports, the posts' counters, the history summaries, satisfaction, churn, opinions and the
-repost each visitor's followers see.
+repost each visitor's followers see. Under OASIS's rules it tells the model which served posts
+each visitor engaged with or reported before, and remembers this step's (`State.engaged_pairs`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,18 @@ def respond_to_feeds(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarr
         sx[..., COL["misinfo"]] > 0, opinion[:, None], stance, dyn.misinfo_report_prob, dyn.true_report_prob, floor=0.5
     )
     u_report = rng.uniform(h, S_REPORT)
-    return respond(sigmoid(logit), p_report, u_engage, u_share, u_report, valid, dyn.share_given_engage)
+    if not dyn.oasis_rules:
+        return respond(sigmoid(logit), p_report, u_engage, u_share, u_report, valid, dyn.share_given_engage)
+    engaged_pairs, reported_pairs = state.engaged_pairs, state.reported_pairs
+    engaged, shared, reported = respond(
+        sigmoid(logit), p_report, u_engage, u_share, u_report, valid, dyn.share_given_engage,
+        lambda i, j: engaged_pairs.contains(ka[i], ua[i], ids[i, j]),
+        lambda i, j: reported_pairs.contains(ka[i], ua[i], ids[i, j]),
+    )  # fmt: skip
+    for pairs, done in ((state.engaged_pairs, engaged), (state.reported_pairs, reported)):
+        i, j = np.nonzero(done)
+        pairs.add(ka[i], ua[i], ids[i, j])
+    return engaged, shared, reported
 
 
 def count_on_posts(state: State, ka, ua, flat, valid, engaged, shared, reported) -> None:

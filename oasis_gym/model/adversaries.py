@@ -3,8 +3,9 @@
 Who posts misinformation and who brigades (`draw_roles`), where the brigade aims
 (`retarget`: fixed, or moving every few steps in the hard tier), the brigade's false reports
 (`brigade`), campaign regimes (`switch_campaigns`) and their bots' fake popularity
-(`amplify`), suspended misinformation accounts coming back as new accounts (`returning`),
-and misinformation that mimics true posts' arousal (`mimicked_arousal`).
+(`amplify`; `amplify_once` under OASIS's rules, where a bot likes a post once), suspended
+misinformation accounts coming back as new accounts (`returning`), and misinformation that
+mimics true posts' arousal (`mimicked_arousal`).
 
 Callers: the fast path (`oasis_gym.batched.state` draws the roles and targets of an episode,
 `oasis_gym.batched.posting` runs campaigns, bots, returns and brigade reports each step, and
@@ -113,6 +114,34 @@ def amplify(
     theirs = misinfo_account[rows, author] & live & on[:, None]
     likes = np.where(theirs, np.float32(rate) * bots[:, None].astype(np.float32), np.float32(0))
     return likes, 2 * likes
+
+
+def amplify_once(
+    rate: float, misinfo_account: np.ndarray, unsuspended: np.ndarray, author: np.ndarray, live: np.ndarray,
+    on: np.ndarray, liked_before: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
+    """`amplify` under OASIS's rules (Recommender-v4): each bot likes each post at most once.
+
+    While a simulation's campaign is `on`, the bots of each unsuspended misinformation account
+    (`rate` bot accounts each) like every `live` post of a misinformation account that they have
+    not liked yet (`liked_before(k, slot, account)` (pairs,) bool) and view it twice. Returns the
+    likes and views (each (K, P) float32) and the new (k, slot, account) pairs, in (k, account,
+    slot) order, for the caller to remember."""
+    k, p = author.shape
+    rows = np.arange(k)[:, None]
+    theirs = misinfo_account[rows, author] & live & on[:, None]
+    pk, ps = np.nonzero(theirs)
+    bk, ba = np.nonzero(misinfo_account & unsuspended & on[:, None])
+    per_k = np.bincount(pk, minlength=k)
+    reps = per_k[bk]  # (bot account, post of its simulation) pairs, ragged
+    b_idx = np.repeat(np.arange(len(bk)), reps)
+    p_idx = (np.cumsum(per_k) - per_k)[bk][b_idx] + np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    kk, ss, aa = bk[b_idx], ps[p_idx], ba[b_idx]
+    if len(kk):
+        new = ~liked_before(kk, ss, aa)
+        kk, ss, aa = kk[new], ss[new], aa[new]
+    likes = np.float32(rate) * np.bincount(kk * p + ss, minlength=k * p).reshape(k, p).astype(np.float32)
+    return likes, 2 * likes, (kk, ss, aa)
 
 
 def returning(suspended_at: np.ndarray, t: np.ndarray, delay: int, misinfo_account: np.ndarray) -> np.ndarray:

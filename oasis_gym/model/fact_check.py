@@ -6,18 +6,19 @@ probability, decided by a uniform draw the caller makes (`verdicts`, `v0_verdict
 for a verdict on every path (`VERDICT_MISINFO` = +1, the label's sign, `verdict`).
 
 Who calls it, with which parameters and draws:
-- the fast path's moderator task (`batched/moderation.apply`, Moderator-v1): budget and
+- the fast path's moderator task (`batched/moderation.apply`, Moderator-v1 and -v2): budget and
   accuracy per tier (`Dynamics.fact_check_budget`, `fact_check_accuracy`), requests in queue
   order, the verdict stored at once and shown in the next observation, draws from `model/rng`
-  keyed by (episode, step, post);
+  keyed by (episode, step, post), under OASIS's rules (Moderator-v2) by (episode, post) only
+  (`batched/moderation.check_draws`: a re-check gives the same verdict, as on the platform);
 - the platform's `agents/fact_check.FactChecker` (Moderator-v0): budget 2, delay 2, error 0.1,
   requests in view order (or the most reported first), one draw per (episode seed, post) from
   its own generator, so a post checked twice would get the same verdict.
 
 The two paths draw right and wrong by different rules (`verdicts`: right where u < accuracy;
 `v0_verdicts`: wrong where u < error). With accuracy = 1 - error both are a verdict right with
-that probability, but not the same bits for the same u, so they stay two named rules until the
-fast path's draw changes under a new id (plan commit 12).
+that probability, but not the same bits for the same u, so they stay two named rules (Moderator-v2
+keys its draw as v0 does, by episode and post, but keeps the tasks' rule).
 """
 
 from __future__ import annotations

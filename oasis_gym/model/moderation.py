@@ -47,7 +47,7 @@ QUEUE_FEATURES = (
     "abs_stance",
     "frequent_reporter_share",  # share of its reports by users with >= 3 earlier reports
     "like_rate",
-    "fact_check",  # +1 found true, -1 found misinformation, 0 not checked (minus the verdict)
+    "fact_check",  # Moderator-v1: +1 found true, -1 misinformation (minus the verdict); v2: the verdict; 0 none
     "filled",
 )
 # moderator_0's view (Moderator-v0), per post
@@ -107,11 +107,11 @@ def velocity_view(posts, likes, shares, comments, age_minutes, size: int) -> np.
 
 def queue_features(filled, *, age, likes, shares, reports, step_reports, author_fans, account_age,
                    author_moderated, arousal_score, stance, frequent_reports, impressions, verdict,
-                   max_age: int = MAX_AGE) -> np.ndarray:  # fmt: skip
+                   max_age: int = MAX_AGE, verdict_sign: int = -1) -> np.ndarray:  # fmt: skip
     """QUEUE_FEATURES of the queued posts, from per-slot arrays (K, Q) gathered by the caller
     (`age`, `account_age` in steps, `verdict` the model's sign): (K, Q, 14) float32, zeros
-    where not `filled`. The fact-check column shows the negated verdict (+1 found true), as
-    Moderator-v1 published it."""
+    where not `filled`. The fact-check column shows `verdict_sign` x the verdict: -1, the negated
+    verdict (+1 found true), as Moderator-v1 published it; +1, the model's sign (Moderator-v2)."""
     x = np.zeros((*filled.shape, len(QUEUE_FEATURES)), np.float32)
     x[..., 0] = age / max_age
     x[..., 1] = np.log1p(likes)
@@ -125,9 +125,16 @@ def queue_features(filled, *, age, likes, shares, reports, step_reports, author_
     x[..., 9] = np.abs(stance)
     x[..., 10] = frequent_reports / np.maximum(reports, 1)
     x[..., 11] = (likes + shares) / (impressions + 5)
-    x[..., 12] = -verdict
+    x[..., 12] = verdict_sign * verdict
     x[..., 13] = 1.0
     return np.where(filled[..., None], x, 0.0).astype(np.float32)
+
+
+def shown_verdict_sign(dyn) -> int:
+    """The sign with which a task tier (`Dynamics`) shows fact-check verdicts in the queue's
+    `fact_check` column: -1, negated, as Moderator-v1 published it (+1 found true); +1, the
+    model's own (+1 found misinformation) under OASIS's rules (Moderator-v2)."""
+    return 1 if dyn.oasis_rules else -1
 
 
 def reporter_evidence(reporters, reported, verdicts, posts, n_users: int, n_posts: int):

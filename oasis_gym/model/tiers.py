@@ -1,7 +1,7 @@
 """The tiers of the benchmark tasks: the constants of the model's dynamics, one set per difficulty.
 
 The home of `Dynamics` and the tier tables (issue 51): every model function that depends on a
-tier takes a `Dynamics`; the fast path (`oasis_gym.batched`: `Engine`, the v1-v3 tasks) and
+tier takes a `Dynamics`; the fast path (`oasis_gym.batched`: `Engine`, the batched tasks) and
 the drivers that tune or train on it (`train/v1.py`, `train/tuned_baselines.py`, ...) pick a
 tier with `tier(difficulty, version)`.
 
@@ -22,6 +22,10 @@ meaning and v1's tiers their values: a v1 result never changes (tests/test_recom
 `TIERS_V3` are Recommender-v3's: v2's, plus campaigns whose bots inflate the popularity of
 the campaign's posts (`campaign_amplify`), post more and run longer, so the best ranking
 during a campaign differs from the best between campaigns (tests/test_recommender_v3.py).
+`TIERS_V4` (Recommender-v4) and `MODERATOR_TIERS[2]` (Moderator-v2) are v3's and Moderator-v1's
+under OASIS's rules (`oasis_rules`: a user likes, reposts and reports a post at most once, each
+campaign bot likes a post once, a fact-check's verdict is a fact about the post); the task a
+tier belongs to picks its table (`tier(difficulty, version, task)`).
 """
 
 from __future__ import annotations
@@ -101,6 +105,12 @@ class Dynamics:
     fact_check_accuracy: float = 0.95
     misinfo_report_prob: float = 0.08  # per impression, times disagreement (+ 0.5)
     true_report_prob: float = 0.01
+    # OASIS's rules (Recommender-v4, Moderator-v2; issue 51 finding 1): a user engages with (likes
+    # or reposts) a post at most once and reports it at most once per episode, each campaign bot
+    # likes each campaign post once (campaign_amplify is then the bots per misinformation
+    # account), and a fact-check's draw depends on the episode and the post only (a re-check
+    # gives the same verdict); the moderator sees the verdict with the model's sign
+    oasis_rules: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -148,13 +158,23 @@ TIERS_V2 = {"easy": replace(EASY, **_V2, kind_shares=(0.5, 0.0, 0.5)), "medium":
 _V3 = dict(campaign_amplify=1.0, campaign_boost=12.0, campaign_on=0.03, campaign_off=0.05)
 TIERS_V3 = {"easy": TIERS_V2["easy"], "medium": replace(TIERS_V2["medium"], **_V3),
             "hard": replace(TIERS_V2["hard"], **_V3)}  # fmt: skip
-TIERS_BY_VERSION = {1: TIERS, 2: TIERS_V2, 3: TIERS_V3}
+# Recommender-v4: v3 under OASIS's rules. A bot likes a campaign post once, so v3's lie (one like
+# per bot every step of the campaign) needs more bot accounts to say as much: V4_BOTS per
+# misinformation account, measured by bench/campaign_signal.py on the tuning seeds (envs/recommender_v4.py)
+V4_BOTS = 4.0
+TIERS_V4 = {d: replace(t, oasis_rules=True, campaign_amplify=V4_BOTS if t.campaign_amplify > 0 else 0.0)
+            for d, t in TIERS_V3.items()}  # fmt: skip
+TIERS_BY_VERSION = {1: TIERS, 2: TIERS_V2, 3: TIERS_V3, 4: TIERS_V4}
+# the moderator task's versions: Moderator-v1 plays v1's tiers, Moderator-v2 them under OASIS's rules
+MODERATOR_TIERS = {1: TIERS, 2: {d: replace(t, oasis_rules=True) for d, t in TIERS.items()}}
+TASK_TIERS = {"recommender": TIERS_BY_VERSION, "moderator": MODERATOR_TIERS}
 
 
-def tier(difficulty: str, version: int = 1) -> Dynamics:
-    """The dynamics of a difficulty tier of a task version (one line on a bad name)."""
-    if version not in TIERS_BY_VERSION:
-        raise ValueError(f"version must be one of {list(TIERS_BY_VERSION)}, got {version!r}")
-    if difficulty not in TIERS_BY_VERSION[version]:
+def tier(difficulty: str, version: int = 1, task: str = "recommender") -> Dynamics:
+    """The dynamics of a difficulty tier of a task's version (one line on a bad name)."""
+    tables = TASK_TIERS[task]
+    if version not in tables:
+        raise ValueError(f"version must be one of {list(tables)}, got {version!r}")
+    if difficulty not in tables[version]:
         raise ValueError(f"difficulty must be one of {list(DIFFICULTIES)}, got {difficulty!r}")
-    return TIERS_BY_VERSION[version][difficulty]
+    return tables[version][difficulty]

@@ -59,13 +59,28 @@ def engage_logit(dyn: Dynamics, kind, opinion, similarity, quality, arousal, sta
     return logit
 
 
-def respond(p_engage, p_report, u_engage, u_share, u_report, valid, share_given_engage: float):
+def respond(p_engage, p_report, u_engage, u_share, u_report, valid, share_given_engage: float,
+            engaged_before=None, reported_before=None):  # fmt: skip
     """Engaged, reposted and reported flags (M, S) of served posts (`valid`): engaged where
     `u_engage < p_engage`, a repost of an engagement where `u_share < share_given_engage`, a
-    report of a post not engaged where `u_report < p_report`."""
+    report of a post not engaged where `u_report < p_report`.
+
+    OASIS's rules (`Dynamics.oasis_rules`): `engaged_before(i, j)` and `reported_before(i, j)`
+    say for cells (i, j) whether the visitor liked or reposted, or reported, that post earlier
+    in the episode (asked only about the cells drawn to engage or report): such a post is not
+    engaged again (a like or a repost is one row), and a post engaged or reported before is not
+    reported. None (v1-v3): no rule, the flags as drawn."""
     engaged = valid & (u_engage < p_engage)
+    if engaged_before is not None:
+        i, j = np.nonzero(engaged)
+        again = engaged_before(i, j)
+        engaged[i[again], j[again]] = False
     shared = engaged & (u_share < share_given_engage)
     reported = valid & ~engaged & (u_report < p_report)
+    if engaged_before is not None:
+        i, j = np.nonzero(reported)
+        again = engaged_before(i, j) | reported_before(i, j)
+        reported[i[again], j[again]] = False
     return engaged, shared, reported
 
 

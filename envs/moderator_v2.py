@@ -1,0 +1,63 @@
+"""Moderator-v2: Moderator-v1 under OASIS's rules, with the fact-check verdict's one sign.
+
+Make it with ``gymnasium.make("oasis_gym/Moderator-v2", difficulty="medium")`` (after
+`import oasis_gym`), K of them with ``gymnasium.make_vec("oasis_gym/Moderator-v2",
+num_envs=K)`` (a native vector env), or import `ModeratorEnv` / `ModeratorVectorEnv`.
+
+| Action space       | `MultiDiscrete([4] * 16)`                                       |
+|--------------------|-----------------------------------------------------------------|
+| Observation space  | `Box(-inf, inf, (227,), float32)`                               |
+| Import             | `gymnasium.make("oasis_gym/Moderator-v2")`                      |
+
+## Description
+Moderator-v1 (`envs/moderator_v1.py`: the review queue, the fact-check budget, adversaries
+that adapt, costly mistakes) with the platform's rules (`oasis_gym.model.tiers.MODERATOR_TIERS`,
+`Dynamics.oasis_rules`), so that a platform backend can reproduce it (issue 51):
+- a user likes or reposts a post at most once per episode and reports it at most once (a post
+  once engaged or reported is not reported); a brigader does not report a post it reported
+  before. Moderator-v1's users repeat about 1 % of their reports and a fifth of their likes,
+  which inflates the reports and popularity the queue ranks by.
+- a fact-check's verdict is a fact about the post: its draw depends on the episode and the
+  post, not on the step, so a post checked again (on the platform) gets the same verdict.
+- the verdict in the observation has the model's sign (`oasis_gym.model.fact_check`): +1 found
+  misinformation, -1 found true, 0 not checked (Moderator-v1 shows it negated).
+
+## Action space
+`MultiDiscrete([4] * 16)`, per queue slot: 0 none, 1 fact-check, 2 remove the post, 3 remove it
+and suspend its author, as in Moderator-v1 (budget, accuracy and accepted actions the same).
+
+## Observation space
+`Box(-inf, inf, (16 * 14 + 3,))` float32: Moderator-v1's, except the fact-check column
+(`model/moderation.QUEUE_FEATURES` 12): the verdict itself, +1 = misinformation.
+
+## Rewards, episode end, arguments
+As Moderator-v1 (`ModeratorReward`, truncation after `max_steps` (100) steps,
+`ModeratorEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100, reward=None)`,
+`ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`).
+Nothing is journaled (see Recommender-v1).
+
+## Version history
+- v2 (issue 51, plan commit 12): Moderator-v1's tiers under OASIS's rules (once per pair), the
+  fact-check draw per (episode, post), the verdict's sign +1 = misinformation. A new id because
+  results change: Moderator-v1 keeps its numbers (tests/test_pins.py).
+- v1: `envs/moderator_v1.py` (unchanged).
+"""
+
+from __future__ import annotations
+
+from . import moderator_v1
+from .moderator_v1 import ModeratorReward
+
+__all__ = ["ModeratorEnv", "ModeratorVectorEnv", "ModeratorReward"]
+
+
+class ModeratorEnv(moderator_v1.ModeratorEnv):
+    """One Moderator-v2 episode at a time (module docstring)."""
+
+    version = 2
+
+
+class ModeratorVectorEnv(moderator_v1.ModeratorVectorEnv):
+    """`num_envs` Moderator-v2 episodes stepped together (module docstring)."""
+
+    version = 2

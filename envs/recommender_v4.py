@@ -1,0 +1,81 @@
+"""Recommender-v4: Recommender-v3 under OASIS's rules: a like, a repost, a report is one per user and post.
+
+Make it with ``gymnasium.make("oasis_gym/Recommender-v4", difficulty="medium")`` (after
+`import oasis_gym`), K of them stepped together with
+``gymnasium.make_vec("oasis_gym/Recommender-v4", num_envs=K)`` (a native vector env: one
+batched numpy step for all K), or import `RecommenderEnv` / `RecommenderVectorEnv`.
+
+| Action space       | `Box(-1.0, 1.0, (72,), float32)` (`ranking="global"`: `(9,)`)  |
+|--------------------|-----------------------------------------------------------------|
+| Observation space  | `Box(-inf, inf, (19,), float32)`                                |
+| Import             | `gymnasium.make("oasis_gym/Recommender-v4")`                    |
+
+## Description
+Recommender-v3 (`envs/recommender_v3.py`: kinds of users that want different feeds,
+satisfaction, churn and return, opinion change, campaigns that fake popularity) with the
+platform's rules (`oasis_gym.model.tiers.TIERS_V4`, `Dynamics.oasis_rules`). On the platform
+(OASIS) a like is a row and a second like of the same post is refused; v1-v3's users have no
+such rule: with the default ranking 18-20 % of their likes, 7-8 % of their reposts and 1 % of
+their reports repeat a (user, post) pair of the episode (`bench/fast_path_repeats.py`, issue 51
+finding 1). Here, as on the platform:
+- a user likes or reposts a post at most once per episode, and reports it at most once (a post
+  once engaged or reported is not reported); a brigader's report counts as its report;
+- each campaign bot likes each campaign post once (v3: one like per bot every step of the
+  campaign). The bots are accounts: `campaign_amplify` is now the number of bot accounts per
+  misinformation account (`V4_BOTS`), each liking a live campaign post once and viewing it twice.
+
+## The amplification constant (`V4_BOTS`)
+Under once-per-pair likes v3's lie is capped: with one bot per misinformation account a campaign
+post gets one like per bot once, not once every step of the campaign. `bench/campaign_signal.py`
+measured how many bot accounts per misinformation account say as much as v3's bots (1 000 users,
+the default ranking, the tuning seeds 5000-5007 of population 0, never the evaluation seeds
+9000+; 8 episodes x 100 steps, 233 campaign steps per tier; load 8.3): the mean popularity
+feature of the live campaign posts minus that of the other live posts during campaigns was
+0.221 (medium) / 0.209 (hard) in v3, and in v4 with 1, 2, 4, 8, 16 bots 0.096 / 0.081, 0.159 /
+0.150, 0.234 / 0.226, 0.312 / 0.305, 0.394 / 0.387. Four bots are nearest in both tiers and
+keep what the ranking sees and what the lie does near v3's: the observation's pool popularity
+rises by 0.031 / 0.030 during campaigns (v3 0.034 / 0.035), and the misinformation share of
+the impressions during campaigns is 0.149 / 0.136 (v3 0.152 / 0.131). So `V4_BOTS = 4`
+(`model/tiers.py`), fixed before any v4 policy was tuned or trained.
+Checked after (`bench/recommender_state_headroom.py --version 4 --difficulty medium --iterations
+5 --population 16`, a smaller search than the README's v3 rows; tuned on seeds 5000-5007, scored
+on 9000-9019; load 7.0): changing the ranking while a campaign runs still pays, as in v3: told
+the campaign, +27.0 [19.0, 35.0] over the tuned per-user constant on held-out seeds (20 of 20
+wins) and +23.7 [16.6, 30.8] on the held-out population; a campaign detector on the
+observation (AUC 0.95 in sample) +25.8 [16.8, 34.7] and +24.9 [17.4, 32.4]. The tuned change
+lowers popularity, recency, reports and like rate during campaigns: the lie still points at
+misinformation.
+
+## Action space, observation space, rewards, starting state, episode end, arguments
+As Recommender-v3 (W of 8 x 9, the same accepted actions, the same 19 observations, the same
+reward, 100 steps, the same arguments). `difficulty` "easy" has no campaigns (v2's easy tier
+under the rules).
+
+Nothing is journaled: the task runs on the batched engine (rule-based users, not LLMs).
+
+## Version history
+- v4 (issue 51, plan commit 12): v3's dynamics under OASIS's rules (once per pair; bots as
+  accounts, `V4_BOTS` of them per misinformation account). A new id because every result
+  changes: v1-v3 keep theirs (tests/test_pins.py); v4 is the form a platform backend can
+  reproduce.
+- v3: `envs/recommender_v3.py` (unchanged).
+"""
+
+from __future__ import annotations
+
+from . import recommender_v1
+from .recommender_v1 import RecommenderReward
+
+__all__ = ["RecommenderEnv", "RecommenderVectorEnv", "RecommenderReward"]
+
+
+class RecommenderEnv(recommender_v1.RecommenderEnv):
+    """One Recommender-v4 episode at a time (module docstring)."""
+
+    version = 4
+
+
+class RecommenderVectorEnv(recommender_v1.RecommenderVectorEnv):
+    """`num_envs` Recommender-v4 episodes stepped together (module docstring)."""
+
+    version = 4
