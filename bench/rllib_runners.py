@@ -17,8 +17,7 @@ import time
 
 import ray
 
-from oasis_gym.train import rllib_v1
-from oasis_gym.train.rllib_recommender import build_config
+from oasis_gym.train.rllib import build_config, start_ray
 
 
 def main() -> None:
@@ -32,15 +31,14 @@ def main() -> None:
     p.add_argument("--difficulty", default="medium")
     args = p.parse_args()
     for n in (int(x) for x in args.runners.split(",")):
-        ray.init(num_cpus=n + 1, include_dashboard=False, log_to_driver=False)
-        env_config = {"learn_moderator": args.with_moderator, "seed": 0}
+        start_ray(None, n)  # a local Ray of its own: a CPU per runner and one for the learner
         start = time.perf_counter()
         sizes = {"train_batch_size": args.batch, "minibatch_size": min(100, args.batch), "num_epochs": 1,
                  "num_env_runners": n, "num_envs_per_env_runner": args.envs_per_runner}  # fmt: skip
         if args.v1:
-            config = rllib_v1.build_config(args.v1, {"difficulty": args.difficulty}, **sizes)
+            config = build_config("vector", {"task": args.v1, "difficulty": args.difficulty}, **sizes)
         else:
-            config = build_config(env_config, **sizes)
+            config = build_config("platform", {"learn_moderator": args.with_moderator}, seed=0, **sizes)
         algo = config.build_algo()
         built = time.perf_counter() - start
         s0 = algo.train()["env_runners"]["num_env_steps_sampled_lifetime"]  # warm-up

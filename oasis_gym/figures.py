@@ -1,7 +1,7 @@
 """What every PNG a command writes shares: the figure, the series styles, legible text, saving.
 
 The report's plots (`metrics.report_plots`), training's learning curves (`train/report.py`,
-`train/benchmark.py`, `train/rllib_recommender.py`) and a sweep's effect plot
+`train/benchmark.py`, `train/rllib.py`) and a sweep's effect plot
 (`scenarios/sweep.py`) are drawn with matplotlib's object API on an Agg canvas (no pyplot, no
 global backend switch, so drawing never changes the caller's matplotlib state) and follow
 one set of rules, checked axis by axis by `tests/test_figures.py` (on every figure of a real

@@ -34,7 +34,7 @@ def test_parallel_env_api():
     """The two-platform-agent parallel env passes PettingZoo's `parallel_api_test`."""
     from pettingzoo.test import parallel_api_test
 
-    from oasis_gym.train.rllib_recommender import PlatformAgentsParallelEnv
+    from oasis_gym.train.rllib_platform import PlatformAgentsParallelEnv
 
     env = PlatformAgentsParallelEnv(**ENV)
     parallel_api_test(env, num_cycles=8)
@@ -49,10 +49,12 @@ def test_rllib_trains_both_platform_agents(tmp_path):
     import gymnasium
     import ray
 
-    from oasis_gym.train.rllib_recommender import train
+    from oasis_gym.train.rllib import train
 
     try:
-        rows = train(3, dict(ENV), out_dir=str(tmp_path), train_batch_size=24, minibatch_size=12, num_epochs=2)
+        rows = train(
+            "platform", 3, dict(ENV), out_dir=str(tmp_path), train_batch_size=24, minibatch_size=12, num_epochs=2
+        )
     finally:
         ray.shutdown()
     assert [r["iteration"] for r in rows] == [1, 2, 3]
@@ -74,7 +76,8 @@ def test_every_env_runner_and_sub_env_plays_its_own_training_seeds():
     import ray
 
     from oasis_gym.model.seeds import TRAIN_SEEDS_FROM
-    from oasis_gym.train.rllib_recommender import PlatformAgentsParallelEnv, build_config, played_episode_seeds
+    from oasis_gym.train.rllib import build_config
+    from oasis_gym.train.rllib_platform import PlatformAgentsParallelEnv, played_episode_seeds
 
     assert PlatformAgentsParallelEnv(users=30, max_cycles=2, learn_moderator=True)._gym.scenario.name == (
         "misinfo_brigading"
@@ -82,6 +85,7 @@ def test_every_env_runner_and_sub_env_plays_its_own_training_seeds():
     ray.init(num_cpus=3, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
         config = build_config(
+            "platform",
             dict(ENV),
             train_batch_size=48,
             minibatch_size=24,
@@ -113,7 +117,7 @@ def test_parallel_env_seed_streams_are_reproducible_and_distinct(monkeypatch):
     """The same seed and creation order give the same episode seeds; two instances differ."""
     import itertools
 
-    from oasis_gym.train import rllib_recommender as rl
+    from oasis_gym.train import rllib_platform as rl
 
     small = dict(users=30, max_cycles=2, activation=0.3)
     monkeypatch.setattr(rl, "_INSTANCES", itertools.count())  # a fresh process's creation order

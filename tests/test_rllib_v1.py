@@ -14,7 +14,7 @@ if os.environ.get("OASIS_GYM_REQUIRE_RLLIB") != "1":
 
 from oasis_gym.envs.lockstep import LockstepVectorEnv  # noqa: E402
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, training_seeds  # noqa: E402
-from oasis_gym.train import rllib_v1  # noqa: E402
+from oasis_gym.train import rllib, rllib_vector  # noqa: E402
 
 SMALL = {"users": 100, "max_steps": 4, "difficulty": "hard"}
 
@@ -25,9 +25,9 @@ def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_
 
     ray.init(num_cpus=3, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
-        config = rllib_v1.build_config(task, {**SMALL, "record_seeds": True, "version": version}, num_env_runners=2,
-                                       num_envs_per_env_runner=2, train_batch_size=64, minibatch_size=32,
-                                       num_epochs=1)  # fmt: skip
+        env_config = {"task": task, **SMALL, "record_seeds": True, "version": version}
+        config = rllib.build_config("vector", env_config, num_env_runners=2, num_envs_per_env_runner=2,
+                                    train_batch_size=64, minibatch_size=32, num_epochs=1)  # fmt: skip
         algo = config.build_algo()
         try:
             result = algo.train()
@@ -37,7 +37,7 @@ def test_two_runners_of_two_sub_envs_play_distinct_training_seeds_on_the_native_
             versions = algo.env_runner_group.foreach_env_runner(
                 lambda r: r.env.unwrapped.version if hasattr(r.env.unwrapped, "version") else 1, local_env_runner=False
             )
-            played = algo.env_runner_group.foreach_env_runner(rllib_v1.episode_seeds_of, local_env_runner=False)
+            played = algo.env_runner_group.foreach_env_runner(rllib_vector.episode_seeds_of, local_env_runner=False)
         finally:
             algo.stop()
     finally:
@@ -70,16 +70,16 @@ def test_runners_spread_over_a_two_node_ray_cluster_play_distinct_training_seeds
     cluster.add_node(num_cpus=1)
     try:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        config = rllib_v1.build_config("recommender", {**SMALL, "record_seeds": True}, num_env_runners=2,
-                                       num_envs_per_env_runner=2, train_batch_size=64, minibatch_size=32,
-                                       num_epochs=1)  # fmt: skip
+        env_config = {"task": "recommender", **SMALL, "record_seeds": True}
+        config = rllib.build_config("vector", env_config, num_env_runners=2, num_envs_per_env_runner=2,
+                                    train_batch_size=64, minibatch_size=32, num_epochs=1)  # fmt: skip
         algo = config.build_algo()
         try:
             algo.train()
             nodes = algo.env_runner_group.foreach_env_runner(
                 lambda r: ray.get_runtime_context().get_node_id(), local_env_runner=False
             )
-            played = algo.env_runner_group.foreach_env_runner(rllib_v1.episode_seeds_of, local_env_runner=False)
+            played = algo.env_runner_group.foreach_env_runner(rllib_vector.episode_seeds_of, local_env_runner=False)
         finally:
             algo.stop()
     finally:
@@ -91,7 +91,7 @@ def test_runners_spread_over_a_two_node_ray_cluster_play_distinct_training_seeds
 
 
 def test_the_command_trains_on_an_existing_two_node_cluster_given_by_address(capsys):
-    """`python -m oasis_gym.train.rllib_v1 ... --address HEAD:PORT` (docs/multi_node.md): the
+    """`python -m oasis_gym.train.rllib vector ... --address HEAD:PORT` (docs/multi_node.md): the
     env runners on the cluster's nodes, one JSON line per iteration."""
     import json
 
@@ -101,24 +101,10 @@ def test_the_command_trains_on_an_existing_two_node_cluster_given_by_address(cap
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     cluster.add_node(num_cpus=1)
     try:
-        code = rllib_v1.main(["recommender", "--iterations", "1", "--env-runners", "2", "--envs-per-runner", "2",
+        code = rllib.main(["vector", "recommender", "--iterations", "1", "--env-runners", "2", "--envs-per-runner", "2",
                               "--users", "100", "--difficulty", "hard", "--address", cluster.address])  # fmt: skip
     finally:
         ray.shutdown()
         cluster.shutdown()
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 0 and len(rows) == 1 and rows[0]["num_env_steps_sampled_lifetime"] > 0
-
-
-def test_the_command_refuses_a_version_the_task_lacks_in_one_line(capsys):
-    with pytest.raises(SystemExit) as e:
-        rllib_v1.main(["moderator", "--version", "2"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert e.value.code == 2 and "--version of the moderator must be one of [1]" in err[-1]
-
-
-def test_the_command_refuses_a_bad_address_in_one_line(capsys):
-    with pytest.raises(SystemExit) as stop:
-        rllib_v1.main(["recommender", "--address", "head-node"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert stop.value.code == 2 and "HOST:PORT" in err[-1]

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from oasis_gym.outputs import OutputDir
 
-__all__ = ["FILES", "TREES", "train_output", "benchmark_output", "staged_training"]
+__all__ = ["FILES", "TREES", "RLLIB_FILES", "train_output", "benchmark_output", "rllib_output", "staged_training"]
 
 FILES = ("model.zip", "model.obs_norm.npz", "eval.json", "learning_curve.png")
 TREES = ("tb", "checkpoints")
 BENCHMARK_FILES = ("results.md", "results.json", "learning_curves.png")
 BENCHMARK_TREES = ("tb_band", "seed_*")  # the band's TensorBoard run; each seed's training output
+RLLIB_FILES = ("rllib_curve.json", "rllib_curve.png")  # an RLlib run's learning curve (train/rllib.py)
 
 
 def train_output(out: str | Path, overwrite: bool = False) -> OutputDir:
@@ -35,6 +36,12 @@ def benchmark_output(out: str | Path, overwrite: bool = False) -> OutputDir:
     """The folder `out` of `oasis-gym benchmark`: its tables and plot, the band's TensorBoard
     run and one training output per seed (``seed_<i>/``), owned whole."""
     return OutputDir(out, "train", BENCHMARK_FILES, BENCHMARK_TREES, overwrite=overwrite)
+
+
+def rllib_output(out: str | Path, overwrite: bool = False) -> OutputDir:
+    """The folder `out` of an RLlib run's learning curve (`train/rllib.py --out`; not yet
+    checked: call `.check()`)."""
+    return OutputDir(out, "rllib", RLLIB_FILES, overwrite=overwrite)
 
 
 @contextlib.contextmanager

@@ -1,12 +1,9 @@
-"""Train the recommender with Ray RLlib on the PettingZoo parallel env (example).
+"""RLlib's env adapter for the platform agents: the PettingZoo env of `recommender_0` (and `moderator_0`).
 
-    pip install -e ".[rllib]"           # optional extra: ray[rllib] pins gymnasium 1.2.2 (tested, .ci/run)
-    python -m oasis_gym.train.rllib_recommender --iterations 20 --users 1000
-    python -m oasis_gym.train.rllib_recommender --iterations 20 --with-moderator  # two learners
-
-RLlib sees the simulation through `ray.rllib.env.wrappers.pettingzoo_env.ParallelPettingZooEnv`
-wrapped around `PlatformAgentsParallelEnv`, a PettingZoo `ParallelEnv` whose agents are the
-platform agents only:
+The driver is `train/rllib.py` (``python -m oasis_gym.train.rllib platform [--with-moderator]``);
+this module holds only what this env needs. RLlib sees the simulation through
+`ray.rllib.env.wrappers.pettingzoo_env.ParallelPettingZooEnv` wrapped around
+`PlatformAgentsParallelEnv`, a PettingZoo `ParallelEnv` whose agents are the platform agents only:
 
 * the **users are fixed**: they are driven inside the env, in one batched call per step, by
   the scenario's user policy (ABM users who report; any `Policy` factory can replace it).
@@ -14,8 +11,8 @@ platform agents only:
   observation dicts per step for agents that never learn;
 * `recommender_0` is **learned** (RLModule "recommender", in `policies_to_train`);
 * `moderator_0` is either off, driven by a fixed rule inside the env (`moderator_rule=
-  "report_threshold"`), or -- with `--with-moderator` -- a second learned module
-  ("moderator"), so the policy mapping sends each platform agent to its own module.
+  "report_threshold"`), or -- with `learn_moderator` (`--with-moderator`) -- a second learned
+  module ("moderator"), so the policy mapping sends each platform agent to its own module.
 
 Spaces, rewards and the scenario are exactly those of `oasis_gym/Recommender-v0` (see
 `oasis_gym.envs.recommender_v0`), so SB3 and RLlib results are comparable.
@@ -23,10 +20,7 @@ Spaces, rewards and the scenario are exactly those of `oasis_gym/Recommender-v0`
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
-import sys
 from typing import Any
 
 import numpy as np
@@ -36,11 +30,16 @@ from oasis_gym.agents import ModeratorAgent, RecommenderAgent
 from oasis_gym.envs import agent_spaces
 from oasis_gym.envs.moderator_v0 import ModeratorEnv
 from oasis_gym.envs.recommender_v0 import RecommenderEnv
-from oasis_gym.figures import new_figure, save_png, series_style
 from oasis_gym.model.ranking import V0_DEFAULT_WEIGHTS
 from oasis_gym.model.seeds import draw_training_seed
 
+ENV_NAME = "oasis_platform_agents"
+# PPO's settings where the caller gives none (the driver's `build_config`)
+DEFAULTS = {"train_batch_size": 200, "minibatch_size": 100, "num_epochs": 5, "lr": 3e-4, "gamma": 0.9,
+            "num_envs_per_env_runner": 1}  # fmt: skip
+
 POLICY_OF_AGENT = {"recommender_0": "recommender", "moderator_0": "moderator"}
+AGENTS = tuple(POLICY_OF_AGENT)  # the learning curve's series, in this order
 _INSTANCES = itertools.count()  # PlatformAgentsParallelEnv instances made in this process
 
 
@@ -172,7 +171,7 @@ def played_episode_seeds(runner) -> list[tuple[int, list[int]]]:
     return out
 
 
-def make_rllib_env(env_config: dict):
+def make_env(env_config: dict):
     """RLlib env creator: ParallelPettingZooEnv around PlatformAgentsParallelEnv."""
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 
@@ -180,128 +179,19 @@ def make_rllib_env(env_config: dict):
     return ParallelPettingZooEnv(PlatformAgentsParallelEnv(**{"worker_index": worker, **env_config}))
 
 
-def build_config(
-    env_config: dict,
-    train_batch_size: int = 200,
-    minibatch_size: int = 100,
-    num_epochs: int = 5,
-    num_env_runners: int = 0,
-    num_envs_per_env_runner: int = 1,
-    lr: float = 3e-4,
-    gamma: float = 0.9,
-):
-    """PPO on the new API stack: one RLModule per platform agent, only the learned ones
-    trained; `num_env_runners` remote runners (0: the driver samples) of
-    `num_envs_per_env_runner` sub-envs each, every sub-env with its own episode seeds."""
-    from ray.rllib.algorithms.ppo import PPOConfig
+def env_config_of(env_config: dict, seed: int) -> dict:
+    """The env_config RLlib hands `make_env`: `env_config` with the run's `seed` (the seed of
+    every sub-env's stream of episode seeds)."""
+    return {**env_config, "seed": seed}
+
+
+def configure(config, env_config: dict):
+    """This env's part of RLlib's `PPOConfig` (`config`): one RLModule per platform agent,
+    only the learned ones trained."""
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.tune.registry import register_env
 
-    register_env("oasis_platform_agents", make_rllib_env)
     learned = ["recommender"] + (["moderator"] if env_config.get("learn_moderator") else [])
-    return (
-        PPOConfig()
-        .environment("oasis_platform_agents", env_config=env_config)
-        .framework("torch")
-        .env_runners(
-            num_env_runners=num_env_runners,
-            num_envs_per_env_runner=num_envs_per_env_runner,
-            rollout_fragment_length="auto",
-        )
-        .multi_agent(policies=set(learned), policy_mapping_fn=policy_mapping_fn, policies_to_train=learned)
-        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={p: RLModuleSpec() for p in learned}))
-        .training(
-            train_batch_size=train_batch_size, minibatch_size=minibatch_size, num_epochs=num_epochs, lr=lr, gamma=gamma
-        )
-        .debugging(seed=env_config.get("seed", 0))
-    )
-
-
-def train(iterations: int, env_config: dict, out_dir: str | None = None, **config_kwargs) -> list[dict]:
-    """Run `iterations` RLlib training iterations; returns a short summary of each (the
-    learning curve: mean episode return per platform agent and env steps sampled). With
-    `out_dir`, also writes it as `rllib_curve.json` and `rllib_curve.png`."""
-    import ray
-
-    ray.init(
-        address="local",  # a Ray of its own, never one RAY_ADDRESS or the last `ray start` names
-        num_cpus=max(1, config_kwargs.get("num_env_runners", 0)) + 1,
-        include_dashboard=False,
-        ignore_reinit_error=True,
-        log_to_driver=False,
-    )
-    algo = build_config(env_config, **config_kwargs).build_algo()
-    out = []
-    try:
-        for i in range(iterations):
-            result = algo.train()
-            runners = result.get("env_runners", {})
-            out.append(
-                {
-                    "iteration": i + 1,
-                    "episode_return_mean": runners.get("episode_return_mean"),
-                    "agent_episode_returns_mean": runners.get("agent_episode_returns_mean"),
-                    "num_env_steps_sampled_lifetime": runners.get("num_env_steps_sampled_lifetime"),
-                }
-            )
-    finally:
-        algo.stop()
-    if out_dir is not None:
-        write_curve(out, out_dir)
-    return out
-
-
-def write_curve(rows: list[dict], out_dir: str) -> tuple[str, str]:
-    """The per-agent learning curve of `train` as JSON and PNG."""
-    from pathlib import Path
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "rllib_curve.json").write_text(json.dumps(rows, default=float, indent=1))
-    fig, (ax,) = new_figure(1, panel=(4.0, 3.5))
-    for i, agent in enumerate(POLICY_OF_AGENT):
-        pts = [(r["num_env_steps_sampled_lifetime"], (r["agent_episode_returns_mean"] or {}).get(agent)) for r in rows]
-        pts = [(x, y) for x, y in pts if y is not None]
-        if pts:
-            ax.plot(*zip(*pts), label=agent, **series_style(i))
-    ax.set_xlabel("env steps sampled")
-    ax.set_ylabel("mean episode return (sum of rewards)")
-    ax.set_title("RLlib PPO, platform agents")
-    ax.legend()
-    save_png(fig, out / "rllib_curve.png", dpi=110)
-    return str(out / "rllib_curve.json"), str(out / "rllib_curve.png")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: train both platform agents with RLlib, print one JSON line."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--iterations", type=int, default=10)
-    p.add_argument("--users", type=int, default=None, help="default: the scenario's 1000")
-    p.add_argument("--max-cycles", type=int, default=None)
-    p.add_argument("--with-moderator", action="store_true", help="learn moderator_0 too (its own module)")
-    p.add_argument("--moderator-rule", default=None, help="fixed moderator rule, e.g. report_threshold")
-    p.add_argument("--train-batch-size", type=int, default=200)
-    p.add_argument("--env-runners", type=int, default=0)
-    p.add_argument("--envs-per-runner", type=int, default=1)
-    args = p.parse_args(argv)
-    env_config = {
-        "users": args.users,
-        "max_cycles": args.max_cycles,
-        "learn_moderator": args.with_moderator,
-        "moderator_rule": args.moderator_rule,
-    }
-    for row in train(
-        args.iterations,
-        env_config,
-        train_batch_size=args.train_batch_size,
-        minibatch_size=min(100, args.train_batch_size),
-        num_env_runners=args.env_runners,
-        num_envs_per_env_runner=args.envs_per_runner,
-    ):
-        print(json.dumps(row, default=str))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return config.multi_agent(
+        policies=set(learned), policy_mapping_fn=policy_mapping_fn, policies_to_train=learned
+    ).rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={p: RLModuleSpec() for p in learned}))
