@@ -211,6 +211,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
     assert done.returncode == 0, done.stderr
     result = json.loads((out / "results.json").read_text())
     assert result["ppo_seeds"] == [0, 1] and (out / "seed_0" / "model.zip").is_file()
+    assert result["environment"]["torch_threads"] == 1  # one torch thread, as `train` (it had the cores' count)
     assert (out / "seed_1" / "model.zip").is_file() and (out / "learning_curves.png").is_file()
     held = result["eval_sets"]["held-out seeds"]
     expected = (

@@ -43,6 +43,7 @@ from oasis_gym.metrics.intervals import mean_ci
 from . import args as cli_args
 from . import tuned_baselines as tb
 from . import v1, v1_baselines
+from .common import limit_threads
 from .outputs import benchmark_output, staged_training, train_output
 
 MAX_SEEDS = 100  # PPO training runs of one benchmark
@@ -56,7 +57,8 @@ def _environment() -> dict:
     return {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
             "stable_baselines3": stable_baselines3.__version__, "gymnasium": gymnasium.__version__,
             "oasis_gym": metadata.version("oasis-gym"), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}  # fmt: skip
+            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}  # fmt: skip
 
 
 def _episode_returns(runs: list[dict]) -> np.ndarray:
@@ -201,6 +203,7 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
     """Steps 1-4 (module docstring); writes results.md, results.json, learning_curves.png and
     tb_band/ under args.out, each seed's model under args.out/seed_<i>/."""
     start = time.perf_counter()
+    limit_threads(1)  # as `train` does: 2 torch threads on 2 busy cores made PPO 4-12x slower (issue 57)
     environment = _environment()
     tuned = v1_baselines.tune(args, say)
     anchor = v1_baselines.make_anchor(args, tuned)
