@@ -329,3 +329,19 @@ def test_the_model_is_the_floor_of_both_paths_and_imports_numpy_only():
     # both paths build on it
     assert "oasis_gym.model.rng" in imports_of("oasis_gym.batched.users")
     assert "oasis_gym.model.seeds" in imports_of("oasis_gym.envs.platform_agent_env")
+
+
+def test_every_core_package_imports_first_in_a_fresh_interpreter():
+    """A package imported before any other (a user's first `import`) must not meet a circle through
+    a package's `__init__`, which the graph above does not see: `oasis_gym.outputs` once failed
+    so (outputs.files -> platform.journal_lock -> platform/__init__ -> oasis_import -> outputs)."""
+    import subprocess
+    import sys
+
+    packages = sorted(
+        m for m, path in project_modules().items() if path.name == "__init__.py" and layer(m) == 0 and m != "oasis_gym"
+    )
+    assert {"oasis_gym.outputs", "oasis_gym.platform", "oasis_gym.model"} <= set(packages)
+    for m in packages:
+        done = subprocess.run([sys.executable, "-c", f"import {m}"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"import {m} alone fails:\n{done.stderr[-1500:]}"

@@ -20,7 +20,7 @@ from oasis_gym.actions import ActionType as A
 from oasis_gym.actions import Result as R
 from oasis_gym.cli import main as cli_main
 from oasis_gym.platform import QUOTE, REPOST, ActionBatch, Journal, Platform, PlatformConfig
-from oasis_gym.platform.oasis_import import OasisImportError, import_oasis, is_oasis_db, load_oasis, time_steps
+from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db, load_oasis, time_steps
 
 
 def fresh(**config):
@@ -250,9 +250,9 @@ def test_import_report_and_continue_end_to_end(oasis_db, tmp_path, monkeypatch, 
 def test_import_refuses_to_overwrite(oasis_db, tmp_path, capsys):
     target = tmp_path / "taken.db"
     target.write_bytes(b"precious")
-    with pytest.raises(FileExistsError):
-        import_oasis(oasis_db, target)
+    assert cli_main(["import", str(oasis_db), "--out", str(target)]) == 2  # a user's file: refused, untouched
     assert target.read_bytes() == b"precious"
+    assert "not an output of oasis-gym import" in capsys.readouterr().err
     assert cli_main(["import", str(tmp_path / "nope.db"), "--out", str(tmp_path / "new.db")]) == 2
     assert cli_main(["import", str(target), "--out", str(tmp_path / "new.db")]) == 2  # not SQLite
     with pytest.raises(SystemExit) as bad:  # an argument argparse refuses: its one line, exit code 2

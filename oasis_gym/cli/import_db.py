@@ -5,21 +5,23 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from oasis_gym.console import Summary, duration, plural, quoted, timed
-from oasis_gym.outputs import OutputError
-from oasis_gym.platform.oasis_import import (
-    OasisImportError,
-    import_oasis,
-    import_target,
-    journal_path,
-    load_oasis,
-)
+from oasis_gym.outputs import OutputError, OutputFile
+from oasis_gym.platform.journal_file import SIBLINGS
+from oasis_gym.platform.oasis_import import OasisImportError, is_import, journal_path, load_oasis, write_import
 from oasis_gym.sim import SimulationConfig
 
 from .parser import build_parser
+
+
+def import_target(out: str | Path, overwrite: bool = False) -> OutputFile:
+    """The journal file an import writes, checked (`oasis_gym.outputs`): missing, or an earlier
+    import (replaced only with `overwrite`); anything else raises `OutputError` naming it."""
+    return OutputFile(out, "import", is_import, overwrite=overwrite, siblings=SIBLINGS).check()
 
 
 def cmd_import(args) -> int:
@@ -32,8 +34,10 @@ def cmd_import(args) -> int:
 
     quiet, start = getattr(args, "quiet", False), time.perf_counter()
     args.out = str(journal_path(args.oasis_db, args.out))  # `--out folder/`: the journal goes inside
+    if Path(args.out).exists() and Path(args.oasis_db).resolve() == Path(args.out).resolve():
+        return fail("the output must be a new file, not the OASIS database")
     try:  # a taken --out: one line, exit code 2, before anything is read
-        import_target(args.out, args.overwrite)
+        target = import_target(args.out, args.overwrite)
     except OutputError as err:
         return fail(str(err))
     try:  # read first (a second, cheap pass writes): the saved settings need the platform's kind and step
@@ -71,15 +75,14 @@ def cmd_import(args) -> int:
         "rng": [np.random.default_rng(s).bit_generator.state for s in seqs],
         "state": {"cli": cli},
     }
-    with timed(f"writing the journal {args.out}", quiet=quiet):
-        result = import_oasis(
+    with timed(f"writing the journal {args.out}", quiet=quiet), target.staging() as tmp:  # renamed into place
+        result = write_import(
             args.oasis_db,
-            args.out,
+            tmp,
             meta=meta,
             minutes_per_step=args.minutes_per_step,
             platform=args.platform,
             strict=args.strict,
-            overwrite=args.overwrite,
         )
     data = {"out": str(args.out), **result.summary()}
     import_summary(args, data, name, time.perf_counter() - start).show(getattr(args, "json", False))

@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import JournalError, OasisGymError
-from ..outputs import OutputFile
 from .config import MINUTE_RANGE, PlatformConfig, datetime_text
 from .journal import Journal
 from .journal_file import JOURNAL, SIBLINGS, connect_read, what_is
@@ -46,7 +45,7 @@ from .oasis_rows import OASIS_RELATIONS, OasisProfiles, id_column, int_column, m
 from .platform import Platform
 from .store import PairSet, pair_keys, unpack_keys
 
-__all__ = ["OasisImportError", "OasisImport", "is_oasis_db", "load_oasis", "import_oasis", "time_steps"]
+__all__ = ["OasisImportError", "OasisImport", "is_oasis_db", "load_oasis", "write_import", "time_steps"]
 
 
 class OasisImportError(OasisGymError, ValueError):
@@ -336,26 +335,13 @@ def is_import(path: Path) -> bool:
     return isinstance(done, dict) and done.get("step") == meta.get("step")
 
 
-def import_target(out: str | Path, overwrite: bool = False) -> OutputFile:
-    """The journal file an import writes, checked (`oasis_gym.outputs`): missing, or an earlier
-    import (replaced only with `overwrite`); anything else raises `OutputError` naming it."""
-    return OutputFile(out, "import", is_import, overwrite=overwrite, siblings=SIBLINGS).check()
-
-
-def import_oasis(
-    src: str | Path, out: str | Path, *, meta: dict | None = None, overwrite: bool = False, **load_kwargs
-) -> OasisImport:
-    """Convert an OASIS database into a new oasis-gym journal at `out` (see `journal_path`): it
-    must not exist, or hold an earlier import and `overwrite` be given (`import_target`). Every
-    row, the id maps (table `oasis_id_map`) and OASIS's trace (with our step and result='ok';
-    OASIS traces only accepted actions). The journal is written under a temporary name beside
-    `out` and renamed into place, so an interrupted import leaves nothing (or the earlier
-    import). `Platform.from_db(out)` then restores the state and a run can go on from it. `src`
-    is only read."""
-    src, out = Path(src), journal_path(src, out)
-    if out.exists() and src.resolve() == out.resolve():
-        raise OasisImportError("the output must be a new file, not the OASIS database")
-    target = import_target(out, overwrite)
+def write_import(src: str | Path, path: str | Path, *, meta: dict | None = None, **load_kwargs) -> OasisImport:
+    """Convert the OASIS database `src` (only read) into a new oasis-gym journal at `path`, a
+    name nothing else uses (the command's staged name: `oasis-gym import` applies the output rule
+    and renames the journal into place): every row, the id maps (table `oasis_id_map`) and
+    OASIS's trace (with our step and result='ok'; OASIS traces only accepted actions).
+    `Platform.from_db` then restores the state and a run can go on from it."""
+    src = Path(src)
     result = load_oasis(src, **load_kwargs)
     pf = result.platform
 
@@ -367,16 +353,15 @@ def import_oasis(
             )
         _copy_trace(src, conn, result, load_kwargs.get("start_minute", 8 * 60))
 
-    with target.staging() as tmp:
-        journal = Journal(tmp, pipelined=False)
-        try:
-            journal.commit_step(
-                pf, extra=extra, meta={"oasis_import": {"source": str(src), **result.summary()}, **(meta or {})}
-            )
-        finally:
-            journal.close()
-        if any(os.path.exists(f"{tmp}{suffix}") for suffix in SIBLINGS):  # (closed: SQLite removed them)
-            raise JournalError(f"{tmp}: the new journal was not closed cleanly")
+    journal = Journal(path, pipelined=False)
+    try:
+        journal.commit_step(
+            pf, extra=extra, meta={"oasis_import": {"source": str(src), **result.summary()}, **(meta or {})}
+        )
+    finally:
+        journal.close()
+    if any(os.path.exists(f"{path}{suffix}") for suffix in SIBLINGS):  # (closed: SQLite removed them)
+        raise JournalError(f"{path}: the new journal was not closed cleanly")
     return result
 
 
