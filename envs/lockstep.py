@@ -26,10 +26,34 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
+from oasis_gym.world.platform_world import PlatformWorld
 
 from .agent_spaces import check_action
 
 MAX_EPISODE_SEED = 2**62
+BACKENDS = ("fast", "platform")
+
+
+def check_backend(backend: str, journal: bool = False, db_path=None) -> None:
+    """Refuse bad backend arguments (ValueError, one line) before anything is built."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if not isinstance(journal, bool):
+        raise ValueError(f"journal must be True or False, got {journal!r}")
+    if backend == "fast" and (journal or db_path is not None):
+        raise ValueError('journal and db_path need backend="platform" (the fast path journals nothing)')
+
+
+def use_backend(task, backend: str, journal: bool = False, db_path=None, overwrite: bool = False) -> None:
+    """Run a single env's task on `backend`: "fast" (the batched engine alone) or "platform"
+    (the engine's decisions carried onto a `Platform`, journaled with `journal=True` at `db_path`,
+    an in-memory database when None: `oasis_gym.world.platform_world`)."""
+    check_backend(backend, journal, db_path)
+    if backend == "fast":
+        return
+    task.engine.tap = PlatformWorld(task.engine, journal, db_path, overwrite)
+
+
 RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values
 
 
@@ -191,3 +215,9 @@ class LockstepEnv(_Lockstep, gym.Env):
         info = {name: float(value[0]) for name, value in info.items()}
         info["episode_seed"] = int(self.episode_seeds[0])
         return obs[0], float(reward[0]), False, truncated, info
+
+    def close(self) -> None:
+        """Close the platform backend's journal, if any (`use_backend`)."""
+        if self.task.engine.tap is not None:
+            self.task.engine.tap.close()
+        super().close()

@@ -46,6 +46,7 @@ Nothing is journaled (see Recommender-v1).
 from __future__ import annotations
 
 from . import moderator_v1
+from .lockstep import check_backend, use_backend
 from .moderator_v1 import ModeratorReward
 
 __all__ = ["ModeratorEnv", "ModeratorVectorEnv", "ModeratorReward"]
@@ -55,6 +56,13 @@ class ModeratorEnv(moderator_v1.ModeratorEnv):
     """One Moderator-v2 episode at a time (module docstring)."""
 
     version = 2
+
+    def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
+                 reward: ModeratorReward | None = None, render_mode=None, backend="fast", journal=False,
+                 db_path=None, overwrite=False):  # fmt: skip
+        check_backend(backend, journal, db_path)
+        super().__init__(difficulty, users, population_seed, max_steps, reward, render_mode)
+        use_backend(self.task, backend, journal, db_path, overwrite)
 
 
 class ModeratorVectorEnv(moderator_v1.ModeratorVectorEnv):

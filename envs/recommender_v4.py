@@ -64,6 +64,7 @@ Nothing is journaled: the task runs on the batched engine (rule-based users, not
 from __future__ import annotations
 
 from . import recommender_v1
+from .lockstep import check_backend, use_backend
 from .recommender_v1 import RecommenderReward
 
 __all__ = ["RecommenderEnv", "RecommenderVectorEnv", "RecommenderReward"]
@@ -73,6 +74,13 @@ class RecommenderEnv(recommender_v1.RecommenderEnv):
     """One Recommender-v4 episode at a time (module docstring)."""
 
     version = 4
+
+    def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
+                 reward: RecommenderReward | None = None, render_mode=None, backend="fast", journal=False,
+                 db_path=None, overwrite=False):  # fmt: skip
+        check_backend(backend, journal, db_path)
+        super().__init__(difficulty, users, population_seed, max_steps, ranking, reward, render_mode)
+        use_backend(self.task, backend, journal, db_path, overwrite)
 
 
 class RecommenderVectorEnv(recommender_v1.RecommenderVectorEnv):
