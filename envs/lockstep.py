@@ -203,13 +203,33 @@ class LockstepEnv(_Lockstep, gym.Env):
             seeds = _seeds(seed, 1)
         super().reset(seed=None if seed is None else int(seeds[0]))
         self._started = True
-        return self._start(np.zeros(1, np.int64), seeds)[0], {"episode_seed": int(seeds[0])}
+        obs = self._start(np.zeros(1, np.int64), seeds)
+        self._commit(obs)
+        return obs[0], {"episode_seed": int(seeds[0])}
+
+    def _commit(self, obs: np.ndarray) -> None:
+        """The platform backend's end of a reset or step (its journal's transaction)."""
+        if self.task.engine.tap is not None:
+            self.task.engine.tap.commit(self.task, obs)
+
+    def resume(self):
+        """Continue a platform-backed episode journaled at the env's `db_path` from its last
+        step (`backend="platform", journal=True`): returns its last observation and info, and
+        the episode goes on exactly as the uninterrupted one."""
+        tap = self.task.engine.tap
+        if tap is None:
+            raise ValueError('resume needs backend="platform" with journal=True and a db_path')
+        obs = tap.resume(self.task)
+        self.episode_seeds[0] = int(self.task.state.seed[0])
+        self._last, self._started = {}, True
+        return obs[0], {"episode_seed": int(self.episode_seeds[0])}
 
     def step(self, action):
         """One step: observation, reward, terminated (never), truncated (at max_steps), info."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
         obs, reward, info = self.task.step(check_action(self, action)[None])
+        self._commit(obs)
         self._last = info
         truncated = bool(self.task.state.t[0] >= self.max_steps)
         info = {name: float(value[0]) for name, value in info.items()}

@@ -24,8 +24,11 @@ import oasis_gym  # noqa: F401  (registers the ids)
 from oasis_gym.batched import engine, feed, moderation, posting, tasks, users
 from oasis_gym.envs.moderator_v2 import ModeratorEnv
 from oasis_gym.envs.recommender_v4 import RecommenderEnv
+from oasis_gym.errors import JournalError
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS, global_weights
 from oasis_gym.platform.store import unpack_keys
+from oasis_gym.population import synthetic
+from oasis_gym.sim import Simulation, SimulationConfig
 from oasis_gym.world.platform_world import PlatformWorld
 
 USERS, STEPS, SEEDS = 300, 30, (9000, 9001)
@@ -187,3 +190,55 @@ def test_the_platform_backed_env_passes_gymnasiums_checker(env_id):
     assert env.observation_space == fast.observation_space and env.action_space == fast.action_space
     check_env(env.unwrapped, skip_render_check=True)
     env.close()
+
+
+# ---------------------------------------------------------------- resume
+def _tables(path: str) -> dict[str, list]:
+    """Every row of every table of a journal (its id aside, which names the file, not the run)."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        rows = {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY rowid').fetchall() for n in names}
+    rows["meta"] = [r for r in rows["meta"] if r[0] != "journal_id"]
+    return rows
+
+
+@pytest.mark.parametrize("cls", [RecommenderEnv, ModeratorEnv])
+def test_a_resumed_platform_episode_equals_the_uninterrupted_one_in_every_table(cls, tmp_path):
+    kind = "random" if cls is RecommenderEnv else "cycling"
+    whole, broken = str(tmp_path / "whole.db"), str(tmp_path / "broken.db")
+    args = {"difficulty": "hard", "users": USERS, "max_steps": STEPS, "backend": "platform", "journal": True}
+    env = cls(db_path=whole, **args)
+    actions = list(_actions(env, kind))
+    env.reset(seed=9001)
+    uninterrupted = [env.step(a) for a in actions]
+    env.close()
+    env = cls(db_path=broken, **args)
+    env.reset(seed=9001)
+    for a in actions[:12]:
+        env.step(a)
+    env.close()  # the run stops here; a new process picks it up
+    env = cls(db_path=broken, **args)
+    obs, info = env.resume()
+    assert info["episode_seed"] == 9001 and np.array_equal(obs, uninterrupted[11][0])
+    resumed = [env.step(a) for a in actions[12:]]
+    env.close()
+    for t, (a, b) in enumerate(zip(uninterrupted[12:], resumed, strict=True), 13):
+        assert np.array_equal(a[0], b[0]) and a[1:4] == b[1:4] and a[4] == b[4], f"step {t}"
+    assert _tables(whole) == _tables(broken)
+
+
+def test_resume_refuses_what_holds_no_task_episode_and_leaves_it_as_it_was(tmp_path):
+    path = tmp_path / "other.db"
+    env = RecommenderEnv(users=USERS, backend="platform", journal=True, db_path=str(path))
+    with pytest.raises(JournalError, match="no journal at"):
+        env.resume()
+    assert list(tmp_path.iterdir()) == []  # nothing created
+    sim = Simulation(synthetic(20, seed=1), SimulationConfig(db_path=str(path)))
+    sim.reset(seed=1)
+    sim.close()  # a journal of the platform's own runs: no task state in it
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match="holds no task episode"):
+        env.resume()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    with pytest.raises(ValueError, match="resume needs"):
+        RecommenderEnv(users=USERS).resume()

@@ -34,8 +34,14 @@ from ..actions import ActionType as A
 from ..platform import Platform
 from ..platform.config import REMOVED, PlatformConfig
 from ..platform.journal import Journal
+from ..platform.journal_file import connect_read, require_journal
+from ..platform.journal_lock import JournalLock
 from ..platform.records import ActionBatch
 from ..population import Population
+from . import task_state
+
+# the task's own arrays saved with each step (`RecommenderTask`'s opinion spread, `ModeratorTask`'s queue)
+TASK_ARRAYS = ("_prev_std", "queue_ids")
 
 STEP_MINUTES = 3  # the platform clock of one task step (the model reads steps only)
 
@@ -123,7 +129,6 @@ class PlatformWorld:
             own_journal_id=self._journal_id,
         )
         self._journal_id = self.journal.journal_id
-        self.journal.commit_step(self.platform)  # step 0: the users and the follow graph
 
     def close(self) -> None:
         """Close the journal (its writer's lock released)."""
@@ -219,8 +224,54 @@ class PlatformWorld:
         for name, column in (("likes", pf.p_likes), ("shares", pf.p_shares), ("reports", pf.p_reports)):
             getattr(st, name)[0, live] = column.a[p].astype(np.float32)
         st.fans[0] = pf.u_followers.a[self.alias].astype(np.float32)
-        if self.journal is not None:
-            self.journal.commit_step(pf, advance_minutes=STEP_MINUTES)
-        else:
+
+    # ------------------------------------------------------------------ the journal
+    def commit(self, task, obs: np.ndarray) -> None:
+        """End a step (or a reset) on the platform: with a journal, its rows and the task's state
+        (`task_state`: the model's arrays, the world's maps, the task's `TASK_ARRAYS`, the
+        observation `obs`) in one transaction; the clock moves on a step."""
+        pf = self.platform
+        if self.journal is None:
             pf.reset_pending()
             pf.advance(STEP_MINUTES)
+            return
+        arrays = task_state.state_arrays(self.state)
+        arrays.update({f"world.{name}": getattr(self, name) for name in ("alias", "bots", "pid")})
+        arrays["world.rejected"] = np.array(self.rejected)
+        arrays.update({f"task.{name}": getattr(task, name) for name in TASK_ARRAYS if hasattr(task, name)})
+        arrays["task.obs"] = np.asarray(obs)
+        self.journal.commit_step(pf, advance_minutes=STEP_MINUTES, extra=lambda conn: task_state.save(conn, arrays))
+
+    def resume(self, task) -> np.ndarray:
+        """Continue the episode journaled at `db_path` from its last step: the platform from its
+        rows (`Platform.from_db`), the model's and the task's arrays from `task_state`; returns
+        the last observation. A journal without a task episode is refused (ValueError), untouched."""
+        if not self.journal_on or self.db_path is None:
+            raise ValueError("resume needs journal=True and the db_path of the episode")
+        self.close()
+        path = str(self.db_path)
+        require_journal(path)  # (a missing path is refused, never created)
+        lock = JournalLock(path)  # the writer's lock first: nothing is read while another run writes
+        try:
+            conn = connect_read(path)
+            try:
+                arrays = task_state.load(conn)
+            finally:
+                conn.close()
+            if arrays is None:
+                raise ValueError(f"{path} holds no task episode to resume")
+            platform = Platform.from_db(path)
+        except BaseException:  # the journal is left exactly as it was
+            lock.release()
+            raise
+        self.journal = Journal(path, pipelined=False, lock=lock)
+        self._journal_id, self.platform = self.journal.journal_id, platform
+        task_state.restore_state(self.state, arrays)
+        for name in ("alias", "bots", "pid"):
+            setattr(self, name, arrays[f"world.{name}"].copy())
+        self.rejected = int(arrays["world.rejected"])
+        for name in TASK_ARRAYS:
+            if f"task.{name}" in arrays:
+                setattr(task, name, arrays[f"task.{name}"].copy())
+        self._rows, self._visitors = [], np.zeros(0, np.int64)
+        return arrays["task.obs"]
