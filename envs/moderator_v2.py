@@ -34,9 +34,20 @@ and suspend its author, as in Moderator-v1 (budget, accuracy and accepted action
 As Moderator-v1 (`ModeratorReward`, truncation after `max_steps` (100) steps,
 `ModeratorEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100, reward=None)`,
 `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`).
-Nothing is journaled (see Recommender-v1).
+
+## Backends (`backend="fast"`, the default, or `"platform"`)
+The single env takes `backend="platform"` (with `journal=False` or `journal=True`, `db_path=None`:
+an in-memory journal, `overwrite=False`): the same episode, bit for bit (`tests/test_one_world.py`:
+every observation, reward and info, three tiers, seeds 9000 and 9001, journal off and on), played
+on the platform (`oasis_gym/world/platform_world.py`): the task's users, campaign bots,
+brigaders and returning accounts are platform accounts and act through platform rows (a like is
+a `like` row, OASIS's rules), the moderator's removals and suspensions are platform moderation,
+and the model reads the likes, reposts, reports and followers the platform counts. Journaled,
+each step is one transaction with the task's state, and `env.resume()` continues an episode from
+its journal exactly. The native vector env is the fast path only (`backend` is the single env's).
 
 ## Version history
+- v2 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.
 - v2 (issue 51, plan commit 12): Moderator-v1's tiers under OASIS's rules (once per pair), the
   fact-check draw per (episode, post), the verdict's sign +1 = misinformation. A new id because
   results change: Moderator-v1 keeps its numbers (tests/test_pins.py).
