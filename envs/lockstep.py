@@ -12,6 +12,16 @@ never an evaluation seed), in the single env and in each env of a vector env ali
 first `reset()` without any seed draws from the OS.
 `info["episode_seed"]` of a step is the seed of the episode that made it (with SAME_STEP,
 the finished one's, not the one started in its place).
+The single env of Recommender-v4 and Moderator-v2 also runs on the platform: `backend="platform"`
+(`use_backend`; `journal=False` or `True`, `db_path=None`: an in-memory journal, `overwrite`) plays
+the fast path's episode bit for bit (`tests/test_one_world.py`: every observation, reward and
+info, three tiers, seeds 9000 and 9001, journal off and on) with the task's users, campaign bots,
+brigaders and returning accounts as platform accounts acting through platform rows (a like is a
+`like` row, OASIS's rules), the moderator's removals and suspensions as platform moderation, and
+the likes, reposts, reports and followers the model reads counted by the platform
+(`oasis_gym/world/platform_world.py`). Journaled, each step is one transaction with the task's
+state; `LockstepEnv.resume()` continues an episode from its journal exactly. The vector env is
+the fast path only.
 Both check a step's actions against their action space first (`agent_spaces.check_action`:
 one vectorized check of the whole batch): a bad one is refused before anything changes.
 """

@@ -35,16 +35,9 @@ As Moderator-v1 (`ModeratorReward`, truncation after `max_steps` (100) steps,
 `ModeratorEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100, reward=None)`,
 `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`).
 
-## Backends (`backend="fast"`, the default, or `"platform"`)
-The single env takes `backend="platform"` (with `journal=False` or `journal=True`, `db_path=None`:
-an in-memory journal, `overwrite=False`): the same episode, bit for bit (`tests/test_one_world.py`:
-every observation, reward and info, three tiers, seeds 9000 and 9001, journal off and on), played
-on the platform (`oasis_gym/world/platform_world.py`): the task's users, campaign bots,
-brigaders and returning accounts are platform accounts and act through platform rows (a like is
-a `like` row, OASIS's rules), the moderator's removals and suspensions are platform moderation,
-and the model reads the likes, reposts, reports and followers the platform counts. Journaled,
-each step is one transaction with the task's state, and `env.resume()` continues an episode from
-its journal exactly. The native vector env is the fast path only (`backend` is the single env's).
+## Backends
+`ModeratorEnv(..., backend="platform", journal=False, db_path=None, overwrite=False)`: the
+episode on the platform, codes as platform moderation (`envs/lockstep.py`, `use_backend`).
 
 ## Version history
 - v2 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.

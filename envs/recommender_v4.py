@@ -51,17 +51,9 @@ As Recommender-v3 (W of 8 x 9, the same accepted actions, the same 19 observatio
 reward, 100 steps, the same arguments). `difficulty` "easy" has no campaigns (v2's easy tier
 under the rules).
 
-
-## Backends (`backend="fast"`, the default, or `"platform"`)
-The single env takes `backend="platform"` (with `journal=False` or `journal=True`, `db_path=None`:
-an in-memory journal, `overwrite=False`): the same episode, bit for bit (`tests/test_one_world.py`:
-every observation, reward and info, three tiers, seeds 9000 and 9001, journal off and on), played
-on the platform (`oasis_gym/world/platform_world.py`): the task's users, campaign bots,
-brigaders and returning accounts are platform accounts and act through platform rows (a like is
-a `like` row, OASIS's rules), the moderator's removals and suspensions are platform moderation,
-and the model reads the likes, reposts, reports and followers the platform counts. Journaled,
-each step is one transaction with the task's state, and `env.resume()` continues an episode from
-its journal exactly. The native vector env is the fast path only (`backend` is the single env's).
+## Backends
+`RecommenderEnv(..., backend="platform", journal=False, db_path=None, overwrite=False)` plays
+the same episode on the platform itself (`envs/lockstep.py`'s `use_backend`, `env.resume()`).
 
 ## Version history
 - v4 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.
