@@ -28,6 +28,7 @@ one vectorized check of the whole batch): a bad one is refused before anything c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -35,6 +36,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from oasis_gym.checks import path_name
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
 from oasis_gym.world.platform_world import PlatformWorld
 
@@ -52,6 +54,10 @@ def check_backend(backend: str, journal: bool = False, db_path=None) -> None:
         raise ValueError(f"journal must be True or False, got {journal!r}")
     if backend == "fast" and (journal or db_path is not None):
         raise ValueError('journal and db_path need backend="platform" (the fast path journals nothing)')
+    if db_path is not None and not journal:
+        raise ValueError("db_path needs journal=True")
+    if db_path is not None:
+        path_name(os.fspath(db_path) if isinstance(db_path, os.PathLike) else db_path, "db_path")
 
 
 def use_backend(task, backend: str, journal: bool = False, db_path=None, overwrite: bool = False) -> None:

@@ -174,6 +174,8 @@ def test_a_change_to_one_path_fails_with_the_mechanisms_name(monkeypatch):
         ({"backend": "platform", "journal": "yes"}, "journal must be True or False"),
         ({"journal": True}, 'need backend="platform"'),
         ({"db_path": "x.db"}, 'need backend="platform"'),
+        ({"backend": "platform", "db_path": "x.db"}, "db_path needs journal=True"),
+        ({"backend": "platform", "journal": True, "db_path": ""}, "expected a file path"),
     ],
 )
 def test_bad_backend_arguments_are_refused_in_one_line(kwargs, message):
@@ -181,6 +183,19 @@ def test_bad_backend_arguments_are_refused_in_one_line(kwargs, message):
         with pytest.raises(ValueError, match=message) as err:
             cls(users=USERS, **kwargs)
         assert "\n" not in str(err.value)
+
+
+def test_a_file_not_ours_at_db_path_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("my notes")
+    env = ModeratorEnv(users=USERS, backend="platform", journal=True, db_path=str(path))
+    with pytest.raises(JournalError):
+        env.reset(seed=9000)
+    assert path.read_text() == "my notes" and [p.name for p in tmp_path.iterdir()] == ["notes.db"]
+    env = ModeratorEnv(users=USERS, max_steps=3, backend="platform", journal=True)  # an in-memory journal
+    env.reset(seed=9000)
+    assert env.step(np.zeros(16, np.int64))[0].shape == env.observation_space.shape
+    env.close()
 
 
 @pytest.mark.parametrize("env_id", ["oasis_gym/Recommender-v4", "oasis_gym/Moderator-v2"])
