@@ -95,7 +95,11 @@ def test_the_platform_backend_plays_the_fast_paths_episode_bit_for_bit(cls, diff
                 with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
                     likes = conn.execute("SELECT COUNT(*) FROM 'like'").fetchone()[0]
                     reports = conn.execute("SELECT COUNT(*) FROM report").fetchone()[0]
+                    served = conn.execute("SELECT COUNT(*) FROM rec").fetchone()[0]
+                    sql = "SELECT COUNT(*) FROM rec WHERE post_id NOT IN (SELECT post_id FROM post)"
+                    unknown = conn.execute(sql).fetchone()[0]
                 assert likes == len(pf.rel["like"]) and reports == len(pf.rel["report"])
+                assert served > likes and unknown == 0
 
 
 def test_every_campaign_bot_like_is_a_like_row_of_a_bot_account():

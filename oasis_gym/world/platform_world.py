@@ -15,6 +15,7 @@ record it:
   to the model's user (its old account stays suspended, its followers do not follow it);
 - the moderator's removals and suspensions are `Platform.moderate(REMOVED)` / `suspend`;
   opinions of the visitors `Platform.set_opinions`;
+- the feeds the model ranked are the feeds served: journaled in OASIS's `rec` table;
 - all rows of a step go through one `Platform.apply` (OASIS's rules: a second like of a pair
   is refused), and then the counters the platform holds (likes, reposts and reports of each
   live post, followers of each user) are read back into the model's arrays: the next step's
@@ -37,6 +38,7 @@ from ..platform.journal import Journal
 from ..platform.journal_file import connect_read, require_journal
 from ..platform.journal_lock import JournalLock
 from ..platform.records import ActionBatch
+from ..platform.row_writer import RowWriter, Same
 from ..population import Population
 from . import task_state
 
@@ -112,6 +114,7 @@ class PlatformWorld:
         self._rows: list[tuple[np.ndarray, int, np.ndarray]] = []
         self._posts: tuple[np.ndarray, np.ndarray] | None = None
         self._visitors = np.zeros(0, np.int64)
+        self._served = (self._visitors, self._visitors)
         self.rejected = 0
         self._open_journal()
 
@@ -181,6 +184,7 @@ class PlatformWorld:
             mask = mask & valid
             self._add(users[mask], action, targets[mask])
         self._visitors = ua
+        self._served = (users[valid], targets[valid])  # the feeds the platform served (`rec` rows)
         self._reported = st.reported_pairs.bits.copy()
 
     def brigaded(self) -> None:
@@ -240,7 +244,15 @@ class PlatformWorld:
         arrays["world.rejected"] = np.array(self.rejected)
         arrays.update({f"task.{name}": getattr(task, name) for name in TASK_ARRAYS if hasattr(task, name)})
         arrays["task.obs"] = np.asarray(obs)
-        self.journal.commit_step(pf, advance_minutes=STEP_MINUTES, extra=lambda conn: task_state.save(conn, arrays))
+        users, posts = self._served
+
+        def extra(conn) -> None:
+            if len(users):  # the served feeds, as the platform journals them (`rec`)
+                RowWriter(conn).rows("INSERT INTO rec(user_id, post_id, step) VALUES ", [users, posts, Same(pf.step)])
+            task_state.save(conn, arrays)
+
+        self.journal.commit_step(pf, advance_minutes=STEP_MINUTES, extra=extra)
+        self._served = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     def resume(self, task) -> np.ndarray:
         """Continue the episode journaled at `db_path` from its last step: the platform from its
@@ -274,4 +286,5 @@ class PlatformWorld:
             if f"task.{name}" in arrays:
                 setattr(task, name, arrays[f"task.{name}"].copy())
         self._rows, self._visitors = [], np.zeros(0, np.int64)
+        self._served = (self._visitors, self._visitors)
         return arrays["task.obs"]
