@@ -16,10 +16,11 @@ record it:
 - the moderator's removals and suspensions are `Platform.moderate(REMOVED)` / `suspend`;
   opinions of the visitors `Platform.set_opinions`;
 - the feeds the model ranked are the feeds served: journaled in OASIS's `rec` table;
-- all rows of a step go through one `Platform.apply` (OASIS's rules: a second like of a pair
-  is refused), and then the counters the platform holds (likes, reposts and reports of each
-  live post, followers of each user) are read back into the model's arrays: the next step's
-  model reads the platform's counts. Were a row refused, the counts would differ from the fast
+- the bots' likes are applied when the model makes them (before the feeds are ranked), the
+  step's other rows in one `Platform.apply` at its end (OASIS's rules: a second like of a pair
+  is refused); after each, the counters the platform holds (likes, reposts and reports of each
+  post in the ring, followers of each user) are read back into the model's arrays, so every
+  count the model reads is the platform's. Were a row refused, the counts would differ from the fast
   path's and the agreement test (tests/test_one_world.py) would fail.
 
 The model's own state (satisfaction, churn, opinions, post quality, arousal, topic, label,
@@ -159,13 +160,18 @@ class PlatformWorld:
             pf.suspend(self.alias[suspended])
 
     def bot_liked(self) -> None:
-        """The campaign bots' new likes: one `LIKE_POST` row per bot account and post."""
+        """The campaign bots' new likes: one `LIKE_POST` row per bot account and post, applied now
+        (before the feeds are ranked)."""
         st = self.state
         if self._bot_bits is None:
             return
         slot, account = new_pairs(self._bot_bits, st.bot_pairs.bits, st.p)
+        if len(slot) == 0:
+            return
         bots = self.bots[account]  # (m, a)
-        self._add(bots.ravel(), A.LIKE_POST, np.repeat(self.pid[slot], bots.shape[1]))
+        likes = np.full(bots.size, int(A.LIKE_POST))
+        self._apply(ActionBatch(bots.ravel(), likes, np.repeat(self.pid[slot], bots.shape[1])))
+        self._read_counters()  # the ranking of this step reads the likes the platform counts
 
     def returned(self) -> None:
         """Returning accounts: new platform accounts aliased to the model's users."""
@@ -198,8 +204,9 @@ class PlatformWorld:
             self._rows.append((np.asarray(users, np.int64), int(action), np.asarray(targets, np.int64)))
 
     def end(self) -> None:
-        """Apply the step's rows (one `Platform.apply`), read the platform's counters back into the
-        model's arrays, journal the step."""
+        """Apply the step's rows (one `Platform.apply`: new posts, the users' likes, reposts and
+        reports, the brigades' reports), the visitors' opinions, and read the platform's counters
+        back into the model's arrays."""
         st, pf = self.state, self.platform
         first, last = self._next_post, int(st.next_post[0])
         new_ids = np.arange(first, last, dtype=np.int64)
@@ -215,14 +222,24 @@ class PlatformWorld:
         ]
         stance = np.full(len(user), np.nan, np.float32)
         stance[: len(authors)] = st.stance[0, new_slots]
-        res, new_id = pf.apply(ActionBatch(user, act, np.concatenate(targets).astype(np.int64), texts, stance))
-        self.rejected += int((res != 0).sum())  # rows the platform refused this episode (0: OASIS's rules kept)
+        new_id = self._apply(ActionBatch(user, act, np.concatenate(targets).astype(np.int64), texts, stance))
         self.pid[new_slots] = new_id[: len(authors)]
         self._rows = []
         if len(self._visitors):
             pf.set_opinions(self.alias[self._visitors], st.opinion[0, self._visitors])
             self._visitors = np.zeros(0, np.int64)
-        # the counters the platform holds, read back by the model
+        self._read_counters()
+
+    def _apply(self, batch: ActionBatch) -> np.ndarray:
+        """`Platform.apply`, counting the rows it refused (0 while OASIS's rules are kept); new ids."""
+        res, new_id = self.platform.apply(batch)
+        self.rejected += int((res != 0).sum())
+        return new_id
+
+    def _read_counters(self) -> None:
+        """The counters the platform holds, read back into the model's arrays: likes, reposts and
+        reports of the posts in the ring, followers of each user's account now."""
+        st, pf = self.state, self.platform
         live = np.flatnonzero((st.post_id[0] >= 0) & (self.pid >= 0))
         p = self.pid[live]
         for name, column in (("likes", pf.p_likes), ("shares", pf.p_shares), ("reports", pf.p_reports)):
