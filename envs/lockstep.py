@@ -12,12 +12,23 @@ never an evaluation seed), in the single env and in each env of a vector env ali
 first `reset()` without any seed draws from the OS.
 `info["episode_seed"]` of a step is the seed of the episode that made it (with SAME_STEP,
 the finished one's, not the one started in its place).
+The single env of Recommender-v4 and Moderator-v2 also runs on the platform: `backend="platform"`
+(`use_backend`; `journal=False` or `True`, `db_path=None`: an in-memory journal, `overwrite`) plays
+the fast path's episode bit for bit (`tests/test_one_world.py`: every observation, reward and
+info, three tiers, seeds 9000 and 9001, journal off and on) with the task's users, campaign bots,
+brigaders and returning accounts as platform accounts acting through platform rows (a like is a
+`like` row, OASIS's rules), the moderator's removals and suspensions as platform moderation, and
+the likes, reposts, reports and followers the model reads counted by the platform
+(`oasis_gym/world/platform_world.py`). Journaled, each step is one transaction with the task's
+state; `LockstepEnv.resume()` continues an episode from its journal exactly. The vector env is
+the fast path only.
 Both check a step's actions against their action space first (`agent_spaces.check_action`:
 one vectorized check of the whole batch): a bad one is refused before anything changes.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -25,11 +36,40 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from oasis_gym.checks import path_name
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
+from oasis_gym.world.platform_world import PlatformWorld
 
 from .agent_spaces import check_action
 
 MAX_EPISODE_SEED = 2**62
+BACKENDS = ("fast", "platform")
+
+
+def check_backend(backend: str, journal: bool = False, db_path=None) -> None:
+    """Refuse bad backend arguments (ValueError, one line) before anything is built."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if not isinstance(journal, bool):
+        raise ValueError(f"journal must be True or False, got {journal!r}")
+    if backend == "fast" and (journal or db_path is not None):
+        raise ValueError('journal and db_path need backend="platform" (the fast path journals nothing)')
+    if db_path is not None and not journal:
+        raise ValueError("db_path needs journal=True")
+    if db_path is not None:
+        path_name(os.fspath(db_path) if isinstance(db_path, os.PathLike) else db_path, "db_path")
+
+
+def use_backend(task, backend: str, journal: bool = False, db_path=None, overwrite: bool = False) -> None:
+    """Run a single env's task on `backend`: "fast" (the batched engine alone) or "platform"
+    (the engine's decisions carried onto a `Platform`, journaled with `journal=True` at `db_path`,
+    an in-memory database when None: `oasis_gym.world.platform_world`)."""
+    check_backend(backend, journal, db_path)
+    if backend == "fast":
+        return
+    task.engine.tap = PlatformWorld(task.engine, journal, db_path, overwrite)
+
+
 RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values
 
 
@@ -179,15 +219,41 @@ class LockstepEnv(_Lockstep, gym.Env):
             seeds = _seeds(seed, 1)
         super().reset(seed=None if seed is None else int(seeds[0]))
         self._started = True
-        return self._start(np.zeros(1, np.int64), seeds)[0], {"episode_seed": int(seeds[0])}
+        obs = self._start(np.zeros(1, np.int64), seeds)
+        self._commit(obs)
+        return obs[0], {"episode_seed": int(seeds[0])}
+
+    def _commit(self, obs: np.ndarray) -> None:
+        """The platform backend's end of a reset or step (its journal's transaction)."""
+        if self.task.engine.tap is not None:
+            self.task.engine.tap.commit(self.task, obs)
+
+    def resume(self):
+        """Continue a platform-backed episode journaled at the env's `db_path` from its last
+        step (`backend="platform", journal=True`): returns its last observation and info, and
+        the episode goes on exactly as the uninterrupted one."""
+        tap = self.task.engine.tap
+        if tap is None:
+            raise ValueError('resume needs backend="platform" with journal=True and a db_path')
+        obs = tap.resume(self.task)
+        self.episode_seeds[0] = int(self.task.state.seed[0])
+        self._last, self._started = {}, True
+        return obs[0], {"episode_seed": int(self.episode_seeds[0])}
 
     def step(self, action):
         """One step: observation, reward, terminated (never), truncated (at max_steps), info."""
         if not self._started:
             raise RuntimeError("call reset() before step()")
         obs, reward, info = self.task.step(check_action(self, action)[None])
+        self._commit(obs)
         self._last = info
         truncated = bool(self.task.state.t[0] >= self.max_steps)
         info = {name: float(value[0]) for name, value in info.items()}
         info["episode_seed"] = int(self.episode_seeds[0])
         return obs[0], float(reward[0]), False, truncated, info
+
+    def close(self) -> None:
+        """Close the platform backend's journal, if any (`use_backend`)."""
+        if self.task.engine.tap is not None:
+            self.task.engine.tap.close()
+        super().close()

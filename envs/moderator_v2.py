@@ -34,9 +34,13 @@ and suspend its author, as in Moderator-v1 (budget, accuracy and accepted action
 As Moderator-v1 (`ModeratorReward`, truncation after `max_steps` (100) steps,
 `ModeratorEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100, reward=None)`,
 `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`).
-Nothing is journaled (see Recommender-v1).
+
+## Backends
+`ModeratorEnv(..., backend="platform", journal=False, db_path=None, overwrite=False)`: the
+episode on the platform, codes as platform moderation (`envs/lockstep.py`, `use_backend`).
 
 ## Version history
+- v2 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.
 - v2 (issue 51, plan commit 12): Moderator-v1's tiers under OASIS's rules (once per pair), the
   fact-check draw per (episode, post), the verdict's sign +1 = misinformation. A new id because
   results change: Moderator-v1 keeps its numbers (tests/test_pins.py).
@@ -46,6 +50,7 @@ Nothing is journaled (see Recommender-v1).
 from __future__ import annotations
 
 from . import moderator_v1
+from .lockstep import check_backend, use_backend
 from .moderator_v1 import ModeratorReward
 
 __all__ = ["ModeratorEnv", "ModeratorVectorEnv", "ModeratorReward"]
@@ -55,6 +60,13 @@ class ModeratorEnv(moderator_v1.ModeratorEnv):
     """One Moderator-v2 episode at a time (module docstring)."""
 
     version = 2
+
+    def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
+                 reward: ModeratorReward | None = None, render_mode=None, backend="fast", journal=False,
+                 db_path=None, overwrite=False):  # fmt: skip
+        check_backend(backend, journal, db_path)
+        super().__init__(difficulty, users, population_seed, max_steps, reward, render_mode)
+        use_backend(self.task, backend, journal, db_path, overwrite)
 
 
 class ModeratorVectorEnv(moderator_v1.ModeratorVectorEnv):

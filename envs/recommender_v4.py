@@ -51,9 +51,12 @@ As Recommender-v3 (W of 8 x 9, the same accepted actions, the same 19 observatio
 reward, 100 steps, the same arguments). `difficulty` "easy" has no campaigns (v2's easy tier
 under the rules).
 
-Nothing is journaled: the task runs on the batched engine (rule-based users, not LLMs).
+## Backends
+`RecommenderEnv(..., backend="platform", journal=False, db_path=None, overwrite=False)` plays
+the same episode on the platform itself (`envs/lockstep.py`'s `use_backend`, `env.resume()`).
 
 ## Version history
+- v4 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.
 - v4 (issue 51, plan commit 12): v3's dynamics under OASIS's rules (once per pair; bots as
   accounts, `V4_BOTS` of them per misinformation account). A new id because every result
   changes: v1-v3 keep theirs (tests/test_pins.py); v4 is the form a platform backend can
@@ -64,6 +67,7 @@ Nothing is journaled: the task runs on the batched engine (rule-based users, not
 from __future__ import annotations
 
 from . import recommender_v1
+from .lockstep import check_backend, use_backend
 from .recommender_v1 import RecommenderReward
 
 __all__ = ["RecommenderEnv", "RecommenderVectorEnv", "RecommenderReward"]
@@ -73,6 +77,13 @@ class RecommenderEnv(recommender_v1.RecommenderEnv):
     """One Recommender-v4 episode at a time (module docstring)."""
 
     version = 4
+
+    def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
+                 reward: RecommenderReward | None = None, render_mode=None, backend="fast", journal=False,
+                 db_path=None, overwrite=False):  # fmt: skip
+        check_backend(backend, journal, db_path)
+        super().__init__(difficulty, users, population_seed, max_steps, ranking, reward, render_mode)
+        use_backend(self.task, backend, journal, db_path, overwrite)
 
 
 class RecommenderVectorEnv(recommender_v1.RecommenderVectorEnv):

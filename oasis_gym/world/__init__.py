@@ -1,0 +1,1 @@
+"""The task world on the platform (issue 51): a benchmark task's episode run on a `Platform`."""
