@@ -37,7 +37,7 @@ def _refused(capsys, argv: list[str]) -> str:
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["moderator", "--version", "2"], "--version of the moderator must be one of [1]"),
+        (["moderator", "--version", "3"], "--version of the moderator must be one of [1, 2]"),
         (["recommender", "--address", "head-node"], "HOST:PORT"),
         (["recommender", "--iterations", "0"], "argument --iterations"),
         (["recommender", "--env-runners", "-1"], "argument --env-runners"),
