@@ -55,7 +55,7 @@ from .heap import warm_heap
 from .no_journal import NoJournal
 from .observation import Observer
 from .rewards import RewardFn, engagement_reward
-from .step_atomic import capture, restore
+from .step_atomic import capture, unless_committed
 from .step_input import check_step_input
 
 
@@ -261,16 +261,8 @@ class Simulation:
             raise RuntimeError("feeds_after_agents=True: a step is begin(platform_actions), then finish(acts)")
         checked = check_step_input(acts, platform_actions, self.platform_agents)
 
-        saved = capture(self)
-        taken = self.journal.steps_taken
-        try:
+        with unless_committed(self, capture(self)):
             return self._step(*checked)
-        except BaseException:
-            if self.journal.steps_taken == taken:  # (a signal with the step's commit leaves it done)
-                restore(self, saved)
-            raise
-        finally:
-            self.platform.release()
 
     def begin(self, platform_actions: dict | None = None) -> ObsBatch:
         """A split step's first half (`feeds_after_agents=True`, `split_step`): the platform

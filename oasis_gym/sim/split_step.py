@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .batches import ActionArrays, ObsBatch, StepOutcome
-from .step_atomic import capture, restore
+from .step_atomic import capture, restore, unless_committed
 from .step_input import check_platform_actions, check_step_input
 
 
@@ -60,18 +60,11 @@ def finish(sim: Any, acts: ActionArrays) -> StepOutcome:
         raise RuntimeError("no step begun: call begin(platform_actions) first")
     users, cols, texts, stance, _ = check_step_input(acts, None, sim.platform_agents)
     saved, sim.begun = sim.begun, None
-    taken = sim.journal.steps_taken
-    try:
+    with unless_committed(sim, saved):  # the whole step, `begin` included
         batch, ignored = sim._admit(users, cols, texts, stance)
         out = sim._apply(batch, ignored)
         sim._commit(out)
         return out
-    except BaseException:
-        if sim.journal.steps_taken == taken:  # (a signal with the step's commit leaves it done)
-            restore(sim, saved)
-        raise
-    finally:
-        sim.platform.release()
 
 
 def cancel(sim: Any) -> None:

@@ -18,6 +18,8 @@ journal, never rolled back in one and kept in the other.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,3 +72,19 @@ def restore(sim: Any, st: StepState) -> None:
     for hook in ran:
         if hasattr(hook, "rollback_step"):
             hook.rollback_step(sim)
+
+
+@contextlib.contextmanager
+def unless_committed(sim: Any, saved: StepState) -> Iterator[None]:
+    """Run a step's work: if it raises before the journal took the step, `sim` goes back to
+    `saved` (a signal arriving with the step's commit leaves the step done); either way the
+    platform stops recording in-place writes."""
+    taken = sim.journal.steps_taken
+    try:
+        yield
+    except BaseException:
+        if sim.journal.steps_taken == taken:
+            restore(sim, saved)
+        raise
+    finally:
+        sim.platform.release()
