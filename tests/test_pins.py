@@ -19,25 +19,40 @@ import math
 
 import gymnasium as gym
 import numpy as np
+import pettingzoo
 import pytest
 from gymnasium import spaces
 
 import oasis_gym
 from oasis_gym.envs import reddit_v0, twitter_v0
-from oasis_gym.model.tiers import DIFFICULTIES
+from oasis_gym.model.tiers import TASK_TIERS
 
 SEEDS = (9000, 9001)  # two episodes per case
-BATCHED = {"oasis_gym/Recommender-v1", "oasis_gym/Recommender-v2", "oasis_gym/Recommender-v3",
-           "oasis_gym/Moderator-v1", "oasis_gym/Recommender-v4", "oasis_gym/Moderator-v2"}  # fmt: skip
+BATCHED = set(oasis_gym.GYMNASIUM_VECTOR_ENVS)  # the batched tasks: played in tiers
 PETTINGZOO = {"oasis_gym/Twitter-v0": twitter_v0, "oasis_gym/Reddit-v0": reddit_v0}
+
+
+def _tiers(env_id: str) -> tuple[str, ...]:
+    """A batched task's tiers (`model.tiers.TASK_TIERS` of its task and version), else ("default",)."""
+    if env_id not in BATCHED:
+        return ("default",)
+    task, version = env_id.split("/")[1].split("-v")
+    return tuple(TASK_TIERS[task.lower()][int(version)])
+
+
+def _registered() -> tuple[set[str], set[str]]:
+    """The oasis_gym ids in Gymnasium's registry and in PettingZoo's (parallel and AEC)."""
+    gym_ids = {i for i in gym.registry if i.startswith("oasis_gym/")}
+    pz_ids = {i for i in (*pettingzoo.parallel_registry, *pettingzoo.aec_registry) if i.startswith("oasis_gym/")}
+    return gym_ids, pz_ids
 
 
 def _cases() -> list[str]:
     out = []
-    for env_id in sorted(oasis_gym.GYMNASIUM_ENVS):
-        tiers = DIFFICULTIES if env_id in BATCHED else ("default",)
-        out += [f"{env_id.split('/')[1]}-{t}" for t in tiers]
-    return out + [f"{env_id.split('/')[1]}-default" for env_id in sorted(PETTINGZOO)]
+    gym_ids, pz_ids = _registered()
+    for env_id in sorted(gym_ids):
+        out += [f"{env_id.split('/')[1]}-{t}" for t in _tiers(env_id)]
+    return out + [f"{env_id.split('/')[1]}-default" for env_id in sorted(pz_ids)]
 
 
 CASES = _cases()
@@ -144,7 +159,10 @@ PINNED: dict[str, list[float]] = {
 
 
 def test_every_registered_id_and_tier_is_pinned():
-    """A new id or tier must come with pins of its own."""
+    """A new id or tier must come with pins of its own: the cases are read from Gymnasium's and
+    PettingZoo's registries (what `import oasis_gym` registered), the tiers from the task tables."""
+    gym_ids, pz_ids = _registered()
+    assert gym_ids == set(oasis_gym.GYMNASIUM_ENVS) and pz_ids == set(oasis_gym.PETTINGZOO_ENVS) == set(PETTINGZOO)
     assert set(PINNED) == set(CASES)
     assert all(math.isfinite(v) for values in PINNED.values() for v in values)
 
