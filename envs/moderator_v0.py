@@ -142,7 +142,6 @@ class ModeratorEnv(PlatformAgentEnv):
     def __init__(self, users=None, *, recommender=None, scenario="misinfo_brigading", **kwargs: Any):
         self._recommender = recommender
         super().__init__(users, scenario=scenario, **kwargs)
-        self._init_kwargs["recommender"] = recommender
 
     @staticmethod
     def _make_agent(params: dict):

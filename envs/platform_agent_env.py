@@ -12,8 +12,8 @@ registry (`oasis_gym.SCENARIOS`), and the users come from the `user_policy` argu
 the scenario (`scenario.user_policy`), else the registry's default
 (`oasis_gym.DEFAULT_USER_POLICY`: plain ABM users).
 
-Pickling (e.g. for `SubprocVecEnv`): an env pickles as its constructor arguments only and
-rebuilds its simulation lazily at the next `reset`, so the user-policy factory (and any
+Pickling (e.g. for `SubprocVecEnv`): an env pickles as its settings only (no simulation, a
+fresh learner) and rebuilds its simulation lazily at the next `reset`, so the user-policy factory (and any
 LLM client it creates) must be picklable / created inside the factory.
 """
 
@@ -31,12 +31,11 @@ from oasis_gym.actions import IS_ENGAGEMENT
 from oasis_gym.actions import ActionType as A
 from oasis_gym.agents import esteban_ray, exposure_stats
 from oasis_gym.checks import population_size
-from oasis_gym.model.ranking import V0_DEFAULT_WEIGHTS
 from oasis_gym.model.seeds import draw_training_seed
 from oasis_gym.platform import DOWNRANKED, LABELLED, MISINFO_LABEL, REMOVED, REPOST, TRUE_LABEL
 
 from . import agent_spaces
-from .social_env import SocialMediaEnv, load_population
+from .social_env import SocialMediaEnv
 
 PlatformRule = Callable[[Any], np.ndarray]  # rule(sim) -> platform agent action
 UserPolicyFactory = Callable[[Any], Any]  # factory(env: SocialMediaEnv) -> Policy
@@ -62,37 +61,36 @@ class PlatformAgentEnv(gym.Env):
     ):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
-        self._init_kwargs = dict(
-            users=users,
-            scenario=scenario,
-            user_policy=user_policy,
-            agent_params=agent_params,
-            max_cycles=max_cycles,
-            render_mode=render_mode,
-            population_seed=population_seed,
-            **env_kwargs,
-        )
         self.render_mode = render_mode
         self.scenario = make_scenario(scenario)
-        base = self.scenario.env_kwargs() if self.scenario is not None else {"users": 100, "max_cycles": 50}
-        self._env_kwargs = {**base, **env_kwargs, "population_seed": population_seed}
-        if users is not None:
-            self._env_kwargs["users"] = users
-        n = self._env_kwargs["users"]
-        if isinstance(n, (int, np.integer)) and not isinstance(n, bool):  # a count: checked before anything is built
-            population_size(int(n), "users")
-        if max_cycles is not None:
-            self._env_kwargs["max_cycles"] = max_cycles
-        self.max_cycles = int(self._env_kwargs["max_cycles"])
-        scenario_params = self.scenario.agent_params.get(self.agent.split("_")[0], {}) if self.scenario else {}
-        self.agent_params = {**scenario_params, **(agent_params or {})}
-        self._user_policy_factory = user_policy
+        defaults = self.scenario.env_kwargs() if self.scenario is not None else {}
+        settings = {**defaults, **env_kwargs}
+        default_users, default_cycles = settings.pop("users", 100), settings.pop("max_cycles", 50)
+        settings.pop("population_seed", None)  # (the argument's, never a scenario's)
+        # the population (a count, a profile file or a Population) and its seed: attributes
+        # passed as arguments down to the draws (`_build` -> `SocialMediaEnv` -> `load_population`)
+        self.users = users if users is not None else default_users
+        if isinstance(self.users, (int, np.integer)) and not isinstance(self.users, bool):
+            population_size(int(self.users), "users")  # a count: checked before anything is built
+        self.population_seed = population_seed
+        self._cycles = max_cycles if max_cycles is not None else default_cycles  # as given: the config checks it
+        self.max_cycles = int(self._cycles)
+        self.setup = settings.pop("setup", None) or self.scenario
+        self.user_policy = user_policy
+        # the platform agents' parameters, merged here only: the scenario's, then the env
+        # argument's (`platform_agent_params`), then the learner's (`agent_params`)
+        self.platform_agent_params = _merged_params(
+            self.scenario, settings.pop("platform_agent_params", None) or {}, self.agent, agent_params
+        )
+        self.agent_params = self.platform_agent_params[self.agent.split("_")[0]]
+        self.env_kwargs = settings  # the other `SocialMediaEnv` arguments
+        # the learner, made once: its spaces here, then the simulation's agent (or the scorer
+        # of a fixed recommender's feeds, `RecommenderEnv(feed=...)`)
+        self.learner = self._make_agent(self.agent_params)
+        self.observation_space = agent_spaces.observation_space(self.learner)
+        self.action_space = agent_spaces.action_space(self.learner)
         self._env = None
         self._users = None
-        self._population = None
-        agent = self._make_agent(self.agent_params)
-        self.observation_space = agent_spaces.observation_space(agent)
-        self.action_space = agent_spaces.action_space(agent)
 
     # ------------------------------------------------------------------ subclass hooks
     @staticmethod
@@ -109,10 +107,16 @@ class PlatformAgentEnv(gym.Env):
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict:
-        return {"init_kwargs": self._init_kwargs}
+        """The env's settings only: the simulation is rebuilt at the next `reset`."""
+        built = ("_env", "_users", "_episode", "learner")
+        return {k: v for k, v in self.__dict__.items() if k not in built and not k.startswith("_np_random")}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(**state["init_kwargs"])
+        """The settings back, a fresh learner, nothing built yet (as a new env)."""
+        self.__dict__.update(state)
+        self.learner = self._make_agent(self.agent_params)
+        self._env = None
+        self._users = None
 
     # ------------------------------------------------------------------ lazy build
     @property
@@ -128,25 +132,20 @@ class PlatformAgentEnv(gym.Env):
         return self.parallel_env.sim
 
     def _build(self) -> None:
-
-        kw = dict(self._env_kwargs)
-        users, pop_seed = kw.pop("users"), kw.pop("population_seed")
-        self._population = load_population(users, pop_seed)
-        setup = kw.pop("setup", None) or self.scenario
-        # platform agent params: the scenario's, then the env argument's, then the learner's
-        params = {k: dict(v) for k, v in (self.scenario.agent_params if self.scenario else {}).items()}
-        for key, value in kw.pop("platform_agent_params", {}).items():
-            params[key] = {**params.get(key, {}), **value}
-        agent_key = self.agent.split("_")[0]
-        params[agent_key] = {**params.get(agent_key, {}), **self.agent_params}
         self._env = SocialMediaEnv(
-            self._population, setup=setup, platform_agent_params=params, **{**kw, **self._agent_config()}
+            self.users,
+            population_seed=self.population_seed,
+            max_cycles=self._cycles,
+            setup=self.setup,
+            platform_agent_params=self.platform_agent_params,
+            platform_agents={self.agent: self.learner},
+            **{**self.env_kwargs, **self._agent_config()},
         )
 
     def _make_users(self):
         """The user policy, made once the first episode's platform exists (so a factory may
         route users by their followers, e.g. `HybridPolicy.top_k_by_followers`)."""
-        factory = self._user_policy_factory
+        factory = self.user_policy
         if factory is None:
             factory = getattr(self.scenario, "user_policy", None) or load_entry_point(DEFAULT_USER_POLICY)
         return factory(self._env)
@@ -160,10 +159,6 @@ class PlatformAgentEnv(gym.Env):
         # the env's generator (seeded by the last explicit seed), drawn at or above
         # TRAIN_SEEDS_FROM so training episodes never replay an evaluation seed (model/seeds.py)
         episode_seed = int(seed) if seed is not None else draw_training_seed(self.np_random)
-        if hasattr(env.sim.recsys, "set_weights"):
-            # the agent-controlled recsys keeps the last episode's weights across resets;
-            # start every episode from the same ranking so reset(seed) is reproducible
-            env.sim.recsys.set_weights(self._initial_weights())
         env.reset(seed=episode_seed)
         if self._users is None:
             self._users = self._make_users()
@@ -189,11 +184,6 @@ class PlatformAgentEnv(gym.Env):
         if truncated:
             info["episode_metrics"] = self._episode.summary(sim)
         return self._obs(), reward, False, truncated, info
-
-    def _initial_weights(self) -> np.ndarray:
-
-        weights = self._env_kwargs.get("recsys_params", {}).get("weights")
-        return np.asarray(weights if weights is not None else V0_DEFAULT_WEIGHTS, dtype=np.float32)
 
     def _checked(self, action):
         """The learner's action checked against the action space (`agent_spaces.check_action`)."""
@@ -338,6 +328,17 @@ def moderation_outcome(sim) -> dict:
         "non_misinfo_actioned_share": share(label != MISINFO_LABEL),
         "posts_actioned": int((acted & original).sum()),
     }
+
+
+def _merged_params(scenario: Any, env_params: dict, learner: str, learner_params: dict | None) -> dict:
+    """{"recommender": {...}, "moderator": {...}}: the scenario's platform agent parameters,
+    then the env argument's (`platform_agent_params`), then the learner's (`agent_params`)."""
+    params = {k: dict(v) for k, v in (scenario.agent_params if scenario is not None else {}).items()}
+    for key, value in env_params.items():
+        params[key] = {**params.get(key, {}), **value}
+    key = learner.split("_")[0]
+    params[key] = {**params.get(key, {}), **(learner_params or {})}
+    return params
 
 
 def make_scenario(scenario: Any, **params: Any) -> Any:

@@ -167,8 +167,6 @@ class RecommenderEnv(PlatformAgentEnv):
             raise ValueError("feed names a fixed baseline recsys; leave it None for the learned ranking")
         self.feed = feed
         super().__init__(users, **kwargs)
-        self._init_kwargs.update(moderator=moderator, feed=feed)
-        self._scorer = self._make_agent(self.agent_params)
 
     @staticmethod
     def _make_agent(params: dict):
@@ -187,7 +185,7 @@ class RecommenderEnv(PlatformAgentEnv):
     def _reward(self, sim, out, served) -> float:
         if self.feed is None:
             return float(out.platform_rewards[self.agent])
-        return float(self._scorer.score(sim.agent_view(), served))  # the same reward of the fixed feeds
+        return float(self.learner.score(sim.agent_view(), served))  # the same reward of the fixed feeds
 
     def _obs(self) -> np.ndarray:
         if self.feed is None:
@@ -195,7 +193,7 @@ class RecommenderEnv(PlatformAgentEnv):
 
         x = np.zeros(self.observation_space.shape, dtype=np.float32)
         view = replace(self._env.sim.agent_view(), recsys=_NoPool())
-        x[: len(RECOMMENDER_FEATURES)] = self._scorer.observe(view)[: len(RECOMMENDER_FEATURES)]
+        x[: len(RECOMMENDER_FEATURES)] = self.learner.observe(view)[: len(RECOMMENDER_FEATURES)]
         return x
 
     def _other_actions(self, sim) -> dict:
@@ -203,8 +201,7 @@ class RecommenderEnv(PlatformAgentEnv):
 
     def _info(self, sim, out, served_stats, before) -> dict:
         info = super()._info(sim, out, served_stats, before)
-        scorer = self._scorer if self.feed is not None else sim.platform_agents[self.agent]
-        info["reward_components"] = dict(scorer.last_components)
+        info["reward_components"] = dict(self.learner.last_components)  # in the simulation, or the feeds' scorer
         return info
 
 

@@ -70,9 +70,13 @@ class SocialMediaEnv(ParallelEnv):
         render_mode: str | None = None,
         reward_fn=None,
         setup=None,
+        platform_agents: Mapping[str, Any] | None = None,
         _resume_from: str | None = None,
         **config: Any,
     ):
+        """The env over a new `Simulation` of `users` (see twitter_v0's Arguments);
+        `platform_agents`: platform agents already made, by name (a Gymnasium env's learner,
+        made first for its spaces), used for the ones `config` switches on."""
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         unknown = set(config) - set(SimulationConfig.__dataclass_fields__)
@@ -101,7 +105,7 @@ class SocialMediaEnv(ParallelEnv):
         sim_config = SimulationConfig(platform=platform, **config)
         # the platform agents the config switches on, plugged into the engine by name
         agents = make_platform_agents(
-            sim_config.recommender_agent, sim_config.moderator_agent, sim_config.platform_agent_params
+            sim_config.recommender_agent, sim_config.moderator_agent, sim_config.platform_agent_params, platform_agents
         )
         self.sim = Simulation(population, sim_config, reward_fn=reward_fn, setup=setup, platform_agents=agents)
         n = population.n if population is not None else _count_users(_resume_from)

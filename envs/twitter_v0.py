@@ -77,7 +77,7 @@ No termination; all agents are truncated after `max_cycles` steps.
 feed_size=10, comments_per_post=2, search_size=5, available_actions=None,
 minutes_per_step=3, start_hour=8, activation="activity", max_cycles=50, db_path=None,
 overwrite=False, allow_self_rating=True, max_text_length=5000, auto_text=True, log_recs=False,
-render_mode=None, reward_fn=None, setup=None)`
+render_mode=None, reward_fn=None, setup=None, platform_agents=None)`
 - `users`: a user count (synthetic population from `population_seed`), a profile file
   (OASIS Twitter CSV or Reddit JSON) or a `Population`.
 - `recsys`: "twitter", "reddit", "random", "chronological" or "agent"; `recsys_params`
@@ -92,6 +92,8 @@ render_mode=None, reward_fn=None, setup=None)`
   episode's end and `close()` wait for the last one).
 - `render_mode="ansi"`: `render()` returns a readable step summary.
 - `setup(sim)`: called at every reset after users are added (seed root posts, labels...).
+- `platform_agents`: platform agents already made, by name (a Gymnasium platform-agent env's
+  learner), used for those `recommender_agent` / `moderator_agent` switch on.
 
 ## Version history
 - v0: initial release.

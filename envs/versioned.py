@@ -29,17 +29,17 @@ def versioned_env(
 
     `parallel_env` is a `SocialMediaEnv` subclass (so its metadata is a class attribute,
     the same for every instance) named after the module's attribute, so it pickles by reference."""
-    name = module.rsplit(".", 1)[-1]
+    name, fixed = module.rsplit(".", 1)[-1], platform
 
     class parallel_env(SocialMediaEnv):
         __doc__ = f"The {name} parallel env: `SocialMediaEnv` with platform={platform!r}; see {name}."
         metadata = {**SocialMediaEnv.metadata, "name": name}
 
-        def __init__(self, users: Any = 100, **kwargs: Any):
+        def __init__(self, users: Any = 100, *, population_seed: int = 0, platform: str = platform, **kwargs: Any):
             # `resume` passes the journal's platform: it must be this env's
-            if kwargs.setdefault("platform", platform) != platform:
-                raise TypeError(f"{name} is the {platform} platform, got platform={kwargs['platform']!r}")
-            super().__init__(users, **kwargs)
+            if platform != fixed:
+                raise TypeError(f"{name} is the {fixed} platform, got platform={platform!r}")
+            super().__init__(users, platform=platform, population_seed=population_seed, **kwargs)
 
     def raw_env(**kwargs: Any) -> parallel_to_aec_wrapper:
         """The unwrapped AEC env (PettingZoo's parallel-to-AEC conversion, no wrappers)."""

@@ -460,3 +460,38 @@ def test_fact_check_requests_are_part_of_the_action():
     with pytest.raises(ValueError):
         plain.step(np.full(plain.action_space.shape, 5))
     plain.close()
+
+
+# --------------------------------------------------------------------------- settings as arguments (issue 55)
+
+
+def test_the_population_and_the_seeds_go_down_as_arguments_and_the_learner_is_made_once():
+    """From `gymnasium.make` to the draws the population size and both seeds are the env's
+    arguments (no settings dict between), and the learner is one agent: the spaces', the simulation's."""
+    from oasis_gym.population import synthetic
+
+    env = gymnasium.make("oasis_gym/Moderator-v0", users=37, population_seed=3, max_cycles=2, scenario=SCENARIO)
+    env = env.unwrapped
+    try:
+        assert (env.users, env.population_seed, env.max_cycles) == (37, 3, 2)
+        env.reset(seed=5)
+        sim, drawn = env.sim, synthetic(37, seed=3)
+        assert sim.population.n == 37 and sim.seed == 5
+        np.testing.assert_array_equal(sim.population.follow_src, drawn.follow_src)
+        np.testing.assert_array_equal(sim.population.follow_dst, drawn.follow_dst)
+        assert sim.platform_agents["moderator_0"] is env.learner
+        assert env.agent_params["top_m"] == SCENARIO.agent_params["moderator"]["top_m"]
+    finally:
+        env.close()
+
+
+def test_a_fixed_feed_is_scored_by_the_learner_outside_the_simulation():
+    """`feed=`: no recommender_0 in the simulation; the env's one learner scores the fixed feeds."""
+    env = RecommenderEnv(feed="chronological", **TINY)
+    try:
+        env.reset(seed=1)
+        assert "recommender_0" not in env.sim.platform_agents
+        _, reward, _, _, info = env.step(np.zeros(24, np.float32))
+        assert info["reward_components"] == env.learner.last_components and np.isfinite(reward)
+    finally:
+        env.close()

@@ -25,13 +25,14 @@ __all__ = [
 ]
 
 
-def make_platform_agents(recommender: bool, moderator: bool, params: dict | None = None) -> dict:
+def make_platform_agents(recommender: bool, moderator: bool, params: dict | None = None, made=None) -> dict:
     """The platform agents by name, in the order the step drives them (`recommender_0`, then
-    `moderator_0`); `params`: {"recommender": {...}, "moderator": {...}} field values."""
-    params = params or {}
+    `moderator_0`); `params`: {"recommender": {...}, "moderator": {...}} field values; `made`:
+    agents already made by name (used as they are where switched on, never made twice)."""
+    params, made = params or {}, made or {}
     agents: dict = {}
     if recommender:
-        agents["recommender_0"] = RecommenderAgent(**params.get("recommender", {}))
+        agents["recommender_0"] = made.get("recommender_0") or RecommenderAgent(**params.get("recommender", {}))
     if moderator:
-        agents["moderator_0"] = ModeratorAgent(**params.get("moderator", {}))
+        agents["moderator_0"] = made.get("moderator_0") or ModeratorAgent(**params.get("moderator", {}))
     return agents
