@@ -121,10 +121,10 @@ def profile_figure(sets: dict[str, dict[str, np.ndarray]], title: str, points: i
             ax.plot(taus, performance_profile(scores, taus), label=name, **style)
             lo, hi = profile_band(scores, taus)
             ax.fill_between(taus, lo, hi, alpha=0.15, color=style["color"])
-        ax.set_xlabel(f"episode return τ ({set_name})")
-        ax.set_ylabel("fraction of runs x episodes with return > τ")
+        ax.set_xlabel(f"episode return τ (sum of rewards, {set_name})")
+        ax.set_ylabel("runs x episodes with return > τ (share)")
         ax.set_title(f"{title}: {set_name}")
-    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize="small")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     fig.set_layout_engine("constrained")
     return fig
 
