@@ -22,6 +22,10 @@ the likes, reposts, reports and followers the model reads counted by the platfor
 (`oasis_gym/world/platform_world.py`). Journaled, each step is one transaction with the task's
 state; `LockstepEnv.resume()` continues an episode from its journal exactly. The vector env is
 the fast path only.
+`info` holds no label: the values computed from the hidden truth (`batched.tasks.PRIVILEGED_INFO`:
+counts split by the misinformation labels, the campaign, the users' satisfaction and churn) are an
+evaluation's diagnostic, in `info` only with `privileged_info=True` (never in a training path:
+`tests/test_privileged_info.py`); observations and rewards are the same either way.
 Both check a step's actions against their action space first (`agent_spaces.check_action`:
 one vectorized check of the whole batch): a bad one is refused before anything changes.
 """
@@ -36,6 +40,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from oasis_gym.batched.tasks import learner_info
 from oasis_gym.checks import path_name
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
 from oasis_gym.world.platform_world import PlatformWorld
@@ -94,7 +99,10 @@ class _Lockstep:
 
     task_factory: Callable  # (k) -> task
 
-    def _setup(self, k: int, task, single_action_space) -> None:
+    def _setup(self, k: int, task, single_action_space, privileged_info: bool = False) -> None:
+        if not isinstance(privileged_info, bool):
+            raise ValueError(f"privileged_info must be True or False, got {privileged_info!r}")
+        self.privileged_info = privileged_info  # the hidden truth's values in info (evaluation only)
         self.task = task
         self.max_steps = task.max_steps
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (task.obs_size,), np.float32)
@@ -130,12 +138,13 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, task, single_action_space, autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None):
+    def __init__(self, task, single_action_space, autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None,
+                 privileged_info=False):  # fmt: skip
         mode = AutoresetMode(autoreset_mode)
         if mode == AutoresetMode.DISABLED:
             raise ValueError("autoreset_mode must be NEXT_STEP or SAME_STEP")
         self.num_envs = task.k
-        self._setup(task.k, task, single_action_space)
+        self._setup(task.k, task, single_action_space, privileged_info)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.metadata = {**self.metadata, "autoreset_mode": mode}
@@ -175,7 +184,7 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
         self._last = step_info
         truncated = stepping & (self.task.state.t >= self.max_steps)
         terminated = np.zeros(k, bool)
-        for name, value in step_info.items():
+        for name, value in learner_info(step_info, self.privileged_info).items():
             infos[name], infos["_" + name] = value, stepping.copy()
         if len(resetting):
             obs[resetting] = reset_obs
@@ -200,8 +209,8 @@ class LockstepEnv(_Lockstep, gym.Env):
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
-    def __init__(self, task, action_space, render_mode=None):
-        self._setup(1, task, action_space)
+    def __init__(self, task, action_space, render_mode=None, privileged_info=False):
+        self._setup(1, task, action_space, privileged_info)
         self.observation_space, self.action_space = self.single_observation_space, action_space
         self._started = False
         self._set_render_mode(render_mode)
@@ -248,7 +257,7 @@ class LockstepEnv(_Lockstep, gym.Env):
         self._commit(obs)
         self._last = info
         truncated = bool(self.task.state.t[0] >= self.max_steps)
-        info = {name: float(value[0]) for name, value in info.items()}
+        info = {name: float(value[0]) for name, value in learner_info(info, self.privileged_info).items()}
         info["episode_seed"] = int(self.episode_seeds[0])
         return obs[0], float(reward[0]), False, truncated, info
 

@@ -50,15 +50,25 @@ No labels.
 (true posts removed + 10 x true users suspended). A false positive costs now and later
 (the author's and their audience's lost engagement).
 
+## Info
+`info` of a step: `engagements` and `visitors` (per user), `opinion_std`, `fact_checks`, `episode_seed`.
+Privileged, for evaluation only: `ModeratorEnv(..., privileged_info=True)` (the vector env too) adds
+what is computed from the hidden truth (`oasis_gym.batched.tasks.PRIVILEGED_INFO`): the counts split
+by it (`removed_misinfo`, `removed_true`, `suspended_misinfo`, `suspended_true`), `misinfo_impressions`,
+`misinfo_share`, `campaign`, `satisfaction`, `churned`. A learner reading them could learn the labels:
+no training path turns them on (`tests/test_privileged_info.py`); observations and rewards are the same.
+
 ## Episode end
 No termination; truncation after `max_steps` (100) steps.
 
 ## Arguments
 `ModeratorEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100,
-reward=None)`; `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`.
+reward=None, *, privileged_info=False)`; `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`.
 Nothing is journaled (see Recommender-v1).
 
 ## Version history
+- v1 (issue 57): the values computed from the hidden truth leave `info` unless
+  `privileged_info=True` (Info); observations and rewards unchanged (no version bump).
 - v1 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
   shape); valid actions give the same results as before (no version bump).
 - v1 (issues 26, 30): the batched engine, adaptive adversaries, budgeted fact-checks,
@@ -89,9 +99,9 @@ class ModeratorEnv(LockstepEnv):
     version = 1  # the task version (`oasis_gym.model.tiers.MODERATOR_TIERS`); Moderator-v2 subclasses
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
-                 reward: ModeratorReward | None = None, render_mode=None):  # fmt: skip
+                 reward: ModeratorReward | None = None, render_mode=None, *, privileged_info=False):  # fmt: skip
         task = ModeratorTask(1, users, difficulty, population_seed, max_steps, reward, version=self.version)
-        super().__init__(task, _space(task), render_mode)
+        super().__init__(task, _space(task), render_mode, privileged_info)
 
 
 class ModeratorVectorEnv(LockstepVectorEnv):
@@ -101,6 +111,6 @@ class ModeratorVectorEnv(LockstepVectorEnv):
 
     def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  reward: ModeratorReward | None = None, autoreset_mode=AutoresetMode.NEXT_STEP,
-                 render_mode=None):  # fmt: skip
+                 render_mode=None, *, privileged_info=False):  # fmt: skip
         task = ModeratorTask(num_envs, users, difficulty, population_seed, max_steps, reward, version=self.version)
-        super().__init__(task, _space(task), autoreset_mode, render_mode)
+        super().__init__(task, _space(task), autoreset_mode, render_mode, privileged_info)

@@ -40,6 +40,8 @@ As Moderator-v1 (`ModeratorReward`, truncation after `max_steps` (100) steps,
 episode on the platform, codes as platform moderation (`envs/lockstep.py`, `use_backend`).
 
 ## Version history
+- v2 (issue 57): `info` as Moderator-v1's (its Info): the hidden truth's values only with
+  `privileged_info=True`; observations and rewards unchanged.
 - v2 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.
 - v2 (issue 51, plan commit 12): Moderator-v1's tiers under OASIS's rules (once per pair), the
   fact-check draw per (episode, post), the verdict's sign +1 = misinformation. A new id because
@@ -63,9 +65,11 @@ class ModeratorEnv(moderator_v1.ModeratorEnv):
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  reward: ModeratorReward | None = None, render_mode=None, backend="fast", journal=False,
-                 db_path=None, overwrite=False):  # fmt: skip
+                 db_path=None, overwrite=False, *, privileged_info=False):  # fmt: skip
         check_backend(backend, journal, db_path)
-        super().__init__(difficulty, users, population_seed, max_steps, reward, render_mode)
+        super().__init__(
+            difficulty, users, population_seed, max_steps, reward, render_mode, privileged_info=privileged_info
+        )
         use_backend(self.task, backend, journal, db_path, overwrite)
 
 

@@ -51,7 +51,14 @@ No labels: misinformation and the users' satisfaction are hidden.
 ## Rewards
 `RecommenderReward`: 10 x engagements / N - 20 x misinformation impressions / N - 50 x
 (opinion std now - one step ago), with N all users (a churned user engages nothing), so
-retention is part of the return. Components are in `info`.
+retention is part of the return. The observable components are in `info` (Info).
+
+## Info
+`info` of a step: `engagements` and `visitors` (per user), `opinion_std`, `polarization_increase`,
+`episode_seed`. Privileged, for evaluation only: `RecommenderEnv(..., privileged_info=True)` (the
+vector env too) adds what is computed from the hidden truth (`oasis_gym.batched.tasks.PRIVILEGED_INFO`):
+`misinfo_impressions` (a reward term), `misinfo_share`, `campaign`, `satisfaction`, `churned`. No
+training path turns them on (`tests/test_privileged_info.py`); observations and rewards are the same.
 
 ## Starting state
 `reset(seed)` draws the episode (misinformation accounts, brigaders, all randomness) from
@@ -62,7 +69,7 @@ No termination; truncation after `max_steps` (100) steps.
 
 ## Arguments
 `RecommenderEnv(difficulty="medium", users=1000, population_seed=0, max_steps=100,
-ranking="per_user", reward=None)`; `RecommenderVectorEnv(num_envs, ..., autoreset_mode=
+ranking="per_user", reward=None, *, privileged_info=False)`; `RecommenderVectorEnv(num_envs, ..., autoreset_mode=
 AutoresetMode.NEXT_STEP)` takes the same and steps `num_envs` episodes at once.
 - `difficulty`: "easy" (one kind of user, no retention dynamics, harm independent of
   arousal: a constant ranking is near-optimal), "medium", "hard" (`oasis_gym/model/tiers.py`).
@@ -73,6 +80,8 @@ Nothing is journaled: the v1 tasks run on the batched engine, not on the SQLite 
 (use Recommender-v0 or the PettingZoo envs to record a run in OASIS tables).
 
 ## Version history
+- v1 (issue 57): the values computed from the hidden truth leave `info` unless
+  `privileged_info=True` (Info); observations and rewards unchanged (no version bump).
 - v1 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
   shape); valid actions give the same results as before (no version bump).
 - v1 (issues 26, 30): the batched engine, stateful users, tiers, a native vector env.
@@ -107,9 +116,9 @@ class RecommenderEnv(LockstepEnv):
     version = 1  # the task version (`oasis_gym.model.tiers.TIERS_BY_VERSION`); Recommender-v2 subclasses
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
-                 reward: RecommenderReward | None = None, render_mode=None):  # fmt: skip
+                 reward: RecommenderReward | None = None, render_mode=None, *, privileged_info=False):  # fmt: skip
         task = _task(1, difficulty, users, population_seed, max_steps, ranking, reward, self.version)
-        super().__init__(task, _space(task), render_mode)
+        super().__init__(task, _space(task), render_mode, privileged_info)
 
 
 class RecommenderVectorEnv(LockstepVectorEnv):
@@ -119,6 +128,6 @@ class RecommenderVectorEnv(LockstepVectorEnv):
 
     def __init__(self, num_envs=8, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  ranking="per_user", reward: RecommenderReward | None = None,
-                 autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None):  # fmt: skip
+                 autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None, *, privileged_info=False):  # fmt: skip
         task = _task(num_envs, difficulty, users, population_seed, max_steps, ranking, reward, self.version)
-        super().__init__(task, _space(task), autoreset_mode, render_mode)
+        super().__init__(task, _space(task), autoreset_mode, render_mode, privileged_info)

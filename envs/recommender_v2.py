@@ -46,6 +46,8 @@ As Recommender-v1 (same 19 observations, same reward, 100 steps, same arguments;
 Nothing is journaled: the task runs on the batched engine (rule-based users, not LLMs).
 
 ## Version history
+- v2 (issue 57): `info` as Recommender-v1's (its Info): the hidden truth's values only with
+  `privileged_info=True`; observations and rewards unchanged.
 - v2 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
   shape); valid actions give the same results as before (no version bump).
 - v2 (issue 30): kinds with different tastes, the affinity history summaries, campaign

@@ -44,6 +44,8 @@ reward, 100 steps, the same arguments). `difficulty` "easy" has no campaigns: it
 Nothing is journaled: the task runs on the batched engine (rule-based users, not LLMs).
 
 ## Version history
+- v3 (issue 57): `info` as Recommender-v1's (its Info): the hidden truth's values only with
+  `privileged_info=True`; observations and rewards unchanged.
 - v3 (issue 53): bad actions are refused (NaN, inf, a code out of range or not whole, another
   shape); valid actions give the same results as before (no version bump).
 - v3 (issue 30): campaigns that fake popularity (`campaign_amplify`), twelve times the

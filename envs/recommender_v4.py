@@ -56,6 +56,8 @@ under the rules).
 the same episode on the platform itself (`envs/lockstep.py`'s `use_backend`, `env.resume()`).
 
 ## Version history
+- v4 (issue 57): `info` as Recommender-v1's (its Info): the hidden truth's values only with
+  `privileged_info=True`; observations and rewards unchanged.
 - v4 + `backend="platform"` (issue 51, plan commits 15-16): the same episodes on the platform; no result changes.
 - v4 (issue 51, plan commit 12): v3's dynamics under OASIS's rules (once per pair; bots as
   accounts, `V4_BOTS` of them per misinformation account). A new id because every result
@@ -80,9 +82,11 @@ class RecommenderEnv(recommender_v1.RecommenderEnv):
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
                  reward: RecommenderReward | None = None, render_mode=None, backend="fast", journal=False,
-                 db_path=None, overwrite=False):  # fmt: skip
+                 db_path=None, overwrite=False, *, privileged_info=False):  # fmt: skip
         check_backend(backend, journal, db_path)
-        super().__init__(difficulty, users, population_seed, max_steps, ranking, reward, render_mode)
+        super().__init__(
+            difficulty, users, population_seed, max_steps, ranking, reward, render_mode, privileged_info=privileged_info
+        )
         use_backend(self.task, backend, journal, db_path, overwrite)
 
 

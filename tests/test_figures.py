@@ -29,6 +29,7 @@ from oasis_gym.run import simulate
 from oasis_gym.scenarios.sweep import sweep_figure
 from oasis_gym.train.benchmark import curves_figure
 from oasis_gym.train.report import learning_curve_figure
+from oasis_gym.train.rl_stats import profile_figure
 
 
 def figure_problems(fig) -> list[str]:
@@ -151,6 +152,18 @@ def test_learning_curve_tells_apart_baselines_that_coincide(tmp_path):
     assert note == "tuned_constant (-0.921), tuned_rule (-0.921), no_moderation (-0.921) and oracle (-0.922) coincide"
     flat = [ln for ln in fig.axes[0].get_lines() if "evaluation" in ln.get_label()]
     assert len({ln.get_markevery() for ln in flat}) == len(flat)  # their markers take turns: all four show
+
+
+def test_the_performance_profiles_say_their_axes_and_every_candidate(tmp_path):
+    rng = np.random.default_rng(0)
+    cands = {"PPO": rng.normal(0, 1, (3, 10)), "tuned_constant": rng.normal(0.5, 1, (1, 10))}
+    fig = profile_figure({"held-out seeds": cands, "held-out population": cands}, "Moderator-v1 (hard)")
+    save_png(fig, tmp_path / "performance_profiles.png")
+    assert figure_problems(fig) == []
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "episode return τ (sum of rewards, held-out seeds)"
+    assert ax.get_ylabel() == "runs x episodes with return > τ (share)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["PPO", "tuned_constant"]
 
 
 def test_the_benchmark_band_is_a_95_percent_interval_of_the_mean(tmp_path):

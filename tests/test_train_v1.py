@@ -239,6 +239,20 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
     assert "| PPO − policy [95% CI over training seeds] |" in md and "held-out population" in md
     assert md in done.stdout and "Next:\n  tensorboard --logdir" in done.stdout
     assert f"PPO learns corrections of its anchor, {result['anchor']} (tuned on the tuning seeds)." in md
+    # the statistics RL papers report (train/rl_stats.py) and their figure
+    stats = held["stats"]
+    assert set(stats) == {"PPO", *expected} and (stats["PPO"]["runs"], stats["PPO"]["episodes"]) == (2, 3)
+    assert all(0 <= stats[c]["p_improvement"]["p"] <= 1 for c in expected) and "p_improvement" not in stats["PPO"]
+    assert "| policy | runs x episodes | IQM [95% CI] | mean [95% CI] | P(PPO > policy) [95% CI] |" in md
+    assert (out / "performance_profiles.png").is_file() and "performance_profiles.png" in done.stdout
+    # any agent, one call: the tuned constant played through `evaluate` scores its row exactly
+    from oasis_gym.train.benchmark import evaluate
+
+    tuned = np.asarray(result["tuned"]["constant"]["action"])
+    mine = evaluate(lambda obs: np.tile(tuned, (len(obs), 1)), task, "medium", against=out / "results.json")
+    for name, res in mine["eval_sets"].items():
+        assert res["runs"] == result["eval_sets"][name]["baselines"]["tuned_constant"]
+        assert res["stats"]["tuned_constant"]["p_improvement"]["p"] == 0.5 and "PPO" in res["stats"]
     reference = "campaign_told (privileged)" if task == "recommender" else "truth (privileged)"
     assert f"Headroom on held-out seeds: {reference}" in md
     if task == "recommender":  # medium has campaigns: the detector was fit and its change tuned

@@ -31,8 +31,9 @@ def _actions(space, n: int, seed: int) -> list:
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
 def test_env_i_of_a_vector_env_plays_the_single_envs_episode(env_id, difficulty, mode):
     k, seed, steps = 3, 40, 2 * SMALL["max_steps"] + 2
-    vec = gym.make_vec(env_id, num_envs=k, difficulty=difficulty, autoreset_mode=mode, **SMALL)
-    singles = [gym.make(env_id, difficulty=difficulty, **SMALL) for _ in range(k)]
+    both = {"difficulty": difficulty, "privileged_info": True, **SMALL}  # every info value compared
+    vec = gym.make_vec(env_id, num_envs=k, autoreset_mode=mode, **both)
+    singles = [gym.make(env_id, **both) for _ in range(k)]
     acts = [_actions(s.action_space, steps, 100 + i) for i, s in enumerate(singles)]
     v_obs, v_info = vec.reset(seed=seed)
     for i, env in enumerate(singles):

@@ -16,8 +16,16 @@ Steps (read top to bottom):
    seed's mean); PPO minus each baseline per training seed (mean over the evaluation
    episodes), with its 95 % t interval over the training seeds and PPO's paired wins over
    all (training seed, episode) pairs; the learning curves of all seeds with their band
-   (PNG and TensorBoard); the versions, settings and machine. `results.md` (Markdown) and
-   `results.json` under `--out`. Users are rule-based (`oasis_gym.batched`), never LLMs.
+   (PNG and TensorBoard); per candidate the IQM and mean with 95 % stratified bootstrap
+   intervals over runs x episodes, PPO's probability of improvement over each baseline and the
+   performance profiles (`train/rl_stats.py`, `performance_profiles.png`); the versions, settings
+   and machine. `results.md` (Markdown) and `results.json` under `--out`. Users are rule-based
+   (`oasis_gym.batched`), never LLMs.
+
+Any agent, one call: `evaluate(policy, task, difficulty)` scores a policy (a callable from a batch of
+observations to a batch of actions, or an SB3 model) on the same held-out seeds and population
+with the same code (`play`), with the same statistics, against the benchmark's baselines (`against=`
+its results.json) or the platform's default.
 """
 
 from __future__ import annotations
@@ -41,10 +49,12 @@ from oasis_gym.figures import PALETTE, new_figure, save_png, series_style
 from oasis_gym.metrics.intervals import mean_ci
 
 from . import args as cli_args
-from . import tuned_baselines as tb
-from . import v1, v1_baselines
+from . import rl_stats, v1, v1_baselines
 from .common import limit_threads
 from .outputs import benchmark_output, staged_training, train_output
+from .protocol import candidate_scores, evaluate, held_out, play
+
+__all__ = ["evaluate", "run", "markdown", "compare", "cmd_benchmark", "add_benchmark_parser"]
 
 MAX_SEEDS = 100  # PPO training runs of one benchmark
 
@@ -102,6 +112,10 @@ def markdown(result: dict) -> str:
             lines.append(f"| {name} | {r.mean():.2f} ± {r.std(ddof=1):.2f} | {v['mean']:+.2f} [{v['lo']:+.2f}, "
                          f"{v['hi']:+.2f}] | [{e['lo']:+.2f}, {e['hi']:+.2f}] "
                          f"| {v['wins']}/{v['pairs']} |")  # fmt: skip
+        if "stats" in res:
+            lines += ["", f"IQM and mean of {set_name} over runs x episodes (PPO's runs: its training seeds; "
+                      "95% stratified bootstrap CIs) and PPO's probability of improvement:", ""]  # fmt: skip
+            lines += rl_stats.table(res["stats"], "PPO")
     if any(np.ptp(res["ppo_seed_means"]) == 0 for res in result["eval_sets"].values()):
         lines += ["", "PPO's training seeds ended in the same policy (the interval over them has width 0): "
                   "the interval over episodes (PPO's seed-mean minus the baseline, per episode) "
@@ -218,17 +232,15 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
         models.append((model, vec))
         curves.append(info["learning_curve"])
     say(f"evaluating {seeds} PPO models and the baselines on {len(args.eval_seeds)} held-out seeds x 2 sets")
-    sets = {"held-out seeds": args.population_seed, "held-out population": args.eval_population}
     base = v1_baselines.baselines(args, tuned)
     eval_sets = {}
-    for name, population in sets.items():
-        env = args.env(population)
-        runs = {c: tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=f)) for c, f in base.items()}
-        ppo = [tb.per_episode(tb.run_episodes(args.task, env, args.eval_seeds, act_for=v1.ppo_policy(m, v, anchor)))
-               for m, v in models]  # fmt: skip
+    for name, population in held_out(args).items():
+        runs = {c: play(args, population, f) for c, f in base.items()}
+        ppo = [play(args, population, v1.ppo_policy(m, v, anchor)) for m, v in models]
         eval_sets[name] = {"population_seed": population, "seeds": list(args.eval_seeds), "baselines": runs,
                            "ppo_runs": ppo, "ppo_seed_means": [float(_episode_returns(r).mean()) for r in ppo],
                            "ppo_vs": compare(ppo, runs)}  # fmt: skip
+        eval_sets[name]["stats"] = rl_stats.report(candidate_scores(eval_sets[name]), "PPO")
     result = {"task": args.task_id, "settings": dataclasses.asdict(args), "ppo_seeds": list(range(
               args.seed, args.seed + seeds)), "timesteps_per_seed": int(models[0][0].num_timesteps),
               "anchor": anchor.name, "tuned": tuned, "tuning_env_steps": _tuning_steps(tuned), "eval_sets": eval_sets,
@@ -240,6 +252,9 @@ def run(args: v1.Args, seeds: int, say=print) -> dict:
         (tmp / "results.json").write_text(json.dumps(result, default=_jsonable), encoding="utf-8")
         plot_curves(curves, tmp / "learning_curves.png", f"{result['task']} ({args.difficulty}): PPO, {seeds} seeds")
         write_band_to_tensorboard(curves, tmp / "tb_band")
+        profiles = {n: candidate_scores(r) for n, r in eval_sets.items()}
+        save_png(rl_stats.profile_figure(profiles, f"{result['task']} ({args.difficulty})"),
+                 tmp / "performance_profiles.png", dpi=110)  # fmt: skip
     return result
 
 
@@ -296,6 +311,7 @@ def cmd_benchmark(ns: argparse.Namespace) -> int:
         "baselines (rule-based users).",
         outputs=[(f"{args.out}/results.md", "the table above"), (f"{args.out}/results.json", "every number"),
                  (f"{args.out}/learning_curves.png", "PPO's return over training, mean and band"),
+                 (f"{args.out}/performance_profiles.png", "the share of runs x episodes above each return"),
                  (f"{args.out}/seed_*/", "each seed's model.zip, eval.json and TensorBoard run")],
         next=[(f"tensorboard --logdir {args.out}", "the band and every seed's run")],
         data={"task": result["task"], "difficulty": args.difficulty, "out": args.out,

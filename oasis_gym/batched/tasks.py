@@ -5,6 +5,10 @@ learner sees. Both tasks step all K episodes at once (`step`), optionally only s
 them (`stepping`, for the vector env's autoreset), and start new episodes in any rows
 (`reset`). The envs (`envs/recommender_v1.py`, `envs/moderator_v1.py`) add the spaces,
 seeding and autoreset; nothing here imports gymnasium.
+
+A step's info holds every per-episode count, the hidden truth's too (`PRIVILEGED_INFO`: what is
+split by the labels or reads the users' hidden state); the envs hand a learner only the rest
+(`learner_info`), the privileged keys only to an evaluation that asks (`privileged_info=True`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,18 @@ from .moderation import features, queue
 
 # the recommender's observation: the step's features, then the candidate pool's mean features
 RECOMMENDER_OBS = (*RECOMMENDER_STEP_FEATURES, *(f"pool_{f}" for f in CANDIDATE_FEATURES))
+
+# info values computed from the hidden truth: misinformation labels (and the counts split by them),
+# the campaign regime, the users' satisfaction and churn. An evaluation's diagnostics, never a learner's.
+PRIVILEGED_INFO = frozenset(
+    {"misinfo_impressions", "misinfo_share", "campaign", "satisfaction", "churned",
+     "removed_misinfo", "removed_true", "suspended_misinfo", "suspended_true"}
+)  # fmt: skip
+
+
+def learner_info(info: dict, privileged: bool = False) -> dict:
+    """A step's info as an env hands it out: without the `PRIVILEGED_INFO` keys unless `privileged`."""
+    return dict(info) if privileged else {k: v for k, v in info.items() if k not in PRIVILEGED_INFO}
 
 
 class _Task:
