@@ -2,19 +2,17 @@
 
 `TaskUsers` answers a task step's feeds (served by `oasis_gym.recsys.task_ranking.TaskRecommender`,
 the simulation's recommender) with the platform's actions, as the model's users decide them:
-
-- `LIKE_POST` of each post engaged with and not reposted, `REPOST` of each post reposted,
-  `REPORT_POST` ("misleading") of each post reported: `model.users.respond` under OASIS's rules
-  (the fast path's glue, `batched/users.respond_to_feeds`, the same counter-based draws);
-- `CREATE_POST` of each visitor who posts this step (`model.posting.posts_made`), its stance the
-  model's (`post_attributes` over the opinion after this step's change, `pull_push`).
+`LIKE_POST` of each post engaged with and not reposted, `REPOST` of each post reposted,
+`REPORT_POST` ("misleading") of each post reported: `model.users.respond` under OASIS's rules
+(the fast path's glue, `batched/users.respond_to_feeds`, the same counter-based draws).
 
 Several actions a user a step: the simulation takes them all (`actions_per_user="many"`). The
-policy decides and changes nothing: it plays the model's step on a scratch copy of the world's
-arrays (so the decisions are exactly the fast path's), and the world learns what happened from
-the platform's outcome, whichever policy acted. So any user policy (ABM, scripted, LLM) can take
-some task users' place. It has no generator of its own: every draw is the world's counter-based
-one (`model/rng.py`), so a seed gives the same decisions on any path.
+policy decides and changes nothing: it decides on a scratch copy of the world's arrays, and the
+world learns what happened from the platform's outcome, whichever policy acted. So any user
+policy (ABM, scripted, LLM) can take some task users' place. It has no generator of its own:
+every draw is the world's counter-based one (`model/rng.py`), so a seed gives the same decisions
+on any path. A task user's posts are the world's (`oasis_gym/world/sim_world.py`): a post's
+stance reads the opinion after the step's change, which the world makes from what was applied.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ import copy
 import numpy as np
 
 from oasis_gym.actions import ActionType as A
-from oasis_gym.batched import posting, users
+from oasis_gym.batched import users
 from oasis_gym.sim import ActionArrays, ObsBatch
 
 from .base import BasePolicy, sim_of
@@ -49,7 +47,7 @@ def scratch(state):
 
 
 class TaskUsers(BasePolicy):
-    """The task's users (module docstring): the model's responses and posts as platform actions."""
+    """The task's users (module docstring): the model's responses as platform actions."""
 
     name = "task_users"
 
@@ -57,35 +55,21 @@ class TaskUsers(BasePolicy):
         """Nothing to start: the draws are the world's (counter-based, keyed by its episode)."""
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
-        """The likes, reposts, reports and posts of the active users in `obs` (one row each)."""
+        """The likes, reposts and reports of the active users in `obs` (several rows a user)."""
         rec = sim_of(env).recsys
         served = rec.served
-        if served is None or len(served.users) != len(obs.users):
+        if served is None:
             raise ValueError("task users answer the feeds of the task ranking (recsys TaskRecommender)")
         ua = rec.model_users(np.asarray(obs.users, np.int64))
-        if not np.array_equal(ua, served.users):
-            raise ValueError("the observation's users are not those the task ranking served")
-        order = np.argsort(ua, kind="stable")  # the model's order (its post ids follow it)
+        order = np.argsort(ua, kind="stable")  # the served rows' order: the model's
         ua, accounts = ua[order], np.asarray(obs.users, np.int64)[order]
-        ids, rows, ok, flat = (getattr(served, name)[order] for name in ("ids", "rows", "ok", "flat"))
-        st = scratch(rec.world.state)
-        ka = np.zeros(len(ua), np.int64)
-        engaged, shared, reported = users.respond_to_feeds(st, ka, ua, ids, rows, ok)
-        users.count_on_posts(st, ka, ua, flat, ok, engaged, shared, reported)
-        users.update_users(st, ka, ua, ids, rows, ok, engaged, shared)
-        first = int(st.next_post[0])
-        posting.post(st, ka, ua)
-        new_ids = np.arange(first, int(st.next_post[0]), dtype=np.int64)
-        slots = st.slot(new_ids)
-        authors = accounts[np.searchsorted(ua, st.author[0, slots])]
-        parts = [
-            ActionArrays(
-                authors,
-                np.full(len(new_ids), int(A.CREATE_POST), np.int64),
-                text=[f"post {i}" for i in new_ids.tolist()],
-                stance=st.stance[0, slots].astype(np.float32),
-            )
-        ]
+        at = np.minimum(np.searchsorted(served.users, ua), max(len(served.users) - 1, 0))
+        if len(ua) and (not len(served.users) or not np.array_equal(served.users[at], ua)):
+            raise ValueError("the observation's users are not those the task ranking served")
+        ids, rows, ok = served.ids[at], served.rows[at], served.ok[at]
+        st = scratch(rec.world.state)  # (`respond_to_feeds` marks the pairs it decided on)
+        engaged, shared, reported = users.respond_to_feeds(st, np.zeros(len(ua), np.int64), ua, ids, rows, ok)
+        parts = []
         for action, mask in ((A.LIKE_POST, engaged & ~shared), (A.REPOST, shared), (A.REPORT_POST, reported)):
             row, slot = np.nonzero(mask & ok)
             text = [REPORT_REASON] * len(row) if action == A.REPORT_POST else None

@@ -10,6 +10,7 @@ import pytest
 from oasis_gym.envs.moderator_v2 import ModeratorEnv
 from oasis_gym.envs.recommender_v4 import RecommenderEnv
 from oasis_gym.recsys.task_ranking import TaskRecommender
+from oasis_gym.world.platform_world import PlatformWorld
 
 USERS, STEPS = 300, 12
 
@@ -17,7 +18,8 @@ USERS, STEPS = 300, 12
 def _check_every_step(env, actions):
     """Step `env` (platform backend) and, at each step's responses, compare the recommender's
     feeds of the visitors with the ones the engine served; returns the number of feeds compared."""
-    engine, world = env.task.engine, env.task.engine.tap
+    engine = env.task.engine
+    world = engine.tap = PlatformWorld(engine)  # the engine-driven platform backend: its stages seen
     rec = TaskRecommender(world)
     weights, compared = {}, []
     step, responded = engine.step, world.responded
@@ -48,22 +50,22 @@ def _check_every_step(env, actions):
 
 @pytest.mark.parametrize("difficulty", ["medium", "hard"])
 def test_the_task_recommender_serves_what_the_engine_ranks_with_random_weights(difficulty):
-    env = RecommenderEnv(difficulty=difficulty, users=USERS, max_steps=STEPS, backend="platform")
+    env = RecommenderEnv(difficulty=difficulty, users=USERS, max_steps=STEPS)
     rng = np.random.default_rng(0)
     actions = [rng.uniform(-1, 1, env.action_space.shape).astype(np.float32) for _ in range(STEPS)]
     assert _check_every_step(env, actions) > 100
 
 
 def test_the_task_recommender_serves_what_the_engine_ranks_with_the_default_weights():
-    env = ModeratorEnv(difficulty="medium", users=USERS, max_steps=STEPS, backend="platform")
+    env = ModeratorEnv(difficulty="medium", users=USERS, max_steps=STEPS)
     codes = [(np.arange(16) + t) % 4 for t in range(STEPS)]
     assert _check_every_step(env, codes) > 100
 
 
 def test_the_task_recommender_refuses_weights_of_another_shape_and_accounts_of_no_task_user():
-    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=STEPS, backend="platform")
+    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=STEPS)
+    world = env.task.engine.tap = PlatformWorld(env.task.engine)
     env.reset(seed=9000)
-    world = env.task.engine.tap
     rec = TaskRecommender(world)
     with pytest.raises(ValueError, match="weights are"):
         rec.set_weights(np.zeros(9, np.float32))

@@ -1,6 +1,6 @@
 """The task users as a user policy (`policies/task_users.py`, issue 51): in real platform-backed
 episodes of Recommender-v4 / Moderator-v2, `TaskUsers` answers the feeds the task ranking serves
-with exactly the likes, reposts, reports and posts the fast path's users make, and changes
+with exactly the likes, reposts and reports the fast path's users make, and changes
 nothing of the world it reads."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from oasis_gym.envs.recommender_v4 import RecommenderEnv
 from oasis_gym.policies.task_users import TaskUsers, scratch
 from oasis_gym.recsys.task_ranking import TaskRecommender
 from oasis_gym.world import task_state
+from oasis_gym.world.platform_world import PlatformWorld
 
 USERS, STEPS = 300, 12
 
@@ -28,7 +29,8 @@ def _rows(users, actions, targets, stance=None):
 def _play(env, actions, shuffle: bool):
     """Step `env` (platform backend); at each step, the policy's actions on a snapshot of the
     world taken when the feeds are ranked are compared with the rows the engine's users made."""
-    engine, world = env.task.engine, env.task.engine.tap
+    engine = env.task.engine
+    world = engine.tap = PlatformWorld(engine)  # the engine-driven platform backend: its stages seen
     policy, seen = TaskUsers(), {"steps": 0, "rows": 0, "reports": 0}
     weights, snap = {}, {}
     step, visits, responded, end = engine.step, engine._visits, world.responded, world.end
@@ -57,8 +59,7 @@ def _play(env, actions, shuffle: bool):
         assert all(np.array_equal(before[k], after[k]) for k in before), "the policy changed the world"
         row = {int(a): i for i, a in enumerate(accounts.tolist())}
         rows = np.array([row[int(u)] for u in acts.users.tolist()], np.int64)
-        on_post = acts.type != int(A.CREATE_POST)
-        target = np.where(on_post, feeds[rows, acts.post] if len(rows) else -1, -1)
+        target = feeds[rows, acts.post] if len(rows) else np.zeros(0, np.int64)
         snap["acts"] = acts, target
         pid = world.pid[world.state.slot(served)]
         users = np.broadcast_to(accounts_of(ua)[:, None], served.shape)
@@ -73,14 +74,9 @@ def _play(env, actions, shuffle: bool):
         return world.alias[ua]
 
     def spy_end():
-        st = world.state
-        new = np.arange(world._next_post, int(st.next_post[0]))
-        slots = st.slot(new)
-        posts = _rows(world.alias[st.author[0, slots]], np.full(len(new), int(A.CREATE_POST)), np.full(len(new), -1),
-                      st.stance[0, slots])  # fmt: skip
         acts, target = snap.pop("acts")
         got = _rows(acts.users, acts.type, target, acts.stance)
-        assert got == sorted(snap.pop("expected") + posts)
+        assert got == sorted(snap.pop("expected"))
         reports = int((acts.type == int(A.REPORT_POST)).sum())
         assert sum(t == "misleading" for t in acts.texts()) == reports
         seen["reports"] += reports
@@ -98,7 +94,7 @@ def _play(env, actions, shuffle: bool):
 
 @pytest.mark.parametrize(("difficulty", "shuffle"), [("medium", False), ("hard", True)])
 def test_task_users_make_the_fast_paths_rows_on_the_task_feeds(difficulty, shuffle):
-    env = RecommenderEnv(difficulty=difficulty, users=USERS, max_steps=STEPS, backend="platform")
+    env = RecommenderEnv(difficulty=difficulty, users=USERS, max_steps=STEPS)
     rng = np.random.default_rng(1)
     actions = [rng.uniform(-1, 1, env.action_space.shape).astype(np.float32) for _ in range(STEPS)]
     seen = _play(env, actions, shuffle)
@@ -106,13 +102,14 @@ def test_task_users_make_the_fast_paths_rows_on_the_task_feeds(difficulty, shuff
 
 
 def test_task_users_make_the_fast_paths_rows_under_moderation():
-    env = ModeratorEnv(difficulty="hard", users=USERS, max_steps=2 * STEPS, backend="platform")
+    env = ModeratorEnv(difficulty="hard", users=USERS, max_steps=2 * STEPS)
     seen = _play(env, [(np.arange(16) + t) % 4 for t in range(2 * STEPS)], shuffle=False)
     assert seen["steps"] == 2 * STEPS and seen["rows"] > 100 and seen["reports"] > 0
 
 
 def test_task_users_refuse_feeds_the_task_ranking_did_not_serve():
-    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=STEPS, backend="platform")
+    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=STEPS)
+    env.task.engine.tap = PlatformWorld(env.task.engine)
     env.reset(seed=9001)
     rec = TaskRecommender(env.task.engine.tap)
     with pytest.raises(ValueError, match="task ranking"):

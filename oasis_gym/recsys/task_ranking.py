@@ -38,6 +38,7 @@ class Served:
     ok: np.ndarray  # (M, FEED_SIZE) whether the slot holds a post
     flat: np.ndarray  # (M, FEED_SIZE) their flat ring indexes (`State` arrays' k * P + slot)
     rows: np.ndarray  # (M, FEED_SIZE, len(feed.TABLE)) their feature rows (`batched.feed.TABLE`)
+    pool: tuple[np.ndarray, np.ndarray]  # every candidate's rows (M, C, len(feed.TABLE)) and validity (M, C)
 
 
 def serve(state, users: np.ndarray, weights: np.ndarray) -> Served:
@@ -50,7 +51,7 @@ def serve(state, users: np.ndarray, weights: np.ndarray) -> Served:
     top, ok = rank(x, z, w, valid, FEED_SIZE)
     at = top + (np.arange(len(users)) * ids.shape[1])[:, None]  # flat cells of the served posts
     rows = np.take(x.reshape(-1, x.shape[-1]), at, axis=0)
-    return Served(users, ids.reshape(-1)[at], ok, flat.reshape(-1)[at], rows)
+    return Served(users, ids.reshape(-1)[at], ok, flat.reshape(-1)[at], rows, (x, valid))
 
 
 class TaskRecommender(BaseRecommender):
@@ -63,6 +64,23 @@ class TaskRecommender(BaseRecommender):
         self.world = world
         self.weights: np.ndarray | None = None
         self.served: Served | None = None
+
+    def reset(self, platform, rng: np.random.Generator | None = None) -> None:
+        """Nothing to rebuild: the feeds are ranked from the world's arrays (no embeddings)."""
+
+    def update(self, platform) -> None:
+        """Nothing to catch up with (no embeddings)."""
+
+    def similarity(self, platform, users: np.ndarray, posts: np.ndarray) -> np.ndarray:
+        """(len(users), k) float32: the model's similarity of the posts last served to `users`
+        (the task's topic cosine, `model.ranking.cell_features`); 0 where a slot is empty."""
+        served, posts = self.served, np.asarray(posts, np.int64)
+        rows = np.searchsorted(served.users, self.model_users(as_users(users)))
+        out = np.zeros(posts.shape, np.float32)
+        m = min(posts.shape[1], served.rows.shape[1])
+        out[:, :m] = served.rows[rows, :m, feed.COL["similarity"]]
+        out[posts < 0] = 0.0
+        return out
 
     def weight_shape(self) -> tuple[int, int]:
         """The shape (Z, F) of W: the tier's user features x the candidate features."""
@@ -95,9 +113,10 @@ class TaskRecommender(BaseRecommender):
         model = self.model_users(users)
         if (model < 0).any():
             raise ValueError("the task ranking serves task users only")
-        self.served = served = serve(self.world.state, model, self.current_weights())
+        order = np.argsort(model, kind="stable")  # served in the model's order, as the fast path serves
+        self.served = served = serve(self.world.state, model[order], self.current_weights())
         posts = np.where(served.ok, self.world.pid[self.world.state.slot(served.ids)], -1)
         out = np.full((len(users), k), -1, np.int64)
         m = min(k, posts.shape[1])
-        out[:, :m] = posts[:, :m]
+        out[order, :m] = posts[:, :m]
         return out
