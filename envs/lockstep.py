@@ -40,10 +40,12 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+import oasis_gym
+from oasis_gym import load_entry_point
 from oasis_gym.batched.tasks import learner_info
 from oasis_gym.checks import path_name
 from oasis_gym.model.seeds import TRAIN_SEEDS_FROM, next_episode_seed
-from oasis_gym.world.platform_world import PlatformWorld
+from oasis_gym.world.sim_world import SimWorld
 
 from .agent_spaces import check_action
 
@@ -65,14 +67,40 @@ def check_backend(backend: str, journal: bool = False, db_path=None) -> None:
         path_name(os.fspath(db_path) if isinstance(db_path, os.PathLike) else db_path, "db_path")
 
 
-def use_backend(task, backend: str, journal: bool = False, db_path=None, overwrite: bool = False) -> None:
+def use_backend(task, backend: str, journal: bool = False, db_path=None, overwrite: bool = False,
+                user_policy=None, policy_users=None) -> None:  # fmt: skip
     """Run a single env's task on `backend`: "fast" (the batched engine alone) or "platform"
-    (the engine's decisions carried onto a `Platform`, journaled with `journal=True` at `db_path`,
-    an in-memory database when None: `oasis_gym.world.platform_world`)."""
+    (the task on a `Simulation`'s split step, journaled with `journal=True` at `db_path`, a
+    temporary file when None: `oasis_gym.world.sim_world`); its task users are
+    `oasis_gym.TASK_USER_POLICY`, but `user_policy` (any user policy) drives `policy_users`."""
     check_backend(backend, journal, db_path)
+    policy_users = check_policy_users(backend, task.n, user_policy, policy_users)
     if backend == "fast":
         return
-    task.engine.tap = PlatformWorld(task.engine, journal, db_path, overwrite)
+    task_users = load_entry_point(oasis_gym.TASK_USER_POLICY)()
+    SimWorld(task.engine, task_users, journal, db_path, overwrite, user_policy, policy_users)
+
+
+def check_policy_users(backend: str, n: int, user_policy, policy_users) -> np.ndarray | None:
+    """Refuse a bad `user_policy` / `policy_users` (ValueError, one line); the users, sorted."""
+    if user_policy is None:
+        if policy_users is not None:
+            raise ValueError("policy_users needs a user_policy (the policy that drives them)")
+        return None
+    if backend != "platform":
+        raise ValueError('user_policy needs backend="platform" (the fast path\'s users are its own)')
+    if not callable(getattr(user_policy, "act", None)):
+        raise ValueError(f"user_policy must have act(env, obs) (a user policy), got {type(user_policy).__name__}")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        return None  # (the env refuses `users` itself)
+    users = np.arange(n) if policy_users is None else np.asarray(policy_users)
+    if users.ndim != 1 or not np.issubdtype(users.dtype, np.integer):
+        raise ValueError("policy_users must be a list of user indexes (integers)")
+    if len(users) and (users.min() < 0 or users.max() >= n):
+        raise ValueError(f"policy_users must be user indexes in [0, {n}), got {users.min()}..{users.max()}")
+    if len(np.unique(users)) != len(users):
+        raise ValueError("policy_users names a user twice")
+    return np.sort(users).astype(np.int64)
 
 
 RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values

@@ -36,8 +36,16 @@ As Moderator-v1 (`ModeratorReward`, truncation after `max_steps` (100) steps,
 `ModeratorVectorEnv(num_envs, ..., autoreset_mode=AutoresetMode.NEXT_STEP)`).
 
 ## Backends
-`ModeratorEnv(..., backend="platform", journal=False, db_path=None, overwrite=False)`: the
-episode on the platform, codes as platform moderation (`envs/lockstep.py`, `use_backend`).
+`ModeratorEnv(..., backend="platform", journal=False, db_path=None, overwrite=False,
+user_policy=None, policy_users=None)`: the episode on the platform, codes as platform moderation
+(`envs/lockstep.py`, `use_backend`). The platform backend runs the task on a `Simulation`'s split
+step (`oasis_gym/world/sim_world.py`): the feeds are the task ranking (`recsys/task_ranking.py`),
+the users a user policy, `oasis_gym.TASK_USER_POLICY` (`policies/task_users.py`: the model's likes,
+reposts and reports). `user_policy=` (any user policy: `act(env, obs)` -> `ActionArrays`; ABM,
+scripted, LLM) drives the users `policy_users` names (indexes, default all) in the task users'
+place: their rows are applied and journaled as any user's, and the world counts what they did (their
+likes, reposts and reports move the model's counters, satisfaction and opinions); their posts are
+theirs (only the task users' posts enter the task's feeds). The spaces are the same.
 
 ## Version history
 - v2 (issue 57): `info` as Moderator-v1's (its Info): the hidden truth's values only with
@@ -52,7 +60,7 @@ episode on the platform, codes as platform moderation (`envs/lockstep.py`, `use_
 from __future__ import annotations
 
 from . import moderator_v1
-from .lockstep import check_backend, use_backend
+from .lockstep import check_backend, check_policy_users, use_backend
 from .moderator_v1 import ModeratorReward
 
 __all__ = ["ModeratorEnv", "ModeratorVectorEnv", "ModeratorReward"]
@@ -65,12 +73,14 @@ class ModeratorEnv(moderator_v1.ModeratorEnv):
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100,
                  reward: ModeratorReward | None = None, render_mode=None, backend="fast", journal=False,
-                 db_path=None, overwrite=False, *, privileged_info=False):  # fmt: skip
+                 db_path=None, overwrite=False, user_policy=None, policy_users=None, *,
+                 privileged_info=False):  # fmt: skip
         check_backend(backend, journal, db_path)
+        check_policy_users(backend, users, user_policy, policy_users)
         super().__init__(
             difficulty, users, population_seed, max_steps, reward, render_mode, privileged_info=privileged_info
         )
-        use_backend(self.task, backend, journal, db_path, overwrite)
+        use_backend(self.task, backend, journal, db_path, overwrite, user_policy, policy_users)
 
 
 class ModeratorVectorEnv(moderator_v1.ModeratorVectorEnv):

@@ -52,8 +52,17 @@ reward, 100 steps, the same arguments). `difficulty` "easy" has no campaigns (v2
 under the rules).
 
 ## Backends
-`RecommenderEnv(..., backend="platform", journal=False, db_path=None, overwrite=False)` plays
-the same episode on the platform itself (`envs/lockstep.py`'s `use_backend`, `env.resume()`).
+`RecommenderEnv(..., backend="platform", journal=False, db_path=None, overwrite=False,
+user_policy=None, policy_users=None)` plays the same episode on the platform itself
+(`envs/lockstep.py`'s `use_backend`, `env.resume()`). The platform backend runs the task on a
+`Simulation`'s split step (`oasis_gym/world/sim_world.py`): the feeds are the task ranking
+(`recsys/task_ranking.py`), the users a user policy, `oasis_gym.TASK_USER_POLICY`
+(`policies/task_users.py`: the model's likes, reposts and reports). `user_policy=` (any user policy:
+`act(env, obs)` -> `ActionArrays`; ABM, scripted, LLM) drives the users `policy_users` names
+(indexes, default all) in the task users' place: their rows are applied and journaled as any user's,
+and the world counts what they did (their likes, reposts and reports move the model's counters,
+satisfaction and opinions); their posts are theirs (only the task users' posts enter the task's
+feeds). The spaces are the same.
 
 ## Version history
 - v4 (issue 57): `info` as Recommender-v1's (its Info): the hidden truth's values only with
@@ -69,7 +78,7 @@ the same episode on the platform itself (`envs/lockstep.py`'s `use_backend`, `en
 from __future__ import annotations
 
 from . import recommender_v1
-from .lockstep import check_backend, use_backend
+from .lockstep import check_backend, check_policy_users, use_backend
 from .recommender_v1 import RecommenderReward
 
 __all__ = ["RecommenderEnv", "RecommenderVectorEnv", "RecommenderReward"]
@@ -82,12 +91,14 @@ class RecommenderEnv(recommender_v1.RecommenderEnv):
 
     def __init__(self, difficulty="medium", users=1000, population_seed=0, max_steps=100, ranking="per_user",
                  reward: RecommenderReward | None = None, render_mode=None, backend="fast", journal=False,
-                 db_path=None, overwrite=False, *, privileged_info=False):  # fmt: skip
+                 db_path=None, overwrite=False, user_policy=None, policy_users=None, *,
+                 privileged_info=False):  # fmt: skip
         check_backend(backend, journal, db_path)
+        check_policy_users(backend, users, user_policy, policy_users)
         super().__init__(
             difficulty, users, population_seed, max_steps, ranking, reward, render_mode, privileged_info=privileged_info
         )
-        use_backend(self.task, backend, journal, db_path, overwrite)
+        use_backend(self.task, backend, journal, db_path, overwrite, user_policy, policy_users)
 
 
 class RecommenderVectorEnv(recommender_v1.RecommenderVectorEnv):

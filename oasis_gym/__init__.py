@@ -51,6 +51,8 @@ SCENARIOS = {
 }
 # the users of a platform-agent env made without a scenario or user policy: plain ABM users
 DEFAULT_USER_POLICY = "oasis_gym.policies.abm:abm_users"
+# the task users of Recommender-v4 / Moderator-v2 on backend="platform" (the model's responses)
+TASK_USER_POLICY = "oasis_gym.policies.task_users:TaskUsers"
 
 
 def vector_envs(task: str) -> dict[int, str]:

@@ -12,6 +12,7 @@ differ.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from types import FunctionType
 
@@ -21,18 +22,40 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import oasis_gym  # noqa: F401  (registers the ids)
+from oasis_gym.actions import ActionType as A
 from oasis_gym.batched import engine, feed, moderation, posting, tasks, users
 from oasis_gym.envs.moderator_v2 import ModeratorEnv
 from oasis_gym.envs.recommender_v4 import RecommenderEnv
 from oasis_gym.errors import JournalError
 from oasis_gym.model.ranking import DEFAULT_WEIGHTS, global_weights
 from oasis_gym.platform.store import unpack_keys
+from oasis_gym.policies.abm import ABMPolicy
+from oasis_gym.policies.base import BasePolicy
 from oasis_gym.population import synthetic
-from oasis_gym.sim import Simulation, SimulationConfig
+from oasis_gym.recsys import task_ranking
+from oasis_gym.sim import ActionArrays, Simulation, SimulationConfig
+from oasis_gym.world import sim_world
 from oasis_gym.world.platform_world import PlatformWorld
 
 USERS, STEPS, SEEDS = 300, 30, (9000, 9001)
 TIERS = ("easy", "medium", "hard")
+
+
+class Scripted(BasePolicy):
+    """A scripted user policy: each of its visitors likes the first post of its feed, reports the
+    second and writes a post."""
+
+    def act(self, env, obs):
+        """Its users' likes, reports and posts."""
+        first, second = obs.post_ids[:, 0] >= 0, obs.post_ids[:, 1] >= 0
+        n = len(obs.users)
+        return ActionArrays.concat([
+            ActionArrays(obs.users[first], np.full(first.sum(), int(A.LIKE_POST)), np.zeros(first.sum(), np.int64)),
+            ActionArrays(obs.users[second], np.full(second.sum(), int(A.REPORT_POST)), np.ones(second.sum(), np.int64),
+                         text=["scripted report"] * int(second.sum())),
+            ActionArrays(obs.users, np.full(n, int(A.CREATE_POST)), text=["scripted"] * n,
+                         stance=np.full(n, 0.5, np.float32)),
+        ])  # fmt: skip
 
 
 def _actions(env, kind: str):
@@ -53,8 +76,8 @@ def _actions(env, kind: str):
 
 
 def _episode(cls, difficulty: str, seed: int, kind: str, **backend):
-    """Every observation, reward and info of one episode, and the platform world (or None)."""
-    env = cls(difficulty=difficulty, users=USERS, max_steps=STEPS, **backend)
+    """Every observation, reward and info (privileged values included) of an episode, and its platform world."""
+    env = cls(difficulty=difficulty, users=USERS, max_steps=STEPS, privileged_info=True, **backend)
     obs, _ = env.reset(seed=seed)
     out = [obs]
     for action in _actions(env, kind):
@@ -70,7 +93,8 @@ def _assert_same(fast, platform, what: str) -> None:
         assert np.array_equal(a[0], b[0]), f"{what}: observation of step {t}"
         assert np.array_equal(a[1], b[1]), f"{what}: reward of step {t}"
         assert a[2:4] == b[2:4], f"{what}: episode end of step {t}"
-        for name in set(a[4]) & set(b[4]):
+        assert set(a[4]) == set(b[4]), f"{what}: info keys of step {t}"
+        for name in a[4]:
             assert np.array_equal(a[4][name], b[4][name]), f"{what}: info {name} of step {t}"
 
 
@@ -114,7 +138,8 @@ def test_every_campaign_bot_like_is_a_like_row_of_a_bot_account():
 
 
 # ---------------------------------------------------------------- the mechanism spy
-_GLUE = (engine, feed, moderation, posting, tasks, users)
+# the glue of both paths: the fast path's, and the platform's own (the task ranking, the world)
+_GLUE = (engine, feed, moderation, posting, tasks, users, task_ranking, sim_world)
 
 
 def _digest(value) -> str:
@@ -180,6 +205,12 @@ def test_a_change_to_one_path_fails_with_the_mechanisms_name(monkeypatch):
         ({"db_path": "x.db"}, 'need backend="platform"'),
         ({"backend": "platform", "db_path": "x.db"}, "db_path needs journal=True"),
         ({"backend": "platform", "journal": True, "db_path": ""}, "expected a file path"),
+        ({"user_policy": Scripted()}, 'user_policy needs backend="platform"'),
+        ({"backend": "platform", "user_policy": object()}, "user_policy must have act"),
+        ({"backend": "platform", "policy_users": [1]}, "policy_users needs a user_policy"),
+        ({"backend": "platform", "user_policy": Scripted(), "policy_users": [USERS]}, "user indexes in"),
+        ({"backend": "platform", "user_policy": Scripted(), "policy_users": [1, 1]}, "names a user twice"),
+        ({"backend": "platform", "user_policy": Scripted(), "policy_users": [0.5]}, "list of user indexes"),
     ],
 )
 def test_bad_backend_arguments_are_refused_in_one_line(kwargs, message):
@@ -213,11 +244,13 @@ def test_the_platform_backed_env_passes_gymnasiums_checker(env_id):
 
 # ---------------------------------------------------------------- resume
 def _tables(path: str) -> dict[str, list]:
-    """Every row of every table of a journal (its id aside, which names the file, not the run)."""
+    """Every row of every table of a journal (its id and path aside, which name the file, not the run)."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         rows = {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY rowid').fetchall() for n in names}
     rows["meta"] = [r for r in rows["meta"] if r[0] != "journal_id"]
+    path = re.compile(r'"db_path": "[^"]*"')
+    rows["meta"] = [(k, path.sub('"db_path": ""', v) if k == "config" else v) for k, v in rows["meta"]]
     return rows
 
 
@@ -261,3 +294,43 @@ def test_resume_refuses_what_holds_no_task_episode_and_leaves_it_as_it_was(tmp_p
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     with pytest.raises(ValueError, match="resume needs"):
         RecommenderEnv(users=USERS).resume()
+
+
+# ---------------------------------------------------------------- another user policy in the task users' place
+@pytest.mark.parametrize("cls", [RecommenderEnv, ModeratorEnv])
+def test_another_user_policy_takes_some_task_users_place_and_the_journal_holds_its_actions(cls, tmp_path):
+    db = str(tmp_path / "mixed.db")
+    theirs = np.arange(0, USERS, 3)
+    env = cls(difficulty="hard", users=USERS, max_steps=STEPS, backend="platform", journal=True, db_path=db,
+              user_policy=Scripted(), policy_users=theirs)  # fmt: skip
+    fast = cls(difficulty="hard", users=USERS, max_steps=STEPS)
+    assert env.observation_space == fast.observation_space and env.action_space == fast.action_space
+    mixed, _ = [env.reset(seed=9000)[0]], None
+    for action in _actions(env, "random"):
+        mixed.append(env.step(action))
+        assert env.observation_space.contains(mixed[-1][0])
+    env.close()
+    alone, _ = _episode(cls, "hard", 9000, "random", backend="platform")
+    assert any(not np.array_equal(a[0], b[0]) for a, b in zip(mixed[1:], alone[1:])), "the other users changed nothing"
+    ids = ",".join(map(str, theirs.tolist()))
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+        their_posts = q(f"SELECT COUNT(*) FROM post WHERE user_id IN ({ids})")
+        scripted = q("SELECT COUNT(*) FROM post WHERE content = 'scripted'")
+        model_posts = q(f"SELECT COUNT(*) FROM post WHERE content LIKE 'post %' AND user_id IN ({ids})")
+        their_likes = q(f"SELECT COUNT(*) FROM 'like' WHERE user_id IN ({ids})")
+        other_likes = q(f"SELECT COUNT(*) FROM 'like' WHERE user_id NOT IN ({ids})")
+        their_reports = q(f"SELECT COUNT(*) FROM report WHERE user_id IN ({ids}) AND report_reason = 'scripted report'")
+    assert scripted > 0 and their_posts >= scripted and model_posts == 0  # their posts are theirs
+    assert their_likes > 0 and their_reports > 0 and other_likes > 0
+
+
+def test_abm_users_take_some_task_users_place():
+    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=10, backend="platform",
+                         user_policy=ABMPolicy(), policy_users=list(range(100)))  # fmt: skip
+    env.reset(seed=9000)
+    for action in list(_actions(env, "default"))[:10]:
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert env.observation_space.contains(obs) and np.isfinite(reward)
+    assert truncated
+    env.close()

@@ -182,3 +182,20 @@ def test_the_split_step_is_called_in_its_order_or_refused_with_what_to_do():
 def test_a_pettingzoo_env_refuses_the_split_step_its_users_act_in_the_same_call():
     with pytest.raises(ConfigError, match="feeds_after_agents"):
         twitter_v0.parallel_env(users=10, feeds_after_agents=True)
+
+
+def test_an_activation_hook_picks_the_active_users_after_the_agents_acted():
+    sim = make_sim()
+    sim.reset(seed=3)
+    seen = []
+
+    def hook(s):
+        seen.append(s.platform.minute)  # called in begin, after the platform agents acted
+        return np.array([2, 5, 7], np.int64)
+
+    sim.activation_hook = hook
+    obs = sim.begin(agent_actions(sim, 0))
+    assert obs.users.tolist() == [2, 5, 7] and len(seen) == 1
+    out = sim.finish(ActionArrays(np.array([5, 9]), np.full(2, int(A.CREATE_POST)), text=["hi", "no"]))
+    assert out.users.tolist() == [5] and out.ignored.tolist() == [9]  # only the hook's users act
+    sim.close()

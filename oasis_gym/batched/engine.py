@@ -110,14 +110,7 @@ class Engine:
             tap.end()
         mis, arousal = sx[..., feed.COL["misinfo"]] > 0, sx[..., feed.COL["arousal"]]
         out.update(measures.feed_counts(ka, self.k, served_ok, mis, arousal, engaged, reported))
-        out.update(
-            posts=made,
-            opinion_std=measures.opinion_spread(st.opinion),
-            abs_opinion=measures.opinion_extremity(st.opinion),
-            churned=st.churned.mean(axis=1),
-            satisfaction=st.satisfaction.mean(axis=1),
-            campaign=st.campaign.copy(),
-        )  # fmt: skip
+        out.update(posts=made, **measures.state_measures(st.opinion, st.churned, st.satisfaction, st.campaign))
         self._pool_stats(ka, x, valid, out)
         return out
 

@@ -44,3 +44,15 @@ def opinion_spread(opinion) -> np.ndarray:
 def opinion_extremity(opinion) -> np.ndarray:
     """(K,) the mean |opinion| of each simulation's opinions (K, N)."""
     return np.abs(opinion).mean(axis=-1)
+
+
+def state_measures(opinion, churned, satisfaction, campaign) -> dict[str, np.ndarray]:
+    """What a step leaves, per simulation (K,): the opinions' spread and extremity, the churned
+    share, the mean satisfaction, whether a campaign runs (a copy)."""
+    return {
+        "opinion_std": opinion_spread(opinion),
+        "abs_opinion": opinion_extremity(opinion),
+        "churned": churned.mean(axis=1),
+        "satisfaction": satisfaction.mean(axis=1),
+        "campaign": campaign.copy(),
+    }

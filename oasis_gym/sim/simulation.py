@@ -82,6 +82,9 @@ class Simulation:
         # fn(sim, outcome, conn), first in the step's transaction: the journal holds the steps
         # before, memory this one; platform changes a hook makes (posts, ...) join the step
         self.step_hooks: list[Callable] = []
+        # fn(sim) -> the active users, sorted: called by the split step's `begin` after the
+        # platform agents acted, it replaces `_activate`'s draw (a task world's visits)
+        self.activation_hook: Callable | None = None
         # name -> fn() returning JSON-able state saved in the journal each step (policies, ...)
         self.state_providers: dict[str, Callable[[], dict]] = {}
         self.saved_state: dict = {}  # the states saved with the journal's last step (set by resume)

@@ -41,6 +41,8 @@ def begin(sim: Any, platform_actions: dict | None) -> ObsBatch:
         for name, agent in sim.platform_agents.items():
             if name in actions:
                 agent.apply(sim.agent_view(), actions[name])
+        if sim.activation_hook is not None:  # who is active is decided now (a task world's visits)
+            sim.active = sim.activation_hook(sim)
         sim.obs = sim.observe(sim.active)
         view = sim.agent_view()
         for agent in sim.platform_agents.values():

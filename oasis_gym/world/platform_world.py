@@ -36,7 +36,7 @@ from ..actions import ActionType as A
 from ..platform import Platform
 from ..platform.config import REMOVED, PlatformConfig
 from ..platform.journal import Journal
-from ..platform.journal_file import connect_read, require_journal
+from ..platform.journal_file import require_journal
 from ..platform.journal_lock import JournalLock
 from ..platform.records import ActionBatch
 from ..platform.row_writer import RowWriter, Same
@@ -282,13 +282,7 @@ class PlatformWorld:
         require_journal(path)  # (a missing path is refused, never created)
         lock = JournalLock(path)  # the writer's lock first: nothing is read while another run writes
         try:
-            conn = connect_read(path)
-            try:
-                arrays = task_state.load(conn)
-            finally:
-                conn.close()
-            if arrays is None:
-                raise ValueError(f"{path} holds no task episode to resume")
+            arrays = task_state.read(path)
             platform = Platform.from_db(path)
         except BaseException:  # the journal is left exactly as it was
             lock.release()

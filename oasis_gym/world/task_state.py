@@ -16,6 +16,8 @@ import sqlite3
 
 import numpy as np
 
+from ..platform.journal_file import connect_read, require_journal
+
 TABLE_SQL = "CREATE TABLE IF NOT EXISTS task_state (key TEXT PRIMARY KEY, value BLOB)"
 PAIR_SETS = ("engaged_pairs", "reported_pairs", "bot_pairs")
 
@@ -56,3 +58,17 @@ def load(conn: sqlite3.Connection) -> dict[str, np.ndarray] | None:
         return None
     with np.load(io.BytesIO(row[0]), allow_pickle=False) as data:
         return {name: data[name] for name in data.files}
+
+
+def read(path: str) -> dict[str, np.ndarray]:
+    """The task state of the journal at `path`, read without changing it: a missing path is
+    refused (`JournalError`, nothing created), a journal without a task episode too (ValueError)."""
+    require_journal(path)
+    conn = connect_read(path)
+    try:
+        arrays = load(conn)
+    finally:
+        conn.close()
+    if arrays is None:
+        raise ValueError(f"{path} holds no task episode to resume")
+    return arrays
