@@ -23,6 +23,16 @@ the same load period. One JSON line per measurement (`code`: "checkout" or REF),
 task with both medians. `--profile` runs one measurement under cProfile instead and prints
 the functions that took the most time to stderr. The load (`os.getloadavg`) is recorded
 before and after each measurement: on a shared 2-core machine it moves the figures by 2x.
+
+Measured (session 26, 2 cores, 8,192 timesteps a run): the shares hold at any load, the rates
+do not. Moderator-v1 / -v2 hard: env 63-67 %, gradient updates 24-29 %, SB3's rollout 6-8 %,
+adapter 0.1-0.2 %; Recommender-v3 / -v4 medium: env 87-90 %, updates 5-7 %, rollout 5-6 %.
+At load 0.9-3.2: 730 (Moderator-v1), 906 (Recommender-v3), 760 (Recommender-v4) and 594
+(Moderator-v2) timesteps/s; the batched engine steps 32 episodes of 1,000 users in about 20 ms
+(moderator) and scales linearly with the number of episodes (no per-step overhead to amortize).
+So the engine bounds the rate: even with a free learner these tasks would run at about 1,000 -
+1,150 timesteps/s, and 1,700 needs an engine about 2x faster per user. A CleanRL-style learner
+on the native vector env would save at most SB3's rollout share (5-8 %).
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ def _task(spec: str) -> tuple[str, int, str]:
     return task, int(version), tier or "medium"
 
 
-def measure(spec: str, timesteps: int, seed: int, profile: bool = False) -> dict:
+def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: int = 1000, n_envs: int = 32) -> dict:
     """One training run of `spec` in this process: timesteps/s and the seconds of each part."""
     import torch
     from stable_baselines3 import PPO
@@ -97,8 +107,8 @@ def measure(spec: str, timesteps: int, seed: int, profile: bool = False) -> dict
     try:
         for (cls, name), part in patched.items():
             setattr(cls, name, timed(part, saved[(cls, name)]))
-        args = v1.Args(task=task, version=version, difficulty=tier, timesteps=timesteps, seed=seed,
-                       anchor="none", quiet=True, out=str(Path(out) / "run"))  # fmt: skip
+        args = v1.Args(task=task, version=version, difficulty=tier, timesteps=timesteps, seed=seed, users=users,
+                       n_envs=n_envs, anchor="none", quiet=True, out=str(Path(out) / "run"))  # fmt: skip
         load = os.getloadavg()[0]
         if profile:
             import cProfile
@@ -148,10 +158,20 @@ def export(ref: str, into: Path) -> Path:
     return into
 
 
-def run_child(root: Path, spec: str, timesteps: int, seed: int) -> dict:
-    """One measurement in a fresh process importing oasis_gym from `root`."""
+def run_child(root: Path, spec: str, ns: argparse.Namespace) -> dict:
+    """One measurement of `spec` with `ns`'s settings in a fresh process importing oasis_gym from `root`."""
     env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    argv = [sys.executable, __file__, "--child", spec, "--timesteps", str(timesteps), "--seed", str(seed)]
+    argv = [
+        sys.executable,
+        __file__,
+        "--child",
+        spec,
+        *(
+            str(a)
+            for name in ("timesteps", "seed", "users", "n_envs")
+            for a in (f"--{name.replace('_', '-')}", getattr(ns, name))
+        ),
+    ]
     done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=False)
     if done.returncode:
         raise SystemExit(f"train_speed: {spec} under {root} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -160,23 +180,43 @@ def run_child(root: Path, spec: str, timesteps: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (module docstring)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from oasis_gym.checks import OneLineParser
+
+    p = OneLineParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", nargs="+", default=list(TASKS), help="task-vN:tier, e.g. moderator-v1:hard")
     p.add_argument("--timesteps", type=int, default=8192, help="PPO timesteps per measurement (4 rollouts)")
     p.add_argument("--repeats", type=int, default=1, help="measurements per task and code")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users", type=int, default=1000, help="users per platform (the tasks' default: 1000)")
+    p.add_argument("--n-envs", type=int, default=32, help="episodes stepped together (train's default: 32)")
     p.add_argument("--baseline", help="a git commit measured beside this checkout, run by run")
     p.add_argument("--profile", action="store_true", help="cProfile one measurement in this process")
     p.add_argument("--child", help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
+    from oasis_gym import vector_envs
+    from oasis_gym.train import v1
+
     for spec in ns.tasks if ns.child is None else [ns.child]:
-        task, version, tier = _task(spec)
-        if task not in ("recommender", "moderator") or tier not in ("easy", "medium", "hard"):
+        try:
+            task, version, tier = _task(spec)
+            known = tier in ("easy", "medium", "hard") and version in vector_envs(task)
+        except (ValueError, KeyError):
+            known = False
+        if not known:
             p.error(f"unknown task {spec!r} (task-vN:tier, e.g. moderator-v1:hard)")
-    if ns.timesteps < 1 or ns.repeats < 1:
-        p.error("--timesteps and --repeats must be at least 1")
+        try:  # train's own checks of the numbers (users, envs, timesteps, seed)
+            v1.Args(task=task, version=version, difficulty=tier, timesteps=ns.timesteps, seed=ns.seed,
+                    users=ns.users, n_envs=ns.n_envs).check()  # fmt: skip
+        except ValueError as err:
+            p.error(str(err))
+    if ns.repeats < 1:
+        p.error("--repeats must be at least 1")
+    if ns.baseline and subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet",
+                                       f"{ns.baseline}^{{commit}}"], capture_output=True).returncode:  # fmt: skip
+        p.error(f"--baseline: no commit {ns.baseline!r} in {REPO}")
     if ns.child or ns.profile:
-        print(json.dumps(measure(ns.child or ns.tasks[0], ns.timesteps, ns.seed, ns.profile)), flush=True)
+        row = measure(ns.child or ns.tasks[0], ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+        print(json.dumps(row), flush=True)
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="train_speed-code-"))
     try:
@@ -188,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             for spec in ns.tasks:
                 order = list(codes) if r % 2 == 0 else list(codes)[::-1]  # alternate who goes first
                 for code in order:
-                    row = run_child(codes[code], spec, ns.timesteps, ns.seed) | {"code": code}
+                    row = run_child(codes[code], spec, ns) | {"code": code}
                     print(json.dumps(row), flush=True)
                     results.setdefault((spec, code), []).append(row["timesteps_per_s"])
         if ns.baseline:
