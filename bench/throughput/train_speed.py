@@ -1,0 +1,247 @@
+"""Training throughput of `oasis-gym train`'s own PPO path (issue 57): timesteps/s and where they go.
+
+    python bench/throughput/train_speed.py                       # the four tasks, this checkout
+    python bench/throughput/train_speed.py --baseline 182f970    # side by side with that commit's code
+    python bench/throughput/train_speed.py --tasks moderator-v1:hard --profile
+
+Each measurement runs `train.v1.train_on_task` (the PPO of `oasis-gym train` and `oasis-gym
+benchmark`: `train/ppo.py` over `train/sb3_vec_env.py`'s adapter, torch limited to one thread as
+both commands do) for `--timesteps` on a task at its default population (1,000 users, 32 envs,
+`n_steps` 64, the default PPO settings), in a fresh process, without an anchor (`--anchor
+none`: the tuned anchors need minutes of tuning first; the moderator's anchor adds its rule's
+cost on the queue each step). The time is split by timers around the calls:
+
+- env: the native vector env's `step` and `reset` (the batched engine, `oasis_gym/batched/`);
+- adapter: the rest of the SB3 adapter's `step_async` + `step_wait` (actions, infos, dtypes);
+- rollout: SB3's rollout collection around them (policy inference, VecNormalize, VecMonitor,
+  the rollout buffer, callbacks);
+- update: PPO's gradient updates (`PPO.train`).
+
+With `--baseline REF` the commit REF's code (`git archive` into a temporary folder, removed at
+the end) is measured the same way, interleaved with this checkout's run by run, so both see
+the same load period. One JSON line per measurement (`code`: "checkout" or REF), then one per
+task with both medians. `--profile` runs one measurement under cProfile instead and prints
+the functions that took the most time to stderr. The load (`os.getloadavg`) is recorded
+before and after each measurement: on a shared 2-core machine it moves the figures by 2x.
+
+Measured (session 26, 2 cores, 8,192 timesteps a run): the shares hold at any load, the rates
+do not. Moderator-v1 / -v2 hard: env 63-67 %, gradient updates 24-29 %, SB3's rollout 6-8 %,
+adapter 0.1-0.2 %; Recommender-v3 / -v4 medium: env 87-90 %, updates 5-7 %, rollout 5-6 %.
+At load 0.9-3.2: 730 (Moderator-v1), 906 (Recommender-v3), 760 (Recommender-v4) and 594
+(Moderator-v2) timesteps/s; the batched engine steps 32 episodes of 1,000 users in about 20 ms
+(moderator) and scales linearly with the number of episodes (no per-step overhead to amortize).
+So the engine bounds the rate: even with a free learner these tasks would run at about 1,000 -
+1,150 timesteps/s, and 1,700 needs an engine about 2x faster per user. A CleanRL-style learner
+on the native vector env would save at most SB3's rollout share (5-8 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TASKS = ("moderator-v1:hard", "recommender-v3:medium", "recommender-v4:medium", "moderator-v2:hard")
+PARTS = ("env", "adapter", "rollout", "update")
+
+
+def _task(spec: str) -> tuple[str, int, str]:
+    """("moderator", 1, "hard") of "moderator-v1:hard"."""
+    name, _, tier = spec.partition(":")
+    task, _, version = name.partition("-v")
+    return task, int(version), tier or "medium"
+
+
+def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: int = 1000, n_envs: int = 32) -> dict:
+    """One training run of `spec` in this process: timesteps/s and the seconds of each part."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    from oasis_gym.train import v1
+    from oasis_gym.train.common import limit_threads
+
+    limit_threads(1)
+    seconds = dict.fromkeys((*PARTS, "sb3_env"), 0.0)
+
+    def timed(part: str, fn):
+        def call(*a, **kw):
+            start = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                seconds[part] += time.perf_counter() - start
+
+        return call
+
+    class Timed(VecEnvWrapper):
+        """Times the adapter's calls (with the native env's inside: counted as env)."""
+
+        def reset(self):
+            return timed("sb3_env", self.venv.reset)()
+
+        def step_async(self, actions):
+            timed("sb3_env", self.venv.step_async)(actions)
+
+        def step_wait(self):
+            return timed("sb3_env", self.venv.step_wait)()
+
+    def wrap(inner):
+        inner.venv.step = timed("env", inner.venv.step)
+        inner.venv.reset = timed("env", inner.venv.reset)
+        return Timed(inner)
+
+    task, version, tier = _task(spec)
+    out = tempfile.mkdtemp(prefix="train_speed-")
+    patched = {(PPO, "train"): "update", (OnPolicyAlgorithm, "collect_rollouts"): "rollout"}
+    saved = {key: getattr(*key) for key in patched}
+    try:
+        for (cls, name), part in patched.items():
+            setattr(cls, name, timed(part, saved[(cls, name)]))
+        args = v1.Args(task=task, version=version, difficulty=tier, timesteps=timesteps, seed=seed, users=users,
+                       n_envs=n_envs, anchor="none", quiet=True, out=str(Path(out) / "run"))  # fmt: skip
+        load = os.getloadavg()[0]
+        if profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            model, _, info = prof.runcall(v1.train_on_task, args, None, wrap)
+            pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(35)
+        else:
+            model, _, info = v1.train_on_task(args, None, wrap)
+    finally:
+        for key, fn in saved.items():
+            setattr(*key, fn)
+        shutil.rmtree(out, ignore_errors=True)
+    total = info["train_seconds"]
+    split = {
+        "env": seconds["env"],
+        "adapter": seconds["sb3_env"] - seconds["env"],
+        "rollout": seconds["rollout"] - seconds["sb3_env"],
+        "update": seconds["update"],
+    }
+    return {
+        "bench": "train_speed",
+        "task": f"{task}-v{version}",
+        "tier": tier,
+        "users": args.users,
+        "n_envs": args.n_envs,
+        "timesteps": int(model.num_timesteps),
+        "seconds": round(total, 3),
+        "timesteps_per_s": round(model.num_timesteps / total, 1),
+        "share": {part: round(s / total, 3) for part, s in split.items()},
+        "env_share": round(split["env"] / total, 3),
+        "learner_share": round((split["adapter"] + split["rollout"] + split["update"]) / total, 3),
+        "torch_threads": torch.get_num_threads(),
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+
+
+def export(ref: str, into: Path) -> Path:
+    """The commit `ref`'s tree under `into`, importable as oasis_gym (its envs, policies and
+    train folders linked in as pyproject's package-dir maps them)."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    for sub in ("envs", "policies", "train"):
+        (into / "oasis_gym" / sub).symlink_to(into / sub, target_is_directory=True)
+    return into
+
+
+def run_child(root: Path, spec: str, ns: argparse.Namespace) -> dict:
+    """One measurement of `spec` with `ns`'s settings in a fresh process importing oasis_gym from `root`."""
+    env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    argv = [
+        sys.executable,
+        __file__,
+        "--child",
+        spec,
+        *(
+            str(a)
+            for name in ("timesteps", "seed", "users", "n_envs")
+            for a in (f"--{name.replace('_', '-')}", getattr(ns, name))
+        ),
+    ]
+    done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"train_speed: {spec} under {root} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (module docstring)."""
+    from oasis_gym.checks import OneLineParser
+
+    p = OneLineParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), help="task-vN:tier, e.g. moderator-v1:hard")
+    p.add_argument("--timesteps", type=int, default=8192, help="PPO timesteps per measurement (4 rollouts)")
+    p.add_argument("--repeats", type=int, default=1, help="measurements per task and code")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users", type=int, default=1000, help="users per platform (the tasks' default: 1000)")
+    p.add_argument("--n-envs", type=int, default=32, help="episodes stepped together (train's default: 32)")
+    p.add_argument("--baseline", help="a git commit measured beside this checkout, run by run")
+    p.add_argument("--profile", action="store_true", help="cProfile one measurement in this process")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    ns = p.parse_args(argv)
+    from oasis_gym import vector_envs
+    from oasis_gym.train import v1
+
+    for spec in ns.tasks if ns.child is None else [ns.child]:
+        try:
+            task, version, tier = _task(spec)
+            known = tier in ("easy", "medium", "hard") and version in vector_envs(task)
+        except (ValueError, KeyError):
+            known = False
+        if not known:
+            p.error(f"unknown task {spec!r} (task-vN:tier, e.g. moderator-v1:hard)")
+        try:  # train's own checks of the numbers (users, envs, timesteps, seed)
+            v1.Args(task=task, version=version, difficulty=tier, timesteps=ns.timesteps, seed=ns.seed,
+                    users=ns.users, n_envs=ns.n_envs).check()  # fmt: skip
+        except ValueError as err:
+            p.error(str(err))
+    if ns.repeats < 1:
+        p.error("--repeats must be at least 1")
+    if ns.baseline and subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet",
+                                       f"{ns.baseline}^{{commit}}"], capture_output=True).returncode:  # fmt: skip
+        p.error(f"--baseline: no commit {ns.baseline!r} in {REPO}")
+    if ns.child or ns.profile:
+        row = measure(ns.child or ns.tasks[0], ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+        print(json.dumps(row), flush=True)
+        return 0
+    tmp = Path(tempfile.mkdtemp(prefix="train_speed-code-"))
+    try:
+        codes = {"checkout": REPO}
+        if ns.baseline:
+            codes = {ns.baseline: export(ns.baseline, tmp), **codes}
+        results: dict[tuple[str, str], list[float]] = {}
+        for r in range(ns.repeats):
+            for spec in ns.tasks:
+                order = list(codes) if r % 2 == 0 else list(codes)[::-1]  # alternate who goes first
+                for code in order:
+                    row = run_child(codes[code], spec, ns) | {"code": code}
+                    print(json.dumps(row), flush=True)
+                    results.setdefault((spec, code), []).append(row["timesteps_per_s"])
+        if ns.baseline:
+            for spec in ns.tasks:
+                before = statistics.median(results[(spec, ns.baseline)])
+                after = statistics.median(results[(spec, "checkout")])
+                print(json.dumps({"bench": "train_speed", "task": spec, "median_timesteps_per_s":
+                                  {ns.baseline: before, "checkout": after}, "ratio": round(after / before, 3),
+                                  "repeats": ns.repeats}), flush=True)  # fmt: skip
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
