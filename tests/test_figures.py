@@ -197,8 +197,8 @@ def test_coinciding_series_are_grouped():
 
 
 def test_the_pareto_bench_figure_tells_apart_every_ranking(tmp_path, monkeypatch):
-    """bench/recommender_pareto.py drew every ranking in matplotlib's default cycle with 6 pt names."""
-    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "bench"))
+    """bench/research/recommender_pareto.py drew every ranking in matplotlib's default cycle with 6 pt names."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "bench" / "research"))
     import recommender_pareto
 
     points = {f"rank_{i}": {"engagement": {"mean": 1 + 0.1 * i}, "harm": 0.5 + 0.07 * i * i} for i in range(12)}

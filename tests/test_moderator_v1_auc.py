@@ -1,7 +1,7 @@
 """Moderator-v1's hard tier keeps the label out of the public signals (issue 30): neither a
 logistic regression nor a small MLP on the public queue features, cross-validated by
 episode, reaches AUC 0.85; the fact-check verdict adds to it. The measurement is
-bench/moderator_v1_auc.py's (its README figures use more episodes)."""
+bench/research/moderator_v1_auc.py's (its README figures use more episodes)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "research"))
 import moderator_v1_auc as bench  # noqa: E402
 
 

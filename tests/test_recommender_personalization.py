@@ -1,4 +1,4 @@
-"""bench/recommender_personalization.py (issue 30): the privileged per-kind ranking against the
+"""bench/research/recommender_personalization.py (issue 30): the privileged per-kind ranking against the
 tuned global one. Tiny settings here; the README's figures use the defaults."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "research"))
 import recommender_personalization as bench  # noqa: E402
 
 from oasis_gym.batched import feed  # noqa: E402

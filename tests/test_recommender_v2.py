@@ -17,7 +17,7 @@ from oasis_gym.model.tiers import TIERS, TIERS_V2, tier
 from oasis_gym.model.users import contrast
 from oasis_gym.train import tuned_baselines as tb
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "research"))
 import recommender_personalization as bench  # noqa: E402
 
 SMALL = {"users": 200, "max_steps": 5}

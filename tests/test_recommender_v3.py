@@ -19,7 +19,7 @@ from oasis_gym.model.tiers import TIERS_V2, TIERS_V3, tier
 from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "research"))
 import recommender_state_headroom as bench  # noqa: E402
 
 # v2 returns of 2 episodes (seeds 11, 12; 300 users, 30 steps, the default ranking), their
@@ -164,7 +164,7 @@ def test_the_campaign_detector_reads_the_observation_only_and_applies_its_change
 def test_the_headroom_benches_refuse_bad_input_in_one_line_before_any_compute(bench_file, extra, match):
     import subprocess
 
-    path = Path(__file__).resolve().parents[1] / "bench" / bench_file
+    path = Path(__file__).resolve().parents[1] / "bench" / "research" / bench_file
     done = subprocess.run([sys.executable, str(path), *extra], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
