@@ -29,6 +29,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+from oasis_gym.figures import save_png  # noqa: E402
+from oasis_gym.train.report import pareto_figure, pareto_front  # noqa: E402
+
 COMPONENTS = ("engagement", "misinfo_exposure", "polarization_increase", "diversity")
 
 
@@ -88,49 +91,6 @@ def run(env, act, seeds) -> dict:
     }
 
 
-def pareto_front(eng: np.ndarray, harm: np.ndarray) -> np.ndarray:
-    """Indices of the points no other point beats on both (higher engagement, lower harm)."""
-    keep = [
-        i
-        for i in range(len(eng))
-        if not any(
-            (eng[j] >= eng[i]) & (harm[j] <= harm[i]) & ((eng[j] > eng[i]) | (harm[j] < harm[i]))
-            for j in range(len(eng))
-        )
-    ]
-    return np.array(sorted(keep, key=lambda i: harm[i]), dtype=int)
-
-
-def plot_figure(points: dict):
-    """Engagement against harm of every ranking, each its own colour and marker in the legend
-    (PPO's larger), and the fixed rankings' Pareto front."""
-    from oasis_gym.figures import new_figure, series_style
-
-    names = list(points)
-    eng = np.array([points[n]["engagement"]["mean"] for n in names])
-    harm = np.array([points[n]["harm"] for n in names])
-    fixed = np.array([not n.startswith("ppo") for n in names])
-    front = np.flatnonzero(fixed)[pareto_front(eng[fixed], harm[fixed])]  # of the fixed rankings
-    fig, (ax,) = new_figure(1, panel=(6.0, 5.0))
-    for i, n in enumerate(names):
-        style = series_style(i) | {"linestyle": "none", "markersize": 11 if n.startswith("ppo") else 6}
-        ax.plot([harm[i]], [eng[i]], label=n, **style)
-    ax.plot(harm[front], eng[front], color="grey", linestyle="--", lw=0.8, label="Pareto front of the fixed rankings")
-    ax.set_xlabel("harm per episode (misinformation exposure\n+ 10 x polarization increase)")
-    ax.set_ylabel("engagement per episode (sum of engagement rates)")
-    ax.set_title("Recommender rankings on misinfo_stream\n(1 000 ABM users, 50 steps)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(names) // 16)
-    fig.set_layout_engine("constrained")  # room for the legend beside the axes
-    return fig
-
-
-def plot(points: dict, path: Path) -> None:
-    """`plot_figure` as a PNG."""
-    from oasis_gym.figures import save_png
-
-    save_png(plot_figure(points), path, dpi=100)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Command line: evaluate the fixed rankings and the given PPO models on the tuning
     seeds, write the PNG, print one JSON line."""
@@ -157,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         v["harm"] = v["misinfo_exposure"]["mean"] + 10.0 * v["polarization_increase"]["mean"]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    plot(points, out / "pareto.png")
+    save_png(pareto_figure(points), out / "pareto.png", dpi=100)
     names = list(points)
     front = pareto_front(
         np.array([points[n]["engagement"]["mean"] for n in names]), np.array([points[n]["harm"] for n in names])

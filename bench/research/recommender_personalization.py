@@ -29,45 +29,15 @@ import json
 import os
 import sys
 import time
-from contextlib import contextmanager
 
 import numpy as np
 
-from oasis_gym.batched import feed
+from oasis_gym.checks import OneLineParser
 from oasis_gym.metrics.intervals import mean_ci
-from oasis_gym.model.ranking import CANDIDATE_FEATURES, user_feature_names
+from oasis_gym.model.ranking import CANDIDATE_FEATURES
 from oasis_gym.model.tiers import TIERS_BY_VERSION
 from oasis_gym.train import tuned_baselines as tb
-
-
-@contextmanager
-def kind_features(campaign: bool = False):
-    """While open, every batched engine ranks with the user features [kind == 0, kind == 1,
-    kind == 2, 0, ...] (the hidden kind: privileged) instead of the history summaries;
-    `campaign`: also [kind == 0, kind == 1, kind == 2] x (a campaign is on) in rows 3-5 (the
-    hidden campaign regime: privileged too)."""
-
-    def by_kind(state, ka, ua):
-        z = np.zeros((len(ka), len(user_feature_names(state.dyn))), np.float32)
-        rows, kind = np.arange(len(ka)), state.pop.kind[ua]
-        z[rows, kind] = 1.0
-        if campaign:
-            z[rows, 3 + kind] = state.campaign[ka]
-        return z
-
-    original = feed.visitor_features  # what the engine calls (`engine.feed` is this module)
-    feed.visitor_features = by_kind
-    try:
-        yield
-    finally:
-        feed.visitor_features = original
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Errors in one line (no usage block), exit code 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+from oasis_gym.train.privileged import kind_features
 
 
 def search_arguments(doc: str, version: int, difficulties: list[str]) -> argparse.ArgumentParser:
