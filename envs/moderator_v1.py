@@ -20,7 +20,7 @@ record), brigades of users report the posts of targeted true outlets (the target
 every 10 steps in hard), misinformation campaigns come and go, and in hard misinformation
 mimics true posts' arousal and users report less reliably. Wrongly moderated authors post
 less and are less satisfied; a wrongly suspended user is lost. Public signals are not
-enough in hard: a classifier on them stays below AUC 0.85 (`bench/moderator_v1_auc.py`);
+enough in hard: a classifier on them stays below AUC 0.85 (`bench/research/moderator_v1_auc.py`);
 a fact-check verdict is right 90 % of the time, for one post a step.
 
 ## Action space

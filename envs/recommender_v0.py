@@ -55,7 +55,7 @@ increase since reset, not the level. Each component is in `info["reward_componen
 (and in TensorBoard under `reward/` when trained with `oasis_gym.train`). Engagement
 and exposure are measured on the feeds the users acted on this step, ranked by the
 action of step t-1: the effect of an action shows in the next reward (use gamma > 0).
-`bench/recommender_pareto.py` shows the trade-off: engagement-greedy rankings (alignment
+`bench/research/recommender_pareto.py` shows the trade-off: engagement-greedy rankings (alignment
 +1) reach the highest engagement with over 10x the misinformation exposure and a polarization
 increase; harm-averse ones lose ~10-30 % engagement.
 

@@ -28,7 +28,7 @@ campaign they point at misinformation. A constant ranking must compromise; a ran
 knows the campaign is on should change. The campaign is hidden; what the observation shows
 of it is what a ranking service sees (the candidate pools' popularity, like rate, recency,
 reports and arousal; reports per impression). Measured (README, Benchmarks;
-`bench/recommender_state_headroom.py`): changing the ranking while a campaign runs beats the
+`bench/research/recommender_state_headroom.py`): changing the ranking while a campaign runs beats the
 tuned per-user constant in medium and hard, by 8.6-15.7 when told the campaign
 (privileged) and by 3.9-17.2 when a logistic-regression detector reads it from the
 observation; PPO at the documented budget does not (it ties or trails the constant): the

@@ -16,7 +16,7 @@ satisfaction, churn and return, opinion change, campaigns that fake popularity) 
 platform's rules (`oasis_gym.model.tiers.TIERS_V4`, `Dynamics.oasis_rules`). On the platform
 (OASIS) a like is a row and a second like of the same post is refused; v1-v3's users have no
 such rule: with the default ranking 18-20 % of their likes, 7-8 % of their reposts and 1 % of
-their reports repeat a (user, post) pair of the episode (`bench/fast_path_repeats.py`, issue 51
+their reports repeat a (user, post) pair of the episode (`bench/research/fast_path_repeats.py`, issue 51
 finding 1). Here, as on the platform:
 - a user likes or reposts a post at most once per episode, and reports it at most once (a post
   once engaged or reported is not reported); a brigader's report counts as its report;
@@ -26,7 +26,7 @@ finding 1). Here, as on the platform:
 
 ## The amplification constant (`V4_BOTS`)
 Under once-per-pair likes v3's lie is capped: with one bot per misinformation account a campaign
-post gets one like per bot once, not once every step of the campaign. `bench/campaign_signal.py`
+post gets one like per bot once, not once every step of the campaign. `bench/research/campaign_signal.py`
 measured how many bot accounts per misinformation account say as much as v3's bots (1 000 users,
 the default ranking, the tuning seeds 5000-5007 of population 0, never the evaluation seeds
 9000+; 8 episodes x 100 steps, 233 campaign steps per tier; load 8.3): the mean popularity
@@ -37,7 +37,7 @@ keep what the ranking sees and what the lie does near v3's: the observation's po
 rises by 0.031 / 0.030 during campaigns (v3 0.034 / 0.035), and the misinformation share of
 the impressions during campaigns is 0.149 / 0.136 (v3 0.152 / 0.131). So `V4_BOTS = 4`
 (`model/tiers.py`), fixed before any v4 policy was tuned or trained.
-Checked after (`bench/recommender_state_headroom.py --version 4 --difficulty medium --iterations
+Checked after (`bench/research/recommender_state_headroom.py --version 4 --difficulty medium --iterations
 5 --population 16`, a smaller search than the README's v3 rows; tuned on seeds 5000-5007, scored
 on 9000-9019; load 7.0): changing the ranking while a campaign runs still pays, as in v3: told
 the campaign, +27.0 [19.0, 35.0] over the tuned per-user constant on held-out seeds (20 of 20

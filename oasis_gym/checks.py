@@ -44,9 +44,9 @@ __all__ = [
 MAX_ID = 2**31 - 1  # users, posts, steps: ids and counts are packed in 31 bits (platform.store)
 NAME_MAX = 255  # bytes of one file or folder name (Linux, macOS and Windows file systems)
 PATH_MAX = 4095  # bytes of a whole path (Linux)
-# a synthetic population: at most MAX_USERS users (ten times the 1M-user scale bench/million.py
+# a synthetic population: at most MAX_USERS users (ten times the 1M-user scale bench/throughput/million.py
 # measures), and no more than the memory available holds at BYTES_PER_USER each (measured by
-# bench/million.py: 553 MB peak RSS at 200,000 users, the interpreter's ~130 MB included): a
+# bench/throughput/million.py: 553 MB peak RSS at 200,000 users, the interpreter's ~130 MB included): a
 # lower bound of what a run needs, so a population refused for memory would never have fit
 MAX_USERS = 10_000_000
 BYTES_PER_USER = 2_100

@@ -12,7 +12,6 @@ via ``pytest_plugins``; the marker keeps pytest from warning about assertion rew
 from __future__ import annotations
 
 import importlib
-import sys
 import threading
 from pathlib import Path
 
@@ -38,18 +37,9 @@ _CORPUS = [
 ]
 
 
-# Feed-view fixtures shared with the benchmarks live in bench/ (not in the package).
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
-_IN_BENCH = {"synthetic": "llm_views_synthetic", "real_views": "llm_views_real"}
-
-
 def llm_module(name: str = ""):
-    """Import oasis_gym.policies.llm[.name] (before the editable install, policies.llm), or
-    the view fixtures in bench/ ("synthetic", "real_views")."""
-    if name in _IN_BENCH:
-        return importlib.import_module(_IN_BENCH[name])
+    """Import oasis_gym.policies.llm[.name] (before the editable install, policies.llm); the
+    feed-view fixtures shared with the benchmarks are ``llm_module("sample_views")``."""
     suffix = f".{name}" if name else ""
     try:
         return importlib.import_module(f"oasis_gym.policies.llm{suffix}")
@@ -59,7 +49,7 @@ def llm_module(name: str = ""):
 
 def _prompt_corpus() -> list[str]:
     """Rendered prompts of a few synthetic agents, so the BPE merges fit our prompt format."""
-    synth, prompt = llm_module("synthetic"), llm_module("prompt")
+    synth, prompt = llm_module("sample_views"), llm_module("prompt")
     pb = prompt.PromptBuilder()
     texts = []
     for v in synth.synthetic_views(6, seed=123, step=2):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 from matplotlib.lines import Line2D
@@ -28,7 +27,7 @@ from oasis_gym.policies.llm_policy import LLMPolicy
 from oasis_gym.run import simulate
 from oasis_gym.scenarios.sweep import sweep_figure
 from oasis_gym.train.benchmark import curves_figure
-from oasis_gym.train.report import learning_curve_figure
+from oasis_gym.train.report import learning_curve_figure, pareto_figure
 from oasis_gym.train.rl_stats import profile_figure
 
 
@@ -209,13 +208,10 @@ def test_coinciding_series_are_grouped():
     assert coincide_groups(["x", "y"], [a, a + 0.01]) == [] and coincide_groups(["x", "y"], [a, a + 0.01], 0.02)
 
 
-def test_the_pareto_bench_figure_tells_apart_every_ranking(tmp_path, monkeypatch):
-    """bench/recommender_pareto.py drew every ranking in matplotlib's default cycle with 6 pt names."""
-    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "bench"))
-    import recommender_pareto
-
+def test_the_pareto_bench_figure_tells_apart_every_ranking(tmp_path):
+    """bench/research/recommender_pareto.py drew every ranking in matplotlib's default cycle with 6 pt names."""
     points = {f"rank_{i}": {"engagement": {"mean": 1 + 0.1 * i}, "harm": 0.5 + 0.07 * i * i} for i in range(12)}
     points["ppo_seed0"] = {"engagement": {"mean": 1.5}, "harm": 1.0}
-    fig = recommender_pareto.plot_figure(points)
+    fig = pareto_figure(points)
     save_png(fig, tmp_path / "pareto.png")
     assert figure_problems(fig) == []

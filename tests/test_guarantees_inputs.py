@@ -20,7 +20,7 @@ from oasis_gym.actions import ACTION_NAMES
 pytest_plugins = ["llm_fixtures"]
 
 parse_mod = llm_module("parse")
-synth = llm_module("synthetic")
+synth = llm_module("sample_views")
 parse_reply = parse_mod.parse_reply
 
 VIEWS = synth.synthetic_views(3, seed=7, n_posts=4, n_users=2)

@@ -40,7 +40,7 @@ def test_simulation_replies_carry_no_reason_unless_asked():
     from oasis_gym.policies.llm_policy import LLMPolicy
 
     L = llm_module()
-    views = llm_module("synthetic").synthetic_views(3, seed=1)
+    views = llm_module("sample_views").synthetic_views(3, seed=1)
     policy = LLMPolicy(backend=object())  # no call is made: only the schema is inspected
     assert policy.core.schema_config.max_reason_chars == 0
     for v in views:
@@ -82,7 +82,7 @@ def test_frequency_penalty_default_reaches_every_call_and_is_validated():
     import pytest
 
     L = llm_module()
-    views = llm_module("synthetic").synthetic_views(2, seed=1)
+    views = llm_module("sample_views").synthetic_views(2, seed=1)
     be = _Recording()
     core = L.LLMPolicyCore(be)
     actions, stats = core.decide(views)
@@ -99,7 +99,7 @@ def test_a_backend_without_frequency_penalty_still_works_with_one_warning():
     import pytest
 
     L = llm_module()
-    views = llm_module("synthetic").synthetic_views(2, seed=1)
+    views = llm_module("sample_views").synthetic_views(2, seed=1)
     with pytest.warns(RuntimeWarning, match="legacy.generate takes no frequency_penalty"):
         core = L.LLMPolicyCore(_Legacy())
     _, stats = core.decide(views)

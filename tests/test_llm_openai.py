@@ -21,7 +21,7 @@ from llm_fixtures import guarded, llm_module
 
 L = llm_module()
 OpenAIBackend = llm_module("backends.openai_backend").OpenAIBackend
-synth = llm_module("synthetic")
+synth = llm_module("sample_views")
 
 VALID = '{"action":"do_nothing","reason":"ok"}'
 

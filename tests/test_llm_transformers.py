@@ -15,7 +15,7 @@ from oasis_gym.actions import ALL_ACTIONS, COMMENT_TARGET, POST_TARGET, USER_TAR
 pytest_plugins = ["llm_fixtures"]
 
 L = llm_module()
-synth = llm_module("synthetic")
+synth = llm_module("sample_views")
 
 # Short strings keep the random model's generations (which run to the length bound) quick.
 CFG = L.SchemaConfig(max_text_chars=24, max_query_chars=12, max_reason_chars=12)

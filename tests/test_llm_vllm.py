@@ -33,7 +33,7 @@ pytest_plugins = ["llm_fixtures"]
 pytestmark = pytest.mark.vllm
 
 L = llm_module()
-synth = llm_module("synthetic")
+synth = llm_module("sample_views")
 vb = llm_module("backends.vllm_backend")
 OpenAIBackend = llm_module("backends.openai_backend").OpenAIBackend
 CFG = L.SchemaConfig(max_text_chars=24, max_query_chars=12, max_reason_chars=12)

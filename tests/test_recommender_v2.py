@@ -3,9 +3,6 @@ summaries, campaign bots (v1's numbers, pinned when v2 came, are in test_pins_ru
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -16,9 +13,7 @@ from oasis_gym.model.ranking import AFFINITY_FEATURES, user_feature_names
 from oasis_gym.model.tiers import TIERS, TIERS_V2, tier
 from oasis_gym.model.users import contrast
 from oasis_gym.train import tuned_baselines as tb
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import recommender_personalization as bench  # noqa: E402
+from oasis_gym.train.privileged import kind_features
 
 SMALL = {"users": 200, "max_steps": 5}
 
@@ -93,7 +88,7 @@ def test_a_ranking_that_knows_the_kind_helps_more_in_v2():
         split[0, 4] += 1.0  # casual: in-network first
         split[2, 0] += 1.0  # news-seekers: fresh first
         split[2, 4] -= 1.0
-        with bench.kind_features():
+        with kind_features():
             r = [
                 tb.run_episodes(
                     "recommender", env, range(5000, 5006), lambda o, t, w=w: np.tile(w.ravel(), (len(o), 1))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from bench_scripts import BENCH, run_bench
 
 import oasis_gym  # noqa: F401  (registers the ids)
 from oasis_gym.batched import posting
@@ -18,9 +18,6 @@ from oasis_gym.model.ranking import CANDIDATE_FEATURES, global_weights
 from oasis_gym.model.tiers import TIERS_V2, TIERS_V3, tier
 from oasis_gym.train import campaign_detector as cd
 from oasis_gym.train import tuned_baselines as tb
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import recommender_state_headroom as bench  # noqa: E402
 
 
 def test_v3_has_v2s_spaces_and_differs_only_in_its_campaigns():
@@ -89,12 +86,11 @@ def test_during_campaigns_popularity_points_at_misinformation(difficulty):
     assert faked[1] > 1.4 * faked[0]
 
 
-def test_the_state_headroom_bench_runs_and_reports_the_paired_differences(capsys):
-    bench.main(["--users", "200", "--max-steps", "40", "--iterations", "2", "--population", "4",
-                "--tune-seeds", "1", "2", "3", "--eval-seeds", "4", "5", "6"])  # fmt: skip
-    import json
-
-    out = json.loads(capsys.readouterr().out)
+def test_the_state_headroom_bench_runs_and_reports_the_paired_differences():
+    out = run_bench(
+        "research/recommender_state_headroom.py",
+        *"--users 200 --max-steps 40 --iterations 2 --population 4 --tune-seeds 1 2 3 --eval-seeds 4 5 6".split(),
+    )
     assert out["bench"] == "recommender_state_headroom" and out["version"] == 3
     for name in ("held-out seeds", "held-out population"):
         for key in ("campaign_aware_minus_per_user_constant", "detector_minus_per_user_constant"):
@@ -146,7 +142,7 @@ def test_the_campaign_detector_reads_the_observation_only_and_applies_its_change
 def test_the_headroom_benches_refuse_bad_input_in_one_line_before_any_compute(bench_file, extra, match):
     import subprocess
 
-    path = Path(__file__).resolve().parents[1] / "bench" / bench_file
+    path = BENCH / "research" / bench_file
     done = subprocess.run([sys.executable, str(path), *extra], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and match in done.stderr and len(done.stderr.strip().splitlines()) == 1
 

@@ -515,7 +515,7 @@ def test_the_topk_bench_checks_both_paths_agree_and_refuses_bad_shapes():
     import sys
     from pathlib import Path
 
-    bench = Path(__file__).resolve().parents[1] / "bench" / "topk.py"
+    bench = Path(__file__).resolve().parents[1] / "bench" / "throughput" / "topk.py"
     done = subprocess.run([sys.executable, str(bench), "--shapes", "50x400,7x30", "--repeat", "1"],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -171,10 +171,10 @@ def test_bulk_personas_and_figures_are_the_one_at_a_time_texts():
     "flags, commit, api", [((), "in-place", "batch"), (("--commit", "thread", "--dict-api"), "thread", "dict")]
 )
 def test_the_million_bench_prints_one_json_line_and_leaves_no_journal_behind(tmp_path, flags, commit, api):
-    """bench/million.py left its journal (7 GB at 10M users) in the temp folder on every run.
+    """bench/throughput/million.py left its journal (7 GB at 10M users) in the temp folder on every run.
     Its commit mode follows the user count unless --commit says otherwise; --dict-api steps
     through env.step."""
-    bench = Path(__file__).resolve().parents[1] / "bench" / "million.py"
+    bench = Path(__file__).resolve().parents[1] / "bench" / "throughput" / "million.py"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, str(bench), "--users", "3000", "--steps", "2", *flags], env=env, capture_output=True, text=True
@@ -187,9 +187,9 @@ def test_the_million_bench_prints_one_json_line_and_leaves_no_journal_behind(tmp
 
 
 def test_the_soak_bench_reports_step_jitter_and_leaves_no_journal_behind(tmp_path):
-    """bench/soak.py times each step on its own (median, p99, the slowest steps) and removes
+    """bench/throughput/soak.py times each step on its own (median, p99, the slowest steps) and removes
     its journal; bad flags get argparse's one line and exit 2."""
-    bench = Path(__file__).resolve().parents[1] / "bench" / "soak.py"
+    bench = Path(__file__).resolve().parents[1] / "bench" / "throughput" / "soak.py"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     argv = [sys.executable, str(bench), "--users", "60", "--steps", "40", "--activation", "1", "--recsys", "random"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -207,9 +207,9 @@ def test_the_soak_bench_reports_step_jitter_and_leaves_no_journal_behind(tmp_pat
 
 
 def test_the_step_cost_bench_fits_a_fixed_and_a_per_user_part_and_leaves_no_journal_behind(tmp_path):
-    """bench/step_cost.py runs oasis_throughput's steps in fresh processes per population size,
+    """bench/oasis/step_cost.py runs oasis_throughput's steps in fresh processes per population size,
     fits step = fixed + per_user x users, and removes every run's journal; bad flags exit 2."""
-    bench = Path(__file__).resolve().parents[1] / "bench" / "step_cost.py"
+    bench = Path(__file__).resolve().parents[1] / "bench" / "oasis" / "step_cost.py"
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     argv = [sys.executable, str(bench), "--users", "4,12", "--steps", "3", "--reps", "2"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)

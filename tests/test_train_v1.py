@@ -263,7 +263,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
     acc.Reload()
     assert {"benchmark/episode_return_mean", "benchmark/episode_return_min"} <= set(acc.Tags()["scalars"])
     if task == "recommender":  # the diagnostic that trains PPO told the campaign reads these results
-        told = Path(__file__).resolve().parents[1] / "bench" / "recommender_told_ppo.py"
+        told = Path(__file__).resolve().parents[1] / "bench" / "research" / "recommender_told_ppo.py"
         cmd = [sys.executable, str(told), "--results", str(out / "results.json"), "--seeds", "1", "--eval-seeds",
                "9100-9102", "--eval-population", "2"]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -284,7 +284,7 @@ def test_benchmark_trains_n_seeds_and_writes_a_table_with_paired_intervals(tmp_p
             refused = subprocess.run(cmd + bad, capture_output=True, text=True, timeout=120)
             assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         # the diagnostic of how the return responds to the size of the tuned campaign change
-        response = Path(__file__).resolve().parents[1] / "bench" / "recommender_response.py"
+        response = Path(__file__).resolve().parents[1] / "bench" / "research" / "recommender_response.py"
         cmd = [sys.executable, str(response), "--results", str(out / "results.json"), "--alphas", "0.01,1",
                "--seeds", "5000-5002"]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -18,7 +18,7 @@ are compared with both (`oasis-gym train` and `oasis-gym benchmark`):
 
 Both changes are searched by the same cross-entropy method and budget as the constant
 (`tuned_baselines.tune_constant(policy=...)`), on the same tuning seeds.
-`bench/recommender_state_headroom.py` measures both against the constant on their own.
+`bench/research/recommender_state_headroom.py` measures both against the constant on their own.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ only (`tune_classifier`):
 Labels are read only on the tuning seeds. At evaluation the rule sees what PPO sees (the
 observation), on the held-out seeds and population like every baseline. The fitted model
 is saved in the result (`weights`, `mean`, `scale`), so `rule_of` rebuilds the rule.
-`bench/moderator_v1_auc.py` measures the same classifier family cross-validated by episode.
+`cross_validated_auc` scores a classifier family (`fit_logistic` or `fit_mlp`) cross-validated by
+episode; `bench/research/moderator_v1_auc.py` reports it per tier.
 """
 
 from __future__ import annotations
@@ -93,6 +94,38 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iters: int = 50
         hess = (a * (p * (1 - p))[:, None]).T @ a / len(y) + l2 * np.eye(len(w))
         w -= np.linalg.solve(hess, grad)
     return w
+
+
+def fit_mlp(x: np.ndarray, y: np.ndarray, seed: int, hidden: int = 16, epochs: int = 60):
+    """A 1-hidden-layer tanh MLP (torch, Adam, full-batch); returns a scoring function."""
+    import torch
+
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1))
+    opt = torch.optim.Adam(net.parameters(), lr=0.02, weight_decay=1e-4)
+    xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
+    for _ in range(epochs * 5):
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(net(xt)[:, 0], yt)
+        loss.backward()
+        opt.step()
+    return lambda z: net(torch.tensor(z, dtype=torch.float32))[:, 0].detach().numpy()
+
+
+def cross_validated_auc(x: np.ndarray, y: np.ndarray, episode: np.ndarray, model: str, folds: int = 5) -> float:
+    """Out-of-fold AUC, folds by episode, features standardised on each training fold."""
+    score = np.zeros(len(y))
+    fold = episode % folds
+    for f in range(folds):
+        train, test = fold != f, fold == f
+        mu, sd = x[train].mean(0), x[train].std(0) + 1e-9
+        xtr, xte = (x[train] - mu) / sd, (x[test] - mu) / sd
+        if model == "logistic":
+            w = fit_logistic(xtr, y[train])
+            score[test] = np.hstack([xte, np.ones((len(xte), 1))]) @ w
+        else:
+            score[test] = fit_mlp(xtr, y[train], seed=f)(xte)
+    return auc(score, y)
 
 
 def probability(model: dict, slots: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Honest comparisons for the training scripts: held-out evaluation sets, paired wins,
-the printed baseline tables (v0 training and the v1-v3 tasks) and the learning-curve PNG.
+the printed baseline tables (v0 training and the v1-v3 tasks), the learning-curve PNG and the
+recommender's engagement-against-harm figure (`pareto_figure`, bench/research/recommender_pareto.py's).
 
 An evaluation set is a name, a population seed and episode seeds. The default sets are
 disjoint from training by construction: training uses population 0 and episode seeds
@@ -132,6 +133,40 @@ TASK_COLUMNS = (
     ("engagements", "engagements / user"),
     ("misinfo_impressions", "misinfo imp. / user"),
 )
+
+
+def pareto_front(eng: np.ndarray, harm: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both (higher engagement, lower harm)."""
+    keep = [
+        i
+        for i in range(len(eng))
+        if not any(
+            (eng[j] >= eng[i]) & (harm[j] <= harm[i]) & ((eng[j] > eng[i]) | (harm[j] < harm[i]))
+            for j in range(len(eng))
+        )
+    ]
+    return np.array(sorted(keep, key=lambda i: harm[i]), dtype=int)
+
+
+def pareto_figure(points: dict):
+    """Engagement against harm of every ranking, each its own colour and marker in the legend
+    (PPO's larger), and the fixed rankings' Pareto front."""
+    names = list(points)
+    eng = np.array([points[n]["engagement"]["mean"] for n in names])
+    harm = np.array([points[n]["harm"] for n in names])
+    fixed = np.array([not n.startswith("ppo") for n in names])
+    front = np.flatnonzero(fixed)[pareto_front(eng[fixed], harm[fixed])]  # of the fixed rankings
+    fig, (ax,) = new_figure(1, panel=(6.0, 5.0))
+    for i, n in enumerate(names):
+        style = series_style(i) | {"linestyle": "none", "markersize": 11 if n.startswith("ppo") else 6}
+        ax.plot([harm[i]], [eng[i]], label=n, **style)
+    ax.plot(harm[front], eng[front], color="grey", linestyle="--", lw=0.8, label="Pareto front of the fixed rankings")
+    ax.set_xlabel("harm per episode (misinformation exposure\n+ 10 x polarization increase)")
+    ax.set_ylabel("engagement per episode (sum of engagement rates)")
+    ax.set_title("Recommender rankings on misinfo_stream\n(1 000 ABM users, 50 steps)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(names) // 16)
+    fig.set_layout_engine("constrained")  # room for the legend beside the axes
+    return fig
 
 
 def task_table(name: str, result: dict) -> str:

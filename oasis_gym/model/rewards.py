@@ -86,7 +86,7 @@ class V0RecommenderReward:
     Per step, the engagement rate is ~0.02-0.04, the misinformation share 0-0.3, the
     opinion-std increase ~+-0.002 and the cross-cutting share 0.05-0.9 (misinfo_stream, fixed
     rankings): the defaults give each term a few units of return between engagement-greedy
-    and harm-averse rankings (bench/recommender_pareto.py)."""
+    and harm-averse rankings (bench/research/recommender_pareto.py)."""
 
     engagement_weight: float = 10.0
     misinfo_penalty: float = 1.0

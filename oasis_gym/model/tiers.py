@@ -160,7 +160,7 @@ TIERS_V3 = {"easy": TIERS_V2["easy"], "medium": replace(TIERS_V2["medium"], **_V
             "hard": replace(TIERS_V2["hard"], **_V3)}  # fmt: skip
 # Recommender-v4: v3 under OASIS's rules. A bot likes a campaign post once, so v3's lie (one like
 # per bot every step of the campaign) needs more bot accounts to say as much: V4_BOTS per
-# misinformation account, measured by bench/campaign_signal.py on the tuning seeds (envs/recommender_v4.py)
+# misinformation account, measured by bench/research/campaign_signal.py on the tuning seeds (envs/recommender_v4.py)
 V4_BOTS = 4.0
 TIERS_V4 = {d: replace(t, oasis_rules=True, campaign_amplify=V4_BOTS if t.campaign_amplify > 0 else 0.0)
             for d, t in TIERS_V3.items()}  # fmt: skip

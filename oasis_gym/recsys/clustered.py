@@ -24,7 +24,7 @@ in FAISS or ScaNN), rebuilt for each call because the pool moves every step:
 Cost ~ users x (n_clusters + the candidates of n_probe clusters + n_fallback): 3.6x (free
 texts) to 5.4x (template texts) less CPU than exact at 30k served users and the defaults
 (64 clusters, 6 probed, 32 fallback, a 4000-post pool). It is an approximation: a post of
-an unprobed cluster that the exact ranking would show is missed. `bench/recsys_recall.py`
+an unprobed cluster that the exact ranking would show is missed. `bench/research/recsys_recall.py`
 measures it against the exact ranking (recall@k of the exact top-k, the share of identical
 feeds, the score ratio) on template and free-text pools; `TwitterRecommender`'s docstring
 gives the figures. Probing every cluster (``n_probe >= n_clusters``) ranks as the exact

@@ -132,7 +132,7 @@ class HashEmbedder:
     """Signed feature hashing of words into `dim` buckets (no model, deterministic).
 
     `dim` must be a power of two (bucket = low bits of the word hash, sign = top bit).
-    Measured here (2 shared cores): 0.3-0.5 µs per word; the 205k posts of bench/recsys.py
+    Measured here (2 shared cores): 0.3-0.5 µs per word; the 205k posts of bench/throughput/recsys.py
     embed in 1.4-1.7 s.
     """
 

@@ -109,7 +109,7 @@ def dense_topk(scores: np.ndarray, k: int, group: int = 16) -> tuple[np.ndarray,
     group maximum of a row is a bound that at least k of its entries reach, and usually few
     more. Those entries are found in one pass and sorted by one integer key (row, score
     desc), stable in column desc: 1.6-6x faster than partitioning the groups' columns row by
-    row (`partition_topk`; `bench/topk.py`, k = 10: 0.87 vs 5.6 ms for 1000 x 400, 69 vs 113
+    row (`partition_topk`; `bench/throughput/topk.py`, k = 10: 0.87 vs 5.6 ms for 1000 x 400, 69 vs 113
     ms for 10k x 4000), itself several times faster than a row-wise argpartition over wide
     rows. Where the bound does not apply, the groups are partitioned.
     """

@@ -27,7 +27,7 @@ of the `n_probe` of `n_clusters` post clusters it matches best plus the `n_fallb
 of highest prior (see `clustered.py`). "auto" (the default) is exact below
 `clustered_min_users` (250,000) users on the platform and clustered from there, so every
 run of a smaller population ranks exactly as before; pass ``retrieval="exact"`` to rank
-exactly at any size, or "clustered" at any size. Measured by `bench/recsys_recall.py`
+exactly at any size, or "clustered" at any size. Measured by `bench/research/recsys_recall.py`
 (100k users, 30k served, k = 10, a 4000-post pool; load ~5 on 2 cores): template posts
 (the engine's texts) recall@10 0.98 of the exact top-10, 93% identical feeds, score ratio
 0.998, 5.4x less CPU; free texts (8-30 random words of a 20k vocabulary: hash-embedding

@@ -8,7 +8,7 @@ run soon keeps its temporaries on the heap. A run's first steps are the slow one
 1000-user step's temporaries (random keys, gathered embeddings, observation arrays, 1-6 MB
 each) grow with the post table, each a little larger than the last one freed, so each is
 mapped and faulted afresh. Measured on the 2-core CI-class box, load 0.2-0.7, the first
-episode of a process at 1000 users (bench/oasis_throughput.py's steps): faster in all 8
+episode of a process at 1000 users (bench/oasis/oasis_throughput.py's steps): faster in all 8
 pairs of processes, medians 19.4 against 22.5 ms a step; at 100 users (blocks under 128 KB)
 no change.
 
@@ -23,7 +23,7 @@ the heap's top then holds pages already faulted in, which the run's temporaries 
 tables reuse. On this VM a page's first touch costs ~2.5 us; a first episode at 1000 users
 touched ~660 new pages a step (1.6 ms of an 18 ms step: the random recommender's key
 matrix, a little larger each step, and the post tables' doublings), a later one 100-200. Measured on the 2-core
-CI-class box, load 0.2-0.7, first episodes at 1000 users (bench/oasis_throughput.py's
+CI-class box, load 0.2-0.7, first episodes at 1000 users (bench/oasis/oasis_throughput.py's
 steps): faster in 23 of 28 pairs of processes (medians 19.0 against 17.4 ms a step; the
 five others fell in the machine's slow spells); at 100 users, 9 of 12 (3.65 against 3.53
 ms). The pages are paid for at reset (~18 ms for 32 MB), and a later, larger population

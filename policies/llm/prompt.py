@@ -33,7 +33,7 @@ searched users) overruns it rather than hiding something the agent could act on.
 ``feed_tokens=None`` disables the budget (per-item caps only). Cuts end on a word boundary
 when one is near, marked with "…". The shared system part lives in :mod:`.catalogue`.
 
-Measured with ``bench/prompt_tokens.py`` (views of a real ``Simulation`` over OASIS
+Measured with ``bench/research/prompt_tokens.py`` (views of a real ``Simulation`` over OASIS
 profiles and posts, SmolLM2's tokenizer and chat template), defaults, 10-post feeds of
 tweet-length posts: about 530 prompt tokens in all under OASIS' Twitter action set (system
 part 144, posts cut to ~65 chars), about 555 with a few comments (Twitter plus replies,

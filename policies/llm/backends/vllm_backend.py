@@ -22,7 +22,7 @@ the engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) and a tor
 usable core (``OMP_NUM_THREADS``); the backend then defaults to eager mode, the worker in the
 same process (``distributed_executor_backend="uni"``), a 2048-token context and no chunked
 prefill (see below). Threads, measured on 2 cores (32 users x 2 steps of
-``bench/llm_vs_oasis.py``): 1.96 decisions/s with 2 threads vs 1.46 with 1 on an idle machine
+``bench/oasis/llm_vs_oasis.py``): 1.96 decisions/s with 2 threads vs 1.46 with 1 on an idle machine
 (no frequency penalty; beside a ``nice -n 19`` training job, with it: 2.96 vs 2.01; repeated
 runs with 2 threads vary by about 20 %, with the replies' lengths); but when other processes
 at normal priority keep the cores busy (load 5-6 on 2 cores), an
@@ -31,11 +31,11 @@ threads vs 1.32 with 1. On a shared machine set ``OMP_NUM_THREADS`` to the cores
 count on. Reproducibility: with one thread the same seeds give the same replies run after run;
 with two, measured on SmolLM2, they did not (a reply of 205 tokens in one run was 207 in the
 next; probably the CPU attention kernel's dynamic work split).
-``bench/llm_engine_load.py`` measures start-up: ready in 14.3 s, a restart 2.7 s. Eager mode
+``bench/throughput/llm_engine_load.py`` measures start-up: ready in 14.3 s, a restart 2.7 s. Eager mode
 stays the default: torch.compile (``llm_kwargs={"enforce_eager": False}``) cut a decode
 iteration by 20-30 % (47 vs 59 ms at 32 sequences, 19 vs 24 ms at one; 2 threads) but took
 108 s to load, and 84 s with its compile cache warm.
-Where the time goes (``bench/llm_vs_oasis.py``, 32 users x 2 steps, bf16 on 2 AVX-512 cores):
+Where the time goes (``bench/oasis/llm_vs_oasis.py``, 32 users x 2 steps, bf16 on 2 AVX-512 cores):
 prefill (2,100-3,400 prompt tokens/s from run to run; its matmuls, about 60 % of it, run at
 the ~0.9 TFLOP/s a large bf16 matmul reaches on these cores, the eager RMSNorm takes 19 %,
 attention 13 %) is about 45 % of the run, with about 390 uncached prompt tokens per decision
