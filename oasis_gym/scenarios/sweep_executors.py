@@ -236,6 +236,9 @@ class RayExecutor:
             self.close()
             at = self.address or "(a local one)"
             raise ValueError(f"--executor ray: cannot reach a Ray cluster at {at}: {error_line(err)}") from None
+        except KeyboardInterrupt:  # stopped while Ray starts: what it started goes now, bounded (not at exit)
+            self.close()
+            raise
         finally:
             if setter is not None:
                 utils.set_sigterm_handler = setter
