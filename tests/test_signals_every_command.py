@@ -14,7 +14,9 @@ tests/test_guarantees_outputs.py (a running sweep)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -69,10 +71,11 @@ def _inputs(cwd: Path, journal: Path) -> None:
     build_oasis_db(cwd / "oasis.db", users=12, steps=6, per_step=25)
 
 
-def stopped(cwd: Path, argv: list[str], signum: int, *, importing: str | None = None, pause=None):
+def stopped(cwd: Path, argv: list[str], signum: int, *, importing: str | None = None, pause=None, before=None):
     """Run `oasis-gym ARGV` in `cwd` paused at one moment (`importing`: the first import of that
     module, as `python -m oasis_gym.cli`; `pause` = (module, attribute, call number): that call);
-    send `signum` there. Returns (exit code, stderr lines, stdout, seconds from signal to exit)."""
+    `before(proc)` then, if given; send `signum` there. Returns (exit code, stderr lines, stdout,
+    seconds from signal to exit)."""
     marker, env = cwd / ".paused", dict(os.environ)
     if importing is not None:
         site = cwd / ".site"
@@ -91,6 +94,8 @@ def stopped(cwd: Path, argv: list[str], signum: int, *, importing: str | None = 
         while not marker.exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
+        if before is not None:
+            before(proc)
         sent = time.monotonic()
         os.kill(proc.pid, signum)
         out, err = proc.communicate(timeout=WAIT_S)
@@ -160,6 +165,46 @@ def test_a_command_stopped_in_the_middle_of_its_work_says_what_is_kept_in_one_li
     _inputs(tmp_path, journal)
     line = one_line(stopped(tmp_path, COMMANDS[key], signum, pause=pause), code, _name(key), signum)
     assert says in line, line
+
+
+def _children(pid: int, name: str) -> list[int]:
+    """The pids of `pid`'s child processes whose command name is `name` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()  # "pid (comm) state ppid ..."
+            comm, after = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+            if comm == name and int(after[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@needs_ray
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the raylet in /proc (Linux)")
+def test_a_ray_sweep_whose_local_raylet_is_stalled_still_stops_in_one_line(tmp_path):
+    """A loaded full-suite run once hung here past 300 s: at the stop, `ray.shutdown` waits for
+    the local raylet's answer with no limit (`core_worker.shutdown_driver`, blocked reading the
+    raylet's socket). Here the raylet is stalled for real (SIGSTOP) before the SIGTERM: the
+    executor kills the local Ray it started after a few seconds, and the command ends with its
+    line, 143, and a --resume that names the folder it kept."""
+    stalled: list[int] = []
+
+    def stall(proc) -> None:
+        stalled.extend(_children(proc.pid, "raylet"))
+        assert len(stalled) == 1, stalled  # the local Ray this sweep started
+        os.kill(stalled[0], signal.SIGSTOP)
+
+    pause = ("oasis_gym.scenarios.sweep_store", "SweepRuns.keep", 2)
+    try:
+        res = stopped(tmp_path, COMMANDS["sweep --executor ray"], signal.SIGTERM, pause=pause, before=stall)
+    finally:
+        for pid in stalled:  # (where the command did not end it)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    line = one_line(res, 143, "oasis-gym sweep", signal.SIGTERM)
+    assert "after 1 of 4 runs (kept in s); continue with: " in line, line
+    resume = shlex.split(line.split("continue with: ", 1)[1])
+    assert resume[-3:] == ["--out", "s", "--resume"] and (tmp_path / "s" / "runs").is_dir(), resume
 
 
 @needs_ray

@@ -52,6 +52,7 @@ __all__ = [
 
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2  # a run that fails is tried once more, then reported
+STOP_GRACE_S = 4.0  # how long `ray.shutdown` may take at `close` before the local Ray is killed
 RAY_HINT = "pip install 'oasis-gym[ray]' (Ray core; or pip install ray)"
 
 Job = tuple[Any, tuple]  # (key, the arguments of the run function)
@@ -158,6 +159,24 @@ def _our_handlers() -> Iterator[None]:
                 signal.signal(s, handler)
 
 
+def _local_ray_processes(ray) -> list:
+    """The processes (`subprocess.Popen`) of the local Ray that `ray.init` started in this
+    driver (raylet, GCS, their helpers; Ray's own record of them): empty for a cluster it
+    connected to, whose processes are not this driver's."""
+    node = getattr(getattr(getattr(ray, "_private", None), "worker", None), "_global_node", None)
+    groups = getattr(node, "all_processes", None) or {}
+    return [info.process for group in groups.values() for info in group if getattr(info, "process", None)]
+
+
+def _kill_local_ray(processes: list) -> None:
+    """SIGKILL those of `processes` still running (the watchdog of `RayExecutor.close`): the
+    driver's waits on them then end. Never `ray stop`, which ends every Ray on the machine."""
+    for process in processes:
+        with contextlib.suppress(OSError):
+            if process.poll() is None:  # (Popen: never a pid that has since been reused)
+                process.kill()
+
+
 def gpus_for(config: Mapping[str, Any]) -> float:
     """1 when the run's LLM users run a model in its own process (a hybrid or llm policy whose
     backend is not "openai"), else 0."""
@@ -217,6 +236,9 @@ class RayExecutor:
             self.close()
             at = self.address or "(a local one)"
             raise ValueError(f"--executor ray: cannot reach a Ray cluster at {at}: {error_line(err)}") from None
+        except KeyboardInterrupt:  # stopped while Ray starts: what it started goes now, bounded (not at exit)
+            self.close()
+            raise
         finally:
             if setter is not None:
                 utils.set_sigterm_handler = setter
@@ -278,11 +300,21 @@ class RayExecutor:
 
     def close(self) -> None:
         """Stop the local Ray this executor started (a cluster it connected to goes on); a signal
-        meanwhile waits until it is done (`interrupts.deferred`)."""
+        meanwhile waits until it is done (`interrupts.deferred`). Bounded: where `ray.shutdown`
+        has not returned within `STOP_GRACE_S` (it waits for the local raylet's answer with no
+        limit: a raylet stalled on a busy machine kept a stopped sweep alive for minutes), the
+        local Ray's own processes are killed, which ends that wait (`_kill_local_ray`)."""
         if self._started:
             self._started = False
+            local = _local_ray_processes(self.ray) if self.address is None else []
+            watchdog = threading.Timer(STOP_GRACE_S, _kill_local_ray, (local,))
+            watchdog.daemon = True
             with deferred(), _our_handlers():
-                self.ray.shutdown()
+                watchdog.start()
+                try:
+                    self.ray.shutdown()
+                finally:
+                    watchdog.cancel()
 
 
 def make_executor(name: str, address: str | None = None, cpus: float | None = None, gpus: float | None = None):
