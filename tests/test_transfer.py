@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -60,6 +61,13 @@ def test_the_loaded_policies_replay_their_training_runs_evaluation_bit_for_bit(r
         got = evaluate(policy, task, policy.args.difficulty, **{k: getattr(policy.args, k) for k in PROTOCOL})
         for s, res in got["eval_sets"].items():
             assert res["runs"] == saved["eval_sets"][s]["runs"][name], f"{name} on the {s}"
+    vec = gym.make_vec(f"oasis_gym/{task.capitalize()}-v{VERSION[task]}", num_envs=3, users=USERS, max_steps=5)
+    obs, _ = vec.reset(seed=9000)
+    for _ in range(5):  # the native vector env: one batched call for its K episodes
+        action = policy(obs)
+        assert vec.action_space.contains(action)
+        obs = vec.step(action)[0]
+    vec.close()
 
 
 def _episode(env, policy, seed: int = 9000) -> list:
@@ -171,3 +179,8 @@ def test_bad_input_is_one_line_before_any_model_is_loaded(runs, tmp_path):
         assert "\n" not in str(err.value), args
     assert load_task_policy(tmp_path / "nomodel", "tuned_constant").name == "tuned_constant"
     assert load_task_policy(bench, "default_ranking").task_id == "recommender-v4"
+    (bench / "seed_0").mkdir()  # a benchmark's PPO seed: its model, the settings in the benchmark's results.json
+    for name in ("model.zip", "model.obs_norm.npz"):
+        (bench / "seed_0" / name).write_bytes((run / name).read_bytes())
+    obs = np.random.default_rng(0).normal(size=(3, 19)).astype(np.float32)
+    assert np.array_equal(load_task_policy(bench / "seed_0")(obs), load_task_policy(run)(obs))
