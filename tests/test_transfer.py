@@ -162,11 +162,14 @@ def test_bad_input_is_one_line_before_any_model_is_loaded(runs, tmp_path):
     (bench / "results.json").write_text((run / "eval.json").read_text())
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "eval.json").write_text("{not json")
+    (tmp_path / "notrun").mkdir()
+    (tmp_path / "notrun" / "eval.json").write_text('{"settings": [1], "tuned": {}}')
     (tmp_path / "nomodel").mkdir()
     (tmp_path / "nomodel" / "eval.json").write_text((run / "eval.json").read_text())
     cases = [
         ((tmp_path / "nothing",), "no run of oasis-gym train or benchmark here"),
         ((tmp_path / "broken",), "not a training run's results"),
+        ((tmp_path / "notrun",), "not a training run's results"),
         ((tmp_path / "nomodel",), "no such model"),
         ((bench,), "a benchmark of several PPO seeds: name one"),
         ((run, "best"), "no policy 'best' in"),

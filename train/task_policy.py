@@ -69,10 +69,7 @@ def load_task_policy(path, name: str = "ppo") -> TaskPolicy:
     as a `TaskPolicy` (module docstring)."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a policy's name (a string), got {name!r}")
-    model, saved = _run_files(Path(path))
-    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["settings"].items()}
-    args = v1.Args(**{k: v for k, v in settings.items() if k in v1.Args.__dataclass_fields__})
-    tuned = saved["tuned"]
+    model, args, tuned = _run_files(Path(path))
     if "privileged" in name:
         raise ValueError(f"{name!r} reads the fast path's hidden truth: a reference, not a policy to transfer")
     if name != "ppo":
@@ -90,9 +87,9 @@ def load_task_policy(path, name: str = "ppo") -> TaskPolicy:
     return TaskPolicy(name, args, lambda task: lambda obs, t: anchor.env_action(sb3.predict(obs), obs))
 
 
-def _run_files(path: Path) -> tuple[Path | None, dict]:
-    """The model (None for a benchmark folder) and the saved run (settings, tuned) at `path`
-    (ValueError, one line)."""
+def _run_files(path: Path) -> tuple[Path | None, v1.Args, dict]:
+    """The model (None for a benchmark folder), the settings and the tuned baselines of the run
+    at `path` (ValueError, one line)."""
     folder = path.parent if path.suffix == ".zip" else path
     model = path if path.suffix == ".zip" else folder / "model.zip"
     for results in (folder / "eval.json", folder / "results.json", folder.parent / "results.json"):
@@ -102,9 +99,11 @@ def _run_files(path: Path) -> tuple[Path | None, dict]:
         raise ValueError(f"{path}: no run of oasis-gym train or benchmark here (eval.json or results.json)")
     try:
         saved = json.loads(results.read_text(encoding="utf-8"))
-        saved["settings"]["task"], saved["tuned"]  # noqa: B018  (both there)
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        settings = {k: tuple(v) if isinstance(v, list) else v for k, v in saved["settings"].items()}
+        args = v1.Args(**{k: v for k, v in settings.items() if k in v1.Args.__dataclass_fields__})
+        tuned = dict(saved["tuned"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{results}: not a training run's results ({' '.join(str(err).split())})") from None
     if results.parent == folder and results.name == "results.json":
-        return None, saved  # a benchmark's folder: its PPO models are in seed_<s>/
-    return model, saved
+        return None, args, tuned  # a benchmark's folder: its PPO models are in seed_<s>/
+    return model, args, tuned
