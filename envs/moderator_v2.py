@@ -47,6 +47,10 @@ place: their rows are applied and journaled as any user's, and the world counts 
 likes, reposts and reports move the model's counters, satisfaction and opinions); their posts are
 theirs (only the task users' posts enter the task's feeds). The spaces are the same.
 
+## LLM users
+As Recommender-v4's (`envs/recommender_v4.py`, "LLM users": what an LLM user reads, what the
+model infers from its actions); here its reports also fill the moderator's review queue.
+
 ## Version history
 - v2 (issue 57): `info` as Moderator-v1's (its Info): the hidden truth's values only with
   `privileged_info=True`; observations and rewards unchanged.

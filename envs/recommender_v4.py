@@ -64,6 +64,26 @@ and the world counts what they did (their likes, reposts and reports move the mo
 satisfaction and opinions); their posts are theirs (only the task users' posts enter the task's
 feeds). The spaces are the same.
 
+## LLM users
+`user_policy=LLMPolicy(...)` (`policies/llm_policy.py`; or a `HybridPolicy` of LLM and ABM
+users) for the users `policy_users` names. Who visits is still the model's (its visit draw, churn
+and return: a churned LLM user stays away until the return draw brings it back). A visiting LLM user reads its feed view
+(`Simulation.feed_views`, rendered by `policies/llm/prompt.py`), exactly: its name (`You are
+u17.`), the simulated time, the task ranking's feed (up to 10 posts, one line each: `#<platform
+post id> u<author> @u<author> [<likes>L <reposts>R]: post <model post id>`, the counts where not
+zero), its memory of its last actions (`policies/llm/memory.py`) and the actions allowed now
+(`do_nothing`, `create_post`, and with a feed `like_post`, `repost`, `report_post`). A post's
+text is a placeholder: the topic, stance, quality, arousal and misinformation label the model's
+users respond to are not in it, so an LLM user reads only which posts it was served, their
+authors and their counts. From what the platform applied (not what was intended) the model
+infers: a like or repost of a feed post is an engagement (a repost also the post its followers
+see), a report a report (OASIS's rules: once per user and post); these move the posts' counters
+the ranking and the moderator's queue read, the user's history summaries (engagement rate,
+arousal affinity), its session value, so its satisfaction and churn, and its opinion (pulled
+toward the stances it engaged). An LLM user's own posts are journaled as its own and never
+enter the task's feeds. `tests/test_transfer.py` plays a policy trained on the fast path
+(`train/task_policy.py`) beside tiny-LLM users and checks what the model counted.
+
 ## Version history
 - v4 (issue 57): `info` as Recommender-v1's (its Info): the hidden truth's values only with
   `privileged_info=True`; observations and rewards unchanged.
