@@ -61,6 +61,10 @@ def test_the_loaded_policies_replay_their_training_runs_evaluation_bit_for_bit(r
         got = evaluate(policy, task, policy.args.difficulty, **{k: getattr(policy.args, k) for k in PROTOCOL})
         for s, res in got["eval_sets"].items():
             assert res["runs"] == saved["eval_sets"][s]["runs"][name], f"{name} on the {s}"
+    settings = {k: getattr(policy.args, k) for k in PROTOCOL}  # evaluate takes the run's path as well
+    by_path = evaluate(runs[task] / "model.zip", task, policy.args.difficulty, **settings)
+    for s, res in by_path["eval_sets"].items():
+        assert res["runs"] == saved["eval_sets"][s]["runs"]["ppo"], f"ppo by its path on the {s}"
     vec = gym.make_vec(f"oasis_gym/{task.capitalize()}-v{VERSION[task]}", num_envs=3, users=USERS, max_steps=5)
     obs, _ = vec.reset(seed=9000)
     for _ in range(5):  # the native vector env: one batched call for its K episodes

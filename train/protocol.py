@@ -22,6 +22,7 @@ from oasis_gym.model.tiers import DIFFICULTIES
 
 from . import rl_stats, v1
 from . import tuned_baselines as tb
+from .task_policy import load_task_policy
 
 
 def returns(runs: list[dict]) -> np.ndarray:
@@ -53,7 +54,8 @@ PROTOCOL = ("version", "users", "max_steps", "ranking", "eval_seeds", "populatio
 
 def evaluate(policy, task: str, difficulty: str = "medium", *, against=None, **settings) -> dict:
     """Score any agent as the benchmark scores PPO: `policy` (a callable from observations (K,
-    obs) to actions (K, ...), or an SB3 model, played deterministically) on the protocol's held-out
+    obs) to actions (K, ...), an SB3 model played deterministically on raw observations, or the
+    path of an `oasis-gym train` / `benchmark` run, loaded by `load_task_policy`) on the protocol's held-out
     seeds of the training population and on the held-out population, one episode per seed.
     `settings`: `PROTOCOL`'s (default `v1.Args`'s); `against`: a benchmark's results (its
     results.json path or dict), whose settings and baselines (and PPO) it is compared with; else
@@ -121,7 +123,12 @@ def _protocol_args(task, difficulty, saved: dict | None, settings: dict) -> v1.A
 
 
 def _policy_act_for(policy, args: v1.Args):
-    """`policy` as `act_for(task)`, each batch of actions checked (shape, finite, codes in range)."""
+    """`policy` as `act_for(task)`, each batch of actions checked (shape, finite, codes in range).
+    A path is a run of `oasis-gym train` / `benchmark` (its folder or model.zip), loaded with its
+    observation statistics and anchor (`load_task_policy`): `PPO.load` of its model.zip alone
+    would play raw observations, another policy than the one trained."""
+    if isinstance(policy, (str, Path)):
+        policy = load_task_policy(policy)
     predict = getattr(policy, "predict", None)
     if predict is None and not callable(policy):
         raise ValueError(f"policy must be a callable (observations -> actions) or an SB3 model, got {policy!r}")
