@@ -8,8 +8,8 @@ Each command runs for real in a subprocess; the signal is sent from the test onc
 doing its work. Where that moment would be too short to hit, one function of the work is wrapped
 to write a marker file and wait there (`paused`): the test waits for the marker as long as it
 takes, then signals, so nothing depends on the machine's speed. Commands run with --quiet:
-their progress (bars on stderr, `oasis_gym.console`) would come before the one line. `oasis-gym run` stopped mid-run:
-tests/test_guarantees_cli_inputs.py; a sweep stopped while it runs:
+their progress (bars on stderr, `oasis_gym.app.console`) would come before the one line. `oasis-gym run`
+stopped mid-run: tests/test_guarantees_cli_inputs.py; a sweep stopped while it runs:
 tests/test_guarantees_outputs.py.
 """
 

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from oasis_gym.console import Summary, bar, duration, quoted
+from oasis_gym.app.console import Summary, bar, duration, quoted
 from oasis_gym.metrics.report import make_report
 from oasis_gym.platform.journal import JournalError, read_meta
 from oasis_gym.platform.journal_file import require_journal

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from oasis_gym.console import Summary, duration, plural, quoted, timed
+from oasis_gym.app.console import Summary, duration, plural, quoted, timed
 from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError

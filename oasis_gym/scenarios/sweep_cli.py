@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..app.console import Summary, bar, duration, plural, quoted
 from ..checks import MAX_ID, MAX_SEED, float_option, int_option, with_bounds
-from ..console import Summary, bar, duration, plural, quoted
 from ..interrupts import exit_code, signum_of
 from .config import parse_sets
 from .scenario import load_scenario

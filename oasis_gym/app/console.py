@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .interrupts import Finished, signum_of
+from ..interrupts import Finished, signum_of
 
 __all__ = ["bar", "timed", "Summary", "duration", "quoted", "plural"]
 
