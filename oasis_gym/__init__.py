@@ -9,9 +9,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .interrupts import starting
+from .app.interrupts import starting
 
-starting()  # (the command line: a Ctrl-C while it loads ends it with one line, `oasis_gym.interrupts`)
+starting()  # (the command line: a Ctrl-C while it loads ends it with one line, `oasis_gym.app.interrupts`)
 __version__ = "0.1.0"
 
 

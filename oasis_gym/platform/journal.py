@@ -35,8 +35,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from ..app.interrupts import deferred
 from ..errors import JournalError
-from ..interrupts import deferred
 from .follow_seed import FollowSeed
 from .journal_bulk import BackgroundCheckpoint, StatementStream, wal_pages
 from .journal_file import (
