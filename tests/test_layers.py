@@ -8,7 +8,7 @@ Layers, from the bottom (docs/ARCHITECTURE.md):
              platform agents (``agents/``), ...
 1 envs       ``envs/`` (``oasis_gym.envs``)
 2 policies   ``policies/`` (``oasis_gym.policies``)
-3 drivers    ``train/`` (``oasis_gym.train``) and ``oasis_gym/run.py`` (the run loop)
+3 drivers    ``train/`` (``oasis_gym.train``) and ``oasis_gym/app/run.py`` (the run loop)
 4 scenarios  ``oasis_gym/scenarios/``
 5 cli        ``oasis_gym/cli/``
 
@@ -53,7 +53,7 @@ FUNCTION_LEVEL_IMPORTS: dict[str, int] = {
     "oasis_gym.policies.llm.backends": 3,
     "oasis_gym.policies.llm.backends.transformers_backend": 1,
     "oasis_gym.policies.llm.backends.vllm_backend": 1,
-    "oasis_gym.run": 1,
+    "oasis_gym.app.run": 1,
     "oasis_gym.train.common": 1,
     "oasis_gym.train.ppo": 2,  # SB3 and torch (callbacks, slot policy) load when training starts
     "oasis_gym.train.v1": 2,  # (callbacks, VecEnv adapter)
@@ -96,7 +96,7 @@ def layer(module: str) -> int:
         return LAYERS.index("cli")
     if under("oasis_gym.scenarios"):
         return LAYERS.index("scenarios")
-    if under("oasis_gym.train") or under("oasis_gym.run"):
+    if under("oasis_gym.train") or under("oasis_gym.app.run"):
         return LAYERS.index("drivers")
     if under("oasis_gym.policies"):
         return LAYERS.index("policies")
