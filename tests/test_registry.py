@@ -38,6 +38,7 @@ def test_every_entry_point_of_the_table_resolves():
     for name, entry_point in oasis_gym.SCENARIOS.items():
         assert oasis_gym.load_entry_point(entry_point)().name == name
     assert isinstance(oasis_gym.load_entry_point(oasis_gym.DEFAULT_USER_POLICY)(None), ABMPolicy)
+    assert oasis_gym.load_entry_point(oasis_gym.COMMAND_START).__name__ == "starting"
 
 
 def test_scenarios_by_name_or_instance_and_the_users_they_supply():
