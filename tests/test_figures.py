@@ -17,9 +17,10 @@ from matplotlib.ticker import MaxNLocator
 
 from oasis_gym import figures
 from oasis_gym.app.run import simulate
+from oasis_gym.cli.report import make_report
 from oasis_gym.envs import twitter_v0
 from oasis_gym.figures import MIN_FONT, coincide_groups, save_png
-from oasis_gym.metrics import MetricsRecorder, make_report, read_metrics
+from oasis_gym.metrics import MetricsRecorder, read_metrics
 from oasis_gym.metrics import report_plots as RP
 from oasis_gym.metrics.metric_units import UNKNOWN_UNIT, group_of
 from oasis_gym.policies.abm import ABMPolicy

@@ -10,8 +10,9 @@ from matplotlib.colors import to_hex
 from oasis_fixture import build_oasis_db
 
 from oasis_gym.app.run import simulate
+from oasis_gym.cli.report import make_report
 from oasis_gym.envs import twitter_v0
-from oasis_gym.metrics import MetricsRecorder, make_report, read_metrics
+from oasis_gym.metrics import MetricsRecorder, read_metrics
 from oasis_gym.metrics.report_plots import (
     PALETTE,
     actions_figure,
