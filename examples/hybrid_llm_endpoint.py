@@ -5,7 +5,7 @@ What it shows: the Python API behind `oasis-gym run --policy hybrid --llm-backen
 --llm-endpoint URL/v1 --llm-model NAME`: an endpoint backend (`policies.factory.llm_backend`),
 the LLM policy over it (`llm_policy`, with a per-step deadline), the routing of the top-k
 users by followers to it and of the rest to `ABMPolicy` (`HybridPolicy.top_k_by_followers`),
-and `oasis_gym.run.simulate`. Every step all LLM users' requests go out at once; whatever
+and `oasis_gym.app.run.simulate`. Every step all LLM users' requests go out at once; whatever
 the model replies becomes an action or a counted invalid reply (then the user does nothing).
 At the end it reads the journal to compare what the LLM users and the ABM users did.
 
@@ -27,11 +27,11 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from oasis_gym.app.run import simulate
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.factory import llm_backend, llm_policy
 from oasis_gym.policies.hybrid import HybridPolicy
-from oasis_gym.run import simulate
 
 
 def seed_posts(count: int):

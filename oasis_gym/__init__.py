@@ -9,10 +9,20 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .interrupts import starting
-
-starting()  # (the command line: a Ctrl-C while it loads ends it with one line, `oasis_gym.interrupts`)
 __version__ = "0.1.0"
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """The object an entry point ``"package.module:attr"`` names (imports the module)."""
+    module, _, attr = entry_point.partition(":")
+    return getattr(import_module(module), attr)
+
+
+# The command line's first signal handling, by name as the table below names what it registers
+# (the core imports no application module): in a process started as the command, a Ctrl-C while
+# it loads its modules ends it with one line. Called first, before gymnasium is imported.
+COMMAND_START = "oasis_gym.app.interrupts:starting"
+load_entry_point(COMMAND_START)()
 
 
 # The one registration table: names -> entry points ("module:attr"), imported only when used.
@@ -60,12 +70,6 @@ def vector_envs(task: str) -> dict[int, str]:
     registered ``"oasis_gym/{Task}-vN"`` ids in GYMNASIUM_VECTOR_ENVS (task "recommender", ...)."""
     prefix = f"oasis_gym/{task.capitalize()}-v"
     return {int(i[len(prefix) :]): e for i, e in GYMNASIUM_VECTOR_ENVS.items() if i.startswith(prefix)}
-
-
-def load_entry_point(entry_point: str) -> Any:
-    """The object an entry point ``"package.module:attr"`` names (imports the module)."""
-    module, _, attr = entry_point.partition(":")
-    return getattr(import_module(module), attr)
 
 
 def _register() -> None:

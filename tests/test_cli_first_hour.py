@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from oasis_fixture import build_oasis_db
 
+from oasis_gym.app.console import Summary, timed
 from oasis_gym.cli import build_parser
-from oasis_gym.console import Summary, timed
 
 COMMANDS = ("run", "train", "report", "import", "sweep")
 RUN = ["run", "--users", "60", "--steps", "2", "--policy", "abm", "--activation", "0.5", "--db", "run.db"]

@@ -15,16 +15,17 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from oasis_gym import figures
+from oasis_gym.app.run import simulate
+from oasis_gym.cli.report import make_report
 from oasis_gym.envs import twitter_v0
 from oasis_gym.figures import MIN_FONT, coincide_groups, save_png
-from oasis_gym.metrics import MetricsRecorder, make_report, read_metrics
+from oasis_gym.metrics import MetricsRecorder, read_metrics
 from oasis_gym.metrics import report_plots as RP
 from oasis_gym.metrics.metric_units import UNKNOWN_UNIT, group_of
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm.backends.base import GenerationResult
 from oasis_gym.policies.llm_policy import LLMPolicy
-from oasis_gym.run import simulate
 from oasis_gym.scenarios.sweep import sweep_figure
 from oasis_gym.train.benchmark import curves_figure
 from oasis_gym.train.report import learning_curve_figure, pareto_figure

@@ -2,14 +2,14 @@
 traceback, exit code 128 + the signal (130, 143), saying what is kept and the command that
 continues or repeats it; and nothing half-written: a command's outputs are staged
 (`oasis_gym.outputs`), so its previous output survives whole and a first output leaves nothing,
-not even the folder it created. The signals have one home, `oasis_gym.interrupts`.
+not even the folder it created. The signals have one home, `oasis_gym.app.interrupts`.
 
 Each command runs for real in a subprocess; the signal is sent from the test once the command is
 doing its work. Where that moment would be too short to hit, one function of the work is wrapped
 to write a marker file and wait there (`paused`): the test waits for the marker as long as it
 takes, then signals, so nothing depends on the machine's speed. Commands run with --quiet:
-their progress (bars on stderr, `oasis_gym.console`) would come before the one line. `oasis-gym run` stopped mid-run:
-tests/test_guarantees_cli_inputs.py; a sweep stopped while it runs:
+their progress (bars on stderr, `oasis_gym.app.console`) would come before the one line. `oasis-gym run`
+stopped mid-run: tests/test_guarantees_cli_inputs.py; a sweep stopped while it runs:
 tests/test_guarantees_outputs.py.
 """
 
@@ -29,8 +29,8 @@ from oasis_fixture import build_oasis_db
 from test_guarantees_journal import tables
 from test_guarantees_outputs import cli, leftovers, visible
 
+from oasis_gym.app.interrupts import Stopped, deferred, stop_signals
 from oasis_gym.envs import twitter_v0
-from oasis_gym.interrupts import Stopped, deferred, stop_signals
 from oasis_gym.platform import Journal, Platform, PlatformConfig
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.policies.abm import ABMPolicy
@@ -134,7 +134,7 @@ def test_both_commands_use_the_one_signal_home():
     from oasis_gym.scenarios import sweep_cli as sweep
 
     assert interrupt.Stopped is Stopped and interrupt.stop_signals is stop_signals
-    assert sweep.signum_of.__module__ == "oasis_gym.interrupts"
+    assert sweep.signum_of.__module__ == "oasis_gym.app.interrupts"
 
 
 # --------------------------------------------------------------------------- report

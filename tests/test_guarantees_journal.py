@@ -333,8 +333,8 @@ def test_resume_never_touches_the_journal_named_by_the_path_cut_at_a_question_ma
 
 KILLED_BEFORE_STEP_1 = textwrap.dedent("""
     import os, signal, sys
-    import oasis_gym.run
-    oasis_gym.run.simulate = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # dies before step 1
+    import oasis_gym.app.run
+    oasis_gym.app.run.simulate = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # dies before step 1
     from oasis_gym.cli import main
     main(sys.argv[1:])
 """)

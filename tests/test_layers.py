@@ -1,14 +1,17 @@
-"""The import rule: layers import downward only, and the core has no import cycles.
+"""The import rule: layers import downward only, the core imports no application module and has
+no import cycles (TYPE_CHECKING ones included), and at most 6 modules lie loose at the top.
 
 Every project module's imports are read with ``ast`` -- module-level ones and those inside
 functions alike (a function-level import is still a dependency; it only moves the cost).
 Layers, from the bottom (docs/ARCHITECTURE.md):
 
 0 core       ``oasis_gym/*``: platform, population, recsys, metrics, the engine (``sim/``), the
-             platform agents (``agents/``), ...
+             platform agents (``agents/``), the loose modules (``actions``, ``errors``, ...)
 1 envs       ``envs/`` (``oasis_gym.envs``)
 2 policies   ``policies/`` (``oasis_gym.policies``)
-3 drivers    ``train/`` (``oasis_gym.train``) and ``oasis_gym/run.py`` (the run loop)
+3 drivers    ``train/`` (``oasis_gym.train``) and the application's infrastructure (APPLICATION):
+             ``oasis_gym/app/`` (what a command prints, its signals, the run loop) and
+             ``oasis_gym/outputs/`` (the output rule)
 4 scenarios  ``oasis_gym/scenarios/``
 5 cli        ``oasis_gym/cli/``
 
@@ -20,7 +23,7 @@ Inside the core, the engine (``oasis_gym.sim``) and the platform agents (``oasis
 keep rooms of their own: the engine imports nothing of the agents (they plug in through
 ``sim.agent_protocol``) and names none of them, neither imports gymnasium or pettingzoo (the
 envs make the spaces), the agents read the engine only through its protocol and data types,
-and the engine has no import circle, not even one made of TYPE_CHECKING imports.
+and the core has no import circle, not even one made of TYPE_CHECKING imports.
 
 Project imports inside functions are for what must stay lazy (an optional extra behind the
 module, a command line's start-up time, a cycle not yet broken): FUNCTION_LEVEL_IMPORTS caps
@@ -42,6 +45,13 @@ PACKAGE_DIRS = {
     "oasis_gym": "oasis_gym",
 }
 LAYERS = ("core", "envs", "policies", "drivers", "scenarios", "cli")
+# the application's infrastructure (layer "drivers"): what a command prints (app.console), its
+# signals (app.interrupts), the run loop (app.run), the output rule (outputs). The core imports
+# none of it: what the core needs of it is the core's own (signal_hold: a journal's commit holds
+# signals) or bound by name (oasis_gym.COMMAND_START, as the registry table binds the envs).
+APPLICATION = ("oasis_gym.app", "oasis_gym.outputs")
+# the modules that may lie loose at the top of oasis_gym/ (besides __init__ and __main__)
+MAX_LOOSE_MODULES = 6
 
 # (importer, imported module) pairs that go upward today. Each is a debt: remove the import,
 # then its line here. None is left: a lower layer that must use a higher one's implementation
@@ -53,7 +63,7 @@ FUNCTION_LEVEL_IMPORTS: dict[str, int] = {
     "oasis_gym.policies.llm.backends": 3,
     "oasis_gym.policies.llm.backends.transformers_backend": 1,
     "oasis_gym.policies.llm.backends.vllm_backend": 1,
-    "oasis_gym.run": 1,
+    "oasis_gym.app.run": 1,
     "oasis_gym.train.common": 1,
     "oasis_gym.train.ppo": 2,  # SB3 and torch (callbacks, slot policy) load when training starts
     "oasis_gym.train.v1": 2,  # (callbacks, VecEnv adapter)
@@ -96,7 +106,7 @@ def layer(module: str) -> int:
         return LAYERS.index("cli")
     if under("oasis_gym.scenarios"):
         return LAYERS.index("scenarios")
-    if under("oasis_gym.train") or under("oasis_gym.run"):
+    if under("oasis_gym.train") or any(under(app) for app in APPLICATION):
         return LAYERS.index("drivers")
     if under("oasis_gym.policies"):
         return LAYERS.index("policies")
@@ -211,9 +221,9 @@ def _cycles(nodes: set[str], runtime: bool = True) -> list[list[str]]:
     return out
 
 
-def test_no_import_cycles_in_the_core():
+def test_no_import_cycles_in_the_core_type_checking_ones_included():
     core = {m for m in project_modules() if layer(m) == 0}
-    cycles = _cycles(core)
+    cycles = _cycles(core, runtime=False)
     new = [c for c in cycles if c not in KNOWN_CYCLES]
     assert not new, f"import cycles in the core: {new}"
     gone = [c for c in KNOWN_CYCLES if c not in cycles]
@@ -226,7 +236,8 @@ def test_the_checker_sees_function_level_and_relative_imports():
     assert function_level_imports("oasis_gym.train.ppo") >= 1
     assert "oasis_gym.train.slot_policy" in imports_of("oasis_gym.train.ppo")
     assert "oasis_gym.sim" in imports_of("oasis_gym.policies.abm")
-    # TYPE_CHECKING imports count for layers, not for run-time cycles
+    # TYPE_CHECKING imports count (for layers and for cycles) and can be told apart:
+    # metrics.online names the engine's types under TYPE_CHECKING only
     assert "oasis_gym.sim" in imports_of("oasis_gym.metrics.online")
     assert "oasis_gym.sim" not in imports_of("oasis_gym.metrics.online", runtime=True)
 
@@ -303,14 +314,6 @@ def test_neither_the_engine_nor_the_agents_import_gymnasium_or_pettingzoo():
     assert not found, f"spaces belong to the envs (envs/agent_spaces.py): {found}"
 
 
-def test_no_import_circles_in_the_engine_type_checking_ones_included():
-    engine = {m for m in project_modules() if _in(m, ENGINE)}
-    assert _cycles(engine, runtime=False) == []
-    # the checker sees a TYPE_CHECKING-only circle: metrics.online names the engine's types
-    # under TYPE_CHECKING only, so with the engine's package it is a circle only if counted
-    assert "oasis_gym.sim" in imports_of("oasis_gym.metrics.online", runtime=False)
-
-
 def test_the_model_is_the_floor_of_both_paths_and_imports_numpy_only():
     """`oasis_gym.model` (issue 51: one home per mechanism) sits below the fast path and the
     platform path alike: it imports no other project module and no third-party package but numpy."""
@@ -339,9 +342,37 @@ def test_every_core_package_imports_first_in_a_fresh_interpreter():
     import sys
 
     packages = sorted(
-        m for m, path in project_modules().items() if path.name == "__init__.py" and layer(m) == 0 and m != "oasis_gym"
+        m
+        for m, path in project_modules().items()
+        if path.name == "__init__.py"
+        and m != "oasis_gym"
+        and (layer(m) == 0 or any(_in(m, app) for app in APPLICATION))
     )
     assert {"oasis_gym.outputs", "oasis_gym.platform", "oasis_gym.model"} <= set(packages)
     for m in packages:
         done = subprocess.run([sys.executable, "-c", f"import {m}"], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"import {m} alone fails:\n{done.stderr[-1500:]}"
+
+
+def test_at_most_six_modules_lie_loose_at_the_top():
+    """A module at ``oasis_gym/``'s top level belongs to no room: only the core's vocabulary and
+    small shared tools may (issue 55); everything else lives in a package named for its room."""
+    loose = sorted(p.stem for p in (ROOT / "oasis_gym").glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert "actions" in loose and "errors" in loose
+    assert len(loose) <= MAX_LOOSE_MODULES, f"{len(loose)} loose modules at oasis_gym/: {loose}"
+
+
+def test_the_core_imports_no_application_module():
+    """The core (layer 0) imports nothing of the application's infrastructure (APPLICATION: a
+    command's console, signals and run loop, the output rule), TYPE_CHECKING imports included."""
+    modules = project_modules()
+    app = sorted(m for m in modules if any(_in(m, a) for a in APPLICATION))
+    expected = {"oasis_gym.app.console", "oasis_gym.app.interrupts", "oasis_gym.app.run", "oasis_gym.outputs.folder"}
+    assert expected <= set(app) and all(layer(m) == LAYERS.index("drivers") for m in app)
+    core = sorted(m for m in modules if layer(m) == 0)
+    found = sorted((m, t) for m in core for t in imports_of(m) if any(_in(t, a) for a in APPLICATION))
+    assert not found, f"the core imports the application (make it the core's, or bind it by name): {found}"
+    # the two that did: a journal's commit holds signals through the core's own signal_hold,
+    # and `import oasis_gym` binds the command's start-up by name
+    assert "oasis_gym.signal_hold" in imports_of("oasis_gym.platform.journal")
+    assert "oasis_gym.signal_hold" in imports_of("oasis_gym.app.interrupts")

@@ -10,11 +10,11 @@ import pytest
 from llm_fixtures import llm_module
 
 from oasis_gym.actions import ACTION_NAMES, ActionType
+from oasis_gym.app.run import simulate
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm_policy import LLMPolicy
-from oasis_gym.run import simulate
 
 pytest_plugins = ["llm_fixtures"]
 L = llm_module()

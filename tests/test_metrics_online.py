@@ -14,9 +14,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from oasis_gym.actions import ACTION_NAMES, RESULT_NAMES
 from oasis_gym.actions import ActionType as A
+from oasis_gym.cli.report import make_report
 from oasis_gym.envs import twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
-from oasis_gym.metrics import MetricsRecorder, make_report, read_cascade_curves, read_metrics
+from oasis_gym.metrics import MetricsRecorder, read_cascade_curves, read_metrics
 from oasis_gym.metrics import formulas as F
 from oasis_gym.metrics.online import CascadeForest
 from oasis_gym.platform import ActionBatch, Platform, PlatformConfig

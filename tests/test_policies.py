@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from oasis_gym.actions import ActionType as A
+from oasis_gym.app.run import simulate
 from oasis_gym.envs import twitter_v0
 from oasis_gym.policies.abm import ABMConfig, ABMPolicy
 from oasis_gym.policies.base import DictPolicy, FunctionPolicy, RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
-from oasis_gym.run import simulate
 
 
 class Recording(RandomPolicy):

@@ -18,7 +18,8 @@ from oasis_gym.scenarios.misinfo_stream import MisinfoScenario
 
 def test_import_oasis_gym_is_cheap_and_registers_everything():
     """`import oasis_gym` imports no env, policy or scenario module, yet every id is registered
-    (only `oasis_gym.interrupts`, standard library only: the command line's first signal handling)."""
+    (only `oasis_gym.app.interrupts` and `oasis_gym.signal_hold`, standard library only: the command
+    line's first signal handling)."""
     code = (
         "import sys, oasis_gym, gymnasium, pettingzoo\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('oasis_gym.'))\n"
@@ -27,7 +28,7 @@ def test_import_oasis_gym_is_cheap_and_registers_everything():
         "print(loaded, registered)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['oasis_gym.interrupts'] True"
+    assert out.strip() == "['oasis_gym.app', 'oasis_gym.app.interrupts', 'oasis_gym.signal_hold'] True"
 
 
 def test_every_entry_point_of_the_table_resolves():
@@ -38,6 +39,7 @@ def test_every_entry_point_of_the_table_resolves():
         assert oasis_gym.load_entry_point(entry_point)().name == name
     assert isinstance(oasis_gym.load_entry_point(oasis_gym.DEFAULT_USER_POLICY)(None), ABMPolicy)
     assert oasis_gym.load_entry_point(oasis_gym.TASK_USER_POLICY)().name == "task_users"
+    assert oasis_gym.load_entry_point(oasis_gym.COMMAND_START).__name__ == "starting"
 
 
 def test_scenarios_by_name_or_instance_and_the_users_they_supply():

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oasis_gym.app.run import resume, simulate
 from oasis_gym.envs import twitter_v0
 from oasis_gym.platform import JournalError, Platform
 from oasis_gym.platform.journal import read_meta
 from oasis_gym.policies.abm import ABMPolicy
 from oasis_gym.policies.base import RandomPolicy
 from oasis_gym.policies.hybrid import HybridPolicy
-from oasis_gym.run import resume, simulate
 from oasis_gym.sim import config as sim_config
 
 ALL = tuple(range(23))
@@ -62,7 +62,7 @@ CRASH_SCRIPT = textwrap.dedent("""
     import sys
     from oasis_gym.envs import twitter_v0
     from oasis_gym.policies.abm import ABMPolicy
-    from oasis_gym.run import simulate
+    from oasis_gym.app.run import simulate
     env = twitter_v0.parallel_env(users=3000, activation=0.5, max_cycles=400, db_path=sys.argv[1],
                                   available_actions=tuple(range(23)))
     simulate(env, ABMPolicy(), seed=5)

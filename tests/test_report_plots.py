@@ -9,8 +9,10 @@ import numpy as np
 from matplotlib.colors import to_hex
 from oasis_fixture import build_oasis_db
 
+from oasis_gym.app.run import simulate
+from oasis_gym.cli.report import make_report
 from oasis_gym.envs import twitter_v0
-from oasis_gym.metrics import MetricsRecorder, make_report, read_metrics
+from oasis_gym.metrics import MetricsRecorder, read_metrics
 from oasis_gym.metrics.report_plots import (
     PALETTE,
     actions_figure,
@@ -20,7 +22,6 @@ from oasis_gym.metrics.report_plots import (
     zero_series,
 )
 from oasis_gym.policies.abm import ABMPolicy
-from oasis_gym.run import simulate
 
 STEPS = np.arange(6, dtype=np.int64)
 METRICS = {

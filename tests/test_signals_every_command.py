@@ -250,6 +250,6 @@ def test_a_command_stopped_while_it_prints_its_summary_says_its_work_was_done(ke
     "nothing was run or written" of a finished sweep). SIGINT and SIGTERM alternate."""
     signum, code = SIGNALS[SUMMARY.index(key) % 2]
     _inputs(tmp_path, journal)
-    res = stopped(tmp_path, COMMANDS[key], signum, pause=("oasis_gym.console", "Summary.lines", 1))
+    res = stopped(tmp_path, COMMANDS[key], signum, pause=("oasis_gym.app.console", "Summary.lines", 1))
     line = one_line(res, code, _name(key), signum)
     assert line.endswith("while printing its summary; its work was done"), line

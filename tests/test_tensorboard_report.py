@@ -12,9 +12,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams import plugin_data_pb2
 
 from oasis_gym.actions import ActionType
+from oasis_gym.cli.report import main as report_main
+from oasis_gym.cli.report import make_report
 from oasis_gym.metrics import formulas as F
-from oasis_gym.metrics.report import main as report_main
-from oasis_gym.metrics.report import make_report
 from oasis_gym.metrics.tensorboard import (
     MetricsTable,
     TensorBoardLogger,

@@ -43,8 +43,8 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from oasis_gym.app.console import Summary
 from oasis_gym.checks import int_option, whole_number, with_bounds
-from oasis_gym.console import Summary
 from oasis_gym.figures import PALETTE, new_figure, save_png, series_style
 from oasis_gym.metrics.intervals import mean_ci
 

@@ -19,7 +19,7 @@ import dataclasses
 import sys
 
 from oasis_gym.agents import ModeratorAgent, RecommenderAgent
-from oasis_gym.console import Summary
+from oasis_gym.app.console import Summary
 
 from . import args as cli_args
 from . import moderator, recommender, v1

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from oasis_gym import load_entry_point, vector_envs
+from oasis_gym.app.console import Summary, duration, plural
 from oasis_gym.checks import MAX_ID, MAX_SEED, OneLineParser
-from oasis_gym.console import Summary, duration, plural
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.model import moderation
 from oasis_gym.model.observations import MODERATOR_GLOBALS

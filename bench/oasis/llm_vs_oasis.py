@@ -215,10 +215,10 @@ def _server_tokens(before: dict, after: dict, decisions: int) -> dict:
 
 def run_gym(args, profiles: Path, backend, t_load: float) -> dict:
     """oasis-gym: all users LLM users, all active every step; one batched call per step."""
+    from oasis_gym.app.run import simulate
     from oasis_gym.envs import twitter_v0
     from oasis_gym.policies.llm import SchemaConfig
     from oasis_gym.policies.llm_policy import LLMPolicy
-    from oasis_gym.run import simulate
 
     env = twitter_v0.parallel_env(users=str(profiles), max_cycles=args.steps, activation=1.0)
     kw = {} if args.frequency_penalty is None else {"frequency_penalty": args.frequency_penalty}

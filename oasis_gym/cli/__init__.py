@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:  # (argparse names the top-level parser: "oasis-gym: error", no command)
         parser.exit(2, f"oasis-gym {name}: error: unrecognized arguments: {' '.join(unknown)}\n")
     try:
-        with stop_signals():  # SIGTERM stops every command as Ctrl-C does (oasis_gym.interrupts)
+        with stop_signals():  # SIGTERM stops every command as Ctrl-C does (oasis_gym.app.interrupts)
             if args.command == "run":
                 args.given = given_options(argv)
             # (a sweep stopped while it runs says itself how to resume: its finished runs are kept)

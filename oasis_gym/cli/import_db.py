@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oasis_gym.console import Summary, duration, plural, quoted, timed
+from oasis_gym.app.console import Summary, duration, plural, quoted, timed
 from oasis_gym.outputs import OutputError, OutputFile
 from oasis_gym.platform.journal_file import SIBLINGS
 from oasis_gym.platform.oasis_import import OasisImportError, is_import, journal_path, load_oasis, write_import

@@ -1,5 +1,5 @@
 """What a command stopped by Ctrl-C (SIGINT) or SIGTERM says: no traceback, one line, exit
-code 128 + the signal (130, 143). The signals themselves are `oasis_gym.interrupts`'.
+code 128 + the signal (130, 143). The signals themselves are `oasis_gym.app.interrupts`'.
 
 `oasis-gym run` says where the run stopped and the command that continues it. Stopping is
 safe: a step interrupted midway is rolled back (`sim.step_atomic`) and `env.close()` commits
@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from oasis_gym.interrupts import Finished, Stopped, exit_code, signal_name, stop_signals
+from oasis_gym.app.interrupts import Finished, Stopped, exit_code, signal_name, stop_signals
 from oasis_gym.platform.journal import JournalError, read_meta
 
 __all__ = ["Stopped", "Finished", "RunStopped", "stop_signals", "run_stopped", "interrupted", "command_stopped"]

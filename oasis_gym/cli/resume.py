@@ -71,7 +71,7 @@ def resumed_args(args) -> argparse.Namespace:
     saved = state.get("cli") if isinstance(state, dict) else None
     if saved is None:
         raise JournalError(
-            f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.run.resume)"
+            f"{args.resume} was not written by 'oasis-gym run'; resume it from Python (oasis_gym.app.run.resume)"
         )
     steps = saved.get("steps") if isinstance(saved, dict) else None
     if (

@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from oasis_gym.console import Summary, duration, plural, quoted, timed
+from oasis_gym.app.console import Summary, duration, plural, quoted, timed
+from oasis_gym.app.run import simulate
 from oasis_gym.envs import reddit_v0, twitter_v0
 from oasis_gym.envs.social_env import SocialMediaEnv
 from oasis_gym.errors import ConfigError
@@ -20,7 +21,6 @@ from oasis_gym.policies.factory import llm_backend, llm_policy, on_first_use, us
 from oasis_gym.policies.hybrid import HybridPolicy
 from oasis_gym.policies.llm.backends.vllm_backend import quiet_logs
 from oasis_gym.policies.llm.defaults import LazyBackend, default_cache_dir, ensure_smollm2, smollm2_converted
-from oasis_gym.run import simulate
 from oasis_gym.scenarios import run_scenario_cli
 from oasis_gym.sim.content import template_text
 

@@ -7,14 +7,14 @@ metrics (one written by OASIS, or a run without a recorder) gets the curves its 
 recomputed by ``metrics.offline`` with the online recorder's code; summary.txt says which
 ones it cannot have (opinions, exposure). Every part is optional: a
 missing, empty or differently shaped table skips its plot and says so in summary.txt.
-This module reads the tables and writes the summary; the plots are ``metrics.report_plots``.
+This module reads the tables and writes the summary; the plots are ``metrics.report_plots``;
+the report as a command's output (``make_report``: the output rule) is ``oasis_gym.cli.report``'s.
 """
 
 from __future__ import annotations
 
-import argparse
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -35,13 +35,12 @@ from oasis_gym.metrics.report_plots import (
     zero_series,
 )
 from oasis_gym.metrics.tensorboard import read_metrics
-from oasis_gym.outputs import OutputDir
 from oasis_gym.platform.journal_file import connect_read
-from oasis_gym.platform.oasis_import import OasisImportError, check_tables, is_oasis_db
+from oasis_gym.platform.oasis_import import OasisImportError, is_oasis_db
 
-__all__ = ["make_report", "report_output", "main", "opinion_grid", "REPORT_FILES"]
+__all__ = ["write_report", "opinion_grid", "REPORT_FILES"]
 
-#: the names a report writes (`oasis_gym.outputs`): what `make_report`'s docstring lists
+#: the names a report writes (its output rule: `oasis_gym.cli.report.make_report`, whose docstring lists them)
 REPORT_FILES = ("summary.txt", "actions.png", "cascade.png", "metrics_*.png", "opinion_heatmap.png")
 REPORT_FILES += ("follower_ccdf.png", "cascade_curves.png", "cascade_tracked.png")
 
@@ -225,54 +224,13 @@ def _with_imported_steps(metrics: Metrics, db_path: Path, notes: list[str]) -> M
     return merged
 
 
-def report_output(out_dir: str | Path, overwrite: bool = False) -> OutputDir:
-    """The report's folder under the rule of `oasis_gym.outputs` (checked): its files are
-    summary.txt and the PNGs; an earlier report there is replaced only with `overwrite`."""
-    return OutputDir(out_dir, "report", REPORT_FILES, overwrite=overwrite).check()
-
-
-def make_report(
-    db_path: str | Path,
-    out_dir: str | Path,
-    *,
-    overwrite: bool = False,
-    progress: Callable[[str, int], None] | None = None,
-) -> list[Path]:
-    """Write the run's plots (PNG) and summary.txt into ``out_dir``; return their paths.
-
-    Plots: actions.png (tags "actions/*"), cascade.png ("cascade/*") and cascade_tracked.png
-    (the tracked cascades, "cascade/top<k>/*"), metrics_<group>.png for every other tag group
-    ("opinion/*", "network/*", ...), opinion_heatmap.png (table ``opinion``),
-    follower_ccdf.png (``user.num_followers``) and cascade_curves.png (``cascade_curve``); a
-    series that is 0 at every step is left out (summary.txt names them in one line), and so
-    is one that holds one value throughout (named under its figure's panels and in
-    summary.txt). The database is only read, its committed state (`journal_file.connect_read`);
-    FileNotFoundError if it does not exist, and an OASIS database holding a view is refused
-    (`OasisImportError`). ``out_dir`` follows `oasis_gym.outputs`:
-    a file of these names that is not an earlier report's is refused (`OutputError`) before
-    anything is read, an earlier report is replaced only with ``overwrite`` (its plots that
-    this report does not draw are removed), and the files appear together once all are drawn.
-    `progress(part, parts)` is called after each part (reading the tables, each file), with
-    the number of parts in all.
-    """
-    db_path = Path(db_path)
-    if not db_path.is_file():
-        raise FileNotFoundError(db_path)
-    if is_oasis_db(db_path):
-        check_tables(db_path)  # a view there is refused before anything else is read
-    output = report_output(out_dir, overwrite)
-    try:
-        with output.staging(prune=REPORT_FILES) as tmp:
-            written = _write_report(db_path, tmp, progress or (lambda part, parts: None))
-    finally:
-        output.release()  # the folder's writer lock (one command at a time)
-    return [output.path / p.relative_to(tmp) for p in written]
-
-
 _AFTER_METRICS = ("opinion_heatmap.png", "follower_ccdf.png", "cascade_curves.png", "summary.txt")
 
 
-def _write_report(db_path: Path, out: Path, progress: Callable[[str, int], None]) -> list[Path]:
+def write_report(db_path: Path, out: Path, progress: Callable[[str, int], None]) -> list[Path]:
+    """Write the report of `db_path` into the folder `out` (the staging folder of
+    `oasis_gym.cli.report.make_report`, which applies the output rule); return the written paths.
+    `progress(part, parts)` is called after each part."""
     notes: list[str] = []
     conn = connect_read(db_path)  # leaves no -wal / -shm beside a journal
     parts = 1 + len(_AFTER_METRICS)
@@ -310,19 +268,3 @@ def _write_report(db_path: Path, out: Path, progress: Callable[[str, int], None]
     summary.write_text("\n".join(lines) + "\n", encoding="utf-8")
     progress("summary.txt", parts)
     return written + [summary]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m oasis_gym.metrics.report RUN.db OUT_DIR``: print the written paths."""
-    ap = argparse.ArgumentParser(description="Plots and a summary from an oasis-gym run database.")
-    ap.add_argument("db", type=Path, help="the run's SQLite database")
-    ap.add_argument("out_dir", type=Path, help="folder for the PNGs and summary.txt")
-    ap.add_argument("--overwrite", action="store_true", help="replace an earlier report in out_dir")
-    args = ap.parse_args(argv)
-    for path in make_report(args.db, args.out_dir, overwrite=args.overwrite):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

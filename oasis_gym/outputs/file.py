@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..interrupts import deferred
+from ..app.interrupts import deferred
 from .files import (
     OutputError,
     check_writable,

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..interrupts import deferred
+from ..app.interrupts import deferred
 from .files import (
     SIGNATURE,
     TMP_PREFIX,

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from .records import StepLog
 from .store import GrowArray
 from .text import TextColumn
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .platform import Platform, StepLog
+
+class Platform(Protocol):
+    """What a checkpoint reads and restores of a `platform.Platform` (its columns: every
+    `GrowArray`, `TextColumn` and row list among its attributes), named here so this module
+    does not import the platform that imports it."""
+
+    step: int
+    minute: int
+    rel: dict
+    next_row_id: dict
+    pending: StepLog
 
 
 @dataclass

@@ -36,7 +36,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import JournalError
-from ..interrupts import deferred
+from ..signal_hold import deferred
 from .follow_seed import FollowSeed
 from .journal_bulk import BackgroundCheckpoint, StatementStream, wal_pages
 from .journal_file import (
@@ -312,7 +312,7 @@ class Journal:
         """Commit a step `begin_step` built: in place, or handed to the writer thread (pipelined,
         after the first commit). A failure in place rolls the step back and raises."""
         # From the hand-off (or the COMMIT) on, a signal waits until the step is counted as taken
-        # (`interrupts.deferred`): a step the journal has is never rolled back in memory.
+        # (`signal_hold.deferred`): a step the journal has is never rolled back in memory.
         if self._writer is not None and self._started:
             with deferred():
                 self._in_flight = self._writer.submit(self._finish, statements)

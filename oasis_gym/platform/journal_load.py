@@ -50,7 +50,7 @@ def read_meta(path: str | Path) -> dict:
 
 def load_platform(path: str | Path) -> Platform:
     """Rebuild a Platform's exact in-memory state from a journal (see Platform.from_db; what
-    `run --resume` and `oasis_gym.run.resume` load). Raises `JournalError` if `path` holds no
+    `run --resume` and `oasis_gym.app.run.resume` load). Raises `JournalError` if `path` holds no
     oasis-gym journal, or a damaged one: unreadable rows, or rows that contradict each other
     (an id naming no row, an unknown code: `integrity`), found before a run goes on from it."""
     require_journal(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..console import Summary, duration, plural, quoted
+from ..app.console import Summary, duration, plural, quoted
 from ..errors import ConfigError
 from ..outputs import OutputFile, is_signed, signed
 from ..outputs.logdir import claim_logdir, logdir_for

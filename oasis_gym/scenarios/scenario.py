@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from oasis_gym.app.run import simulate
 from oasis_gym.envs import reddit_v0, twitter_v0
-from oasis_gym.run import simulate
 
 from ..actions import ACTION_BY_NAME
 from ..metrics.online import MetricsRecorder

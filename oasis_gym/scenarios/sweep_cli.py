@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..app.console import Summary, bar, duration, plural, quoted
+from ..app.interrupts import exit_code, signum_of
 from ..checks import MAX_ID, MAX_SEED, float_option, int_option, with_bounds
-from ..console import Summary, bar, duration, plural, quoted
-from ..interrupts import exit_code, signum_of
 from .config import parse_sets
 from .scenario import load_scenario
 from .sweep import MAX_SWEEP_RUNS, _clean, plan_sweep, run_sweep
@@ -250,7 +250,7 @@ def cmd_sweep(args) -> int:
         progress.update(1)
 
     start = time.perf_counter()
-    try:  # Ctrl-C, or SIGTERM (raised as one by the command line: oasis_gym.interrupts): the finished runs are kept
+    try:  # Ctrl-C, or SIGTERM (raised as one by the command line: oasis_gym.app.interrupts): the finished runs are kept
         where = executor.where()
         with progress:
             res = run_sweep(args.scenario, log=log, plan=plan, on_run=on_run, executor=executor)

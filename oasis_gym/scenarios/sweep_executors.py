@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..app.interrupts import deferred
 from ..checks import ray_address
-from ..interrupts import deferred
 
 __all__ = [
     "EXECUTORS",

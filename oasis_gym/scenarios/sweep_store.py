@@ -8,7 +8,7 @@ sweep's settings; the folder's marker keeps those settings. `oasis-gym sweep ...
 Fresh and loaded runs' effects both pass through the same JSON round trip, and the tables hold
 no wall-clock times, so a resumed sweep's runs.csv, summary.csv and summary.json equal an
 uninterrupted sweep's byte for byte. Stopped by Ctrl-C or SIGTERM (the command line raises
-both as a KeyboardInterrupt: `oasis_gym.interrupts`), `oasis-gym sweep` prints one line saying
+both as a KeyboardInterrupt: `oasis_gym.app.interrupts`), `oasis-gym sweep` prints one line saying
 how to resume (`stopped_line`), exit code 128 + the signal.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..interrupts import deferred
+from ..app.interrupts import deferred
 from ..outputs import OutputDir, signed
 
 __all__ = ["FILES", "TABLES", "SweepRuns", "sweep_output", "sweep_settings", "stable", "resume_argv", "stopped_line"]

@@ -132,7 +132,7 @@ class Summary:
 
     def show(self, as_json: bool = False, file=None) -> None:
         """Print it on stdout (`file`): the human lines, or with `as_json` the JSON line only. A
-        signal meanwhile (`oasis_gym.interrupts`) is raised as `Finished`: the work is done."""
+        signal meanwhile (`oasis_gym.app.interrupts`) is raised as `Finished`: the work is done."""
         try:
             text = json.dumps(self.data) if as_json else "\n".join(self.lines())
             print(text, file=file or sys.stdout, flush=True)

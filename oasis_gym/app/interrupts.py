@@ -5,7 +5,9 @@ commit, an output's renames) is not cut short. The exit code of a stopped comman
 128 + the signal (130, 143: `exit_code`), as a shell reports a process the signal ended.
 
 `deferred` holds a signal that arrives inside its block until the block ends: the renames
-that install an output (`oasis_gym.outputs`) happen all together or not at all.
+that install an output (`oasis_gym.outputs`) happen all together or not at all. It and
+`Stopped` are the core's (`oasis_gym.signal_hold`, which a journal's commit uses too),
+re-exported here.
 
 The command line (`oasis_gym.cli`) activates `stop_signals` around every command; what each
 one says when stopped is the command's (`cli.interrupt`, `scenarios.sweep_store`). Before
@@ -22,30 +24,18 @@ import os
 import shlex
 import signal
 import sys
-import threading
 from collections.abc import Iterator
+
+from ..signal_hold import Stopped, deferred, drop, hold, main_thread
 
 __all__ = ["Stopped", "Finished", "stop_signals", "deferred", "signum_of", "signal_name", "exit_code", "starting"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_held = {"depth": 0, "pending": None}  # `deferred` blocks open in the main thread; a signal they hold
 _last = {"signum": None}  # the last signal `stop_signals` took (a plain KeyboardInterrupt then is its)
-
-
-class Stopped(KeyboardInterrupt):
-    """SIGINT or SIGTERM, raised as a KeyboardInterrupt (every `finally` runs)."""
-
-    def __init__(self, signum: int = signal.SIGINT) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 class Finished(Stopped):
     """A signal that came once a command's work was done, while it printed its summary."""
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
@@ -53,7 +43,7 @@ def stop_signals(active: bool = True) -> Iterator[None]:
     """While the block runs, SIGINT and SIGTERM raise `Stopped` (a KeyboardInterrupt), once:
     later ones are ignored until the block ends. Only in the main thread (elsewhere, or not
     `active`, nothing changes)."""
-    if not active or not _main_thread():
+    if not active or not main_thread():
         yield
         return
 
@@ -61,8 +51,7 @@ def stop_signals(active: bool = True) -> Iterator[None]:
         for s in SIGNALS:
             signal.signal(s, signal.SIG_IGN)
         _last["signum"] = signum
-        if _held["depth"]:
-            _held["pending"] = signum  # raised when the `deferred` block ends
+        if hold(signum):  # raised when the `deferred` block ends
             return
         raise Stopped(signum)
 
@@ -71,27 +60,9 @@ def stop_signals(active: bool = True) -> Iterator[None]:
     try:
         yield
     finally:
-        _held["pending"] = None
+        drop()
         for s, old in previous.items():  # (after a command's block: ignored until the process ends)
             signal.signal(s, signal.SIG_IGN if old is _starting else old)
-
-
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """A signal that `stop_signals` turns into `Stopped` waits for the end of this block (main
-    thread only: elsewhere nothing changes); then it is raised."""
-    if not _main_thread():
-        yield
-        return
-    _held["depth"] += 1
-    try:
-        yield
-    finally:
-        _held["depth"] -= 1
-        pending = _held["pending"]
-        if pending is not None and not _held["depth"]:
-            _held["pending"] = None
-            raise Stopped(pending)
 
 
 def signum_of(err: BaseException) -> int:
@@ -128,7 +99,7 @@ def starting() -> None:
     by `import oasis_gym`, its first import), until its `stop_signals` block begins: SIGINT and
     SIGTERM end the process at once, with one line and exit code 128 + the signal (it was
     loading its modules or reading its arguments: nothing was run or written)."""
-    if _main_thread() and _command_argv() is not None:
+    if main_thread() and _command_argv() is not None:
         for s in SIGNALS:
             if signal.getsignal(s) in (signal.SIG_DFL, signal.default_int_handler):
                 signal.signal(s, _starting)
