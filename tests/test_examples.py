@@ -1,5 +1,5 @@
 """The newcomer's material runs as written: every script in examples/ and every code block of
-the guides in docs/ (all but ARCHITECTURE.md and one-world-plan.md, which hold no code).
+the guides in docs/ (all but ARCHITECTURE.md and one-world-plan.md, which hold no code to run).
 
 Examples: each script runs in a subprocess with its smallest settings, its output folder under
 `tmp_path`, its working folder and TMPDIR there too, so the test sees every file it writes;
@@ -39,7 +39,8 @@ pytest_plugins = ["llm_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 DOCS = ROOT / "docs"
-# the guides (every page but the map and the plan of issue 51, which hold no code block)
+# the guides (every page but the map and the plan of issue 51, which hold no code to run: the map's
+# one block is its import drawing, checked by tests/test_architecture_doc.py)
 DESIGN_PAGES = ("ARCHITECTURE.md", "one-world-plan.md")
 GUIDES = sorted(p for p in DOCS.glob("*.md") if p.name not in DESIGN_PAGES)
 VENV_BIN = Path(sys.executable).parent
