@@ -1,4 +1,5 @@
-"""A training script's command line, generated from its `Args` dataclass (CleanRL style).
+"""A training script's command line, generated from its `Args` dataclass (one dataclass
+of options, as CleanRL's; a script's `Args` subclasses `TrainArgs` and changes defaults with `redeclare`).
 
 Each field with ``opt(...)`` metadata (or a plain default) becomes ``--field-name`` with the
 field's default and help; the type comes from the default (or ``type=`` where the default

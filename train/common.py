@@ -1,8 +1,8 @@
 """Shared pieces of the v0 training scripts: thread limits, env factories, their vector env and
 network (the builder of `ppo.train_ppo`'s input: `train_on_platform`) and result files.
 
-Everything here is small and explicit so `recommender.py` / `moderator.py` read top to
-bottom like a CleanRL script.
+The v0 scripts `recommender.py` / `moderator.py` read top to bottom, but not as a CleanRL
+script: their loop is here (`train_on_platform`) and in `ppo.train_ppo` (SB3's `PPO.learn`).
 """
 
 from __future__ import annotations

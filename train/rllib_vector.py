@@ -1,4 +1,4 @@
-"""RLlib's env adapter for the v1-v3 tasks (Recommender-v1..v3, Moderator-v1): their native vector env.
+"""RLlib's env adapter for the fast-path tasks (Recommender-v1..v4, Moderator-v1/v2): their native vector env.
 
 The driver is `train/rllib.py` (``python -m oasis_gym.train.rllib vector TASK``); this module
 holds only what this env needs. Each RLlib env runner steps its `num_envs_per_env_runner`
