@@ -70,12 +70,21 @@ users) for the users `policy_users` names. Who visits is still the model's (its 
 and return: a churned LLM user stays away until the return draw brings it back). A visiting LLM user reads its feed view
 (`Simulation.feed_views`, rendered by `policies/llm/prompt.py`), exactly: its name (`You are
 u17.`), the simulated time, the task ranking's feed (up to 10 posts, one line each: `#<platform
-post id> u<author> @u<author> [<likes>L <reposts>R]: post <model post id>`, the counts where not
-zero), its memory of its last actions (`policies/llm/memory.py`) and the actions allowed now
-(`do_nothing`, `create_post`, and with a feed `like_post`, `repost`, `report_post`). A post's
-text is a placeholder: the topic, stance, quality, arousal and misinformation label the model's
-users respond to are not in it, so an LLM user reads only which posts it was served, their
-authors and their counts. From what the platform applied (not what was intended) the model
+post id> u<author> @u<author> [<likes>L <reposts>R]: <text>`, the counts where not zero), its
+memory of its last actions (`policies/llm/memory.py`) and the actions allowed now (`do_nothing`,
+`create_post`, and with a feed `like_post`, `repost`, `report_post`). A task post's text is written
+by the world from the model's attributes (`oasis_gym/world/texts.py`): its topic (a word per model
+topic: economy, climate, election, health) as a hashtag and in its sentence, its stance as the
+stance-matched template of its bin (`sim/content.py`: strongly against ... strongly for), its
+arousal as shouting (arousal >= 0.7: the hashtag in capitals, "!"), e.g. `#climate Not convinced
+by climate so far.` or `#ELECTION Firmly with election. It is excellent and a huge win!`; the
+template's variant from the episode's seed and the post's id. Not in it: the post's quality and
+its misinformation label (a misinformation post reads as any post of its topic, stance and
+arousal; the model's users report it at the misinformation rate, an LLM user only from what it
+reads). The prompt's default budget (`feed_tokens`) cuts each text of a full feed to about 40
+characters; topic and stance come first. The texts are written only where something reads them
+(a journal, or `user_policy=`): they feed no number of the model, so episodes are unchanged
+(`tests/test_task_texts.py`). From what the platform applied (not what was intended) the model
 infers: a like or repost of a feed post is an engagement (a repost also the post its followers
 see), a report a report (OASIS's rules: once per user and post); these move the posts' counters
 the ranking and the moderator's queue read, the user's history summaries (engagement rate,

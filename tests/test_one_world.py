@@ -317,11 +317,13 @@ def test_another_user_policy_takes_some_task_users_place_and_the_journal_holds_i
         q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         their_posts = q(f"SELECT COUNT(*) FROM post WHERE user_id IN ({ids})")
         scripted = q("SELECT COUNT(*) FROM post WHERE content = 'scripted'")
-        model_posts = q(f"SELECT COUNT(*) FROM post WHERE content LIKE 'post %' AND user_id IN ({ids})")
+        model_posts = q(f"SELECT COUNT(*) FROM post WHERE content LIKE '#%' AND user_id IN ({ids})")
+        task_posts = q(f"SELECT COUNT(*) FROM post WHERE content LIKE '#%' AND user_id NOT IN ({ids})")
         their_likes = q(f"SELECT COUNT(*) FROM 'like' WHERE user_id IN ({ids})")
         other_likes = q(f"SELECT COUNT(*) FROM 'like' WHERE user_id NOT IN ({ids})")
         their_reports = q(f"SELECT COUNT(*) FROM report WHERE user_id IN ({ids}) AND report_reason = 'scripted report'")
     assert scripted > 0 and their_posts >= scripted and model_posts == 0  # their posts are theirs
+    assert task_posts > 0  # the task users' posts, with their texts (world/texts.py)
     assert their_likes > 0 and their_reports > 0 and other_likes > 0
 
 

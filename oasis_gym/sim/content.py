@@ -32,7 +32,15 @@ TOPIC_WORDS = (
     "business",
 )
 
-__all__ = ["STANCE_LABELS", "stance_label", "template_text", "lexicon_stance", "fill_text", "score_stance"]
+__all__ = [
+    "STANCE_LABELS",
+    "stance_label",
+    "stance_texts",
+    "template_text",
+    "lexicon_stance",
+    "fill_text",
+    "score_stance",
+]
 
 STANCE_LABELS: tuple[str, ...] = ("strongly against", "against", "neutral", "for", "strongly for")
 
@@ -61,6 +69,7 @@ _TEMPLATES: tuple[tuple[str, ...], ...] = (
         "Firmly with {topic}. It is excellent and a huge win!",
     ),
 )
+TEMPLATE_VARIANTS = len(_TEMPLATES[0])  # the templates of each bin
 
 
 def stance_label(stance) -> np.ndarray:
@@ -70,6 +79,13 @@ def stance_label(stance) -> np.ndarray:
     return np.select(conds, [0, 1, 2, 3, 4], default=2).astype(np.int64)
 
 
+def stance_texts(bins, topics, which) -> list[str]:
+    """The template of each stance bin `bins` (0 .. 4, `stance_label`'s), its variant `which`
+    (0 .. `TEMPLATE_VARIANTS` - 1), filled with its topic (`topics`: one string per bin)."""
+    pairs = zip(np.ravel(bins).tolist(), np.ravel(which).tolist(), topics, strict=True)
+    return [_TEMPLATES[b][w].format(topic=t) for b, w, t in pairs]
+
+
 def template_text(stance, topic: str, rng: np.random.Generator) -> list[str]:
     """Short post texts whose wording matches each stance's bin; one rng draw per text.
 
@@ -77,10 +93,7 @@ def template_text(stance, topic: str, rng: np.random.Generator) -> list[str]:
     [0.2, 0.6) for, >= 0.6 strongly for; NaN counts as neutral.
     """
     bins = stance_label(stance).ravel()
-    n_t = len(_TEMPLATES[0])
-    which = rng.integers(0, n_t, size=bins.shape[0])
-    filled = np.array([t.format(topic=topic) for group in _TEMPLATES for t in group], dtype=object)
-    return filled[bins * n_t + which].tolist()
+    return stance_texts(bins, [topic] * len(bins), rng.integers(0, TEMPLATE_VARIANTS, size=len(bins)))
 
 
 _POSITIVE: dict[str, float] = {

@@ -9,7 +9,8 @@ record it:
 - the task population are platform users with the model's follow graph (their followers are
   the model's `fans`); each misinformation account's campaign bots are accounts of their own;
 - the users' responses to the feeds served are `LIKE_POST` (engaged, not reposted), `REPOST`
-  and `REPORT_POST` rows of those users; new posts are `CREATE_POST` rows (stance on the row);
+  and `REPORT_POST` rows of those users; new posts are `CREATE_POST` rows (stance on the row,
+  the text written from the model's attributes by `texts.py` where a journal keeps it);
   campaign bots' likes are `LIKE_POST` rows of the bot accounts, brigades' reports
   `REPORT_POST` rows of the brigaders; a returning account is a new platform account aliased
   to the model's user (its old account stays suspended, its followers do not follow it);
@@ -42,6 +43,7 @@ from ..platform.records import ActionBatch
 from ..platform.row_writer import RowWriter, Same
 from ..population import Population
 from . import task_state
+from .texts import post_texts
 
 # the task's own arrays saved with each step (`RecommenderTask`'s opinion spread, `ModeratorTask`'s queue)
 TASK_ARRAYS = ("_prev_std", "queue_ids")
@@ -92,6 +94,7 @@ class PlatformWorld:
             raise ValueError("the platform backend needs OASIS's rules (Recommender-v4, Moderator-v2)")
         self.engine, self.state = engine, engine.state
         self.journal_on, self.db_path, self.overwrite = bool(journal), db_path, bool(overwrite)
+        self.writes_texts = self.journal_on  # whether something reads the posts' texts (`_texts`)
         self.journal: Journal | None = None
         self._journal_id: str | None = None
         self.platform: Platform | None = None
@@ -217,7 +220,7 @@ class PlatformWorld:
         targets = [np.full(len(authors), -1)] + [r[2] for r in self._rows]
         user = np.concatenate(users).astype(np.int64)
         act = np.concatenate(acts).astype(np.int64)
-        texts = [f"post {i}" for i in new_ids.tolist()] + [
+        texts = self._texts(new_ids) + [
             "misleading" if a == int(A.REPORT_POST) else None for a in act[len(authors) :].tolist()
         ]
         stance = np.full(len(user), np.nan, np.float32)
@@ -229,6 +232,14 @@ class PlatformWorld:
             pf.set_opinions(self.alias[self._visitors], st.opinion[0, self._visitors])
             self._visitors = np.zeros(0, np.int64)
         self._read_counters()
+
+    def _texts(self, ids: np.ndarray) -> list[str]:
+        """The texts of the new posts `ids`: written from the model's attributes (`texts.py`) where
+        something reads them (`writes_texts`: a journal, a user policy other than the task users'),
+        else a placeholder (the fast training path pays nothing)."""
+        if self.writes_texts:
+            return post_texts(self.state, ids)
+        return [f"post {i}" for i in ids.tolist()]
 
     def _apply(self, batch: ActionBatch) -> np.ndarray:
         """`Platform.apply`, counting the rows it refused (0 while OASIS's rules are kept); new ids."""

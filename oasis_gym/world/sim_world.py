@@ -13,7 +13,8 @@
 - `finish`: the platform applies the users' rows; a step hook, in the step's transaction, reads
   what was applied (the outcome, not the policy's intent) back into the model: the pairs of
   OASIS's rules, the posts' counters, the users' summaries, satisfaction, churn and opinions,
-  the new posts (the model's attributes, the platform's ids), the brigades' reports.
+  the new posts (the model's attributes, the platform's ids; their texts from the attributes,
+  `texts.py`, where a journal or another user policy reads them), the brigades' reports.
 
 The counts a step returns are `Engine.step`'s, so the tasks (`batched/tasks.py`) compute the
 same observations and rewards.
@@ -48,6 +49,7 @@ class SimWorld(PlatformWorld):
                  user_policy=None, policy_users=None):  # fmt: skip
         super().__init__(engine, journal, db_path, overwrite)
         self.policy, self.other = task_policy, user_policy
+        self.writes_texts = bool(journal) or user_policy is not None  # an LLM user reads the texts
         # the users the task policy drives (their posts are the model's); `user_policy` the others
         self.task_users = np.ones(engine.n, bool)
         if user_policy is not None:
@@ -236,7 +238,7 @@ class SimWorld(PlatformWorld):
         slots = st.slot(self._new)
         authors = self.alias[st.author[0, slots]]
         stance = st.stance[0, slots].astype(np.float32)
-        texts = [f"post {i}" for i in self._new.tolist()]
+        texts = self._texts(self._new)
         self._rows.insert(0, (authors, int(A.CREATE_POST), np.full(len(authors), -1, np.int64)))
         user = np.concatenate([r[0] for r in self._rows]).astype(np.int64)
         act = np.concatenate([np.full(len(r[0]), r[1]) for r in self._rows]).astype(np.int64)
