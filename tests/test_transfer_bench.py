@@ -46,7 +46,8 @@ def test_the_table_has_every_column_and_the_platform_with_task_users_is_the_fast
         and -1 <= table["kendall_tau_a_c"] <= 1
         or math.isnan(table["kendall_tau_a_c"])
     )
-    assert sorted(table["ranking_a"]) == sorted(policies)
+    assert sorted(table["ranking_a"]) == sorted(table["ranking_c"]) == sorted(policies)
+    assert table["ranking_holds"] == (table["ranking_a"] == table["ranking_c"])
 
 
 def test_a_train_runs_ppo_and_baselines_are_its_own(tiny_model_dir, tmp_path):

@@ -30,8 +30,9 @@ Each policy plays one episode per held-out seed (`--seeds`, on the held-out popu
 Prints one JSON line per (task, tier, policy, column): the returns per seed, their mean, wall
 time and load; column c also the paired difference c - a (mean, 95 % t interval over the seeds).
 Then one summary line: per task and tier, per policy the mean of each column and c - a with its
-interval, and Kendall's tau between the policies' means in columns a and c (1: the ranking
-holds). Progress goes to stderr. Bad input: one line, exit code 2, before any episode.
+interval, the policies ranked by their means in columns a and c, whether the two rankings are
+the same, and Kendall's tau between them (1: the ranking holds). Progress goes to stderr. Bad
+input: one line, exit code 2, before any episode.
 """
 
 from __future__ import annotations
@@ -143,12 +144,12 @@ def plan(a: argparse.Namespace) -> list[tuple[v1.Args, dict | None, str]]:
 
 
 def episode(env, policy, seed: int) -> tuple[float, list]:
-    """One episode of `policy` on `env` from `seed`: its return and every (observation, reward)."""
+    """One episode of `policy` on `env` from `seed`: its return and every observation and reward."""
     obs, _ = env.reset(seed=seed)
     trace, total, done = [obs], 0.0, False
     while not done:
         obs, reward, terminated, truncated, _ = env.step(policy(obs))
-        trace.append((obs, reward))
+        trace += [obs, np.float64(reward)]
         total += float(reward)
         done = terminated or truncated
     return total, trace
@@ -156,9 +157,7 @@ def episode(env, policy, seed: int) -> tuple[float, list]:
 
 def same(x: list, y: list) -> bool:
     """Whether two episodes' traces are equal exactly."""
-    flat = [np.asarray(v) for step in x for v in (step if isinstance(step, tuple) else (step,))]
-    other = [np.asarray(v) for step in y for v in (step if isinstance(step, tuple) else (step,))]
-    return len(flat) == len(other) and all(np.array_equal(u, v) for u, v in zip(flat, other))
+    return len(x) == len(y) and all(np.array_equal(u, v) for u, v in zip(x, y))
 
 
 def kendall_tau(x, y) -> float:
@@ -199,30 +198,31 @@ def table(args: v1.Args, policies: dict, llm, share: float) -> dict:
                                                               policy_users=theirs, **env_kw)}  # fmt: skip
     summary = {}
     for name, policy in policies.items():
-        means, traces, firsts = {}, {}, {}
+        returns, traces = {}, {}
         for column, make in worlds.items():
-            start, env, returns, traces[column] = time.perf_counter(), make(), [], []
+            start, env = time.perf_counter(), make()
             with timed(f"{args.task_id} {args.difficulty} {name}: column {column}", after=0):
-                for seed in args.eval_seeds:
-                    total, trace = episode(env, policy, seed)
-                    returns.append(total)
-                    traces[column].append(trace)
+                played = [episode(env, policy, seed) for seed in args.eval_seeds]
             env.close()
+            returns[column], traces[column] = [r for r, _ in played], [t for _, t in played]
             extra = {}
             if column == "b_platform_task_users":
                 extra["b_equals_a"] = all(map(same, traces["a_fast"], traces[column]))
             if column == "c_platform_llm_users":
-                extra = {"llm_users": len(theirs), "c_minus_a": _ci(np.subtract(returns, firsts["a_fast"]))}
-            firsts[column] = returns
-            means[column] = round(float(np.mean(returns)), 4)
-            print(json.dumps(row(args, name, column, returns, time.perf_counter() - start, **extra)), flush=True)
-        summary[name] = {"mean": means, "b_equals_a": all(map(same, traces["a_fast"], traces["b_platform_task_users"])),
-                         "c_minus_a": _ci(np.subtract(firsts["c_platform_llm_users"], firsts["a_fast"]))}  # fmt: skip
+                extra = {"llm_users": len(theirs), "c_minus_a": _ci(np.subtract(returns[column], returns["a_fast"]))}
+            print(
+                json.dumps(row(args, name, column, returns[column], time.perf_counter() - start, **extra)), flush=True
+            )
+            summary.setdefault(name, {"mean": {}}).update(extra)
+            summary[name]["mean"][column] = round(float(np.mean(returns[column])), 4)
+        del summary[name]["llm_users"]
     order = list(summary)
     tau = kendall_tau([summary[n]["mean"]["a_fast"] for n in order],
                       [summary[n]["mean"]["c_platform_llm_users"] for n in order])  # fmt: skip
-    return {"policies": summary, "kendall_tau_a_c": round(tau, 4), "ranking_a": _ranked(summary, "a_fast"),
-            "ranking_c": _ranked(summary, "c_platform_llm_users")}  # fmt: skip
+    ranked = {column: _ranked(summary, column) for column in ("a_fast", "c_platform_llm_users")}
+    return {"policies": summary, "kendall_tau_a_c": round(tau, 4), "ranking_a": ranked["a_fast"],
+            "ranking_c": ranked["c_platform_llm_users"],
+            "ranking_holds": ranked["a_fast"] == ranked["c_platform_llm_users"]}  # fmt: skip
 
 
 def _ranked(summary: dict, column: str) -> list[str]:
