@@ -40,7 +40,7 @@ def test_the_table_has_every_column_and_the_platform_with_task_users_is_the_fast
         assert all(math.isfinite(c["c_minus_a"][k]) for k in ("mean", "lo", "hi")), c
         assert a["seeds"] == b["seeds"] == c["seeds"] == [9000, 9001] and "load_avg_1m" in a
     table = summary["summary"]["moderator-v2 hard"]
-    assert summary["b_equals_a"] is True and table["baselines"] == "tuned here"
+    assert summary["b_equals_a"] is True and table["baselines"].startswith("tuned here (CEM 1 x 2 on seeds [5000]")
     assert (
         set(table["policies"]) == policies
         and -1 <= table["kendall_tau_a_c"] <= 1
@@ -78,6 +78,7 @@ def test_a_train_runs_ppo_and_baselines_are_its_own(tiny_model_dir, tmp_path):
         (["--tasks", "recommender,curator"], "--tasks must be among"),
         (["--tiers", "extreme"], "--tiers must be among"),
         (["--llm-share", "1.5"], "--llm-share"),
+        (["--llm-share", "0"], "--llm-share"),
         (["--users", "3"], "--users"),
         (["--population", "0"], "--population"),
         (["--seeds", "5000", "5001"], "disjoint"),

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from oasis_gym.app.console import timed
-from oasis_gym.checks import OneLineParser, float_option, int_option, with_bounds
+from oasis_gym.checks import MAX_SEED, OneLineParser, float_option, int_option, with_bounds
 from oasis_gym.cli.run import make_llm_policy
 from oasis_gym.envs.moderator_v2 import ModeratorEnv
 from oasis_gym.envs.recommender_v4 import RecommenderEnv
@@ -62,7 +62,6 @@ from oasis_gym.train.v1_baselines import baselines, tune
 
 ENVS = {"recommender": RecommenderEnv, "moderator": ModeratorEnv}
 VERSION = {"recommender": 4, "moderator": 2}
-COLUMNS = ("a_fast", "b_platform_task_users", "c_platform_llm_users")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -70,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
     users, steps, share = (
         int_option(2 * FOLLOWEES, MAX_TASK_USERS),
         int_option(1, MAX_EPISODE_STEPS),
-        float_option(0.0, 1.0),
+        float_option(0.001, 1.0),
     )
     p = OneLineParser(description=__doc__.split("\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -83,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=steps, default=20, help=with_bounds("steps per episode (default 20)", steps))
     p.add_argument("--seeds", type=int_option(*EVAL_SEEDS), nargs="+", default=list(range(9000, 9010)),
                    help="held-out episode seeds, at least 2 (default 9000-9009)")  # fmt: skip
-    p.add_argument("--population", type=int_option(1, 2**32 - 1), default=1,
+    p.add_argument("--population", type=int_option(1, MAX_SEED), default=1,
                    help="the held-out population the episodes play on (default 1; 0 is the one tuned on)")  # fmt: skip
     p.add_argument("--llm-share", type=share, default=0.05,
                    help=with_bounds("column c: the share of users that are LLM users, at least one (default 0.05)",
@@ -139,7 +138,8 @@ def plan(a: argparse.Namespace) -> list[tuple[v1.Args, dict | None, str]]:
             args = v1.Args(task=task, version=VERSION[task], difficulty=tier, tune_seeds=tuple(a.tune_seeds),
                            cem_iterations=a.cem_iterations, cem_population=a.cem_population, **over)  # fmt: skip
             args.check()
-            out.append((args, None, "tuned here"))
+            budget = f"CEM {args.cem_iterations} x {args.cem_population} on seeds {list(args.tune_seeds)}"
+            out.append((args, None, f"tuned here ({budget} of population {args.population_seed})"))
     return out
 
 
@@ -243,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     say, start, out = v1.progress_printer(False), time.perf_counter(), {}
     for args, policies, source in todo:
         if policies is None:
-            with timed(f"tuning {args.task_id} {args.difficulty}'s baselines (CEM {args.cem_iterations} x "
-                       f"{args.cem_population} on {len(args.tune_seeds)} seeds)", after=0):  # fmt: skip
+            with timed(f"{args.task_id} {args.difficulty}: baselines {source}", after=0):
                 tuned = tune(args, say)
             policies = {n: TaskPolicy(n, args, f) for n, f in baselines(args, tuned).items() if "privileged" not in n}
         out[f"{args.task_id} {args.difficulty}"] = {"baselines": source} | table(args, policies, llm, a.llm_share)
