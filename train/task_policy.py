@@ -69,7 +69,7 @@ def load_task_policy(path, name: str = "ppo") -> TaskPolicy:
     as a `TaskPolicy` (module docstring)."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a policy's name (a string), got {name!r}")
-    model, args, tuned = _run_files(Path(path))
+    model, args, tuned = run_files(Path(path))
     if "privileged" in name:
         raise ValueError(f"{name!r} reads the fast path's hidden truth: a reference, not a policy to transfer")
     if name != "ppo":
@@ -87,7 +87,7 @@ def load_task_policy(path, name: str = "ppo") -> TaskPolicy:
     return TaskPolicy(name, args, lambda task: lambda obs, t: anchor.env_action(sb3.predict(obs), obs))
 
 
-def _run_files(path: Path) -> tuple[Path | None, v1.Args, dict]:
+def run_files(path: Path) -> tuple[Path | None, v1.Args, dict]:
     """The model (None for a benchmark folder), the settings and the tuned baselines of the run
     at `path` (ValueError, one line)."""
     folder = path.parent if path.suffix == ".zip" else path

@@ -62,7 +62,7 @@ from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.model.population import FOLLOWEES, MAX_TASK_USERS
 from oasis_gym.train import v1
 from oasis_gym.train.args import EVAL_SEEDS, MAX_EPISODE_STEPS
-from oasis_gym.train.task_policy import TaskPolicy, _run_files, load_task_policy
+from oasis_gym.train.task_policy import TaskPolicy, load_task_policy, run_files
 from oasis_gym.train.v1_baselines import baselines, tune
 
 ENVS = {"recommender": RecommenderEnv, "moderator": ModeratorEnv}
@@ -126,7 +126,7 @@ def plan(a: argparse.Namespace) -> list[tuple[v1.Args, dict | None, str]]:
         raise ConfigError("--tasks and --tiers are for a run without RUN: a run has its own task and tier")
     out = []
     for path in a.runs:
-        model, saved, tuned = _run_files(Path(path))  # the run's files read, no model loaded yet
+        model, saved, tuned = run_files(Path(path))  # the run's files read, no model loaded yet
         args = dataclasses.replace(saved, **over)
         if args.task_id not in ("recommender-v4", "moderator-v2"):
             raise ConfigError(f"{path}: a run of {args.task_id}; only Recommender-v4 and Moderator-v2 have a platform")
