@@ -294,6 +294,43 @@ def test_without_an_address_a_sweep_starts_a_ray_of_its_own_never_a_cluster_runn
     assert "on a local Ray started for this sweep (1 node," in out.out + out.err, out
 
 
+def _closed_by_a_stop(executor: RayExecutor) -> None:
+    """`executor.close()` as a stopped sweep calls it: while a KeyboardInterrupt is on its way."""
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            executor.close()
+
+
+@needs_ray
+def test_a_stop_kills_the_local_rays_helpers_at_once_and_never_a_cluster_given_by_address(cluster):
+    """Closed by a stop, the executor kills the helpers of the local Ray it started (monitor,
+    log monitor, dashboard) at once: `ray.shutdown` asked each to go after the GCS had gone and
+    gave each a second (the autoscaler's monitor, reporting its end to that GCS, took the whole
+    second every time: a stopped sweep took 1.5-2 s at light load). The raylet and the GCS end
+    as Ray ends them, and nothing of that Ray is left. A cluster given by --address goes on."""
+    import signal
+
+    from oasis_gym.scenarios.sweep_executors import _local_ray_processes
+
+    ex = RayExecutor(None, cpus=1.0, gpus=0.0)
+    ex.start()
+    local = _local_ray_processes(ex.ray)
+    assert {"raylet", "gcs_server", "monitor", "log_monitor"} <= set(local), local
+    _closed_by_a_stop(ex)
+    codes = {kind: [p.returncode for p in group] for kind, group in local.items()}
+    assert all(None not in group for group in codes.values()), codes  # all ended (and reaped)
+    helpers = {kind: group for kind, group in codes.items() if kind not in ("raylet", "gcs_server")}
+    assert all(group == [-signal.SIGKILL] for group in helpers.values()), codes  # not asked (-15, 15) nor waited on
+
+    theirs = RayExecutor(cluster.address, cpus=1.0, gpus=0.0)
+    theirs.start()
+    assert _local_ray_processes(theirs.ray) == {}  # this driver started none of them
+    _closed_by_a_stop(theirs)
+    assert cluster.remaining_processes_alive()
+
+
 @needs_ray
 def test_sigterm_stops_a_ray_sweep_with_one_line_and_the_local_executor_finishes_it(tmp_path):
     """Ray's core ends the process on SIGTERM by itself (no line, no exit code 143, a stack
