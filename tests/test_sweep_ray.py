@@ -294,14 +294,62 @@ def test_without_an_address_a_sweep_starts_a_ray_of_its_own_never_a_cluster_runn
     assert "on a local Ray started for this sweep (1 node," in out.out + out.err, out
 
 
+def _closed_by_a_stop(executor: RayExecutor) -> None:
+    """`executor.close()` as a stopped sweep calls it: while a KeyboardInterrupt is on its way."""
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            executor.close()
+
+
 @needs_ray
-def test_sigterm_stops_a_ray_sweep_with_one_line_and_the_local_executor_finishes_it(tmp_path):
+def test_a_stop_kills_the_local_rays_helpers_at_once_and_never_a_cluster_given_by_address(cluster):
+    """Closed by a stop, the executor kills the helpers of the local Ray it started (monitor,
+    log monitor, dashboard) at once: `ray.shutdown` asked each to go after the GCS had gone and
+    gave each a second (the autoscaler's monitor, reporting its end to that GCS, took the whole
+    second every time: a stopped sweep took 1.5-2 s at light load). The raylet and the GCS end
+    as Ray ends them, and nothing of that Ray is left. A cluster given by --address goes on."""
+    import signal
+
+    from oasis_gym.scenarios.sweep_executors import _local_ray_processes
+
+    ex = RayExecutor(None, cpus=1.0, gpus=0.0)
+    ex.start()
+    local = _local_ray_processes(ex.ray)
+    assert {"raylet", "gcs_server", "monitor", "log_monitor"} <= set(local), local
+    _closed_by_a_stop(ex)
+    codes = {kind: [p.returncode for p in group] for kind, group in local.items()}
+    assert all(None not in group for group in codes.values()), codes  # all ended (and reaped)
+    helpers = {kind: group for kind, group in codes.items() if kind not in ("raylet", "gcs_server")}
+    assert all(group == [-signal.SIGKILL] for group in helpers.values()), codes  # not asked (-15, 15) nor waited on
+
+    theirs = RayExecutor(cluster.address, cpus=1.0, gpus=0.0)
+    theirs.start()
+    assert _local_ray_processes(theirs.ray) == {}  # this driver started none of them
+    _closed_by_a_stop(theirs)
+    assert cluster.remaining_processes_alive()
+
+
+@needs_ray
+def test_sigterm_stops_a_ray_sweep_with_one_line_and_the_local_executor_finishes_it(tmp_path, monkeypatch):
     """Ray's core ends the process on SIGTERM by itself (no line, no exit code 143, a stack
-    dump): the executor puts the command's own handler back after `ray.init`."""
+    dump): the executor puts the command's own handler back after `ray.init`. Once it has
+    said its line, the process leaves Python's last garbage collection only what is new at
+    exit (`gc.freeze`): walking Ray's heap there took 1.5-2.6 s at load 10 (a sitecustomize
+    says how many objects were frozen, in the process's very last atexit hook)."""
     import signal
     import subprocess
 
     from test_guarantees_interrupts import stopped
+
+    site = tmp_path / ".site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count(), file=sys.stderr))\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
 
     argv = ["sweep", "reddit_herd_effect", "--param", "herd_weight=0,0.5", "--seeds", "6", "--set", "users=36"]
     argv += ["--steps", "3", "--out", "s", "--quiet"]
@@ -312,6 +360,8 @@ def test_sigterm_stops_a_ray_sweep_with_one_line_and_the_local_executor_finishes
     assert code == 143 and len(lines) == 1 and "stopped by SIGTERM" in lines[0], err[-40:]
     assert lines[0].endswith("--executor ray --out s --resume") and not any("Traceback" in ln for ln in err)
     assert len(list((tmp_path / "s" / "runs").iterdir())) == 1  # the first run, kept at once
+    frozen = [int(ln.split(":")[1]) for ln in err if ln.startswith("frozen at exit:")]
+    assert frozen and frozen[0] > 0, err[-10:]
     resumed = subprocess.run([sys.executable, "-m", "oasis_gym.cli", *argv, "--resume"], cwd=tmp_path, timeout=600)
     assert resumed.returncode == 0
     assert len((tmp_path / "s" / "runs.csv").read_text().splitlines()) == 1 + 12

@@ -8,6 +8,8 @@ point and a final one instead, and nothing else.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import math
 import sys
@@ -256,6 +258,9 @@ def cmd_sweep(args) -> int:
             res = run_sweep(args.scenario, log=log, plan=plan, on_run=on_run, executor=executor)
     except KeyboardInterrupt as stop:
         print(stopped_line(signum_of(stop), plan["runs"], args, out), file=sys.stderr)
+        # the command ends: Python's last garbage collection at exit need not walk the heap it
+        # leaves (Ray's: 0.2 s idle, 1.5-2.6 s at load 10 on 2 cores, after the line was said)
+        atexit.register(gc.freeze)
         return exit_code(stop)
     finally:
         executor.close()

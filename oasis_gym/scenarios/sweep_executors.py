@@ -29,6 +29,7 @@ import itertools
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -53,6 +54,7 @@ __all__ = [
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2  # a run that fails is tried once more, then reported
 STOP_GRACE_S = 4.0  # how long `ray.shutdown` may take at `close` before the local Ray is killed
+_CORE = ("raylet", "gcs_server")  # the local Ray's processes that `close` leaves to `ray.shutdown` on a stop
 RAY_HINT = "pip install 'oasis-gym[ray]' (Ray core; or pip install ray)"
 
 Job = tuple[Any, tuple]  # (key, the arguments of the run function)
@@ -159,16 +161,16 @@ def _our_handlers() -> Iterator[None]:
                 signal.signal(s, handler)
 
 
-def _local_ray_processes(ray) -> list:
+def _local_ray_processes(ray) -> dict[str, list]:
     """The processes (`subprocess.Popen`) of the local Ray that `ray.init` started in this
-    driver (raylet, GCS, their helpers; Ray's own record of them): empty for a cluster it
-    connected to, whose processes are not this driver's."""
+    driver by kind ("raylet", "gcs_server", "monitor", ...: Ray's own record of them): empty for
+    a cluster it connected to, whose processes are not this driver's."""
     node = getattr(getattr(getattr(ray, "_private", None), "worker", None), "_global_node", None)
     groups = getattr(node, "all_processes", None) or {}
-    return [info.process for group in groups.values() for info in group if getattr(info, "process", None)]
+    return {kind: [i.process for i in group if getattr(i, "process", None)] for kind, group in groups.items()}
 
 
-def _kill_local_ray(processes: list) -> None:
+def _kill_local_ray(processes: Iterable) -> None:
     """SIGKILL those of `processes` still running (the watchdog of `RayExecutor.close`): the
     driver's waits on them then end. Never `ray stop`, which ends every Ray on the machine."""
     for process in processes:
@@ -303,13 +305,23 @@ class RayExecutor:
         meanwhile waits until it is done (`interrupts.deferred`). Bounded: where `ray.shutdown`
         has not returned within `STOP_GRACE_S` (it waits for the local raylet's answer with no
         limit: a raylet stalled on a busy machine kept a stopped sweep alive for minutes), the
-        local Ray's own processes are killed, which ends that wait (`_kill_local_ray`)."""
+        local Ray's own processes are killed, which ends that wait (`_kill_local_ray`).
+
+        Closed by a stop (Ctrl-C, SIGTERM: a KeyboardInterrupt on its way), the local Ray's
+        helpers (all but its raylet and GCS: the autoscaler's monitor, the log monitor, the
+        dashboard) are killed first, at once: `ray.shutdown` ends them one after another after
+        the GCS, each given a second to go, and the monitor, asked to go, reports its end to the
+        GCS that is gone and took that whole second every time. The driver's own disconnect, and
+        the raylet's and the GCS's ends (the raylet ends the tasks' workers), stay Ray's."""
         if self._started:
             self._started = False
-            local = _local_ray_processes(self.ray) if self.address is None else []
-            watchdog = threading.Timer(STOP_GRACE_S, _kill_local_ray, (local,))
+            local = _local_ray_processes(self.ray) if self.address is None else {}
+            stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+            watchdog = threading.Timer(STOP_GRACE_S, _kill_local_ray, ([p for group in local.values() for p in group],))
             watchdog.daemon = True
             with deferred(), _our_handlers():
+                if stopping:
+                    _kill_local_ray(p for kind, group in local.items() if kind not in _CORE for p in group)
                 watchdog.start()
                 try:
                     self.ray.shutdown()
