@@ -86,6 +86,9 @@ def build_config(env: str, env_config: dict, num_env_runners: int = 0, num_envs_
             num_env_runners=num_env_runners,
             num_envs_per_env_runner=s["num_envs_per_env_runner"],
             rollout_fragment_length="auto",
+            # wait for every runner's samples: RLlib's default (60 s) drops a slow runner's batch,
+            # so a busy machine would train on other data than a quiet one (same seed, same run)
+            sample_timeout_s=None,
         )
         .training(
             train_batch_size=s["train_batch_size"],
