@@ -50,6 +50,17 @@ def test_the_table_has_every_column_and_the_platform_with_task_users_is_the_fast
     assert table["ranking_holds"] == (table["ranking_a"] == table["ranking_c"])
 
 
+def test_no_llm_plays_columns_a_and_b_only_and_loads_no_model():
+    done = _bench(*TINY, "--no-llm", "--llm-backend", "transformers", "--llm-model", "/nonexistent/model")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    rows, summary = lines[:-1], lines[-1]
+    assert {r["column"] for r in rows} == set(COLUMNS[:2]) and all(r["b_equals_a"] for r in rows[1::2])
+    table = summary["summary"]["moderator-v2 hard"]
+    assert summary["b_equals_a"] is True and "kendall_tau_a_c" not in table
+    assert sorted(table["ranking_a"]) == sorted(table["policies"])
+
+
 def test_a_train_runs_ppo_and_baselines_are_its_own(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
     train = [sys.executable, "-m", "oasis_gym.cli", "train", "moderator", "--version", "2", "--difficulty", "hard",

