@@ -5,7 +5,8 @@ kind `backend="platform"` of Recommender-v4 / Moderator-v2 takes as `user_policy
 `policy_users=` names (`oasis_gym/world/sim_world.py`): its actions are the ones the env handed it
 (`set_actions`) and what its users saw is kept for the env to return (`observations`). So the
 agent users are users of the world like any other policy's: their rows are applied and journaled as
-any user's, and the world counts what they did. `Routed` joins it to a second user policy (ABM,
+any user's, and the world counts what they did (`env`, the argument of `reset` and `act`, is
+the world's `Simulation`: its recommender maps accounts to model users). `Routed` joins it to a second user policy (ABM,
 scripted, LLM) that drives other users.
 
 Timing. The task's step serves the feeds after the platform agent's action, so a user cannot
@@ -28,11 +29,6 @@ from oasis_gym.sim import ActionArrays, ObsBatch
 from oasis_gym.sim.action_values import actions_from_dicts
 
 from .social_env import SocialMediaEnv
-
-
-def _sim(env):
-    """The `Simulation` a policy's `env` argument is (or holds as `.sim`)."""
-    return getattr(env, "sim", env)
 
 
 class AgentUsers:
@@ -63,7 +59,7 @@ class AgentUsers:
         """The pending actions of the visiting agent users in `obs` (their post slots resolved to
         the feeds served now); what they saw is kept (`seen`)."""
         accounts = np.asarray(obs.users, np.int64)
-        model = _sim(env).recsys.model_users(accounts)
+        model = env.recsys.model_users(accounts)
         self.seen, ids = self._observe(obs, model), self._answered
         self._ids = {int(u): obs.post_ids[r] for r, u in enumerate(model.tolist())}
         p = self._pending
@@ -112,7 +108,7 @@ class Routed:
 
     def act(self, env, obs: ObsBatch) -> ActionArrays:
         """Both policies' rows: each policy acts on its users' rows of `obs`."""
-        model = _sim(env).recsys.model_users(np.asarray(obs.users, np.int64))
+        model = env.recsys.model_users(np.asarray(obs.users, np.int64))
         mine = np.isin(model, self.agents.users)
         parts = [(self.agents, np.flatnonzero(mine)), (self.other, np.flatnonzero(~mine))]
         return ActionArrays.concat([policy.act(env, obs.take(rows)) for policy, rows in parts if len(rows)])

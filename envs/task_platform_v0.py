@@ -50,7 +50,8 @@ the row targets that post if it is in the feed served to the user now, else no p
 (`unknown_post`). The task platform offers `do_nothing`, `create_post`, `like_post`, `repost`
 and `report_post` (`oasis_gym/world/sim_world.TASK_ACTIONS`): any other type is a row the
 platform rejects (`action_unavailable`), recorded in the journal's trace as on any platform.
-`create_post` needs a `text` (the task platform writes no automatic text). A missing agent user
+`create_post` needs a `text` (the task platform writes no automatic text: `text_empty`); a
+malformed action is an `invalid_action` row. A missing agent user
 in `actions` does nothing. `info[user]` holds `active`, and `last_action` / `last_result` of
 its row when it acted. The world counts what the agent users did as any user's: a like or
 repost of a feed post is the model's engagement (counters, satisfaction, churn, opinion), a

@@ -117,6 +117,23 @@ def test_agent_users_likes_are_platform_rows_the_world_counts_and_other_actions_
         assert len(slot) and st.engaged_pairs.contains(0, user, slot[0]), (user, post)
 
 
+def test_malformed_or_textless_user_actions_are_rejected_rows_and_a_user_policy_drives_the_other_users():
+    env = task_platform_v0.parallel_env(users=60, max_steps=6, agent_users=list(range(60)))
+    observations, _ = env.reset(seed=2)
+    results = set()
+    while env.agents:
+        kinds = ("banana", {"type": int(A.CREATE_POST), "text": "hello there"}, {"type": int(A.CREATE_POST)})
+        actions = {a: kinds[i % 3] for i, a in enumerate(env.agents[1:])}
+        actions["recommender_0"] = env.action_space("recommender_0").sample()
+        observations, _, _, _, infos = env.step(actions)
+        results |= {(i["last_action"], i["last_result"]) for i in infos.values() if "last_result" in i}
+    env.close()
+    assert results == {("invalid", "invalid_action"), ("create_post", "ok"), ("create_post", "text_empty")}
+    env = task_platform_v0.parallel_env(users=60, max_steps=2, agent_users=[0, 9], user_policy=ABMPolicy())
+    assert not env.task_env.task.engine.tap.task_users.any()  # ABM drives all 58 others, the agents 0 and 9
+    env.close()
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
