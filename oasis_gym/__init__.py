@@ -29,7 +29,11 @@ load_entry_point(COMMAND_START)()
 # Like Gymnasium's registry, this is how a lower layer uses an implementation from a higher
 # one without importing it (docs/ARCHITECTURE.md).
 # PettingZoo ids -> module under oasis_gym.envs exporting `parallel_env` / `raw_env` / `env`
-PETTINGZOO_ENVS = {"oasis_gym/Twitter-v0": "twitter_v0", "oasis_gym/Reddit-v0": "reddit_v0"}
+PETTINGZOO_ENVS = {
+    "oasis_gym/Twitter-v0": "twitter_v0",
+    "oasis_gym/Reddit-v0": "reddit_v0",
+    "oasis_gym/TaskPlatform-v0": "task_platform_v0",
+}
 # Gymnasium ids (single platform agent) -> env class
 GYMNASIUM_ENVS = {
     "oasis_gym/Recommender-v0": "oasis_gym.envs.recommender_v0:RecommenderEnv",
