@@ -78,7 +78,7 @@ def use_backend(task, backend: str, journal: bool = False, db_path=None, overwri
     if backend == "fast":
         return
     task_users = load_entry_point(oasis_gym.TASK_USER_POLICY)()
-    SimWorld(task.engine, task_users, journal, db_path, overwrite, user_policy, policy_users)
+    SimWorld(task, task_users, journal, db_path, overwrite, user_policy, policy_users)
 
 
 def check_policy_users(backend: str, n: int, user_policy, policy_users) -> np.ndarray | None:

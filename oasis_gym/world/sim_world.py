@@ -34,7 +34,7 @@ from ..model.users import visit_rate_ema
 from ..platform.records import ActionBatch
 from ..recsys.task_ranking import TaskRecommender
 from ..sim import ActionArrays, Simulation, SimulationConfig
-from . import task_state
+from . import task_episode, task_state
 from .platform_world import STEP_MINUTES, PlatformWorld, _population
 
 # the actions a task episode's platform offers (its users' rows, the world's)
@@ -45,10 +45,12 @@ ENGAGE = {int(A.LIKE_POST): 0, int(A.REPOST): 1, int(A.REPORT_POST): 2}
 class SimWorld(PlatformWorld):
     """A task episode on a `Simulation` (module docstring); `user_policy` answers the feeds."""
 
-    def __init__(self, engine, task_policy, journal: bool = False, db_path=None, overwrite: bool = False,
+    def __init__(self, task, task_policy, journal: bool = False, db_path=None, overwrite: bool = False,
                  user_policy=None, policy_users=None):  # fmt: skip
+        engine = task.engine
         super().__init__(engine, journal, db_path, overwrite)
-        self.policy, self.other = task_policy, user_policy
+        self.task, self.policy, self.other = task, task_policy, user_policy
+        self.agent = "moderator_0" if hasattr(task, "queue_ids") else "recommender_0"
         self.writes_texts = bool(journal) or user_policy is not None  # an LLM user reads the texts
         # the users the task policy drives (their posts are the model's); `user_policy` the others
         self.task_users = np.ones(engine.n, bool)
@@ -152,7 +154,8 @@ class SimWorld(PlatformWorld):
         weights, queue_ids, codes = self._args
         go = np.ones(1, bool)
         self.begin()
-        if queue_ids is not None:
+        if queue_ids is not None:  # (the queue as platform post ids, before a new post takes a slot)
+            self._queue_posts = np.where(queue_ids[0] >= 0, self.pid[st.slot(queue_ids[0])], -1)
             self._out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, NONE)))
             self.moderated()
         st.t += go
@@ -195,8 +198,17 @@ class SimWorld(PlatformWorld):
         out.update(posts=made, **measures.state_measures(st.opinion, st.churned, st.satisfaction, st.campaign))
         x, valid = served.pool
         self.engine._pool_stats(ka, x, valid, out)
-        if conn is not None:  # the task's state, in the step's transaction
+        if conn is not None:  # the task's state and the agent's step, in the step's transaction
             task_state.save(conn, self._arrays())
+            task_episode.save(conn, self._episode_row())
+
+    def _episode_row(self) -> tuple:
+        """The agent's row of this step (`task_episode.py`): its action, the task's reward, its
+        components and info of the step's counts."""
+        weights, queue_ids, codes = self._args
+        _, reward, info, terms = task_episode.outcome(self.task, self._out)
+        action, queue = (weights[0], None) if queue_ids is None else (codes[0], self._queue_posts)
+        return task_episode.step_row(self.state.t[0], self.agent, action, queue, reward, terms, info)
 
     def _arrays(self) -> dict[str, np.ndarray]:
         """What a resume needs beside the platform: the model's arrays, the world's maps, the
