@@ -34,7 +34,7 @@ from ..model.users import visit_rate_ema
 from ..platform.records import ActionBatch
 from ..recsys.task_ranking import TaskRecommender
 from ..sim import ActionArrays, Simulation, SimulationConfig
-from . import task_episode, task_state
+from . import task_episode, task_state, user_posts
 from .platform_world import STEP_MINUTES, PlatformWorld, _population
 
 # the actions a task episode's platform offers (its users' rows, the world's)
@@ -188,7 +188,7 @@ class SimWorld(PlatformWorld):
         go = np.ones(1, bool)
         st.visit_ema[go] = visit_rate_ema(st.visit_ema[go], self.active[go])
         st.last_visit[self.active] = np.broadcast_to(st.t[:, None], self.active.shape)[self.active]
-        made = self._posts(ka, ua)
+        made = self._posts(ka, ua) + self._their_posts(outcome)
         posting.brigade_reports(st, go)
         self.brigaded()
         self._end()
@@ -242,6 +242,19 @@ class SimWorld(PlatformWorld):
         made = posting.post(st, ka[mine], ua[mine])
         self._new = np.arange(first, int(st.next_post[0]), dtype=np.int64)
         return made
+
+    def _their_posts(self, outcome) -> np.ndarray:
+        """The posts the other policy's users wrote this step (`CREATE_POST` rows applied), made
+        task posts in the ring (`user_posts.admit`); the posts made (K,)."""
+        if self.other is None:
+            return np.zeros(1, np.int64)
+        made = (outcome.actions == int(A.CREATE_POST)) & (outcome.results == 0) & (outcome.new_ids >= 0)
+        authors = self.recsys.model_users(outcome.users[made])
+        mine = (authors >= 0) & ~self.task_users[np.maximum(authors, 0)]
+        posts = outcome.new_ids[made][mine]
+        ids = user_posts.admit(self.state, authors[mine], [self.platform.p_content[p] for p in posts.tolist()])
+        self.pid[self.state.slot(ids)] = posts[len(posts) - len(ids) :]
+        return np.array([len(ids)], np.int64)
 
     def _end(self) -> None:
         """One more `Platform.apply` in the step: the task users' new posts, then the brigades'
