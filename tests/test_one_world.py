@@ -1,7 +1,7 @@
 """One world (issue 51): Recommender-v4 and Moderator-v2 on `backend="platform"` play the fast
 path's episodes bit for bit.
 
-The platform backend (`oasis_gym/world/platform_world.py`) carries every decision of the model
+The platform backend (the env's `world`, `oasis_gym/world/sim_world.py`) carries every decision of the model
 onto a `Platform` as OASIS's rows and reads the counters the platform holds (likes, reposts,
 reports, followers) back into the model, so an episode equals the fast path's only if the
 platform accepted every row and counts as the model does. A spy records the inputs of every
@@ -82,7 +82,7 @@ def _episode(cls, difficulty: str, seed: int, kind: str, **backend):
     out = [obs]
     for action in _actions(env, kind):
         out.append(env.step(action))
-    world = env.task.engine.tap
+    world = env.world
     env.close()
     return out, world
 
@@ -309,7 +309,7 @@ def test_another_user_policy_takes_some_task_users_place_and_the_journal_holds_i
     for action in _actions(env, "random"):
         mixed.append(env.step(action))
         assert env.observation_space.contains(mixed[-1][0])
-        accounts.update(env.task.engine.tap.alias[theirs].tolist())  # (a returning account is a new one)
+        accounts.update(env.world.alias[theirs].tolist())  # (a returning account is a new one)
     env.close()
     alone, _ = _episode(cls, "hard", 9000, "random", backend="platform")
     assert any(not np.array_equal(a[0], b[0]) for a, b in zip(mixed[1:], alone[1:])), "the other users changed nothing"

@@ -31,6 +31,16 @@ def _env(cls, db, **kwargs):
                **kwargs)  # fmt: skip
 
 
+def _play(cls, db, seed, actions, resume=False):
+    """`actions` on a platform-backed env journaled at `db` (a new episode from `seed`, or the
+    journal's resumed); the env, left open."""
+    env = _env(cls, db)
+    env.resume() if resume else env.reset(seed=seed)
+    for a in actions:
+        env.step(a)
+    return env
+
+
 @pytest.mark.parametrize("cls", [RecommenderEnv, ModeratorEnv])
 @pytest.mark.parametrize("privileged", [False, True])
 def test_a_row_a_step_holds_the_envs_action_reward_and_info(cls, privileged, tmp_path):
@@ -67,38 +77,19 @@ def test_a_row_a_step_holds_the_envs_action_reward_and_info(cls, privileged, tmp
 @pytest.mark.parametrize("cls", [RecommenderEnv, ModeratorEnv])
 def test_a_resumed_episode_writes_the_uninterrupted_rows(cls, tmp_path):
     whole, broken = tmp_path / "whole.db", tmp_path / "broken.db"
-    env = _env(cls, whole)
-    actions = _actions(env)
-    env.reset(seed=9001)
-    for a in actions:
-        env.step(a)
-    env.close()
-    env = _env(cls, broken)
-    env.reset(seed=9001)
-    for a in actions[:5]:
-        env.step(a)
-    env.close()
+    actions = _actions(cls(users=USERS))
+    _play(cls, whole, 9001, actions).close()
+    _play(cls, broken, 9001, actions[:5]).close()
     assert [r["step"] for r in task_episode.read(str(broken))] == [1, 2, 3, 4, 5]
-    env = _env(cls, broken)
-    env.resume()
-    for a in actions[5:]:
-        env.step(a)
-    env.close()
+    _play(cls, broken, None, actions[5:], resume=True).close()
     assert task_episode.read(str(broken)) == task_episode.read(str(whole))
 
 
 def test_a_step_that_fails_in_its_transaction_leaves_no_row_and_resume_goes_on(tmp_path, monkeypatch):
     whole, broken = tmp_path / "whole.db", tmp_path / "broken.db"
-    env = _env(RecommenderEnv, whole)
-    actions = _actions(env)
-    env.reset(seed=9000)
-    for a in actions:
-        env.step(a)
-    env.close()
-    env = _env(RecommenderEnv, broken)
-    env.reset(seed=9000)
-    for a in actions[:4]:
-        env.step(a)
+    actions = _actions(RecommenderEnv(users=USERS))
+    _play(RecommenderEnv, whole, 9000, actions).close()
+    env = _play(RecommenderEnv, broken, 9000, actions[:4])
     save = task_episode.save
 
     def failing(conn, row):
@@ -111,11 +102,7 @@ def test_a_step_that_fails_in_its_transaction_leaves_no_row_and_resume_goes_on(t
     monkeypatch.setattr(task_episode, "save", save)
     env.close()
     assert [r["step"] for r in task_episode.read(str(broken))] == [1, 2, 3, 4]
-    env = _env(RecommenderEnv, broken)
-    env.resume()
-    for a in actions[4:]:
-        env.step(a)
-    env.close()
+    _play(RecommenderEnv, broken, None, actions[4:], resume=True).close()
     assert task_episode.read(str(broken)) == task_episode.read(str(whole))
 
 

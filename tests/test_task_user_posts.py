@@ -35,17 +35,12 @@ class Poster(BasePolicy):
         return ActionArrays(obs.users, np.full(len(obs.users), int(A.CREATE_POST)), text=texts)
 
 
-def _world(env):
-    return env.task.engine.tap
-
-
 @pytest.mark.parametrize("cls", [RecommenderEnv, ModeratorEnv])
 def test_a_replaced_users_post_is_served_the_step_after_and_liked_and_counted(cls, tmp_path):
-    db = str(tmp_path / "posts.db")
-    theirs = np.arange(0, USERS, 4)
-    env = cls(difficulty="medium", users=USERS, max_steps=STEPS, backend="platform", journal=True, db_path=db,
-              user_policy=Poster(), policy_users=theirs)  # fmt: skip
-    world = _world(env)
+    db, theirs = str(tmp_path / "posts.db"), np.arange(0, USERS, 4)
+    backend = {"backend": "platform", "journal": True, "db_path": db, "user_policy": Poster(), "policy_users": theirs}
+    env = cls(difficulty="medium", users=USERS, max_steps=STEPS, **backend)
+    world = env.world
     if cls is RecommenderEnv:
         action = global_weights(DEFAULT_WEIGHTS, env.task.weight_shape[0]).ravel().astype(np.float32)
     else:

@@ -9,15 +9,22 @@
   `TaskRecommender` (`recsys/task_ranking.py`);
 - the users' policy answers the feeds: `oasis_gym.TASK_USER_POLICY` (`policies/task_users.py`, the
   model's responses), and another user policy (ABM, scripted, LLM) for the users the env's
-  `policy_users` names (their posts are theirs; the task users' posts are the model's);
+  `policy_users` names (their posts are theirs, their texts their own; the task users' posts
+  are the model's);
 - `finish`: the platform applies the users' rows; a step hook, in the step's transaction, reads
   what was applied (the outcome, not the policy's intent) back into the model: the pairs of
   OASIS's rules, the posts' counters, the users' summaries, satisfaction, churn and opinions,
   the new posts (the model's attributes, the platform's ids; their texts from the attributes,
-  `texts.py`, where a journal or another user policy reads them), the brigades' reports.
+  `texts.py`, where a journal or another user policy reads them), the posts the other policy's
+  users wrote (task posts by `user_posts.py`'s rule: they enter the ring of candidates), the
+  brigades' reports; with a journal, the task's state (`task_state.py`) and the agent's step
+  (`task_episode.py`: its action, reward and components, info, the users' satisfaction and
+  churn) join the step's transaction.
 
 The counts a step returns are `Engine.step`'s, so the tasks (`batched/tasks.py`) compute the
-same observations and rewards.
+same observations and rewards. A `SimWorld` is the env's `world` (`envs/lockstep.py`'s
+`use_backend`), the one way to the platform backend: the env calls its `reset`, `resume` and
+`close`, and the task's `engine.step` is its `step`.
 """
 
 from __future__ import annotations
@@ -78,11 +85,12 @@ class SimWorld(PlatformWorld):
         self.sim.recsys = self.recsys = TaskRecommender(self)
         self.sim.activation_hook = self._before_feeds
         self.sim.step_hooks.append(self._after_apply)
-        engine.tap, engine.step = self, self.step  # the task's engine steps on the simulation
+        engine.step = self.step  # the task's engine steps on the simulation (the task calls `engine.step`)
 
     # ------------------------------------------------------------------ episodes
     def reset(self) -> None:
-        """A new episode of the simulation for the episode just reset in the engine."""
+        """A new episode of the simulation for the episode just reset in the engine (the env's
+        `reset` calls it)."""
         st = self.state
         self.sim.reset(seed=int(st.seed[0]))
         seed = int(st.seed[0])
@@ -103,9 +111,6 @@ class SimWorld(PlatformWorld):
             self.bots[accounts] = pf.add_users(_population(len(accounts) * a, names="bot")).reshape(len(accounts), a)
         self.pid = np.full(st.p, -1, np.int64)
         self._rows, self.rejected = [], 0
-
-    def commit(self, task, obs) -> None:
-        """Nothing: the simulation committed the step in `finish`."""
 
     def close(self) -> None:
         """Close the simulation's journal."""
