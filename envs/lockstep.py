@@ -19,9 +19,10 @@ info, three tiers, seeds 9000 and 9001, journal off and on) with the task's user
 brigaders and returning accounts as platform accounts acting through platform rows (a like is a
 `like` row, OASIS's rules), the moderator's removals and suspensions as platform moderation, and
 the likes, reposts, reports and followers the model reads counted by the platform
-(`oasis_gym/world/platform_world.py`). Journaled, each step is one transaction with the task's
-state; `LockstepEnv.resume()` continues an episode from its journal exactly. The vector env is
-the fast path only.
+(`oasis_gym/world/sim_world.py`). The env's `world` is that backend (`SimWorld`: its platform,
+simulation, maps and recommender; None on the fast path), the one way to reach it. Journaled,
+each step is one transaction with the task's state; `LockstepEnv.resume()` continues an episode
+from its journal exactly. The vector env is the fast path only.
 `info` holds no label: the values computed from the hidden truth (`batched.tasks.PRIVILEGED_INFO`:
 counts split by the misinformation labels, the campaign, the users' satisfaction and churn) are an
 evaluation's diagnostic, in `info` only with `privileged_info=True` (never in a training path:
@@ -68,17 +69,18 @@ def check_backend(backend: str, journal: bool = False, db_path=None) -> None:
 
 
 def use_backend(task, backend: str, journal: bool = False, db_path=None, overwrite: bool = False,
-                user_policy=None, policy_users=None) -> None:  # fmt: skip
-    """Run a single env's task on `backend`: "fast" (the batched engine alone) or "platform"
-    (the task on a `Simulation`'s split step, journaled with `journal=True` at `db_path`, a
-    temporary file when None: `oasis_gym.world.sim_world`); its task users are
-    `oasis_gym.TASK_USER_POLICY`, but `user_policy` (any user policy) drives `policy_users`."""
+                user_policy=None, policy_users=None) -> SimWorld | None:  # fmt: skip
+    """Run a single env's task on `backend`: "fast" (the batched engine alone: None) or
+    "platform" (the task on a `Simulation`'s split step, journaled with `journal=True` at
+    `db_path`, a temporary file when None: the `oasis_gym.world.sim_world.SimWorld` returned, the
+    env's `world`); its task users are `oasis_gym.TASK_USER_POLICY`, but `user_policy` (any user
+    policy) drives `policy_users`."""
     check_backend(backend, journal, db_path)
     policy_users = check_policy_users(backend, task.n, user_policy, policy_users)
     if backend == "fast":
-        return
+        return None
     task_users = load_entry_point(oasis_gym.TASK_USER_POLICY)()
-    SimWorld(task.engine, task_users, journal, db_path, overwrite, user_policy, policy_users)
+    return SimWorld(task, task_users, journal, db_path, overwrite, user_policy, policy_users)
 
 
 def check_policy_users(backend: str, n: int, user_policy, policy_users) -> np.ndarray | None:
@@ -126,6 +128,7 @@ class _Lockstep:
     """Shared by both envs: the task, its spaces and the episode seeds."""
 
     task_factory: Callable  # (k) -> task
+    world: SimWorld | None = None  # the platform backend of a single env (`use_backend`), else None
 
     def _setup(self, k: int, task, single_action_space, privileged_info: bool = False) -> None:
         if not isinstance(privileged_info, bool):
@@ -158,6 +161,8 @@ class _Lockstep:
         if self.seeds_played is not None:
             self.seeds_played.extend(int(s) for s in seeds)
         self.task.reset(rows, seeds)
+        if self.world is not None:  # the platform's episode for the one just reset
+            self.world.reset()
         return self.task.reset_obs(rows)
 
 
@@ -257,22 +262,15 @@ class LockstepEnv(_Lockstep, gym.Env):
         super().reset(seed=None if seed is None else int(seeds[0]))
         self._started = True
         obs = self._start(np.zeros(1, np.int64), seeds)
-        self._commit(obs)
         return obs[0], {"episode_seed": int(seeds[0])}
-
-    def _commit(self, obs: np.ndarray) -> None:
-        """The platform backend's end of a reset or step (its journal's transaction)."""
-        if self.task.engine.tap is not None:
-            self.task.engine.tap.commit(self.task, obs)
 
     def resume(self):
         """Continue a platform-backed episode journaled at the env's `db_path` from its last
         step (`backend="platform", journal=True`): returns its last observation and info, and
         the episode goes on exactly as the uninterrupted one."""
-        tap = self.task.engine.tap
-        if tap is None:
+        if self.world is None:
             raise ValueError('resume needs backend="platform" with journal=True and a db_path')
-        obs = tap.resume(self.task)
+        obs = self.world.resume(self.task)
         self.episode_seeds[0] = int(self.task.state.seed[0])
         self._last, self._started = {}, True
         return obs[0], {"episode_seed": int(self.episode_seeds[0])}
@@ -282,7 +280,6 @@ class LockstepEnv(_Lockstep, gym.Env):
         if not self._started:
             raise RuntimeError("call reset() before step()")
         obs, reward, info = self.task.step(check_action(self, action)[None])
-        self._commit(obs)
         self._last = info
         truncated = bool(self.task.state.t[0] >= self.max_steps)
         info = {name: float(value[0]) for name, value in learner_info(info, self.privileged_info).items()}
@@ -291,6 +288,6 @@ class LockstepEnv(_Lockstep, gym.Env):
 
     def close(self) -> None:
         """Close the platform backend's journal, if any (`use_backend`)."""
-        if self.task.engine.tap is not None:
-            self.task.engine.tap.close()
+        if self.world is not None:
+            self.world.close()
         super().close()

@@ -84,7 +84,7 @@ class ModeratorEnv(moderator_v1.ModeratorEnv):
         super().__init__(
             difficulty, users, population_seed, max_steps, reward, render_mode, privileged_info=privileged_info
         )
-        use_backend(self.task, backend, journal, db_path, overwrite, user_policy, policy_users)
+        self.world = use_backend(self.task, backend, journal, db_path, overwrite, user_policy, policy_users)
 
 
 class ModeratorVectorEnv(moderator_v1.ModeratorVectorEnv):

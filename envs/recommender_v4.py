@@ -127,7 +127,7 @@ class RecommenderEnv(recommender_v1.RecommenderEnv):
         super().__init__(
             difficulty, users, population_seed, max_steps, ranking, reward, render_mode, privileged_info=privileged_info
         )
-        use_backend(self.task, backend, journal, db_path, overwrite, user_policy, policy_users)
+        self.world = use_backend(self.task, backend, journal, db_path, overwrite, user_policy, policy_users)
 
 
 class RecommenderVectorEnv(recommender_v1.RecommenderVectorEnv):

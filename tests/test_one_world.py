@@ -1,7 +1,7 @@
 """One world (issue 51): Recommender-v4 and Moderator-v2 on `backend="platform"` play the fast
 path's episodes bit for bit.
 
-The platform backend (`oasis_gym/world/platform_world.py`) carries every decision of the model
+The platform backend (the env's `world`, `oasis_gym/world/sim_world.py`) carries every decision of the model
 onto a `Platform` as OASIS's rows and reads the counters the platform holds (likes, reposts,
 reports, followers) back into the model, so an episode equals the fast path's only if the
 platform accepted every row and counts as the model does. A spy records the inputs of every
@@ -82,7 +82,7 @@ def _episode(cls, difficulty: str, seed: int, kind: str, **backend):
     out = [obs]
     for action in _actions(env, kind):
         out.append(env.step(action))
-    world = env.task.engine.tap
+    world = env.world
     env.close()
     return out, world
 
@@ -305,24 +305,27 @@ def test_another_user_policy_takes_some_task_users_place_and_the_journal_holds_i
               user_policy=Scripted(), policy_users=theirs)  # fmt: skip
     fast = cls(difficulty="hard", users=USERS, max_steps=STEPS)
     assert env.observation_space == fast.observation_space and env.action_space == fast.action_space
-    mixed, _ = [env.reset(seed=9000)[0]], None
+    mixed, accounts = [env.reset(seed=9000)[0]], set(theirs.tolist())
     for action in _actions(env, "random"):
         mixed.append(env.step(action))
         assert env.observation_space.contains(mixed[-1][0])
+        accounts.update(env.world.alias[theirs].tolist())  # (a returning account is a new one)
     env.close()
     alone, _ = _episode(cls, "hard", 9000, "random", backend="platform")
     assert any(not np.array_equal(a[0], b[0]) for a, b in zip(mixed[1:], alone[1:])), "the other users changed nothing"
-    ids = ",".join(map(str, theirs.tolist()))
+    ids = ",".join(map(str, sorted(accounts)))
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         their_posts = q(f"SELECT COUNT(*) FROM post WHERE user_id IN ({ids})")
-        scripted = q("SELECT COUNT(*) FROM post WHERE content = 'scripted'")
+        scripted = q("SELECT COUNT(*) FROM post WHERE content = 'scripted' AND original_post_id IS NULL")
+        reposted = q(f"SELECT COUNT(*) FROM post WHERE content = 'scripted' AND user_id NOT IN ({ids})")
         model_posts = q(f"SELECT COUNT(*) FROM post WHERE content LIKE '#%' AND user_id IN ({ids})")
         task_posts = q(f"SELECT COUNT(*) FROM post WHERE content LIKE '#%' AND user_id NOT IN ({ids})")
         their_likes = q(f"SELECT COUNT(*) FROM 'like' WHERE user_id IN ({ids})")
         other_likes = q(f"SELECT COUNT(*) FROM 'like' WHERE user_id NOT IN ({ids})")
         their_reports = q(f"SELECT COUNT(*) FROM report WHERE user_id IN ({ids}) AND report_reason = 'scripted report'")
     assert scripted > 0 and their_posts >= scripted and model_posts == 0  # their posts are theirs
+    assert reposted > 0  # and task posts (world/user_posts.py): served to task users, who repost some
     assert task_posts > 0  # the task users' posts, with their texts (world/texts.py)
     assert their_likes > 0 and their_reports > 0 and other_likes > 0
 

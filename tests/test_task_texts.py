@@ -46,7 +46,7 @@ def _play(cls, seed=9000, **backend):
     for _ in range(STEPS):
         env.step(action)
     env.close()
-    return env, env.task.engine.tap
+    return env, env.world
 
 
 def _task_posts(world) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -1,7 +1,8 @@
 """The task users as a user policy (`policies/task_users.py`, issue 51): in real platform-backed
-episodes of Recommender-v4 / Moderator-v2, `TaskUsers` answers the feeds the task ranking serves
-with exactly the likes, reposts and reports the fast path's users make, and changes
-nothing of the world it reads."""
+episodes of Recommender-v4 / Moderator-v2, `TaskUsers` (the env's `world.policy`) answers the
+feeds the task ranking serves with exactly the likes, reposts and reports the fast path's users
+make in the same episode, in whatever order the observation lists its users, and changes nothing
+of the world it reads."""
 
 from __future__ import annotations
 
@@ -9,82 +10,60 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from fast_path_run import fast_responses
 
 from oasis_gym.actions import ActionType as A
 from oasis_gym.envs.moderator_v2 import ModeratorEnv
 from oasis_gym.envs.recommender_v4 import RecommenderEnv
-from oasis_gym.policies.task_users import TaskUsers, scratch
+from oasis_gym.policies.task_users import TaskUsers
 from oasis_gym.recsys.task_ranking import TaskRecommender
 from oasis_gym.world import task_state
-from oasis_gym.world.platform_world import PlatformWorld
 
 USERS, STEPS = 300, 12
 
 
-def _rows(users, actions, targets, stance=None):
-    stance = np.full(len(users), 9.0) if stance is None else np.nan_to_num(stance, nan=9.0)  # (9: no stance)
-    return sorted(zip(users.tolist(), actions.tolist(), targets.tolist(), stance.tolist(), strict=True))
+def _fast_rows(cls, difficulty, actions, monkeypatch) -> list:
+    """Each step's responses of the fast path's users: sorted (model user, feed slot, action)."""
+    steps = []
 
-
-def _play(env, actions, shuffle: bool):
-    """Step `env` (platform backend); at each step, the policy's actions on a snapshot of the
-    world taken when the feeds are ranked are compared with the rows the engine's users made."""
-    engine = env.task.engine
-    world = engine.tap = PlatformWorld(engine)  # the engine-driven platform backend: its stages seen
-    policy, seen = TaskUsers(), {"steps": 0, "rows": 0, "reports": 0}
-    weights, snap = {}, {}
-    step, visits, responded, end = engine.step, engine._visits, world.responded, world.end
-
-    def spy_step(w=None, *args, **kwargs):
-        weights["w"] = None if w is None else np.asarray(w, np.float32)[0]
-        return step(w, *args, **kwargs)
-
-    def spy_visits(go):
-        active = visits(go)
-        snap["state"] = scratch(world.state)
-        return active
-
-    def spy_responded(ua, served, valid, engaged, shared, reported):
-        out = responded(ua, served, valid, engaged, shared, reported)
-        here = SimpleNamespace(state=snap["state"], alias=world.alias, pid=world.pid)
-        rec = TaskRecommender(here)
-        rec.weights = weights["w"]
-        accounts = world.alias[ua]
-        if shuffle:  # the observation's order is the platform's, not the model's
-            accounts = accounts[np.random.default_rng(len(ua)).permutation(len(ua))]
-        feeds = rec.recommend(world.platform, accounts, 10)
-        before = task_state.state_arrays(here.state)
-        acts = policy.act(SimpleNamespace(recsys=rec), SimpleNamespace(users=accounts))
-        after = task_state.state_arrays(here.state)
-        assert all(np.array_equal(before[k], after[k]) for k in before), "the policy changed the world"
-        row = {int(a): i for i, a in enumerate(accounts.tolist())}
-        rows = np.array([row[int(u)] for u in acts.users.tolist()], np.int64)
-        target = feeds[rows, acts.post] if len(rows) else np.zeros(0, np.int64)
-        snap["acts"] = acts, target
-        pid = world.pid[world.state.slot(served)]
-        users = np.broadcast_to(accounts_of(ua)[:, None], served.shape)
-        expected = []
+    def record(ua, served, ok, engaged, shared, reported):
+        made = []
         for action, mask in ((A.LIKE_POST, engaged & ~shared), (A.REPOST, shared), (A.REPORT_POST, reported)):
-            m = mask & valid
-            expected += _rows(users[m], np.full(m.sum(), int(action)), pid[m])
-        snap["expected"] = expected
-        return out
+            i, j = np.nonzero(mask & ok)
+            made += zip(ua[i].tolist(), j.tolist(), [int(action)] * len(i))
+        steps.append(sorted(made))
 
-    def accounts_of(ua):
-        return world.alias[ua]
+    fast_responses(cls, difficulty, USERS, actions, 9001, monkeypatch, record)
+    return steps
 
-    def spy_end():
-        acts, target = snap.pop("acts")
-        got = _rows(acts.users, acts.type, target, acts.stance)
-        assert got == sorted(snap.pop("expected"))
+
+def _play(cls, difficulty, actions, shuffle: bool, monkeypatch):
+    """Step the platform-backed env; at each step, the task users' rows (as model users, feed
+    slots and actions) are compared with the fast path's users' responses in the same episode."""
+    fast = _fast_rows(cls, difficulty, actions, monkeypatch)
+    env = cls(difficulty=difficulty, users=USERS, max_steps=len(actions), backend="platform")
+    world, policy = env.world, env.world.policy
+    assert isinstance(policy, TaskUsers)
+    act, seen = policy.act, {"steps": 0, "rows": 0, "reports": 0}
+
+    def spy(sim, obs):
+        if shuffle:  # the observation's order need not be the model's
+            obs = obs.take(np.random.default_rng(len(obs.users)).permutation(len(obs.users)))
+        before = task_state.state_arrays(world.state)
+        acts = act(sim, obs)
+        after = task_state.state_arrays(world.state)
+        assert all(np.array_equal(before[k], after[k]) for k in before), "the policy changed the world"
+        model = world.recsys.model_users(acts.users)
+        got = sorted(zip(model.tolist(), acts.column("post").tolist(), acts.column("type").tolist()))
+        assert got == fast[seen["steps"]], f"step {seen['steps'] + 1}"
         reports = int((acts.type == int(A.REPORT_POST)).sum())
         assert sum(t == "misleading" for t in acts.texts()) == reports
-        seen["reports"] += reports
         seen["steps"] += 1
         seen["rows"] += len(got)
-        return end()
+        seen["reports"] += reports
+        return acts
 
-    engine.step, engine._visits, world.responded, world.end = spy_step, spy_visits, spy_responded, spy_end
+    policy.act = spy
     env.reset(seed=9001)
     for action in actions:
         env.step(action)
@@ -93,28 +72,27 @@ def _play(env, actions, shuffle: bool):
 
 
 @pytest.mark.parametrize(("difficulty", "shuffle"), [("medium", False), ("hard", True)])
-def test_task_users_make_the_fast_paths_rows_on_the_task_feeds(difficulty, shuffle):
-    env = RecommenderEnv(difficulty=difficulty, users=USERS, max_steps=STEPS)
+def test_task_users_make_the_fast_paths_rows_on_the_task_feeds(difficulty, shuffle, monkeypatch):
     rng = np.random.default_rng(1)
-    actions = [rng.uniform(-1, 1, env.action_space.shape).astype(np.float32) for _ in range(STEPS)]
-    seen = _play(env, actions, shuffle)
+    shape = RecommenderEnv(users=USERS).action_space.shape
+    actions = [rng.uniform(-1, 1, shape).astype(np.float32) for _ in range(STEPS)]
+    seen = _play(RecommenderEnv, difficulty, actions, shuffle, monkeypatch)
     assert seen["steps"] == STEPS and seen["rows"] > 100 and seen["reports"] > 0
 
 
-def test_task_users_make_the_fast_paths_rows_under_moderation():
-    env = ModeratorEnv(difficulty="hard", users=USERS, max_steps=2 * STEPS)
-    seen = _play(env, [(np.arange(16) + t) % 4 for t in range(2 * STEPS)], shuffle=False)
+def test_task_users_make_the_fast_paths_rows_under_moderation(monkeypatch):
+    codes = [(np.arange(16) + t) % 4 for t in range(2 * STEPS)]
+    seen = _play(ModeratorEnv, "hard", codes, False, monkeypatch)
     assert seen["steps"] == 2 * STEPS and seen["rows"] > 100 and seen["reports"] > 0
 
 
 def test_task_users_refuse_feeds_the_task_ranking_did_not_serve():
-    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=STEPS)
-    env.task.engine.tap = PlatformWorld(env.task.engine)
+    env = RecommenderEnv(difficulty="medium", users=USERS, max_steps=STEPS, backend="platform")
     env.reset(seed=9001)
-    rec = TaskRecommender(env.task.engine.tap)
+    rec = TaskRecommender(env.world)
     with pytest.raises(ValueError, match="task ranking"):
         TaskUsers().act(SimpleNamespace(recsys=rec), SimpleNamespace(users=np.arange(3)))
-    rec.recommend(env.task.engine.tap.platform, np.arange(3), 10)
+    rec.recommend(env.world.platform, np.arange(3), 10)
     with pytest.raises(ValueError, match="not those"):
         TaskUsers().act(SimpleNamespace(recsys=rec), SimpleNamespace(users=np.arange(1, 4)))
     env.close()

@@ -12,7 +12,7 @@ feed the fast path serves in the same state (`tests/test_task_ranking.py`).
 
 The world is any object with `state` (the model's arrays of one episode: a `batched.state.State`
 with K = 1), `alias` (model user -> platform account) and `pid` (ring slot -> platform post id):
-`oasis_gym.world.platform_world.PlatformWorld`. What it served last (`served`: the model's post
+`oasis_gym.world.sim_world.SimWorld` (an env's `world`). What it served last (`served`: the model's post
 ids, whether each slot holds a post, their feature rows) is what the task users respond to
 (`policies/task_users.py`).
 """

@@ -9,15 +9,22 @@
   `TaskRecommender` (`recsys/task_ranking.py`);
 - the users' policy answers the feeds: `oasis_gym.TASK_USER_POLICY` (`policies/task_users.py`, the
   model's responses), and another user policy (ABM, scripted, LLM) for the users the env's
-  `policy_users` names (their posts are theirs; the task users' posts are the model's);
+  `policy_users` names (their posts are theirs, their texts their own; the task users' posts
+  are the model's);
 - `finish`: the platform applies the users' rows; a step hook, in the step's transaction, reads
   what was applied (the outcome, not the policy's intent) back into the model: the pairs of
   OASIS's rules, the posts' counters, the users' summaries, satisfaction, churn and opinions,
   the new posts (the model's attributes, the platform's ids; their texts from the attributes,
-  `texts.py`, where a journal or another user policy reads them), the brigades' reports.
+  `texts.py`, where a journal or another user policy reads them), the posts the other policy's
+  users wrote (task posts by `user_posts.py`'s rule: they enter the ring of candidates), the
+  brigades' reports; with a journal, the task's state (`task_state.py`) and the agent's step
+  (`task_episode.py`: its action, reward and components, info, the users' satisfaction and
+  churn) join the step's transaction.
 
 The counts a step returns are `Engine.step`'s, so the tasks (`batched/tasks.py`) compute the
-same observations and rewards.
+same observations and rewards. A `SimWorld` is the env's `world` (`envs/lockstep.py`'s
+`use_backend`), the one way to the platform backend: the env calls its `reset`, `resume` and
+`close`, and the task's `engine.step` is its `step`.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from ..model.users import visit_rate_ema
 from ..platform.records import ActionBatch
 from ..recsys.task_ranking import TaskRecommender
 from ..sim import ActionArrays, Simulation, SimulationConfig
-from . import task_state
+from . import task_episode, task_state, user_posts
 from .platform_world import STEP_MINUTES, PlatformWorld, _population
 
 # the actions a task episode's platform offers (its users' rows, the world's)
@@ -45,10 +52,12 @@ ENGAGE = {int(A.LIKE_POST): 0, int(A.REPOST): 1, int(A.REPORT_POST): 2}
 class SimWorld(PlatformWorld):
     """A task episode on a `Simulation` (module docstring); `user_policy` answers the feeds."""
 
-    def __init__(self, engine, task_policy, journal: bool = False, db_path=None, overwrite: bool = False,
+    def __init__(self, task, task_policy, journal: bool = False, db_path=None, overwrite: bool = False,
                  user_policy=None, policy_users=None):  # fmt: skip
+        engine = task.engine
         super().__init__(engine, journal, db_path, overwrite)
-        self.policy, self.other = task_policy, user_policy
+        self.task, self.policy, self.other = task, task_policy, user_policy
+        self.agent = "moderator_0" if hasattr(task, "queue_ids") else "recommender_0"
         self.writes_texts = bool(journal) or user_policy is not None  # an LLM user reads the texts
         # the users the task policy drives (their posts are the model's); `user_policy` the others
         self.task_users = np.ones(engine.n, bool)
@@ -76,11 +85,12 @@ class SimWorld(PlatformWorld):
         self.sim.recsys = self.recsys = TaskRecommender(self)
         self.sim.activation_hook = self._before_feeds
         self.sim.step_hooks.append(self._after_apply)
-        engine.tap, engine.step = self, self.step  # the task's engine steps on the simulation
+        engine.step = self.step  # the task's engine steps on the simulation (the task calls `engine.step`)
 
     # ------------------------------------------------------------------ episodes
     def reset(self) -> None:
-        """A new episode of the simulation for the episode just reset in the engine."""
+        """A new episode of the simulation for the episode just reset in the engine (the env's
+        `reset` calls it)."""
         st = self.state
         self.sim.reset(seed=int(st.seed[0]))
         seed = int(st.seed[0])
@@ -101,9 +111,6 @@ class SimWorld(PlatformWorld):
             self.bots[accounts] = pf.add_users(_population(len(accounts) * a, names="bot")).reshape(len(accounts), a)
         self.pid = np.full(st.p, -1, np.int64)
         self._rows, self.rejected = [], 0
-
-    def commit(self, task, obs) -> None:
-        """Nothing: the simulation committed the step in `finish`."""
 
     def close(self) -> None:
         """Close the simulation's journal."""
@@ -152,7 +159,8 @@ class SimWorld(PlatformWorld):
         weights, queue_ids, codes = self._args
         go = np.ones(1, bool)
         self.begin()
-        if queue_ids is not None:
+        if queue_ids is not None:  # (the queue as platform post ids, before a new post takes a slot)
+            self._queue_posts = np.where(queue_ids[0] >= 0, self.pid[st.slot(queue_ids[0])], -1)
             self._out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, NONE)))
             self.moderated()
         st.t += go
@@ -185,7 +193,7 @@ class SimWorld(PlatformWorld):
         go = np.ones(1, bool)
         st.visit_ema[go] = visit_rate_ema(st.visit_ema[go], self.active[go])
         st.last_visit[self.active] = np.broadcast_to(st.t[:, None], self.active.shape)[self.active]
-        made = self._posts(ka, ua)
+        made = self._posts(ka, ua) + self._their_posts(outcome)
         posting.brigade_reports(st, go)
         self.brigaded()
         self._end()
@@ -195,8 +203,17 @@ class SimWorld(PlatformWorld):
         out.update(posts=made, **measures.state_measures(st.opinion, st.churned, st.satisfaction, st.campaign))
         x, valid = served.pool
         self.engine._pool_stats(ka, x, valid, out)
-        if conn is not None:  # the task's state, in the step's transaction
+        if conn is not None:  # the task's state and the agent's step, in the step's transaction
             task_state.save(conn, self._arrays())
+            task_episode.save(conn, self._episode_row())
+
+    def _episode_row(self) -> tuple:
+        """The agent's row of this step (`task_episode.py`): its action, the task's reward, its
+        components and info of the step's counts."""
+        weights, queue_ids, codes = self._args
+        _, reward, info, terms = task_episode.outcome(self.task, self._out)
+        action, queue = (weights[0], None) if queue_ids is None else (codes[0], self._queue_posts)
+        return task_episode.step_row(self.state.t[0], self.agent, action, queue, reward, terms, info)
 
     def _arrays(self) -> dict[str, np.ndarray]:
         """What a resume needs beside the platform: the model's arrays, the world's maps, the
@@ -230,6 +247,19 @@ class SimWorld(PlatformWorld):
         made = posting.post(st, ka[mine], ua[mine])
         self._new = np.arange(first, int(st.next_post[0]), dtype=np.int64)
         return made
+
+    def _their_posts(self, outcome) -> np.ndarray:
+        """The posts the other policy's users wrote this step (`CREATE_POST` rows applied), made
+        task posts in the ring (`user_posts.admit`); the posts made (K,)."""
+        if self.other is None:
+            return np.zeros(1, np.int64)
+        made = (outcome.actions == int(A.CREATE_POST)) & (outcome.results == 0) & (outcome.new_ids >= 0)
+        authors = self.recsys.model_users(outcome.users[made])
+        mine = (authors >= 0) & ~self.task_users[np.maximum(authors, 0)]
+        posts = outcome.new_ids[made][mine]
+        ids = user_posts.admit(self.state, authors[mine], [self.platform.p_content[p] for p in posts.tolist()])
+        self.pid[self.state.slot(ids)] = posts[len(posts) - len(ids) :]
+        return np.array([len(ids)], np.int64)
 
     def _end(self) -> None:
         """One more `Platform.apply` in the step: the task users' new posts, then the brigades'

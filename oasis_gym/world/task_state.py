@@ -3,10 +3,10 @@
 The platform holds its rows (users, posts, likes, reposts, reports, follows, moderation,
 opinions); the model's arrays that the platform does not hold (satisfaction, churn, post quality,
 arousal, topic, label, impressions, the (user, post) pairs of OASIS's rules, the campaign ...),
-the world's maps (model user -> account, ring slot -> post id) and the task's own
-(the last observation, the previous opinion spread, the moderator's queue) are one `np.savez`
+the world's maps (model user -> account, ring slot -> post id, who the task users are) and the
+step's counts (the task's observation is made of them) are one `np.savez`
 blob in the table `task_state`, written by `save` inside each step's transaction (so a step is
-all there or not at all) and read by `load` on resume (`PlatformWorld.resume`).
+all there or not at all) and read by `load` on resume (`SimWorld.resume`).
 """
 
 from __future__ import annotations
