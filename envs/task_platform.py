@@ -80,7 +80,7 @@ class TaskPlatformEnv(ParallelEnv):
         self._user = {f"user_{i}": i for i in ids.tolist()}
         self.possible_agents = [self.platform_agent, *self._user]
         self.agents: list[str] = []
-        sim = self.task_env.task.engine.tap.sim
+        sim = self.task_env.world.sim
         self._user_obs, self._user_act, self._inactive = agent_spaces.user_spaces(sim.K, COMMENT_SLOTS, sim.U)
 
     # ------------------------------------------------------------------ spaces
@@ -130,7 +130,7 @@ class TaskPlatformEnv(ParallelEnv):
     def _user_results(self, observations: dict, rewards: dict, infos: dict) -> None:
         """The agent users' observations (what they were served), rewards (twitter_v0's: the
         simulation's `reward_fn`, engagement received) and infos (their row's action and result)."""
-        world = self.task_env.task.engine.tap
+        world = self.task_env.world
         out, seen = world.sim.last_outcome, self.agent_users.seen
         account = {int(world.alias[i]): a for a, i in self._user.items()}
         for a, i in self._user.items():

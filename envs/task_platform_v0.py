@@ -35,9 +35,9 @@ is. `play(env, policy)` plays a saved task policy as the platform agent for one 
   (`envs/agent_spaces.user_spaces`, K = 10 feed slots, one comment slot a post, always empty:
   the task platform keeps no comments; the user slots are the feed's authors). Reward:
   twitter_v0's, the simulation's engagement reward (`oasis_gym/sim/rewards.py`:
-  `engagement_reward`: +1 a like or repost of its post by a user this step). Only the
-  users' posts of the task enter the feeds, so an agent user's own posts reach nobody and its
-  reward is mostly 0.
+  `engagement_reward`: +1 a like or repost of its post by a user this step). Its posts are
+  task posts from the next step, served to the task's users like any other
+  (`oasis_gym/world/user_posts.py` gives them the model's attributes).
 
 ## Timing and actions of the user agents
 The task step serves the feeds after the platform agent's action, so a user cannot see a

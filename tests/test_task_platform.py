@@ -101,7 +101,7 @@ def test_agent_users_likes_are_platform_rows_the_world_counts_and_other_actions_
         for a, o in observations.items():
             assert env.observation_space(a).contains(o), a
             assert a == "recommender_0" or bool(o["active"][0]) == infos[a]["active"]
-    world = env.task_env.task.engine.tap
+    world = env.task_env.world
     st = world.state
     env.close()
     assert ("like_post", "ok") in results and ("follow", "action_unavailable") in results
@@ -130,7 +130,7 @@ def test_malformed_or_textless_user_actions_are_rejected_rows_and_a_user_policy_
     env.close()
     assert results == {("invalid", "invalid_action"), ("create_post", "ok"), ("create_post", "text_empty")}
     env = task_platform_v0.parallel_env(users=60, max_steps=2, agent_users=[0, 9], user_policy=ABMPolicy())
-    assert not env.task_env.task.engine.tap.task_users.any()  # ABM drives all 58 others, the agents 0 and 9
+    assert not env.task_env.world.task_users.any()  # ABM drives all 58 others, the agents 0 and 9
     env.close()
 
 
