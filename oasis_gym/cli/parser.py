@@ -118,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--steps",
         type=_steps,
         default=None,
-        help=with_bounds("total steps (default 20; on --resume: the original run's)", _steps),
+        help=with_bounds(
+            "total steps (default 20; on --resume: the original run's; with --recommender / --moderator: "
+            "the episode's, default the run's)",
+            _steps,
+        ),
     )
     run.add_argument(
         "--policy",
@@ -284,17 +288,11 @@ def add_agent_args(run) -> None:
         "--difficulty", choices=("easy", "medium", "hard"), default=None, help="the task's tier (default: the run's)"
     )
     llm_users = int_option(0, MAX_USERS)
-    group.add_argument(
-        "--llm-users",
-        type=llm_users,
-        default=0,
-        metavar="N",
-        help=with_bounds(
-            "users (evenly spaced) driven by the LLM (--llm-*), the rest by the task's model; default 0: "
-            "the task's own episode, deterministic, and no LLM engine (LLM users cost seconds a step on CPUs)",
-            llm_users,
-        ),
+    what = (
+        "users (evenly spaced) driven by the LLM (--llm-*), the rest by the task's model; default 0: "
+        "the task's own episode, deterministic, and no LLM engine (LLM users cost seconds a step on CPUs)"
     )
+    group.add_argument("--llm-users", type=llm_users, default=0, metavar="N", help=with_bounds(what, llm_users))
 
 
 def add_import_parser(sub) -> None:
