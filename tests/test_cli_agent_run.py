@@ -89,12 +89,14 @@ def test_a_trained_recommender_plays_its_platform_journaled_and_its_curves_are_t
 
 def test_a_moderator_plays_beside_tiny_llm_users_and_tensorboard_counts_their_share(runs, tmp_path, tiny_model_dir):  # noqa: F811
     argv = ["run", "--moderator", runs["moderator"], "--agent", "tuned_report_threshold", "--steps", "3",
-            "--llm-users", "10", "--llm-backend", "transformers", "--llm-model", tiny_model_dir, "--db", "mod.db",
+            "--users", "150", "--difficulty", "hard", "--seed", "9000", "--llm-users", "10", "--llm-backend",
+            "transformers", "--llm-model", tiny_model_dir, "--db", "mod.db",
             "--json", "--quiet"]  # fmt: skip
     res = oasis_cli(*argv, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     data = json.loads(res.stdout)
     assert data["task"] == "moderator-v2" and data["agent"] == "tuned_report_threshold" and data["llm_users"] == 10
+    assert (data["users"], data["difficulty"], data["seed"], data["steps"]) == (150, "hard", 9000, 3)  # the overrides
     got = scalars(tmp_path / "runs" / "mod")
     codes = np.array([[v for _, v in got[f"agent/code/{c}"]] for c in ACTIONS])
     assert codes.shape == (len(ACTIONS), 3) and (codes.sum(axis=0) == 16).all()  # a code per queue slot
