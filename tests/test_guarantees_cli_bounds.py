@@ -41,6 +41,9 @@ NOT_NUMBERS = {
     "--out",
     "--param",
     "--address",
+    "--recommender",  # run --recommender RUN / --moderator RUN: a run folder; --agent NAME: a policy of it
+    "--moderator",
+    "--agent",
 }
 # what a command needs besides the option to parse
 REQUIRED = {"report": ["run.db"], "import": ["oasis.db", "--out", "ours.db"], "sweep": ["group_polarization"]}

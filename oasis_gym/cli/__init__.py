@@ -1,6 +1,7 @@
 """`oasis-gym` command line: run a simulation, make a report.
 
 oasis-gym run --platform twitter --users 1000 --steps 20 --policy abm --db run.db
+oasis-gym run --recommender runs/rec --db rec.db   # a trained agent (oasis-gym train) on its task's platform
 oasis-gym report run.db --out report/
 oasis-gym import oasis.db --out ours.db     # an OASIS database, continued by run --resume ours.db
 """
@@ -21,6 +22,7 @@ from .parser import POLICIES, build_parser, given_options
 from .report import cmd_report
 from .resume import RUN_DEFINING
 from .run import cmd_run, make_llm_policy, make_policy, seed_posts_setup
+from .task_run import check_task_options, cmd_task_run
 
 __all__ = [
     "main",
@@ -49,11 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"oasis-gym {name}: error: unrecognized arguments: {' '.join(unknown)}\n")
     try:
         with stop_signals():  # SIGTERM stops every command as Ctrl-C does (oasis_gym.app.interrupts)
-            if args.command == "run":
-                args.given = given_options(argv)
             # (a sweep stopped while it runs says itself how to resume: its finished runs are kept)
             commands = {"run": cmd_run, "report": cmd_report, "import": cmd_import, "sweep": cmd_sweep,
                         "benchmark": cmd_benchmark}  # fmt: skip
+            if args.command == "run":
+                args.given = given_options(argv)
+                if check_task_options(args):  # --recommender RUN / --moderator RUN: a trained agent plays
+                    commands["run"] = cmd_task_run
             return commands.get(args.command, cmd_train)(args)
     except (OasisGymError, ProfileError) as err:
         parser.exit(2, f"oasis-gym {name}: error: {' '.join(str(err).splitlines())}\n")

@@ -24,14 +24,16 @@ __all__ = ["Stopped", "Finished", "RunStopped", "stop_signals", "run_stopped", "
 
 class RunStopped(Exception):
     """A run ended by a signal: its one line (`str`) and exit code (`code`); `rerun`: the line
-    ends with the command line run again (`again`: nothing was kept to continue)."""
+    ends with the command line run again (`again`: nothing was kept to continue), with the
+    options `add` that it lacks (a task run's `--overwrite`: it replaces its own journal)."""
 
-    def __init__(self, message: str, code: int, rerun: bool = False) -> None:
+    def __init__(self, message: str, code: int, rerun: bool = False, add: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        self.code, self.rerun = code, rerun
+        self.code, self.rerun, self.add = code, rerun, add
 
     def again(self, argv: list[str]) -> str:
         """The one line, with the command that runs it again when nothing was kept."""
+        argv = [*argv, *(a for a in self.add if a not in argv)]
         return f"{self}; run it again: {shlex.join(['oasis-gym', *argv])}" if self.rerun else str(self)
 
 

@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run a simulation, a paper scenario (--scenario) or continue a journaled run (--resume)",
         description="Run a simulation: synthetic or profile-file users driven by ABM rules, an LLM or both "
-        "(hybrid), journaled to SQLite (--db) with TensorBoard metrics (--logdir). Shows a progress bar "
+        "(hybrid), journaled to SQLite (--db) with TensorBoard metrics (--logdir); or a trained recommender "
+        "or moderator on its task's platform (--recommender RUN / --moderator RUN). Shows a progress bar "
         "on stderr and ends with a summary and the next commands.",
     )
     run.add_argument(
@@ -117,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--steps",
         type=_steps,
         default=None,
-        help=with_bounds("total steps (default 20; on --resume: the original run's)", _steps),
+        help=with_bounds(
+            "total steps (default 20; on --resume: the original run's; with --recommender / --moderator: "
+            "the episode's, default the run's)",
+            _steps,
+        ),
     )
     run.add_argument(
         "--policy",
@@ -238,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the run journaled in DB (same policy and settings) up to --steps total steps",
     )
     add_scenario_args(run)
+    add_agent_args(run)
     add_train_parser(sub)
     add_benchmark_parser(sub)  # `oasis-gym benchmark`: the v1 protocol over N seeds
     report = sub.add_parser(
@@ -256,6 +262,37 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_parser(sub)
     add_sweep_parser(sub)  # `oasis-gym sweep`: scenario sensitivity
     return parser
+
+
+def add_agent_args(run) -> None:
+    """`run --recommender RUN` / `--moderator RUN`: a trained agent on its task's platform (`cli/task_run.py`)."""
+    group = run.add_argument_group(
+        "a trained platform agent (oasis-gym train / benchmark) on its task's platform",
+        "The agent plays one episode of its task (Recommender-v4 / Moderator-v2; runs of other versions are "
+        "refused: their observations mean other things there) on the platform backend, on the run's held-out "
+        "population, episode seed --seed, journaled to --db with TensorBoard logs; --users and --steps "
+        "default to the run's. The curves include the users' satisfaction, churn and misinformation "
+        "impressions, the task's hidden truth: a run observes the agent, it does not train it.",
+    )
+    which = group.add_mutually_exclusive_group()
+    which.add_argument("--recommender", type=_path, default=None, metavar="RUN", help="a recommender's run folder")
+    which.add_argument("--moderator", type=_path, default=None, metavar="RUN", help="a moderator's run folder")
+    group.add_argument(
+        "--agent",
+        default=None,
+        metavar="NAME",
+        help="which policy of RUN: ppo (default) or a baseline of its tables (tuned_constant, ...); a "
+        "benchmark's PPO: give its seed_<s> folder as RUN",
+    )
+    group.add_argument(
+        "--difficulty", choices=("easy", "medium", "hard"), default=None, help="the task's tier (default: the run's)"
+    )
+    llm_users = int_option(0, MAX_USERS)
+    what = (
+        "users (evenly spaced) driven by the LLM (--llm-*), the rest by the task's model; default 0: "
+        "the task's own episode, deterministic, and no LLM engine (LLM users cost seconds a step on CPUs)"
+    )
+    group.add_argument("--llm-users", type=llm_users, default=0, metavar="N", help=with_bounds(what, llm_users))
 
 
 def add_import_parser(sub) -> None:

@@ -79,10 +79,12 @@ def report_summary(db: str, out: str, paths: list[Path], oasis: bool, seconds: f
         nxt.append((quoted(["oasis-gym", "import", db, "--out", ours]), "convert it: a journal oasis-gym continues"))
     else:
         try:
-            step = int(read_meta(db)["step"])
+            meta = read_meta(db)
+            step = int(meta["step"])
         except (JournalError, KeyError, TypeError, ValueError):
-            step = None
-        if step is not None:
+            meta, step = {}, None
+        state = meta.get("state")
+        if step is not None and isinstance(state, dict) and "cli" in state:  # a run `run --resume` continues
             more = ["oasis-gym", "run", "--resume", db, "--steps", str(step + 20)]
             nxt.append((quoted(more), "continue the run for 20 more steps"))
     data = {"db": db, "out": out, "files": [str(p) for p in paths]}

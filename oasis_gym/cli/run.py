@@ -100,7 +100,7 @@ def convert_default_model(quiet: bool = False) -> None:
         raise ConfigError(f"no LLM backend available: {err}. Run without an LLM: --policy abm") from err
 
 
-def _check_paths(args) -> None:
+def check_paths(args) -> None:
     """The journal must not be one of the run's input or output files."""
     scenario = getattr(args, "scenario", None)
     check_distinct(
@@ -119,7 +119,7 @@ def cmd_run(args) -> int:
     """Run (or resume) the simulation of `args`; end with its summary (`--json`: one JSON line
     of figures)."""
     started = time.perf_counter()
-    _check_paths(args)
+    check_paths(args)
     if getattr(args, "scenario", None):
         if args.resume:
             raise ConfigError("--resume continues an 'oasis-gym run' journal; a scenario runs from its start")
