@@ -183,7 +183,7 @@ def test_a_task_run_stopped_says_what_its_journal_holds_and_the_command_that_pla
     code,
 ):
     argv = ["run", "--recommender", str(runs["recommender"]), "--steps", "8", "--db", "rec.db", "--quiet"]
-    result = stopped(tmp_path, argv, signum, pause=("oasis_gym.batched.tasks", "RecommenderTask.step", 4))
+    result = stopped(tmp_path, argv, signum, pause=("oasis_gym.world.sim_world", "SimWorld.step", 4))
     line = one_line(result, code, "run", signum)
     assert "after 3 of 8 steps" in line and "rec.db holds its steps up to step" in line, line
     rerun = again(line)

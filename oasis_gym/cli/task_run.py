@@ -151,7 +151,7 @@ def cmd_task_run(args) -> int:
                                     privileged_info=True, **env_kw, **them)  # fmt: skip
     counts = [0, 0]  # the step's users' actions (do_nothing apart): the LLM users', everyone's
     if llm is not None:
-        world = env.task.engine.tap
+        world = env.world
         world.sim.step_hooks.append(_llm_counter(world, counts))
     recorder = stopped = None
     steps = []
