@@ -50,6 +50,12 @@ class LLMPolicy(BasePolicy):
         self.core = core
         self.last_stats: dict = {}
 
+    def reset(self, env, users, seed: int | None) -> None:
+        """A new episode: the base generator and the core's memory and sampling seeds from `seed`
+        (`LLMPolicyCore.reset`: the same seed, the same requests, whatever ran before)."""
+        super().reset(env, users, seed)
+        self.core.reset(None if seed is None else int(self.rng.integers(0, 2**31 - 1)))
+
     def act(self, env, obs: ObsBatch) -> ActionArrays:
         """Feed views of the active users -> one batched LLM decision -> env actions."""
         if len(obs) == 0:

@@ -178,3 +178,18 @@ def test_interview_and_memory_round_trip(tiny_backend):
     twin.load_state_dict(state)
     assert twin.memory.get(views[0]["agent"]) == mem
     assert twin.decide(views)[0] == core.decide(views)[0]  # same rng state -> same decisions
+
+
+def test_a_reset_starts_an_episode_that_depends_on_its_seed_only(tiny_backend):
+    """`LLMPolicyCore.reset`: memory emptied, requests reseeded: an episode after another equals
+    the same-seed episode of a fresh core (an env checker's same-seed reset relies on it)."""
+    views = _views(2, seed=18)
+    fresh = _core(tiny_backend, memory_source="core")
+    fresh.reset(5)
+    expected = fresh.decide(views)[0]
+    used = _core(tiny_backend, memory_source="core")
+    used.decide(views)
+    used.decide([dict(v, step=v["step"] + 1) for v in views])
+    used.reset(5)
+    assert all(used.memory.get(v["agent"]) == [] for v in views)
+    assert used.decide(views)[0] == expected

@@ -218,6 +218,12 @@ class LLMPolicyCore:
             return ""
         return gen.texts[0] if gen.errors[0] is None else ""
 
+    def reset(self, seed: int | None) -> None:
+        """A new episode: every agent's memory emptied, the sampling seeds drawn from `seed`
+        (None: fresh entropy), so an episode depends on its seed, not on the episodes before it."""
+        self.memory = AgentMemory(self.memory.max_items, self.memory.max_chars)
+        self._rng = np.random.default_rng(seed)
+
     # ---- checkpoint -----------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Memory and RNG state, for checkpoints."""
