@@ -22,7 +22,7 @@ from .state import S_CANDIDATE, State
 def candidates(state: State, ka: np.ndarray, ua: np.ndarray):
     """Candidate post ids (M, C) of active pairs, their flat indexes, in-network flags and
     validity (`model.candidates.feed_candidates`, its out-of-network draws from the episode key)."""
-    draw = rng.uniform(state.key[ka, None], state.t[ka, None], S_CANDIDATE, ua[:, None], np.arange(OUT_OF_NETWORK))
+    draw = rng.uniform(ua[:, None], np.arange(OUT_OF_NETWORK), start=state.step_hash(S_CANDIDATE)[ka, None])
     return feed_candidates(
         state.pop.followees,
         state.account_start == 0,

@@ -38,7 +38,7 @@ def respond_to_feeds(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarr
         dyn, state.pop.kind[ua], opinion, *(sx[..., COL[c]] for c in ("similarity", "quality", "true_arousal")),
         stance, sx[..., COL["in_network"]], sx[..., COL["recency"]],
     )  # fmt: skip
-    h = rng.hash64(state.key[rows], state.t[rows], S_ENGAGE, ua[:, None], ids)  # one hash per impression
+    h = rng.hash64(ua[:, None], ids, start=state.step_hash(S_ENGAGE)[rows])  # one hash per impression
     u_engage, u_share = rng.two_uniforms(h)
     p_report = report_probability(
         sx[..., COL["misinfo"]] > 0, opinion[:, None], stance, dyn.misinfo_report_prob, dyn.true_report_prob, floor=0.5
@@ -95,7 +95,7 @@ def update_users(state: State, ka, ua, ids, sx, valid, engaged, shared) -> None:
         )  # fmt: skip
         state.satisfaction[ka, ua] = satisfaction(state.satisfaction[ka, ua], value, dyn.satisfaction_rate, seen)
     if dyn.churn_prob > 0:
-        u = rng.uniform(state.key[ka], state.t[ka], S_CHURN, ua)
+        u = rng.uniform(ua, start=state.step_hash(S_CHURN)[ka])
         leave = churn(state.satisfaction[ka, ua], u, dyn.churn_below, dyn.churn_prob)
         state.churned[ka[leave], ua[leave]] = True
     if dyn.opinion_pull > 0 or dyn.opinion_arousal_push > 0:
