@@ -3,6 +3,7 @@
     python bench/throughput/train_speed.py                       # the four tasks, this checkout
     python bench/throughput/train_speed.py --baseline 182f970    # side by side with that commit's code
     python bench/throughput/train_speed.py --tasks moderator-v1:hard --profile
+    python bench/throughput/train_speed.py --env-only --repeats 5 --baseline HEAD  # the engine alone
 
 Each measurement runs `train.v1.train_on_task` (the PPO of `oasis-gym train` and `oasis-gym
 benchmark`: `train/ppo.py` over `train/sb3_vec_env.py`'s adapter, torch limited to one thread as
@@ -17,12 +18,19 @@ cost on the queue each step). The time is split by timers around the calls:
   the rollout buffer, callbacks);
 - update: PPO's gradient updates (`PPO.train`).
 
+Each measurement also steps the same native vector env alone (`--env-steps` steps of seeded
+random actions, after the training, no learner): `env_steps_per_s` (one step = `--n-envs`
+timesteps) and `env_timesteps_per_s`; `--env-only` measures only that (seconds, not minutes:
+the A/B of an engine change).
+
 With `--baseline REF` the commit REF's code (`git archive` into a temporary folder, removed at
 the end) is measured the same way, interleaved with this checkout's run by run, so both see
 the same load period. One JSON line per measurement (`code`: "checkout" or REF), then one per
-task with both medians. `--profile` runs one measurement under cProfile instead and prints
-the functions that took the most time to stderr. The load (`os.getloadavg`) is recorded
-before and after each measurement: on a shared 2-core machine it moves the figures by 2x.
+task with both medians (training; the env alone, also as CPU ms a step, which the load moves
+less than the wall clock) and the loads seen. `--profile` runs one measurement under cProfile
+instead and prints the functions that took the most time to stderr. The load
+(`os.getloadavg`) is recorded before each measurement: on a shared 2-core machine it moves the
+figures by 2x.
 
 Measured (session 26, 2 cores, 8,192 timesteps a run): the shares hold at any load, the rates
 do not. Moderator-v1 / -v2 hard: env 63-67 %, gradient updates 24-29 %, SB3's rollout 6-8 %,
@@ -148,6 +156,48 @@ def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: 
     }
 
 
+def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int = 32) -> dict:
+    """The native vector env of `spec` alone (train's settings, no learner): `steps` steps of seeded
+    random actions after a reset and 3 steps of warm-up; env steps/s and timesteps/s."""
+    import numpy as np
+
+    from oasis_gym import load_entry_point
+    from oasis_gym.train import v1
+    from oasis_gym.train.common import limit_threads
+
+    limit_threads(1)
+    task, version, tier = _task(spec)
+    args = v1.Args(task=task, version=version, difficulty=tier, seed=seed, users=users, n_envs=n_envs)
+    env = args.env()
+    env.pop("version", None)
+    venv = load_entry_point(v1.VERSIONS[task][version])(n_envs, autoreset_mode="SameStep", **env)
+    space, draw = venv.action_space, np.random.default_rng(seed)
+    integral = np.issubdtype(space.dtype, np.integer)
+    actions = [
+        draw.integers(space.low, space.high + 1)
+        if integral
+        else draw.uniform(space.low, space.high).astype(space.dtype)
+        for _ in range(steps + 3)
+    ]
+    venv.reset(seed=seed)
+    for a in actions[:3]:
+        venv.step(a)
+    load = os.getloadavg()[0]
+    start, cpu = time.perf_counter(), time.process_time()
+    for a in actions[3:]:
+        venv.step(a)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    venv.close()
+    return {
+        "env_steps": steps,
+        "env_seconds": round(seconds, 3),
+        "env_steps_per_s": round(steps / seconds, 2),
+        "env_timesteps_per_s": round(steps * n_envs / seconds, 1),
+        "env_cpu_ms_per_step": round(1000 * cpu / steps, 2),  # this process's CPU: less moved by the load
+        "env_load_before": round(load, 2),
+    }
+
+
 def export(ref: str, into: Path) -> Path:
     """The commit `ref`'s tree under `into`, importable as oasis_gym (its envs, policies and
     train folders linked in as pyproject's package-dir maps them)."""
@@ -168,9 +218,10 @@ def run_child(root: Path, spec: str, ns: argparse.Namespace) -> dict:
         spec,
         *(
             str(a)
-            for name in ("timesteps", "seed", "users", "n_envs")
+            for name in ("timesteps", "seed", "users", "n_envs", "env_steps")
             for a in (f"--{name.replace('_', '-')}", getattr(ns, name))
         ),
+        *(["--env-only"] if ns.env_only else []),
     ]
     done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=False)
     if done.returncode:
@@ -189,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--users", type=int, default=1000, help="users per platform (the tasks' default: 1000)")
     p.add_argument("--n-envs", type=int, default=32, help="episodes stepped together (train's default: 32)")
+    p.add_argument("--env-steps", type=int, default=200, help="steps of the vector env alone per measurement")
+    p.add_argument("--env-only", action="store_true", help="measure only the vector env alone (no training)")
     p.add_argument("--baseline", help="a git commit measured beside this checkout, run by run")
     p.add_argument("--profile", action="store_true", help="cProfile one measurement in this process")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -211,11 +264,27 @@ def main(argv: list[str] | None = None) -> int:
             p.error(str(err))
     if ns.repeats < 1:
         p.error("--repeats must be at least 1")
+    if ns.env_steps < 1:
+        p.error("--env-steps must be at least 1")
+    if ns.env_only and ns.profile:
+        p.error("--profile times training: not with --env-only")
     if ns.baseline and subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet",
                                        f"{ns.baseline}^{{commit}}"], capture_output=True).returncode:  # fmt: skip
         p.error(f"--baseline: no commit {ns.baseline!r} in {REPO}")
     if ns.child or ns.profile:
-        row = measure(ns.child or ns.tasks[0], ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+        spec = ns.child or ns.tasks[0]
+        task, version, tier = _task(spec)
+        row = {
+            "bench": "train_speed",
+            "task": f"{task}-v{version}",
+            "tier": tier,
+            "users": ns.users,
+            "n_envs": ns.n_envs,
+        }
+        if not ns.env_only:
+            row = measure(spec, ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+        if not ns.profile:
+            row.update(measure_env(spec, ns.env_steps, ns.seed, ns.users, ns.n_envs))
         print(json.dumps(row), flush=True)
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="train_speed-code-"))
@@ -223,24 +292,37 @@ def main(argv: list[str] | None = None) -> int:
         codes = {"checkout": REPO}
         if ns.baseline:
             codes = {ns.baseline: export(ns.baseline, tmp), **codes}
-        results: dict[tuple[str, str], list[float]] = {}
+        results: dict[tuple[str, str], list[dict]] = {}
         for r in range(ns.repeats):
             for spec in ns.tasks:
                 order = list(codes) if r % 2 == 0 else list(codes)[::-1]  # alternate who goes first
                 for code in order:
                     row = run_child(codes[code], spec, ns) | {"code": code}
                     print(json.dumps(row), flush=True)
-                    results.setdefault((spec, code), []).append(row["timesteps_per_s"])
+                    results.setdefault((spec, code), []).append(row)
         if ns.baseline:
             for spec in ns.tasks:
-                before = statistics.median(results[(spec, ns.baseline)])
-                after = statistics.median(results[(spec, "checkout")])
-                print(json.dumps({"bench": "train_speed", "task": spec, "median_timesteps_per_s":
-                                  {ns.baseline: before, "checkout": after}, "ratio": round(after / before, 3),
-                                  "repeats": ns.repeats}), flush=True)  # fmt: skip
+                print(json.dumps(side_by_side(spec, ns.baseline, results, ns.repeats)), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def side_by_side(spec: str, ref: str, results: dict, repeats: int) -> dict:
+    """One task's line: the medians of the baseline's and the checkout's measurements (training
+    timesteps/s where trained, the env alone's steps/s), their ratios and the loads seen."""
+    row = {"bench": "train_speed", "task": spec, "repeats": repeats}
+    for key in ("timesteps_per_s", "env_steps_per_s", "env_cpu_ms_per_step"):
+        if key in results[(spec, ref)][0]:
+            before = statistics.median(r[key] for r in results[(spec, ref)])
+            after = statistics.median(r[key] for r in results[(spec, "checkout")])
+            row[f"median_{key}"] = {ref: before, "checkout": after}
+            row[{"timesteps_per_s": "ratio", "env_steps_per_s": "env_ratio"}.get(key, "env_cpu_ratio")] = round(
+                after / before, 3
+            )
+    loads = [r.get("load_before", r["env_load_before"]) for code in (ref, "checkout") for r in results[(spec, code)]]
+    row["load"] = [min(loads), max(loads)]
+    return row
 
 
 if __name__ == "__main__":
