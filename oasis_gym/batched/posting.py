@@ -73,9 +73,10 @@ def return_accounts(state: State, go: np.ndarray) -> None:
 def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
     """New posts of this step's visitors (pairs ka, ua); returns the posts made per simulation."""
     dyn, pop = state.dyn, state.pop
-    boosted = state.misinfo_account[ka, ua] & state.campaign[ka]
+    at = state.users_at(ka, ua)
+    boosted = np.take(state.misinfo_account, at) & state.campaign[ka]
     draw = rng.uniform(ua, start=state.step_hash(S_POST)[ka])
-    posting = posts_made(draw, pop.post_rate[ua], state.chill[ka, ua], boosted, dyn.campaign_boost)
+    posting = posts_made(draw, pop.post_rate[ua], np.take(state.chill, at), boosted, dyn.campaign_boost)
     kp, up = ka[posting], ua[posting]  # visitors are never suspended
     counts = np.bincount(kp, minlength=state.k)
     start = np.cumsum(counts) - counts

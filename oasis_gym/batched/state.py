@@ -124,6 +124,11 @@ class State:
         this step in `stream` (`rng.hash64(..., start=)`), hashed once per simulation."""
         return rng.hash64(self.key, self.t, stream)
 
+    def users_at(self, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
+        """Flat indexes ``k * N + u`` of (simulation, user) pairs into the (K, N) arrays: one
+        index array per gather (`array.reshape(-1)[at]`), cheaper than indexing with both."""
+        return ka * self.n + ua
+
     def slot(self, ids: np.ndarray) -> np.ndarray:
         """The ring slots of post ids."""
         return ids & (self.p - 1)
