@@ -49,8 +49,9 @@ def feed_candidates(
     # reposts, the ring's draws
     code = np.empty((len(ka), f + SHARES_SEEN + OUT_OF_NETWORK), np.int64)
     code[:, :f] = np.where(reach, last_post, -1).reshape(-1)[fol]
-    turn = (t[rows] + np.arange(SHARES_SEEN)) % f
-    code[:, f : f + SHARES_SEEN] = last_share.reshape(-1)[np.take_along_axis(fol, turn, 1)]
+    turn = ((t[:, None] + np.arange(SHARES_SEEN)) % f)[ka]  # the followees' turns: one row per simulation
+    turn += np.arange(len(ka))[:, None] * f
+    code[:, f : f + SHARES_SEEN] = last_share.reshape(-1)[fol.reshape(-1)[turn]]
     code[:, f + SHARES_SEEN :] = ring_ids.reshape(-1)[rows * p + (u_out * p).astype(np.int64)]
     # dedupe: sort the keys and drop repeated ids, so the in-network copy of a post is the one
     # kept; the keys decode back into ids and flags
