@@ -41,6 +41,29 @@ At load 0.9-3.2: 730 (Moderator-v1), 906 (Recommender-v3), 760 (Recommender-v4) 
 So the engine bounds the rate: even with a free learner these tasks would run at about 1,000 -
 1,150 timesteps/s, and 1,700 needs an engine about 2x faster per user. A CleanRL-style learner
 on the native vector env would save at most SB3's rollout share (5-8 %).
+
+Session 27 (issue 57's "2x per user, bit-exact"): where a step of the engine goes (K = 32
+episodes of 1,000 users, about 5,000 visitors a step, 32 candidates each, line timings, load
+4-5, Recommender-v3 medium, 18.5 ms a step): candidates 2.5 ms, the candidates' feature rows
+2.3 (post table 0.8, gather 0.8, per-cell features 1.4 of which the similarity einsum 0.9),
+ranking 1.9 (score einsum 0.8, top-k 0.7), the pools' mean features 1.1 (einsum), responses
+1.7, user updates 2.6 (v2's contrasts 1.2), post counters 0.7, feed counts 0.6, new posts 1.1,
+served rows 0.8, visits 0.4, brigades 0.4; the moderator adds its queue and features (0.9)
+and its actions (0.65). Bit-exact changes since 6fe74a2 (candidates, top-k, hashing the
+(key, step, stream) start once per simulation, one flat index per (simulation, user) gather,
+the post draws in one call, no pool means for the moderator): side by side, 3 alternations,
+load 7.0-8.4, `--baseline 6fe74a2 --repeats 3`: training 768 -> 841 (Moderator-v1 hard), 953
+-> 999 (Recommender-v3 medium), 888 -> 946 (Recommender-v4 medium), 734 -> 801 (Moderator-v2
+hard) timesteps/s; the env alone 47.3 -> 57.3, 35.3 -> 35.5, 30.0 -> 36.9, 42.9 -> 48.1 steps/s
+(x 32 timesteps), CPU 14.0 -> 12.2, 20.0 -> 18.9, 21.8 -> 21.5, 15.1 -> 13.5 ms a step.
+The 2x is out of reach bit for bit: a step is about 400 numpy passes over visitor x candidate
+arrays, none dominant; the three einsums (scores, similarity, pool means, 2.8 ms) set the
+order of every float sum (numpy's 4-lane accumulation: lane l sums terms l, l+4, l+8, then
+(l0 + l1) + (l2 + l3)), so BLAS or float64 change results, and a numba kernel that keeps that
+order (bit-exact, tried) is slower than einsum (1.5 against 0.95 ms for the scores). What a
+new task version could buy, measured with results changed (CPU ms a step, load 10.7,
+Recommender-v3 medium / Moderator-v1 hard): 24 candidates instead of 32 21.4 -> 18.2 / 16.8
+-> 14.6, 16 candidates 16.4 / 12.7, BLAS scores 19.7 / 16.0: at most 1.3x, not 2x.
 """
 
 from __future__ import annotations
