@@ -3,6 +3,7 @@
     python bench/throughput/train_speed.py                       # the four tasks, this checkout
     python bench/throughput/train_speed.py --baseline 182f970    # side by side with that commit's code
     python bench/throughput/train_speed.py --tasks moderator-v1:hard --profile
+    python bench/throughput/train_speed.py --env-only --repeats 5 --baseline HEAD  # the engine alone
 
 Each measurement runs `train.v1.train_on_task` (the PPO of `oasis-gym train` and `oasis-gym
 benchmark`: `train/ppo.py` over `train/sb3_vec_env.py`'s adapter, torch limited to one thread as
@@ -17,12 +18,19 @@ cost on the queue each step). The time is split by timers around the calls:
   the rollout buffer, callbacks);
 - update: PPO's gradient updates (`PPO.train`).
 
+Each measurement also steps the same native vector env alone (`--env-steps` steps of seeded
+random actions, after the training, no learner): `env_steps_per_s` (one step = `--n-envs`
+timesteps) and `env_timesteps_per_s`; `--env-only` measures only that (seconds, not minutes:
+the A/B of an engine change).
+
 With `--baseline REF` the commit REF's code (`git archive` into a temporary folder, removed at
 the end) is measured the same way, interleaved with this checkout's run by run, so both see
 the same load period. One JSON line per measurement (`code`: "checkout" or REF), then one per
-task with both medians. `--profile` runs one measurement under cProfile instead and prints
-the functions that took the most time to stderr. The load (`os.getloadavg`) is recorded
-before and after each measurement: on a shared 2-core machine it moves the figures by 2x.
+task with both medians (training; the env alone, also as CPU ms a step, which the load moves
+less than the wall clock) and the loads seen. `--profile` runs one measurement under cProfile
+instead and prints the functions that took the most time to stderr. The load
+(`os.getloadavg`) is recorded before each measurement: on a shared 2-core machine it moves the
+figures by 2x.
 
 Measured (session 26, 2 cores, 8,192 timesteps a run): the shares hold at any load, the rates
 do not. Moderator-v1 / -v2 hard: env 63-67 %, gradient updates 24-29 %, SB3's rollout 6-8 %,
@@ -33,6 +41,29 @@ At load 0.9-3.2: 730 (Moderator-v1), 906 (Recommender-v3), 760 (Recommender-v4) 
 So the engine bounds the rate: even with a free learner these tasks would run at about 1,000 -
 1,150 timesteps/s, and 1,700 needs an engine about 2x faster per user. A CleanRL-style learner
 on the native vector env would save at most SB3's rollout share (5-8 %).
+
+Session 27 (issue 57's "2x per user, bit-exact"): where a step of the engine goes (K = 32
+episodes of 1,000 users, about 5,000 visitors a step, 32 candidates each, line timings, load
+4-5, Recommender-v3 medium, 18.5 ms a step): candidates 2.5 ms, the candidates' feature rows
+2.3 (post table 0.8, gather 0.8, per-cell features 1.4 of which the similarity einsum 0.9),
+ranking 1.9 (score einsum 0.8, top-k 0.7), the pools' mean features 1.1 (einsum), responses
+1.7, user updates 2.6 (v2's contrasts 1.2), post counters 0.7, feed counts 0.6, new posts 1.1,
+served rows 0.8, visits 0.4, brigades 0.4; the moderator adds its queue and features (0.9)
+and its actions (0.65). Bit-exact changes since 6fe74a2 (candidates, top-k, hashing the
+(key, step, stream) start once per simulation, one flat index per (simulation, user) gather,
+the post draws in one call, no pool means for the moderator): side by side, 3 alternations,
+load 7.0-8.4, `--baseline 6fe74a2 --repeats 3`: training 768 -> 841 (Moderator-v1 hard), 953
+-> 999 (Recommender-v3 medium), 888 -> 946 (Recommender-v4 medium), 734 -> 801 (Moderator-v2
+hard) timesteps/s; the env alone 47.3 -> 57.3, 35.3 -> 35.5, 30.0 -> 36.9, 42.9 -> 48.1 steps/s
+(x 32 timesteps), CPU 14.0 -> 12.2, 20.0 -> 18.9, 21.8 -> 21.5, 15.1 -> 13.5 ms a step.
+The 2x is out of reach bit for bit: a step is about 400 numpy passes over visitor x candidate
+arrays, none dominant; the three einsums (scores, similarity, pool means, 2.8 ms) set the
+order of every float sum (numpy's 4-lane accumulation: lane l sums terms l, l+4, l+8, then
+(l0 + l1) + (l2 + l3)), so BLAS or float64 change results, and a numba kernel that keeps that
+order (bit-exact, tried) is slower than einsum (1.5 against 0.95 ms for the scores). What a
+new task version could buy, measured with results changed (CPU ms a step, load 10.7,
+Recommender-v3 medium / Moderator-v1 hard): 24 candidates instead of 32 21.4 -> 18.2 / 16.8
+-> 14.6, 16 candidates 16.4 / 12.7, BLAS scores 19.7 / 16.0: at most 1.3x, not 2x.
 """
 
 from __future__ import annotations
@@ -148,6 +179,48 @@ def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: 
     }
 
 
+def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int = 32) -> dict:
+    """The native vector env of `spec` alone (train's settings, no learner): `steps` steps of seeded
+    random actions after a reset and 3 steps of warm-up; env steps/s and timesteps/s."""
+    import numpy as np
+
+    from oasis_gym import load_entry_point
+    from oasis_gym.train import v1
+    from oasis_gym.train.common import limit_threads
+
+    limit_threads(1)
+    task, version, tier = _task(spec)
+    args = v1.Args(task=task, version=version, difficulty=tier, seed=seed, users=users, n_envs=n_envs)
+    env = args.env()
+    env.pop("version", None)
+    venv = load_entry_point(v1.VERSIONS[task][version])(n_envs, autoreset_mode="SameStep", **env)
+    space, draw = venv.action_space, np.random.default_rng(seed)
+    integral = np.issubdtype(space.dtype, np.integer)
+    actions = [
+        draw.integers(space.low, space.high + 1)
+        if integral
+        else draw.uniform(space.low, space.high).astype(space.dtype)
+        for _ in range(steps + 3)
+    ]
+    venv.reset(seed=seed)
+    for a in actions[:3]:
+        venv.step(a)
+    load = os.getloadavg()[0]
+    start, cpu = time.perf_counter(), time.process_time()
+    for a in actions[3:]:
+        venv.step(a)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    venv.close()
+    return {
+        "env_steps": steps,
+        "env_seconds": round(seconds, 3),
+        "env_steps_per_s": round(steps / seconds, 2),
+        "env_timesteps_per_s": round(steps * n_envs / seconds, 1),
+        "env_cpu_ms_per_step": round(1000 * cpu / steps, 2),  # this process's CPU: less moved by the load
+        "env_load_before": round(load, 2),
+    }
+
+
 def export(ref: str, into: Path) -> Path:
     """The commit `ref`'s tree under `into`, importable as oasis_gym (its envs, policies and
     train folders linked in as pyproject's package-dir maps them)."""
@@ -168,9 +241,10 @@ def run_child(root: Path, spec: str, ns: argparse.Namespace) -> dict:
         spec,
         *(
             str(a)
-            for name in ("timesteps", "seed", "users", "n_envs")
+            for name in ("timesteps", "seed", "users", "n_envs", "env_steps")
             for a in (f"--{name.replace('_', '-')}", getattr(ns, name))
         ),
+        *(["--env-only"] if ns.env_only else []),
     ]
     done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=False)
     if done.returncode:
@@ -189,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--users", type=int, default=1000, help="users per platform (the tasks' default: 1000)")
     p.add_argument("--n-envs", type=int, default=32, help="episodes stepped together (train's default: 32)")
+    p.add_argument("--env-steps", type=int, default=200, help="steps of the vector env alone per measurement")
+    p.add_argument("--env-only", action="store_true", help="measure only the vector env alone (no training)")
     p.add_argument("--baseline", help="a git commit measured beside this checkout, run by run")
     p.add_argument("--profile", action="store_true", help="cProfile one measurement in this process")
     p.add_argument("--child", help=argparse.SUPPRESS)
@@ -211,11 +287,27 @@ def main(argv: list[str] | None = None) -> int:
             p.error(str(err))
     if ns.repeats < 1:
         p.error("--repeats must be at least 1")
+    if ns.env_steps < 1:
+        p.error("--env-steps must be at least 1")
+    if ns.env_only and ns.profile:
+        p.error("--profile times training: not with --env-only")
     if ns.baseline and subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet",
                                        f"{ns.baseline}^{{commit}}"], capture_output=True).returncode:  # fmt: skip
         p.error(f"--baseline: no commit {ns.baseline!r} in {REPO}")
     if ns.child or ns.profile:
-        row = measure(ns.child or ns.tasks[0], ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+        spec = ns.child or ns.tasks[0]
+        task, version, tier = _task(spec)
+        row = {
+            "bench": "train_speed",
+            "task": f"{task}-v{version}",
+            "tier": tier,
+            "users": ns.users,
+            "n_envs": ns.n_envs,
+        }
+        if not ns.env_only:
+            row = measure(spec, ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+        if not ns.profile:
+            row.update(measure_env(spec, ns.env_steps, ns.seed, ns.users, ns.n_envs))
         print(json.dumps(row), flush=True)
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="train_speed-code-"))
@@ -223,24 +315,37 @@ def main(argv: list[str] | None = None) -> int:
         codes = {"checkout": REPO}
         if ns.baseline:
             codes = {ns.baseline: export(ns.baseline, tmp), **codes}
-        results: dict[tuple[str, str], list[float]] = {}
+        results: dict[tuple[str, str], list[dict]] = {}
         for r in range(ns.repeats):
             for spec in ns.tasks:
                 order = list(codes) if r % 2 == 0 else list(codes)[::-1]  # alternate who goes first
                 for code in order:
                     row = run_child(codes[code], spec, ns) | {"code": code}
                     print(json.dumps(row), flush=True)
-                    results.setdefault((spec, code), []).append(row["timesteps_per_s"])
+                    results.setdefault((spec, code), []).append(row)
         if ns.baseline:
             for spec in ns.tasks:
-                before = statistics.median(results[(spec, ns.baseline)])
-                after = statistics.median(results[(spec, "checkout")])
-                print(json.dumps({"bench": "train_speed", "task": spec, "median_timesteps_per_s":
-                                  {ns.baseline: before, "checkout": after}, "ratio": round(after / before, 3),
-                                  "repeats": ns.repeats}), flush=True)  # fmt: skip
+                print(json.dumps(side_by_side(spec, ns.baseline, results, ns.repeats)), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def side_by_side(spec: str, ref: str, results: dict, repeats: int) -> dict:
+    """One task's line: the medians of the baseline's and the checkout's measurements (training
+    timesteps/s where trained, the env alone's steps/s), their ratios and the loads seen."""
+    row = {"bench": "train_speed", "task": spec, "repeats": repeats}
+    for key in ("timesteps_per_s", "env_steps_per_s", "env_cpu_ms_per_step"):
+        if key in results[(spec, ref)][0]:
+            before = statistics.median(r[key] for r in results[(spec, ref)])
+            after = statistics.median(r[key] for r in results[(spec, "checkout")])
+            row[f"median_{key}"] = {ref: before, "checkout": after}
+            row[{"timesteps_per_s": "ratio", "env_steps_per_s": "env_ratio"}.get(key, "env_cpu_ratio")] = round(
+                after / before, 3
+            )
+    loads = [r.get("load_before", r["env_load_before"]) for code in (ref, "checkout") for r in results[(spec, code)]]
+    row["load"] = [min(loads), max(loads)]
+    return row
 
 
 if __name__ == "__main__":

@@ -52,6 +52,9 @@ class Engine:
         # the platform backend (`oasis_gym.world.platform_world.PlatformWorld`): told each stage
         # of a step, it carries the model's decisions onto a platform; None on the fast path
         self.tap = None
+        # whether `step` returns the candidate pools' mean features ("pool_means": the
+        # recommender's observation reads them; the moderator's does not, and skips their cost)
+        self.pool_means = True
 
     def reset(self, rows, seeds) -> None:
         """New episodes in `rows` with `seeds` (arrays of equal length)."""
@@ -63,7 +66,8 @@ class Engine:
         """One step of every simulation. `weights` (K, Z, 9): the ranking W of each (None:
         DEFAULT_WEIGHTS for everyone); `queue_ids`/`codes` (K, QUEUE): moderator actions on
         the queue it saw; `stepping` (K,) bool: only these simulations step, the others are
-        left exactly as they are (None: all). Returns per-simulation counts, each (K,)."""
+        left exactly as they are (None: all). Returns per-simulation counts, each (K,) (and
+        "pool_means" (K, 9) where `self.pool_means`)."""
         st, dyn = self.state, self.dynamics
         go = np.ones(self.k, bool) if stepping is None else np.asarray(stepping, bool)
         out, tap = {}, self.tap
@@ -111,7 +115,8 @@ class Engine:
         mis, arousal = sx[..., feed.COL["misinfo"]] > 0, sx[..., feed.COL["arousal"]]
         out.update(measures.feed_counts(ka, self.k, served_ok, mis, arousal, engaged, reported))
         out.update(posts=made, **measures.state_measures(st.opinion, st.churned, st.satisfaction, st.campaign))
-        self._pool_stats(ka, x, valid, out)
+        if self.pool_means:
+            self._pool_stats(ka, x, valid, out)
         return out
 
     def _visits(self, go: np.ndarray) -> np.ndarray:

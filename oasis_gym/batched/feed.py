@@ -22,7 +22,7 @@ from .state import S_CANDIDATE, State
 def candidates(state: State, ka: np.ndarray, ua: np.ndarray):
     """Candidate post ids (M, C) of active pairs, their flat indexes, in-network flags and
     validity (`model.candidates.feed_candidates`, its out-of-network draws from the episode key)."""
-    draw = rng.uniform(state.key[ka, None], state.t[ka, None], S_CANDIDATE, ua[:, None], np.arange(OUT_OF_NETWORK))
+    draw = rng.uniform(ua[:, None], np.arange(OUT_OF_NETWORK), start=state.step_hash(S_CANDIDATE)[ka, None])
     return feed_candidates(
         state.pop.followees,
         state.account_start == 0,
@@ -78,7 +78,7 @@ def features(
     """The table rows of the candidates at `flat` of pairs (ka, ua), (M, C, len(TABLE))
     float32, with the per-cell features filled (`model.ranking.cell_features`)."""
     x = np.take(table, flat, axis=0)
-    cell_features(x, x[..., _TOPIC0:], state.pop.interest[ua], in_net, state.opinion[ka, ua])
+    cell_features(x, x[..., _TOPIC0:], state.pop.interest[ua], in_net, np.take(state.opinion, state.users_at(ka, ua)))
     return x
 
 
@@ -87,4 +87,5 @@ def visitor_features(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray
     history = [state.eng_ema, state.visit_ema, state.arousal_ema]
     if state.dyn.history_affinities:
         history += [state.in_network_ema, state.recency_ema]
-    return user_features(state.opinion[ka, ua], *(h[ka, ua] for h in history))
+    at = state.users_at(ka, ua)
+    return user_features(np.take(state.opinion, at), *(np.take(h, at) for h in history))

@@ -73,9 +73,10 @@ def return_accounts(state: State, go: np.ndarray) -> None:
 def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
     """New posts of this step's visitors (pairs ka, ua); returns the posts made per simulation."""
     dyn, pop = state.dyn, state.pop
-    boosted = state.misinfo_account[ka, ua] & state.campaign[ka]
-    draw = rng.uniform(state.key[ka], state.t[ka], S_POST, ua)
-    posting = posts_made(draw, pop.post_rate[ua], state.chill[ka, ua], boosted, dyn.campaign_boost)
+    at = state.users_at(ka, ua)
+    boosted = np.take(state.misinfo_account, at) & state.campaign[ka]
+    draw = rng.uniform(ua, start=state.step_hash(S_POST)[ka])
+    posting = posts_made(draw, pop.post_rate[ua], np.take(state.chill, at), boosted, dyn.campaign_boost)
     kp, up = ka[posting], ua[posting]  # visitors are never suspended
     counts = np.bincount(kp, minlength=state.k)
     start = np.cumsum(counts) - counts
@@ -85,7 +86,7 @@ def post(state: State, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
     counts = np.minimum(counts, state.p)
     ids = state.next_post[kp] + rank
     state.next_post += counts
-    h = rng.hash64(state.key[kp], state.t[kp], S_ATTR, up)  # one hash per post, then one per attribute
+    h = rng.hash64(up, start=state.step_hash(S_ATTR)[kp])  # one hash per post, then one per attribute
     values = post_attributes(
         h, pop.interest[up], state.opinion[kp, up], pop.quality[up], pop.arousal[up], state.misinfo_account[kp, up], dyn
     )
@@ -114,7 +115,7 @@ def brigade_reports(state: State, go: np.ndarray) -> None:
     reported = state.reported_pairs  # OASIS's rules: a brigader reports a post once, as any user
 
     def draw(k: np.ndarray, slot: np.ndarray, user: np.ndarray) -> np.ndarray:
-        return rng.uniform(state.key[k], state.t[k], S_BRIGADE, state.post_id[k, slot], user)
+        return rng.uniform(state.post_id[k, slot], user, start=state.step_hash(S_BRIGADE)[k])
 
     kk, ss, uu = brigade(
         state.t[:, None] - state.created,

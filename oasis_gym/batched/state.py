@@ -119,6 +119,16 @@ class State:
         self.targeted[rows] = False
         self.targeted[rows[:, None], adversaries.retarget(draw, outlets, self.dyn.brigade_targets)] = True
 
+    def step_hash(self, stream: int) -> np.ndarray:
+        """(K,) hashes of (episode key, step, `stream`): the start of each simulation's draws of
+        this step in `stream` (`rng.hash64(..., start=)`), hashed once per simulation."""
+        return rng.hash64(self.key, self.t, stream)
+
+    def users_at(self, ka: np.ndarray, ua: np.ndarray) -> np.ndarray:
+        """Flat indexes ``k * N + u`` of (simulation, user) pairs into the (K, N) arrays: one
+        index array per gather (`array.reshape(-1)[at]`), cheaper than indexing with both."""
+        return ka * self.n + ua
+
     def slot(self, ids: np.ndarray) -> np.ndarray:
         """The ring slots of post ids."""
         return ids & (self.p - 1)

@@ -134,6 +134,7 @@ class ModeratorTask(_Task):
     def __init__(self, k, users=1000, difficulty="medium", population_seed=0, max_steps=100,
                  reward: ModeratorReward | None = None, population=None, version: int = 1):  # fmt: skip
         super().__init__(k, users, difficulty, population_seed, max_steps, population, version, "moderator")
+        self.engine.pool_means = False  # its observation is the queue's: the feeds' pools are never read
         self.reward_params = reward or ModeratorReward()
         self.queue_size, self.n_codes = moderation.QUEUE, len(moderation.ACTIONS)
         self.obs_size = moderation.QUEUE * len(moderation.QUEUE_FEATURES) + len(MODERATOR_GLOBALS)

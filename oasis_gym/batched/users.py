@@ -32,13 +32,13 @@ def respond_to_feeds(state: State, ka: np.ndarray, ua: np.ndarray, ids: np.ndarr
     """Engaged, reposted and reported flags (M, F) of pairs (ka, ua) served post `ids`
     (`sx`: their rows of the feed's table, `feed.features`)."""
     dyn, rows = state.dyn, ka[:, None]
-    opinion = state.opinion[ka, ua]
+    opinion = np.take(state.opinion, state.users_at(ka, ua))
     stance = sx[..., COL["stance"]]
     logit = engage_logit(
         dyn, state.pop.kind[ua], opinion, *(sx[..., COL[c]] for c in ("similarity", "quality", "true_arousal")),
         stance, sx[..., COL["in_network"]], sx[..., COL["recency"]],
     )  # fmt: skip
-    h = rng.hash64(state.key[rows], state.t[rows], S_ENGAGE, ua[:, None], ids)  # one hash per impression
+    h = rng.hash64(ua[:, None], ids, start=state.step_hash(S_ENGAGE)[rows])  # one hash per impression
     u_engage, u_share = rng.two_uniforms(h)
     p_report = report_probability(
         sx[..., COL["misinfo"]] > 0, opinion[:, None], stance, dyn.misinfo_report_prob, dyn.true_report_prob, floor=0.5
@@ -73,38 +73,46 @@ def count_on_posts(state: State, ka, ua, flat, valid, engaged, shared, reported)
     add(state.shares, shared)
     add(state.reports, reported)
     add(state.step_reports, reported)
-    add(state.frequent_reports, reported & (state.reports_made[ka, ua] >= 3)[:, None])
-    state.reports_made[ka, ua] += reported.sum(1)
+    at = state.users_at(ka, ua)
+    made = np.take(state.reports_made, at)
+    add(state.frequent_reports, reported & (made >= 3)[:, None])
+    np.put(state.reports_made, at, made + reported.sum(1))
 
 
 def update_users(state: State, ka, ua, ids, sx, valid, engaged, shared) -> None:
     """History summaries, satisfaction, churn, opinions and reposts of the visitors."""
-    dyn = state.dyn
+    dyn, at = state.dyn, state.users_at(ka, ua)
     served = served_count(valid)
     seen = valid.any(1)
-    state.eng_ema[ka, ua], state.arousal_ema[ka, ua] = history_emas(
-        state.eng_ema[ka, ua], state.arousal_ema[ka, ua], engaged, sx[..., COL["arousal"]], served, seen
+    eng, arousal = history_emas(
+        np.take(state.eng_ema, at), np.take(state.arousal_ema, at), engaged, sx[..., COL["arousal"]], served, seen
     )
+    np.put(state.eng_ema, at, eng)
+    np.put(state.arousal_ema, at, arousal)
     if dyn.history_affinities:
         for ema, name in ((state.in_network_ema, "in_network"), (state.recency_ema, "recency")):
-            ema[ka, ua] = contrast(ema[ka, ua], sx[..., COL[name]] * valid, (1 - sx[..., COL[name]]) * valid, engaged)
+            a, b = sx[..., COL[name]] * valid, (1 - sx[..., COL[name]]) * valid
+            np.put(ema, at, contrast(np.take(ema, at), a, b, engaged))
     if dyn.satisfaction_rate > 0:
         value = session_value(
             dyn, state.pop.kind[ua], sx[..., COL["quality"]], engaged, sx[..., COL["true_arousal"]],
             sx[..., COL["misinfo"]], valid, served,
         )  # fmt: skip
-        state.satisfaction[ka, ua] = satisfaction(state.satisfaction[ka, ua], value, dyn.satisfaction_rate, seen)
+        np.put(
+            state.satisfaction, at, satisfaction(np.take(state.satisfaction, at), value, dyn.satisfaction_rate, seen)
+        )
     if dyn.churn_prob > 0:
-        u = rng.uniform(state.key[ka], state.t[ka], S_CHURN, ua)
-        leave = churn(state.satisfaction[ka, ua], u, dyn.churn_below, dyn.churn_prob)
-        state.churned[ka[leave], ua[leave]] = True
+        u = rng.uniform(ua, start=state.step_hash(S_CHURN)[ka])
+        leave = churn(np.take(state.satisfaction, at), u, dyn.churn_below, dyn.churn_prob)
+        np.put(state.churned, at[leave], True)
     if dyn.opinion_pull > 0 or dyn.opinion_arousal_push > 0:
-        state.opinion[ka, ua] = pull_push(
-            state.opinion[ka, ua], sx[..., COL["stance"]], engaged, sx[..., COL["true_arousal"]],
+        opinion = pull_push(
+            np.take(state.opinion, at), sx[..., COL["stance"]], engaged, sx[..., COL["true_arousal"]],
             dyn.opinion_pull, dyn.opinion_confidence, dyn.opinion_arousal_push,
         )  # fmt: skip
+        np.put(state.opinion, at, opinion)
     # the last reposted post (lowest rank) becomes the user's repost seen by followers
     any_share = shared.any(1)
     last = shared.shape[1] - 1 - np.argmax(shared[:, ::-1], axis=1)
     pick = ids[np.arange(len(ids)), last]
-    state.last_share[ka[any_share], ua[any_share]] = pick[any_share]
+    np.put(state.last_share, at[any_share], pick[any_share])

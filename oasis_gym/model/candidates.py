@@ -42,23 +42,30 @@ def feed_candidates(
     id, -1 if none); per simulation and ring slot (K, P): `ring_ids` (-1: empty), `removed`,
     `author`; `t` (K,) the step; `u_out` (M, OUT_OF_NETWORK) uniforms in [0, 1) drawing the
     out-of-network slots. Candidates are sorted by id, each id once."""
-    n, p = reach.shape[1], ring_ids.shape[1]
+    n, p, f = reach.shape[1], ring_ids.shape[1], followees.shape[1]
     rows = ka[:, None]
-    fol = rows * n + followees[ua]  # flat (simulation, followee) indexes
-    own_post = np.where(reach.reshape(-1)[fol], last_post.reshape(-1)[fol], -1)
-    turn = (t[rows] + np.arange(SHARES_SEEN)) % followees.shape[1]
-    shared = last_share.reshape(-1)[np.take_along_axis(fol, turn, 1)]
-    out = ring_ids.reshape(-1)[rows * p + (u_out * p).astype(np.int64)]
-    ids = np.concatenate([own_post, shared, out], axis=1)
-    # dedupe: sort the keys 2 id + (out-of-network) and drop repeated ids, so the in-network
-    # copy of a post is the one kept; the keys decode back into ids and flags
-    code = ids * 2
+    fol = followees[ua] + rows * n  # flat (simulation, followee) indexes
+    # the candidates' keys 2 id + (out-of-network), written in place: followees' posts, their
+    # reposts, the ring's draws
+    code = np.empty((len(ka), f + SHARES_SEEN + OUT_OF_NETWORK), np.int64)
+    code[:, :f] = np.where(reach, last_post, -1).reshape(-1)[fol]
+    turn = ((t[:, None] + np.arange(SHARES_SEEN)) % f)[ka]  # the followees' turns: one row per simulation
+    turn += np.arange(len(ka))[:, None] * f
+    code[:, f : f + SHARES_SEEN] = last_share.reshape(-1)[fol.reshape(-1)[turn]]
+    code[:, f + SHARES_SEEN :] = ring_ids.reshape(-1)[rows * p + (u_out * p).astype(np.int64)]
+    # dedupe: sort the keys and drop repeated ids, so the in-network copy of a post is the one
+    # kept; the keys decode back into ids and flags
+    code <<= 1
     code[:, -OUT_OF_NETWORK:] += 1
     code.sort(axis=1)
     ids = code >> 1
     in_net = (code & 1) == 0
-    flat = rows * p + (ids & (p - 1))
-    valid = (ids >= 0) & (ring_ids.reshape(-1)[flat] == ids) & ~removed.reshape(-1)[flat]
+    flat = ids & (p - 1)
+    flat += rows * p
+    # a slot's id where its post is live (not removed), else -2 (no candidate id): valid ids
+    # are those found there
+    live = np.where(removed | (ring_ids < 0), -2, ring_ids)
+    valid = live.reshape(-1)[flat] == ids
     valid[:, 1:] &= ids[:, 1:] != ids[:, :-1]
     valid &= author.reshape(-1)[flat] != ua[:, None]
     return ids, flat, in_net, valid

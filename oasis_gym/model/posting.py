@@ -25,6 +25,7 @@ from .adversaries import mimicked_arousal
 
 # the draws of a post, all from its one hash: normals 0 .. T-1 move its topic, then these
 _STANCE, _QUALITY, _AROUSAL, _MISINFO_AROUSAL, _MISINFO, _SCORE = 10, 11, 12, 13, 14, 15  # _MISINFO: a uniform
+_NORMALS = (_STANCE, _QUALITY, _AROUSAL, _MISINFO_AROUSAL, _SCORE)
 
 
 def posts_made(
@@ -59,10 +60,14 @@ def post_attributes(
     classifier's reading), `misinfo` (bool) and `topic` (M, T) (unit rows).
     """
 
-    def noise(j: int) -> np.ndarray:
-        return rng.normal(h, j)
+    t = interest.shape[1]
+    normals = rng.normal(np.asarray(h)[:, None], np.r_[np.arange(t), _NORMALS])  # every draw at once: (M, t + 5)
+    column = {j: normals[:, t + i] for i, j in enumerate(_NORMALS)}
 
-    topic = interest + 0.3 * np.stack([noise(d) for d in range(interest.shape[1])], axis=1)
+    def noise(j: int) -> np.ndarray:
+        return column[j]
+
+    topic = interest + 0.3 * normals[:, :t]
     topic /= np.maximum(np.linalg.norm(topic, axis=1, keepdims=True), 1e-6)
     stance = np.where(misinfo_account, 0.9 * np.where(opinion >= 0, 1.0, -1.0), opinion + 0.2 * noise(_STANCE))
     quality = np.clip(quality + 0.15 * noise(_QUALITY), 0, 1)

@@ -238,8 +238,11 @@ def top_columns(score: np.ndarray, k: int) -> np.ndarray:
     relative 4e-6, for the ranking only)."""
     assert score.shape[1] <= 32, "top_columns packs the column into 5 bits"
     bits = score.view(np.int32)
-    key = np.where(bits < 0, bits ^ np.int32(0x7FFFFFFF), bits)
-    key = (-(key >> 5)) << 5
+    key = (bits >> 31) & np.int32(0x7FFFFFFF)  # negative floats: their bits but the sign flipped
+    key ^= bits
+    key >>= 5
+    np.negative(key, out=key)
+    key <<= 5
     key |= np.arange(score.shape[1], dtype=np.int32)
     key.sort(axis=1)
     return (key[:, :k] & 31).astype(np.int64)

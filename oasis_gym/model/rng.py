@@ -22,19 +22,25 @@ _S16, _LOW24 = np.uint64(16), np.uint64(0xFFFFFF)
 
 def _mix(z: np.ndarray) -> np.ndarray:
     """SplitMix64's output function (a bijection of uint64, good avalanche), in place on `z`
-    (a fresh array: every caller passes a temporary)."""
-    z ^= z >> _S30
+    (a fresh array: every caller passes a temporary), with one scratch array for the shifts."""
+    t = np.right_shift(z, _S30, out=np.empty_like(z))
+    z ^= t
     z *= _M1
-    z ^= z >> _S27
+    np.right_shift(z, _S27, out=t)
+    z ^= t
     z *= _M2
-    z ^= z >> _S31
+    np.right_shift(z, _S31, out=t)
+    z ^= t
     return z
 
 
-def hash64(*parts) -> np.ndarray:
-    """One uint64 per broadcast element of the parts (ints or integer arrays)."""
+def hash64(*parts, start=None) -> np.ndarray:
+    """One uint64 per broadcast element of the parts (ints or integer arrays). `start`: the
+    hashes of parts before these (``hash64(a, b, c) == hash64(c, start=hash64(a, b))``), so
+    the parts shared by many draws (episode key, step, stream: one per simulation) are hashed
+    once and gathered."""
     with np.errstate(over="ignore"):
-        h = np.uint64(0)
+        h = np.uint64(0) if start is None else np.asarray(start, dtype=np.uint64)
         for part in parts:
             h = _mix(np.asarray(h ^ (np.asarray(part).astype(np.uint64, copy=False) + _GOLDEN), dtype=np.uint64))
         return np.asarray(h, dtype=np.uint64)
@@ -45,9 +51,10 @@ def episode_key(seed) -> np.ndarray:
     return hash64(np.asarray(seed, dtype=np.int64).astype(np.uint64), 0x0A515)
 
 
-def uniform(*parts) -> np.ndarray:
-    """float32 in [0, 1) (24 random bits), one per broadcast element of the parts."""
-    return (hash64(*parts) >> _S40).astype(np.float32) * _TO_UNIT
+def uniform(*parts, start=None) -> np.ndarray:
+    """float32 in [0, 1) (24 random bits), one per broadcast element of the parts (`start`: as
+    in `hash64`)."""
+    return (hash64(*parts, start=start) >> _S40).astype(np.float32) * _TO_UNIT
 
 
 def two_uniforms(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
