@@ -10,7 +10,8 @@ meant to change results, the id's version bumps (the old id keeps its numbers) a
 gets pins of its own.
 
 The numbers were computed at b2d591d (before the one-world work began); those of Recommender-v4
-and Moderator-v2 (OASIS's rules, issue 51 plan commit 12) when the ids were made.
+and Moderator-v2 (OASIS's rules, issue 51 plan commit 12) when the ids were made; TaskPlatform-v0's
+(the recommender's then the moderator's episode, two agent users each) when it was registered.
 """
 
 from __future__ import annotations
@@ -24,12 +25,20 @@ import pytest
 from gymnasium import spaces
 
 import oasis_gym
-from oasis_gym.envs import reddit_v0, twitter_v0
+from oasis_gym.envs import reddit_v0, task_platform_v0, twitter_v0
 from oasis_gym.model.tiers import TASK_TIERS
 
 SEEDS = (9000, 9001)  # two episodes per case
 BATCHED = set(oasis_gym.GYMNASIUM_VECTOR_ENVS)  # the batched tasks: played in tiers
-PETTINGZOO = {"oasis_gym/Twitter-v0": twitter_v0, "oasis_gym/Reddit-v0": reddit_v0}
+_SOCIAL = {"users": 60, "activation": 0.5, "max_cycles": 6, "recommender_agent": True, "moderator_agent": True}
+_TASK = {"difficulty": "hard", "users": 64, "max_steps": 6, "agent_users": [0, 7]}
+PETTINGZOO = {  # each id's parallel envs of a pinned case
+    "oasis_gym/Twitter-v0": lambda: [twitter_v0.parallel_env(**_SOCIAL)],
+    "oasis_gym/Reddit-v0": lambda: [reddit_v0.parallel_env(**_SOCIAL)],
+    "oasis_gym/TaskPlatform-v0": lambda: [
+        task_platform_v0.parallel_env(task=t, **_TASK) for t in ("recommender", "moderator")
+    ],
+}
 
 
 def _tiers(env_id: str) -> tuple[str, ...]:
@@ -94,32 +103,32 @@ def _gym_episodes(env_id: str, tier: str) -> list[float]:
     return returns + obs_sums
 
 
-def _pettingzoo_episodes(module) -> list[float]:
+def _pettingzoo_episodes(make) -> list[float]:
     out = []
     for seed in SEEDS:
-        env = module.parallel_env(users=60, activation=0.5, max_cycles=6, recommender_agent=True, moderator_agent=True)
-        rng = np.random.default_rng(seed)
-        observations, _ = env.reset(seed=seed)
-        user_return = agent_return = seen = 0.0
-        while env.agents:
-            actions = {}
-            for a, o in observations.items():
-                space = env.action_space(a)
-                if isinstance(o, dict):  # a user: each part drawn uniformly among the allowed values
-                    masks = o["action_mask"]
-                    actions[a] = {k: int(_pick(np.flatnonzero(masks[k]), rng)) for k in space.spaces}
-                    seen += float(np.sum(o["feed"], dtype=np.float64) + np.sum(o["self"], dtype=np.float64))
-                else:
-                    seen += float(np.sum(o, dtype=np.float64))
-                    actions[a] = _action(space, rng)
-            observations, rewards, _, _, _ = env.step(actions)
-            for a, r in rewards.items():
-                if a in ("recommender_0", "moderator_0"):
-                    agent_return += float(r)
-                else:
-                    user_return += float(r)
-        env.close()
-        out += [user_return, agent_return, seen]
+        for env in make():
+            rng = np.random.default_rng(seed)
+            observations, _ = env.reset(seed=seed)
+            user_return = agent_return = seen = 0.0
+            while env.agents:
+                actions = {}
+                for a, o in observations.items():
+                    space = env.action_space(a)
+                    if isinstance(o, dict):  # a user: each part drawn uniformly among the allowed values
+                        masks = o["action_mask"]
+                        actions[a] = {k: int(_pick(np.flatnonzero(masks[k]), rng)) for k in space.spaces}
+                        seen += float(np.sum(o["feed"], dtype=np.float64) + np.sum(o["self"], dtype=np.float64))
+                    else:
+                        seen += float(np.sum(o, dtype=np.float64))
+                        actions[a] = _action(space, rng)
+                observations, rewards, _, _, _ = env.step(actions)
+                for a, r in rewards.items():
+                    if a in ("recommender_0", "moderator_0"):
+                        agent_return += float(r)
+                    else:
+                        user_return += float(r)
+            env.close()
+            out += [user_return, agent_return, seen]
     return out
 
 
@@ -154,6 +163,10 @@ PINNED: dict[str, list[float]] = {
     "Recommender-v4-medium": [37.233333483338356, 56.90000020712614, 231.75613381387666, 215.3833931926638],
     "Recommender-v4-hard": [35.36121890693903, 54.28118519857526, 231.11876833764836, 217.22408789698966],
     "Reddit-v0-default": [32.0, 2.714389529898878, 14209.525895655039, 21.0, 1.0598610048815298, 11948.784612376709],
+    "TaskPlatform-v0-default": [
+        0.0, 4.5021896958351135, 432.875405985862, 0.0, -1.7750000394880772, 345.8811499532312,
+        0.0, 2.920568525791168, 25.026296071708202, 0.0, -0.9062499888241291, 102.0034497603774,
+    ],
     "Twitter-v0-default": [81.0, 1.7038486849727723, 22074.278964154422, 83.0, 2.0113929995929993, 19473.781169736932],
 }  # fmt: skip
 

@@ -49,9 +49,6 @@ class Engine:
         )
         self.state = State(k, self.population, self.dynamics)
         self.k, self.n = self.state.k, self.state.n
-        # the platform backend (`oasis_gym.world.platform_world.PlatformWorld`): told each stage
-        # of a step, it carries the model's decisions onto a platform; None on the fast path
-        self.tap = None
         # whether `step` returns the candidate pools' mean features ("pool_means": the
         # recommender's observation reads them; the moderator's does not, and skips their cost)
         self.pool_means = True
@@ -59,8 +56,6 @@ class Engine:
     def reset(self, rows, seeds) -> None:
         """New episodes in `rows` with `seeds` (arrays of equal length)."""
         self.state.reset(np.asarray(rows), np.asarray(seeds))
-        if self.tap is not None:
-            self.tap.reset()
 
     def step(self, weights=None, queue_ids=None, codes=None, stepping=None) -> dict[str, np.ndarray]:
         """One step of every simulation. `weights` (K, Z, 9): the ranking W of each (None:
@@ -70,24 +65,16 @@ class Engine:
         "pool_means" (K, 9) where `self.pool_means`)."""
         st, dyn = self.state, self.dynamics
         go = np.ones(self.k, bool) if stepping is None else np.asarray(stepping, bool)
-        out, tap = {}, self.tap
-        if tap is not None:
-            tap.begin()
+        out = {}
         if queue_ids is not None:
             out.update(moderation.apply(st, queue_ids, np.where(go[:, None], codes, NONE)))
-            if tap is not None:
-                tap.moderated()
         st.t += go
         st.step_reports[go] = 0
         posting.campaign_regimes(st, go)
         posting.bot_likes(st, go)
-        if tap is not None:
-            tap.bot_liked()
         if dyn.brigade_move_every > 0:
             st.retarget(np.flatnonzero(go & (st.t % dyn.brigade_move_every == 0)))
         posting.return_accounts(st, go)
-        if tap is not None:
-            tap.returned()
         active = self._visits(go)
         ka, ua = np.nonzero(active)
         ids, flat, in_net, valid = feed.candidates(st, ka, ua)
@@ -101,17 +88,12 @@ class Engine:
         served, served_flat = ids.reshape(-1)[at], flat.reshape(-1)[at]
         sx = np.take(x.reshape(-1, x.shape[-1]), at, axis=0)
         engaged, shared, reported = users.respond_to_feeds(st, ka, ua, served, sx, served_ok)
-        if tap is not None:
-            tap.responded(ua, served, served_ok, engaged, shared, reported)
         users.count_on_posts(st, ka, ua, served_flat, served_ok, engaged, shared, reported)
         users.update_users(st, ka, ua, served, sx, served_ok, engaged, shared)
         st.visit_ema[go] = visit_rate_ema(st.visit_ema[go], active[go])
         st.last_visit[active] = np.broadcast_to(st.t[:, None], active.shape)[active]
         made = posting.post(st, ka, ua)
         posting.brigade_reports(st, go)
-        if tap is not None:
-            tap.brigaded()
-            tap.end()
         mis, arousal = sx[..., feed.COL["misinfo"]] > 0, sx[..., feed.COL["arousal"]]
         out.update(measures.feed_counts(ka, self.k, served_ok, mis, arousal, engaged, reported))
         out.update(posts=made, **measures.state_measures(st.opinion, st.churned, st.satisfaction, st.campaign))
