@@ -90,6 +90,16 @@ def save_obs_normalizer(vec_normalize, path: str | Path) -> Path:
     return path
 
 
+def policy_class(net):
+    """SB3's policy argument of `PolicySpec.policy`: `SLOT` is the slot-shared policy (imported
+    with torch here, when training starts), anything else is passed as it is."""
+    if net != SLOT:
+        return net
+    from .slot_policy import SlotActorCriticPolicy
+
+    return SlotActorCriticPolicy
+
+
 def normalized(vec_env, gamma: float, norm_reward: bool = True):
     """`vec_env` under VecNormalize as every SB3 learner here trains on it: observations and (with
     `norm_reward`) rewards scaled by running statistics, observations clipped to +-10."""
@@ -116,9 +126,7 @@ def train_ppo(
 
     from .callbacks import LearningCurve, StopAfterSeconds
 
-    net = policy.policy
-    if net == SLOT:
-        from .slot_policy import SlotActorCriticPolicy as net
+    net = policy_class(policy.policy)
     out = Path(cfg.out_dir)
     logs = train_output(out).claim_trees().path  # tb/ and checkpoints/ are this run's (staged under the CLI)
     vec = normalized(vec_env, cfg.gamma, cfg.norm_reward)

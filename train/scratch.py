@@ -174,8 +174,6 @@ class Session:
 def train_run(args: Args, agent: str, seed: int, output: OutputDir, key: str, session: Session, say) -> dict:
     """One (agent, seed) run from its checkpoint (or anew) to its budget or the session's end; returns
     its record (curve, timesteps, training seconds). Checkpoints as it goes (module docstring)."""
-    from .callbacks import LearningCurve  # (SB3: imported when a run trains)
-
     name = run_name(agent, seed)
     saved = _read(output, f"runs/{name}.ckpt", key)
     if saved and saved["timesteps"] >= args.timesteps:
@@ -197,12 +195,12 @@ def train_run(args: Args, agent: str, seed: int, output: OutputDir, key: str, se
     step = scratch_agents.rollout(agent, args.n_envs, args.rollout)
     every = -(-args.checkpoint_every // step) * step
     while record["timesteps"] < args.timesteps:
-        start, curve = time.perf_counter(), LearningCurve()
-        model.learn(min(every, args.timesteps - record["timesteps"]), callback=curve, reset_num_timesteps=False)
+        start = time.perf_counter()
+        model.learn(min(every, args.timesteps - record["timesteps"]), reset_num_timesteps=False)
         record["seconds"] += time.perf_counter() - start
         session.trained = True
         record["timesteps"] = int(model.num_timesteps)
-        training = [r for _, r, _ in curve.points]
+        training = [float(e["r"]) for e in model.ep_info_buffer]  # SB3's last 100 training episodes (VecMonitor's)
         point = {"timesteps": record["timesteps"], "seconds": record["seconds"],
                  "training": sum(training) / len(training) if training else None}  # fmt: skip
         point |= _validate(args, scratch_agents.Greedy(model, vec))

@@ -45,7 +45,7 @@ import numpy as np
 from oasis_gym.model import moderation
 from oasis_gym.model.observations import MODERATOR_GLOBALS
 
-from .ppo import normalized
+from .ppo import SLOT, normalized, policy_class
 from .v1 import sb3_vec_env
 
 MONITOR = ("episode_returns", "episode_lengths")  # VecMonitor's sums of the episodes in flight
@@ -113,10 +113,8 @@ def build(agent: str, vec, seed: int, n_envs: int, transitions: int = ROLLOUT):
     if agent == "recurrent_ppo":
         return cls("MlpLstmPolicy", vec, n_steps=n_steps, **kw)
     if agent == "slot_ppo":
-        from .slot_policy import SlotActorCriticPolicy
-
         slots = {"n_slots": moderation.QUEUE, "n_global": len(MODERATOR_GLOBALS), "first_bias": 0.0}
-        return cls(SlotActorCriticPolicy, vec, n_steps=n_steps, policy_kwargs=slots, **kw)
+        return cls(policy_class(SLOT), vec, n_steps=n_steps, policy_kwargs=slots, **kw)
     return cls("MlpPolicy", vec, n_steps=n_steps, **kw)
 
 

@@ -5,7 +5,8 @@ from-scratch agents against the benchmark's tuned and supervised baselines (`tra
 A learning curve is one list of points per (agent, seed) run, one point per checkpoint and one
 before training: ``{"timesteps", "seconds" (training wall time so far, summed over the sessions
 that ran it), "validation" (the greedy policy's mean return on the validation seeds),
-"validation_returns", "training" (the mean return of the training episodes since the last point)}``.
+"validation_returns", "training" (the mean return of the last 100 training episodes, SB3's
+``rollout/ep_rew_mean``)}``.
 """
 
 from __future__ import annotations
