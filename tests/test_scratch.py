@@ -222,3 +222,30 @@ def test_a_checkpoint_holds_a_model_sb3_loads(moderator_run):
 
     state = pickle.loads((moderator_run / "runs/ppo_seed0.ckpt").read_bytes())["state"]
     assert PPO.load(io.BytesIO(state["model"]), device="cpu").num_timesteps == 512
+
+
+def test_a_signal_keeps_the_checkpoints_and_the_same_command_continues(tmp_path):
+    """SIGINT after the first checkpoint: one line, exit code 130, the checkpoint kept; the same
+    command then continues that run (it does not start it anew)."""
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "s"
+    argv = ["moderator", *TINY, "--agents", "ppo", "--seeds", "1", "--timesteps", "100000", "--out", out, "--quiet"]
+    cmd = [sys.executable, "-m", "oasis_gym.cli", "scratch", *map(str, argv)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (out / "curves/ppo_seed0.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and "stopped by SIGINT; every checkpoint written is kept" in err
+    done = pickle.loads((out / "runs/ppo_seed0.ckpt").read_bytes())["timesteps"]  # (the curve is written after it)
+    assert done >= 256
+    again = scratch(*[a for a in argv if a != "--quiet"], "--time-limit", "0.001")
+    assert f"ppo_seed0: continued at {done:,} of 100,000 timesteps" in again.stderr
