@@ -61,8 +61,8 @@ class Args:
     """Settings of one from-scratch experiment (each field is a command-line option)."""
 
     task: str = opt("moderator", cli=False)
-    agents: str = opt("", "comma-separated agents: ppo, recurrent_ppo, sac (recommender), slot_ppo (moderator); "
-                      "default: every agent of the task")  # fmt: skip
+    agents: str | None = opt(None, "comma-separated agents: ppo, recurrent_ppo, sac (recommender), slot_ppo "
+                             "(moderator); default: every agent of the task", type=str)  # fmt: skip
     seeds: int = opt(10, "training seeds per agent (--seed .. --seed + N - 1)", bounds=(1, MAX_SEEDS))
     timesteps: int = opt(2_000_000, "each run's budget (env steps, all envs; whole rollouts)", bounds=(1, MAX_ID))
     checkpoint_every: int = opt(
@@ -105,7 +105,7 @@ class Args:
     @property
     def agent_list(self) -> list[str]:
         """The agents to train, in order."""
-        given = [a.strip() for a in self.agents.split(",") if a.strip()]
+        given = [a.strip() for a in (self.agents or "").split(",") if a.strip()]
         return given or list(scratch_agents.DEFAULT_AGENTS[self.task])
 
     def task_args(self, seed: int | None = None) -> v1.Args:
