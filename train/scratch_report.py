@@ -74,15 +74,17 @@ def curves_figure(curves: dict[str, list[list[dict]]], title: str, validation: i
                 )
             grid = np.linspace(0, min(c[-1][x] for c in runs), 50)
             ys = _mean_curve(runs, x, grid)
-            ax.plot(grid / scale, ys.mean(0), lw=2, label=f"{agent} (mean of {len(runs)})", **style)
+            ax.plot(grid / scale, ys.mean(0), lw=2, label=f"{agent}: mean (thin: each seed)", **style)
             if len(runs) > 1:
                 ci = [mean_ci(col) for col in ys.T]
+                band = f"{agent}: 95% CI of the mean (t, {len(runs)} seeds)"
                 ax.fill_between(grid / scale, [c["lo"] for c in ci], [c["hi"] for c in ci], alpha=0.2,
-                                color=style["color"])  # fmt: skip
+                                color=style["color"], label=band)  # fmt: skip
         ax.set_xlabel(label)
-        ax.set_ylabel(f"greedy return, mean of {validation} validation episodes")
-        ax.set_title(f"{title}: band = 95% interval of the mean over seeds")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+        ax.set_ylabel(f"greedy return (mean of {validation} validation episodes)")
+        ax.set_title(title)
+        if ax.get_legend_handles_labels()[0]:  # (no run has a curve yet: no legend)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15))
     fig.set_layout_engine("constrained")
     return fig
 
