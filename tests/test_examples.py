@@ -154,7 +154,9 @@ def test_options_of_blocks_not_run_exist():
                     words = shlex.split(part, comments=True)
                     if not words or words[0] != "oasis-gym":
                         continue
-                    sub = tuple(words[1:3]) if words[1:2] == ["train"] else tuple(words[1:2])
+                    # (a command with targets, each with its own options: `train moderator`, `scratch moderator`)
+                    targets = words[1:2] in (["train"], ["benchmark"], ["scratch"])
+                    sub = tuple(words[1:3]) if targets else tuple(words[1:2])
                     options = {w.split("=")[0] for w in words if w.startswith("--")}
                     wanted.setdefault(sub, set()).update((o, block.label) for o in options)
     for sub, options in wanted.items():

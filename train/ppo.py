@@ -90,6 +90,24 @@ def save_obs_normalizer(vec_normalize, path: str | Path) -> Path:
     return path
 
 
+def policy_class(net):
+    """SB3's policy argument of `PolicySpec.policy`: `SLOT` is the slot-shared policy (imported
+    with torch here, when training starts), anything else is passed as it is."""
+    if net != SLOT:
+        return net
+    from .slot_policy import SlotActorCriticPolicy
+
+    return SlotActorCriticPolicy
+
+
+def normalized(vec_env, gamma: float, norm_reward: bool = True):
+    """`vec_env` under VecNormalize as every SB3 learner here trains on it: observations and (with
+    `norm_reward`) rewards scaled by running statistics, observations clipped to +-10."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    return VecNormalize(vec_env, norm_obs=True, norm_reward=norm_reward, gamma=gamma, clip_obs=10.0)
+
+
 def train_ppo(
     vec_env,
     policy: PolicySpec,
@@ -105,16 +123,13 @@ def train_ppo(
     stopped_by_time_limit, learning_curve, model); the caller closes the env."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
-    from stable_baselines3.common.vec_env import VecNormalize
 
     from .callbacks import LearningCurve, StopAfterSeconds
 
-    net = policy.policy
-    if net == SLOT:
-        from .slot_policy import SlotActorCriticPolicy as net
+    net = policy_class(policy.policy)
     out = Path(cfg.out_dir)
     logs = train_output(out).claim_trees().path  # tb/ and checkpoints/ are this run's (staged under the CLI)
-    vec = VecNormalize(vec_env, norm_obs=True, norm_reward=cfg.norm_reward, gamma=cfg.gamma, clip_obs=10.0)
+    vec = normalized(vec_env, cfg.gamma, cfg.norm_reward)
     model = PPO(net, vec, n_steps=cfg.n_steps, batch_size=cfg.batch_size, n_epochs=cfg.n_epochs,
                 learning_rate=cfg.learning_rate, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, ent_coef=cfg.ent_coef,
                 clip_range=cfg.clip_range, use_sde=cfg.sde_sample_freq != 0,

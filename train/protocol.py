@@ -126,14 +126,17 @@ def _policy_act_for(policy, args: v1.Args):
     """`policy` as `act_for(task)`, each batch of actions checked (shape, finite, codes in range).
     A path is a run of `oasis-gym train` / `benchmark` (its folder or model.zip), loaded with its
     observation statistics and anchor (`load_task_policy`): `PPO.load` of its model.zip alone
-    would play raw observations, another policy than the one trained."""
+    would play raw observations, another policy than the one trained. A policy with memory (a
+    recurrent one) has a `reset()` method: it is called before each batch of episodes."""
     if isinstance(policy, (str, Path)):
         policy = load_task_policy(policy)
     predict = getattr(policy, "predict", None)
     if predict is None and not callable(policy):
         raise ValueError(f"policy must be a callable (observations -> actions) or an SB3 model, got {policy!r}")
 
-    def act_for(task):
+    def act_for(task):  # (once per batch of episodes, all at their first step: a policy's `reset` runs here)
+        if callable(getattr(policy, "reset", None)):
+            policy.reset()
         rec = args.task == "recommender"
         shape = (task.k, task.action_size if rec else task.queue_size)
         low, high = (-1.0, 1.0) if rec else (0, task.n_codes - 1)

@@ -221,6 +221,18 @@ def task_policy(args: Args, anchor: anchored.NoAnchor) -> PolicySpec:
     return PolicySpec(SLOT, kwargs)
 
 
+def sb3_vec_env(args: Args, anchor: anchored.NoAnchor | None = None):
+    """The task's native vector env of `args.n_envs` episodes as SB3's VecEnv (`LockstepSB3VecEnv`:
+    PPO's actions relative to `anchor`, `args.paired` envs a group); what `train_on_task` and the
+    from-scratch agents (`train/scratch.py`) train on."""
+    from .sb3_vec_env import LockstepSB3VecEnv
+
+    env = args.env()
+    env.pop("version", None)  # the class is the version
+    venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
+    return LockstepSB3VecEnv(venv, anchor or anchored.NoAnchor(), group=args.paired)
+
+
 def train_on_task(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None) -> tuple:
     """2. PPO (`ppo.train_ppo`) on the native vector env (its actions relative to `anchor`;
     `wrap(vec_env)`, if given, wraps the SB3 env before normalization: a diagnostic's extra
@@ -228,13 +240,9 @@ def train_on_task(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None
     from stable_baselines3.common.vec_env import VecMonitor
 
     from .callbacks import PairedAdvantages
-    from .sb3_vec_env import LockstepSB3VecEnv
 
-    env = args.env()
-    env.pop("version", None)  # the class is the version
-    venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
     anchor = anchor or anchored.NoAnchor()
-    inner = LockstepSB3VecEnv(venv, anchor, group=args.paired)
+    inner = sb3_vec_env(args, anchor)
     cfg = PPOConfig(total_timesteps=args.timesteps, time_limit_s=args.time_limit or None, seed=args.seed,
                     n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
                     learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,

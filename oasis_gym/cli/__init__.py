@@ -15,6 +15,7 @@ from oasis_gym.population import ProfileError
 from oasis_gym.scenarios.sweep_cli import cmd_sweep
 from oasis_gym.train.benchmark import cmd_benchmark
 from oasis_gym.train.cli import cmd_train
+from oasis_gym.train.scratch import cmd_scratch
 
 from .import_db import cmd_import
 from .interrupt import Finished, RunStopped, command_stopped, interrupted, stop_signals
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         with stop_signals():  # SIGTERM stops every command as Ctrl-C does (oasis_gym.app.interrupts)
             # (a sweep stopped while it runs says itself how to resume: its finished runs are kept)
             commands = {"run": cmd_run, "report": cmd_report, "import": cmd_import, "sweep": cmd_sweep,
-                        "benchmark": cmd_benchmark}  # fmt: skip
+                        "benchmark": cmd_benchmark, "scratch": cmd_scratch}  # fmt: skip
             if args.command == "run":
                 args.given = given_options(argv)
                 if check_task_options(args):  # --recommender RUN / --moderator RUN: a trained agent plays

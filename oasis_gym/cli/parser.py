@@ -29,6 +29,7 @@ from oasis_gym.scenarios.sweep_cli import add_sweep_parser
 from oasis_gym.sim.clock import MAX_MINUTES_PER_STEP
 from oasis_gym.train.benchmark import add_benchmark_parser
 from oasis_gym.train.cli import add_train_parser
+from oasis_gym.train.scratch import add_scratch_parser
 
 DESCRIPTION = """\
 oasis-gym: an OASIS-style social media simulator (X/Twitter-like and Reddit-like platforms)
@@ -246,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_agent_args(run)
     add_train_parser(sub)
     add_benchmark_parser(sub)  # `oasis-gym benchmark`: the v1 protocol over N seeds
+    add_scratch_parser(sub)  # `oasis-gym scratch`: agents from scratch, resumable
     report = sub.add_parser(
         "report",
         help="PNG plots and summary.txt of a finished run (a journal or an OASIS database)",
