@@ -44,6 +44,8 @@ NOT_NUMBERS = {
     "--recommender",  # run --recommender RUN / --moderator RUN: a run folder; --agent NAME: a policy of it
     "--moderator",
     "--agent",
+    "--agents",  # scratch --agents ppo,sac: names; --baselines DIR: a benchmark's folder
+    "--baselines",
 }
 # what a command needs besides the option to parse
 REQUIRED = {"report": ["run.db"], "import": ["oasis.db", "--out", "ours.db"], "sweep": ["group_polarization"]}
