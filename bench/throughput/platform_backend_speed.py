@@ -7,8 +7,8 @@ Three envs of `--users` users, journal off, stepped in alternating rounds of `--
 (A B C, C B A, A B C ...: all see the same load), after a warm-up of `--steps` steps each:
 - `v0`: `gymnasium.make("oasis_gym/Recommender-v0", users=N, journal=False)` (its ABM users of
   `misinfo_stream`), random actions (seeded);
-- `platform`: Recommender-v4 medium, `backend="platform"` (`oasis_gym/world/platform_world.py`:
-  the model's ABM users act through platform rows, one `Platform.apply` a step), random actions;
+- `platform`: Recommender-v4 medium, `backend="platform"` (`oasis_gym/world/sim_world.py`: the
+  task on a `Simulation`'s split step, the task users act through platform rows), random actions;
 - `fast`: Recommender-v4 medium on the fast path, the same actions (the reference).
 An episode that ends starts again (untimed). Reported: the median and the minimum over rounds of
 the milliseconds a step takes, per env, and platform / v0 of the medians. One JSON line, with
