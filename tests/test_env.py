@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from importlib import import_module
+from pathlib import Path
 
 import numpy as np
 import pettingzoo
@@ -15,9 +16,14 @@ from pettingzoo.utils.conversions import parallel_to_aec
 import oasis_gym
 from oasis_gym.actions import ActionType as A
 from oasis_gym.envs import reddit_v0, twitter_v0
+from oasis_gym.envs.social_env import SocialMediaEnv
 
 # every registered PettingZoo env: its module name under oasis_gym.envs -> the module
-ENVS = {name: import_module(f"oasis_gym.envs.{name}") for name in oasis_gym.PETTINGZOO_ENVS.values()}
+ALL_ENVS = {name: import_module(f"oasis_gym.envs.{name}") for name in oasis_gym.PETTINGZOO_ENVS.values()}
+# the social-platform envs (users of a population file or a synthetic one): the cases below; a
+# task env has its own tests (TaskPlatform-v0: tests/test_task_platform.py, its API tests included)
+ENVS = {name: m for name, m in ALL_ENVS.items() if issubclass(m.parallel_env, SocialMediaEnv)}
+OWN_TESTS = {"task_platform_v0": "tests/test_task_platform.py"}
 
 
 def population_args(kind: str, shared_data) -> dict:
@@ -128,10 +134,15 @@ def test_the_registry_lists_both_platforms():
     # the parametrized tests cover whatever the registry lists; these two at least
     assert {twitter_v0, reddit_v0} <= set(ENVS.values())
     assert {"oasis_gym/Twitter-v0", "oasis_gym/Reddit-v0"} <= set(oasis_gym.PETTINGZOO_ENVS)
+    # an env that is not a social platform is tested in a file of its own, never in none
+    assert set(ALL_ENVS) - set(ENVS) == set(OWN_TESTS)
+    assert all((Path(__file__).parents[1] / path).is_file() for path in OWN_TESTS.values())
 
 
 def test_registry_makes_every_env():
-    for env_id in oasis_gym.PETTINGZOO_ENVS:  # registered on `import oasis_gym`
+    for env_id, name in oasis_gym.PETTINGZOO_ENVS.items():  # registered on `import oasis_gym`
+        if name not in ENVS:
+            continue
         env = pettingzoo.make("parallel", env_id, users=20, max_cycles=3)
         obs, _ = env.reset(seed=0)
         assert len(obs) == 20
