@@ -89,9 +89,12 @@ infers: a like or repost of a feed post is an engagement (a repost also the post
 see), a report a report (OASIS's rules: once per user and post); these move the posts' counters
 the ranking and the moderator's queue read, the user's history summaries (engagement rate,
 arousal affinity), its session value, so its satisfaction and churn, and its opinion (pulled
-toward the stances it engaged). An LLM user's own posts are journaled as its own and never
-enter the task's feeds. `tests/test_transfer.py` plays a policy trained on the fast path
-(`train/task_policy.py`) beside tiny-LLM users and checks what the model counted.
+toward the stances it engaged). An LLM user's own posts are journaled as its own and, from the
+next step, are task posts in the feeds, with the model's attributes by a stated rule (topic named
+in the text else drawn around the author's interests, stance around the author's opinion,
+misinformation only for a misinformation account; `oasis_gym/world/user_posts.py`).
+`tests/test_transfer.py` plays a policy trained on the fast path (`train/task_policy.py`) beside
+tiny-LLM users and checks what the model counted.
 
 ## Version history
 - v4 (issue 57): `info` as Recommender-v1's (its Info): the hidden truth's values only with
