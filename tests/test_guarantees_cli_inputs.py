@@ -165,6 +165,19 @@ BAD = {
     # train: refused before the baselines are evaluated (--n-envs 0 failed after two minutes)
     "train_n_envs_zero": (None, [*TRAIN, "--n-envs", "0"], "--n-envs"),
     "train_timesteps_zero": (None, [*TRAIN, "--timesteps", "0"], "--timesteps"),
+    # --env-workers: processes that step the episodes, at most one per episode
+    "train_env_workers_over_n_envs": (
+        None,
+        ["train", "moderator", "--n-envs", "4", "--env-workers", "5"],
+        "--env-workers",
+    ),
+    "train_env_workers_negative": (None, ["train", "moderator", "--env-workers", "-1"], "--env-workers"),
+    "benchmark_env_workers_text": (None, ["benchmark", "moderator", "--env-workers", "two"], "--env-workers"),
+    "scratch_env_workers_over_n_envs": (
+        None,
+        ["scratch", "moderator", "--n-envs", "8", "--env-workers", "9", "--out", "s"],
+        "--env-workers",
+    ),
     "train_timesteps_negative": (None, [*TRAIN, "--timesteps", "-10"], "--timesteps"),
     "train_time_limit_nan": (None, [*TRAIN, "--time-limit", "nan"], "--time-limit"),
     "train_agent_param_inf": (None, [*TRAIN, "--agent-param", "misinfo_penalty=inf"], "--agent-param"),

@@ -67,6 +67,7 @@ FUNCTION_LEVEL_IMPORTS: dict[str, int] = {
     "oasis_gym.train.common": 1,
     "oasis_gym.train.ppo": 2,  # SB3 and torch (callbacks, slot policy) load when training starts
     "oasis_gym.train.v1": 2,  # (callbacks, VecEnv adapter)
+    "oasis_gym.train.scratch_agents": 1,  # (callbacks: SB3 loads when training starts, not at `scratch`'s start)
 }
 
 # Groups of core modules that import each other (at run time) today; the same shrink-only rule.

@@ -101,6 +101,41 @@ class StopAfterSeconds(BaseCallback):
         return True
 
 
+class UpdateThreads(BaseCallback):
+    """Torch runs the gradient updates on `threads` threads and the rollouts on the count it had
+    when training started (one under `oasis-gym train`), put back at the end: the cores the env
+    workers (`envs/vector_shards.py`) step on during a rollout are idle during an update.
+    Measured (Moderator-v1 hard, the slot policy, 2 cores, quiet): the update 3.5 -> 2.3 s per
+    16,384 timesteps, the same parameters to the last bit with 1, 2 or 3 threads (SB3's PPO;
+    tests/test_vector_shards.py holds it); the recommender's small MLP gains nothing (0.25 ->
+    0.32 s), so `oasis-gym train` asks for it on the moderator's slot policy only."""
+
+    def __init__(self, threads: int, verbose: int = 0):
+        super().__init__(verbose)
+        self.threads, self._base = threads, 1
+
+    @staticmethod
+    def _torch():
+        import torch
+
+        return torch
+
+    def _on_training_start(self) -> None:
+        self._base = self._torch().get_num_threads()
+
+    def _on_rollout_start(self) -> None:
+        self._torch().set_num_threads(self._base)
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self._torch().set_num_threads(self.threads)
+
+    def _on_training_end(self) -> None:
+        self._torch().set_num_threads(self._base)
+
+
 class BaselineEvalCallback(BaseCallback):
     """Every `every` timesteps, evaluate the current model on fixed seeds and log
     `eval/return` next to the (constant) returns of the baselines, `eval/baseline_<name>`,

@@ -50,6 +50,7 @@ class PPOConfig:
     out_dir: str = "runs/train"
     verbose: int = 0
     progress: bool = False  # SB3's progress bar (the CLI's default; --quiet / --json: off)
+    update_threads: int = 1  # torch threads of the gradient updates (`callbacks.UpdateThreads`; else one)
     # the v0 builder's (`common.train_on_platform`): its envs, network, checkpoints and evaluation
     n_envs: int = 2
     subproc: bool = True
@@ -124,7 +125,7 @@ def train_ppo(
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import CallbackList
 
-    from .callbacks import LearningCurve, StopAfterSeconds
+    from .callbacks import LearningCurve, StopAfterSeconds, UpdateThreads
 
     net = policy_class(policy.policy)
     out = Path(cfg.out_dir)
@@ -138,6 +139,7 @@ def train_ppo(
     curve = LearningCurve()
     stopper = StopAfterSeconds(cfg.time_limit_s) if cfg.time_limit_s else None
     extra = callbacks(vec, logs) if callbacks is not None else []
+    extra += [UpdateThreads(cfg.update_threads)] if cfg.update_threads > 1 else []
     start = time.perf_counter()
     model.learn(
         cfg.total_timesteps,

@@ -53,7 +53,8 @@ from .protocol import PROTOCOL, candidate_scores, evaluate, held_out, play
 FILES = ("results.md", "results.json", "learning_curves.png", "performance_profiles.png", "baselines.json",
          "runs/*.ckpt", "runs/*.eval.json", "curves/*.json")  # fmt: skip
 STATS = ("iqm", "iqm_lo", "iqm_hi", "mean", "mean_lo", "mean_hi")  # an agent's numbers in the --json line
-NOT_SETTINGS = ("baselines", "time_limit", "out")  # options that do not change a run (free between sessions)
+# options that do not change a run (free between sessions; --env-workers: the same run bit for bit)
+NOT_SETTINGS = ("baselines", "time_limit", "out", "env_workers")
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Args:
     max_steps: int = redeclare(v1.Args, "max_steps")
     ranking: str = redeclare(v1.Args, "ranking")
     n_envs: int = redeclare(v1.Args, "n_envs")
+    env_workers: int = redeclare(v1.Args, "env_workers")
     seed: int = redeclare(v1.Args, "seed")
     population_seed: int = redeclare(v1.Args, "population_seed")
     eval_population: int = redeclare(v1.Args, "eval_population")
@@ -196,7 +198,8 @@ def train_run(args: Args, agent: str, seed: int, output: OutputDir, key: str, se
     every = -(-args.checkpoint_every // step) * step
     while record["timesteps"] < args.timesteps:
         start = time.perf_counter()
-        model.learn(min(every, args.timesteps - record["timesteps"]), reset_num_timesteps=False)
+        model.learn(min(every, args.timesteps - record["timesteps"]), reset_num_timesteps=False,
+                    callback=scratch_agents.callbacks(agent, args.task_args(seed)))  # fmt: skip
         record["seconds"] += time.perf_counter() - start
         session.trained = True
         record["timesteps"] = int(model.num_timesteps)
@@ -212,7 +215,9 @@ def train_run(args: Args, agent: str, seed: int, output: OutputDir, key: str, se
             f"{point['validation']:.2f} ({record['timesteps'] / record['seconds']:.0f} timesteps/s)")  # fmt: skip
         if session.over():
             break
-    return record | {"state": scratch_agents.snapshot(agent, model, vec, monitor)}
+    state = scratch_agents.snapshot(agent, model, vec, monitor)
+    vec.close()  # its env workers end here (`envs/vector_shards.py`), not when the model is collected
+    return record | {"state": state}
 
 
 def _baselines(args: Args, output: OutputDir, key: str, say) -> tuple[dict, str]:
@@ -242,6 +247,7 @@ def _evaluated(args: Args, agent: str, record: dict, against: dict, output: Outp
     if saved and saved["timesteps"] == record["timesteps"] and saved["against"] == against.get("key", "benchmark"):
         return saved["eval_sets"]
     model, vec, _ = scratch_agents.restore(agent, record["state"])
+    vec.close()  # the greedy policy needs the observation statistics only, not the training env's workers
     res = evaluate(scratch_agents.Greedy(model, vec), args.task, args.difficulty, against=against)
     sets = {name: [r["return"] for r in s["runs"]] for name, s in res["eval_sets"].items()}
     data = {"key": key, "timesteps": record["timesteps"], "against": against.get("key", "benchmark"), "eval_sets": sets}

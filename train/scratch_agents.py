@@ -118,6 +118,14 @@ def build(agent: str, vec, seed: int, n_envs: int, transitions: int = ROLLOUT):
     return cls("MlpPolicy", vec, n_steps=n_steps, **kw)
 
 
+def callbacks(agent: str, args) -> list:
+    """The callbacks of an agent's training (`args`: the run's `v1.Args`): the slot policy's updates
+    on as many torch threads as env workers (`callbacks.UpdateThreads`: no bit changes)."""
+    from .callbacks import UpdateThreads
+
+    return [UpdateThreads(args.workers())] if agent == "slot_ppo" and args.workers() > 1 else []
+
+
 def snapshot(agent: str, model, vec, monitor) -> dict:
     """Everything a run continues from (module docstring), as a picklable dict."""
     import torch

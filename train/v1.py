@@ -42,6 +42,7 @@ import numpy as np
 from oasis_gym import load_entry_point, vector_envs
 from oasis_gym.app.console import Summary, duration, plural
 from oasis_gym.checks import MAX_ID, MAX_SEED, OneLineParser
+from oasis_gym.envs.vector_shards import ShardedVectorEnv, auto_workers
 from oasis_gym.metrics.intervals import mean_ci
 from oasis_gym.model import moderation
 from oasis_gym.model.observations import MODERATOR_GLOBALS
@@ -90,7 +91,13 @@ class Args:
         "saved in eval.json)",
         bounds=(1, MAX_ID),
     )
-    n_envs: int = opt(32, "episodes stepped together (one process)", bounds=(1, MAX_VEC_ENVS))
+    n_envs: int = opt(32, "episodes stepped together", bounds=(1, MAX_VEC_ENVS))
+    env_workers: int = opt(
+        0,
+        "processes the episodes are stepped in, a share of them each (0: one per core, each with at least "
+        "16 episodes; 1: this process alone); results do not depend on it (envs/vector_shards.py)",
+        bounds=(0, MAX_VEC_ENVS),
+    )
     seed: int = opt(
         0,
         "PPO seed; training episodes start at seeds seed .. seed + n_envs - 1, then >= 2**20",
@@ -166,6 +173,10 @@ class Args:
             env["ranking"] = self.ranking
         return env
 
+    def workers(self) -> int:
+        """The processes the training episodes are stepped in (`--env-workers`; 0: `auto_workers`)."""
+        return self.env_workers or auto_workers(self.n_envs)
+
     @property
     def task_id(self) -> str:
         """The task's name and version, e.g. "recommender-v2"."""
@@ -177,6 +188,8 @@ class Args:
         cli_args.check_bounds(self)  # every number in its type and range (the options' bounds)
         if not 1 <= len(self.policy_layers) <= 4:
             raise ValueError(f"--policy-layers must be 1-4 layer sizes, got {list(self.policy_layers)}")
+        if self.env_workers > self.n_envs:
+            raise ValueError(f"--env-workers must be at most --n-envs ({self.n_envs}), got {self.env_workers}")
         if self.n_envs % self.paired:
             raise ValueError(f"--paired must divide --n-envs ({self.n_envs}), got {self.paired!r}")
         if self.sde_sample_freq and self.task != "recommender":
@@ -223,13 +236,19 @@ def task_policy(args: Args, anchor: anchored.NoAnchor) -> PolicySpec:
 
 def sb3_vec_env(args: Args, anchor: anchored.NoAnchor | None = None):
     """The task's native vector env of `args.n_envs` episodes as SB3's VecEnv (`LockstepSB3VecEnv`:
-    PPO's actions relative to `anchor`, `args.paired` envs a group); what `train_on_task` and the
+    PPO's actions relative to `anchor`, `args.paired` envs a group), stepped in `args.env_workers`
+    processes (`ShardedVectorEnv`; 0: `auto_workers`, 1: in this one); what `train_on_task` and the
     from-scratch agents (`train/scratch.py`) train on."""
     from .sb3_vec_env import LockstepSB3VecEnv
 
     env = args.env()
     env.pop("version", None)  # the class is the version
-    venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
+    workers = args.workers()
+    if workers > 1:
+        env_id = f"oasis_gym/{args.task.capitalize()}-v{args.version}"
+        venv = ShardedVectorEnv(env_id, args.n_envs, workers, autoreset_mode="SameStep", **env)
+    else:
+        venv = load_entry_point(VERSIONS[args.task][args.version])(args.n_envs, autoreset_mode="SameStep", **env)
     return LockstepSB3VecEnv(venv, anchor or anchored.NoAnchor(), group=args.paired)
 
 
@@ -243,14 +262,16 @@ def train_on_task(args: Args, anchor: anchored.NoAnchor | None = None, wrap=None
 
     anchor = anchor or anchored.NoAnchor()
     inner = sb3_vec_env(args, anchor)
+    policy = task_policy(args, anchor)
     cfg = PPOConfig(total_timesteps=args.timesteps, time_limit_s=args.time_limit or None, seed=args.seed,
                     n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=args.n_epochs,
                     learning_rate=args.learning_rate, gamma=args.gamma, gae_lambda=args.gae_lambda,
                     ent_coef=args.ent_coef, sde_sample_freq=args.sde_sample_freq, out_dir=args.out,
-                    verbose=0 if args.quiet else 1, progress=not args.quiet, n_envs=args.n_envs)  # fmt: skip
+                    verbose=0 if args.quiet else 1, progress=not args.quiet, n_envs=args.n_envs,
+                    update_threads=args.workers() if policy.policy == SLOT else 1)  # fmt: skip
     paired = (lambda vec, logs: [PairedAdvantages(args.paired)]) if args.paired > 1 else None
     vec_env = VecMonitor(wrap(inner) if wrap else inner)
-    model, vec, info = train_ppo(vec_env, task_policy(args, anchor), cfg, paired, log_name=args.task_id)
+    model, vec, info = train_ppo(vec_env, policy, cfg, paired, log_name=args.task_id)
     info["timesteps_per_s"] = model.num_timesteps / info["train_seconds"]
     return model, vec, info
 

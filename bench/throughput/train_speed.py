@@ -4,6 +4,7 @@
     python bench/throughput/train_speed.py --baseline 182f970    # side by side with that commit's code
     python bench/throughput/train_speed.py --tasks moderator-v1:hard --profile
     python bench/throughput/train_speed.py --env-only --repeats 5 --baseline HEAD  # the engine alone
+    python bench/throughput/train_speed.py --tasks all --baseline 525527b    # every task/tier, one process before
 
 Each measurement runs `train.v1.train_on_task` (the PPO of `oasis-gym train` and `oasis-gym
 benchmark`: `train/ppo.py` over `train/sb3_vec_env.py`'s adapter, torch limited to one thread as
@@ -64,6 +65,20 @@ order (bit-exact, tried) is slower than einsum (1.5 against 0.95 ms for the scor
 new task version could buy, measured with results changed (CPU ms a step, load 10.7,
 Recommender-v3 medium / Moderator-v1 hard): 24 candidates instead of 32 21.4 -> 18.2 / 16.8
 -> 14.6, 16 candidates 16.4 / 12.7, BLAS scores 19.7 / 16.0: at most 1.3x, not 2x.
+
+Session 28 (issue 57's "on 2 cores"): the second core. `--env-workers` (train's; default one
+share per core with >= 16 episodes each) steps the episodes in `envs/vector_shards.py`'s
+`ShardedVectorEnv` (this process one share, a worker process the other: the same run bit for
+bit), and the moderator's slot policy updates on 2 torch threads (`callbacks.UpdateThreads`;
+the same parameters bit for bit; the recommender's small MLP does not gain). A baseline
+without the option steps in one process. `--baseline 525527b`, all 18 task/tiers, one
+interleaved run each, 16,384 timesteps, load 1.15-1.48 (quiet): training 1.11-1.78x
+(1,646-2,420 timesteps/s against 1,032-1,759; 15 of 18 at 1,700 or more, Recommender-v4 easy
+/ medium and Moderator-v2 easy at 1,646-1,668); the env alone 1.12-2.1x. Shares now: the
+recommenders' env 80-85 %, rollout 8-10 %, updates 7-11 %; the moderators' env 57-62 %,
+rollout 11-13 %, updates 26-31 % (2 threads). Within one process's step the env's share is
+slower in training than alone (a step 8.9 ms in training, 7.3 alone, Moderator-v1 hard): the
+learner's work between steps leaves the caches cold.
 """
 
 from __future__ import annotations
@@ -91,7 +106,8 @@ def _task(spec: str) -> tuple[str, int, str]:
     return task, int(version), tier or "medium"
 
 
-def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: int = 1000, n_envs: int = 32) -> dict:
+def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: int = 1000, n_envs: int = 32,
+            workers: int = 0) -> dict:  # fmt: skip
     """One training run of `spec` in this process: timesteps/s and the seconds of each part."""
     import torch
     from stable_baselines3 import PPO
@@ -139,7 +155,8 @@ def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: 
         for (cls, name), part in patched.items():
             setattr(cls, name, timed(part, saved[(cls, name)]))
         args = v1.Args(task=task, version=version, difficulty=tier, timesteps=timesteps, seed=seed, users=users,
-                       n_envs=n_envs, anchor="none", quiet=True, out=str(Path(out) / "run"))  # fmt: skip
+                       n_envs=n_envs, anchor="none", quiet=True, out=str(Path(out) / "run"),
+                       **_workers(workers))  # fmt: skip
         load = os.getloadavg()[0]
         if profile:
             import cProfile
@@ -174,12 +191,29 @@ def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: 
         "env_share": round(split["env"] / total, 3),
         "learner_share": round((split["adapter"] + split["rollout"] + split["update"]) / total, 3),
         "torch_threads": torch.get_num_threads(),
+        "env_workers": _resolved(workers, n_envs),
         "load_before": round(load, 2),
         "load_after": round(os.getloadavg()[0], 2),
     }
 
 
-def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int = 32) -> dict:
+def _workers(workers: int) -> dict:
+    """`env_workers=` for `v1.Args` where the measured code has it (a baseline before it steps in one process)."""
+    from oasis_gym.train import v1
+
+    return {"env_workers": workers} if "env_workers" in v1.Args.__dataclass_fields__ else {}
+
+
+def _resolved(workers: int, n_envs: int) -> int:
+    """The processes the measured code steps the episodes in."""
+    if not _workers(workers):
+        return 1
+    from oasis_gym.envs.vector_shards import auto_workers
+
+    return workers or auto_workers(n_envs)
+
+
+def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int = 32, workers: int = 0) -> dict:
     """The native vector env of `spec` alone (train's settings, no learner): `steps` steps of seeded
     random actions after a reset and 3 steps of warm-up; env steps/s and timesteps/s."""
     import numpy as np
@@ -193,7 +227,15 @@ def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int
     args = v1.Args(task=task, version=version, difficulty=tier, seed=seed, users=users, n_envs=n_envs)
     env = args.env()
     env.pop("version", None)
-    venv = load_entry_point(v1.VERSIONS[task][version])(n_envs, autoreset_mode="SameStep", **env)
+    shards = _resolved(workers, n_envs)
+    if shards > 1:
+        from oasis_gym.envs.vector_shards import ShardedVectorEnv
+
+        venv = ShardedVectorEnv(
+            f"oasis_gym/{task.capitalize()}-v{version}", n_envs, shards, autoreset_mode="SameStep", **env
+        )
+    else:
+        venv = load_entry_point(v1.VERSIONS[task][version])(n_envs, autoreset_mode="SameStep", **env)
     space, draw = venv.action_space, np.random.default_rng(seed)
     integral = np.issubdtype(space.dtype, np.integer)
     actions = [
@@ -216,7 +258,9 @@ def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int
         "env_seconds": round(seconds, 3),
         "env_steps_per_s": round(steps / seconds, 2),
         "env_timesteps_per_s": round(steps * n_envs / seconds, 1),
-        "env_cpu_ms_per_step": round(1000 * cpu / steps, 2),  # this process's CPU: less moved by the load
+        # this process's CPU, less moved by the load than the wall clock (not the workers': None with workers)
+        "env_cpu_ms_per_step": round(1000 * cpu / steps, 2) if shards == 1 else None,
+        "env_workers": shards,
         "env_load_before": round(load, 2),
     }
 
@@ -241,7 +285,7 @@ def run_child(root: Path, spec: str, ns: argparse.Namespace) -> dict:
         spec,
         *(
             str(a)
-            for name in ("timesteps", "seed", "users", "n_envs", "env_steps")
+            for name in ("timesteps", "seed", "users", "n_envs", "env_steps", "env_workers")
             for a in (f"--{name.replace('_', '-')}", getattr(ns, name))
         ),
         *(["--env-only"] if ns.env_only else []),
@@ -257,13 +301,17 @@ def main(argv: list[str] | None = None) -> int:
     from oasis_gym.checks import OneLineParser
 
     p = OneLineParser(description=__doc__.split("\n")[0])
-    p.add_argument("--tasks", nargs="+", default=list(TASKS), help="task-vN:tier, e.g. moderator-v1:hard")
+    p.add_argument("--tasks", nargs="+", default=list(TASKS),
+                   help="task-vN:tier, e.g. moderator-v1:hard; all: every task, version and tier")  # fmt: skip
     p.add_argument("--timesteps", type=int, default=8192, help="PPO timesteps per measurement (4 rollouts)")
     p.add_argument("--repeats", type=int, default=1, help="measurements per task and code")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--users", type=int, default=1000, help="users per platform (the tasks' default: 1000)")
     p.add_argument("--n-envs", type=int, default=32, help="episodes stepped together (train's default: 32)")
     p.add_argument("--env-steps", type=int, default=200, help="steps of the vector env alone per measurement")
+    p.add_argument("--env-workers", type=int, default=0,
+                   help="processes the episodes are stepped in (train's --env-workers; 0: one per core, each with "
+                        ">= 16 episodes; a baseline without the option: one)")  # fmt: skip
     p.add_argument("--env-only", action="store_true", help="measure only the vector env alone (no training)")
     p.add_argument("--baseline", help="a git commit measured beside this checkout, run by run")
     p.add_argument("--profile", action="store_true", help="cProfile one measurement in this process")
@@ -271,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = p.parse_args(argv)
     from oasis_gym import vector_envs
     from oasis_gym.train import v1
+
+    if ns.tasks == ["all"]:
+        ns.tasks = [f"{t}-v{v}:{tier}" for t in v1.TASKS for v in vector_envs(t) for tier in ("easy", "medium", "hard")]
 
     for spec in ns.tasks if ns.child is None else [ns.child]:
         try:
@@ -282,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"unknown task {spec!r} (task-vN:tier, e.g. moderator-v1:hard)")
         try:  # train's own checks of the numbers (users, envs, timesteps, seed)
             v1.Args(task=task, version=version, difficulty=tier, timesteps=ns.timesteps, seed=ns.seed,
-                    users=ns.users, n_envs=ns.n_envs).check()  # fmt: skip
+                    users=ns.users, n_envs=ns.n_envs, **_workers(ns.env_workers)).check()  # fmt: skip
         except ValueError as err:
             p.error(str(err))
     if ns.repeats < 1:
@@ -305,9 +356,9 @@ def main(argv: list[str] | None = None) -> int:
             "n_envs": ns.n_envs,
         }
         if not ns.env_only:
-            row = measure(spec, ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs)
+            row = measure(spec, ns.timesteps, ns.seed, ns.profile, ns.users, ns.n_envs, ns.env_workers)
         if not ns.profile:
-            row.update(measure_env(spec, ns.env_steps, ns.seed, ns.users, ns.n_envs))
+            row.update(measure_env(spec, ns.env_steps, ns.seed, ns.users, ns.n_envs, ns.env_workers))
         print(json.dumps(row), flush=True)
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="train_speed-code-"))
@@ -336,7 +387,7 @@ def side_by_side(spec: str, ref: str, results: dict, repeats: int) -> dict:
     timesteps/s where trained, the env alone's steps/s), their ratios and the loads seen."""
     row = {"bench": "train_speed", "task": spec, "repeats": repeats}
     for key in ("timesteps_per_s", "env_steps_per_s", "env_cpu_ms_per_step"):
-        if key in results[(spec, ref)][0]:
+        if results[(spec, ref)][0].get(key) is not None and results[(spec, "checkout")][0].get(key) is not None:
             before = statistics.median(r[key] for r in results[(spec, ref)])
             after = statistics.median(r[key] for r in results[(spec, "checkout")])
             row[f"median_{key}"] = {ref: before, "checkout": after}
