@@ -249,3 +249,18 @@ def test_training_on_two_workers_with_two_update_threads_is_training_in_one_proc
     finally:
         torch.set_num_threads(threads)
     assert one == two
+
+
+@pytest.mark.parametrize(
+    ("loadavg", "busy"),
+    [
+        ("1.31 1.20 0.90 1/130 4242", False),  # this process alone runs; a training's own load
+        ("1.31 1.20 0.90 2/130 4242", True),  # another runnable task now
+        ("2.40 1.20 0.90 1/130 4242", True),  # the last minute: more work than cores
+    ],
+)
+def test_the_updates_take_a_second_thread_only_on_an_idle_machine(loadavg, busy):
+    from oasis_gym.train.callbacks import machine_busy
+
+    assert machine_busy(2, loadavg) is busy
+    assert machine_busy(2, "not a loadavg") == (os.getloadavg()[0] >= 2)  # elsewhere: the load alone

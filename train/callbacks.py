@@ -15,9 +15,11 @@ records them with `self.logger.record`, so they are written with SB3's own `roll
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
@@ -101,18 +103,35 @@ class StopAfterSeconds(BaseCallback):
         return True
 
 
+def machine_busy(cores: int, loadavg: str | None = None) -> bool:
+    """Does another process want a core now? Linux's /proc/loadavg (or `loadavg`, its text): another
+    runnable task beside this one at this instant, or a 1-minute load of at least `cores` (a
+    training on both cores alone keeps it at 1.2-1.5 on 2 cores); elsewhere the load alone."""
+    try:
+        text = loadavg if loadavg is not None else Path("/proc/loadavg").read_text(encoding="ascii")
+        fields = text.split()
+        load, runnable = float(fields[0]), int(fields[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0] >= cores
+    return runnable > 1 or load >= cores
+
+
 class UpdateThreads(BaseCallback):
-    """Torch runs the gradient updates on `threads` threads and the rollouts on the count it had
-    when training started (one under `oasis-gym train`), put back at the end: the cores the env
+    """Torch runs the gradient updates on `threads` threads while the machine has no other work
+    (`machine_busy`, checked before each update), and the rollouts on the count it had when
+    training started (one under `oasis-gym train`), put back at the end: the cores the env
     workers (`envs/vector_shards.py`) step on during a rollout are idle during an update.
-    Measured (Moderator-v1 hard, the slot policy, 2 cores, quiet): the update 3.5 -> 2.3 s per
-    16,384 timesteps, the same parameters to the last bit with 1, 2 or 3 threads (SB3's PPO;
-    tests/test_vector_shards.py holds it); the recommender's small MLP gains nothing (0.25 ->
-    0.32 s), so `oasis-gym train` asks for it on the moderator's slot policy only."""
+    Measured (Moderator-v1 hard, the slot policy, 2 cores): quiet, the update 3.5 -> 2.3 s per
+    16,384 timesteps; beside another busy process, 2 threads made it 3x slower (2.0 -> 6.0 s per
+    8,192: a thread that loses its core stalls the other), hence the check. The same parameters
+    to the last bit with 1, 2 or 3 threads (SB3's PPO; tests/test_vector_shards.py holds it), so
+    the choice never changes a run. The recommender's small MLP gains nothing (0.25 -> 0.32 s),
+    so `oasis-gym train` asks for it on the moderator's slot policy only."""
 
     def __init__(self, threads: int, verbose: int = 0):
         super().__init__(verbose)
         self.threads, self._base = threads, 1
+        self.updates_threaded = 0  # updates run on `threads` threads (the others: on the base count)
 
     @staticmethod
     def _torch():
@@ -130,7 +149,9 @@ class UpdateThreads(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        self._torch().set_num_threads(self.threads)
+        if not machine_busy(self.threads):
+            self._torch().set_num_threads(self.threads)
+            self.updates_threaded += 1
 
     def _on_training_end(self) -> None:
         self._torch().set_num_threads(self._base)

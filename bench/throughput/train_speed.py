@@ -69,8 +69,9 @@ Recommender-v3 medium / Moderator-v1 hard): 24 candidates instead of 32 21.4 -> 
 Session 28 (issue 57's "on 2 cores"): the second core. `--env-workers` (train's; default one
 share per core with >= 16 episodes each) steps the episodes in `envs/vector_shards.py`'s
 `ShardedVectorEnv` (this process one share, a worker process the other: the same run bit for
-bit), and the moderator's slot policy updates on 2 torch threads (`callbacks.UpdateThreads`;
-the same parameters bit for bit; the recommender's small MLP does not gain). A baseline
+bit), and the moderator's slot policy updates on 2 torch threads while the machine is otherwise idle
+(`callbacks.UpdateThreads`: beside a busy test suite 2 threads made the updates 3x slower; the
+same parameters bit for bit; the recommender's small MLP does not gain). A baseline
 without the option steps in one process. `--baseline 525527b`, all 18 task/tiers, one
 interleaved run each, 16,384 timesteps, load 1.15-1.48 (quiet): training 1.11-1.78x
 (1,646-2,420 timesteps/s against 1,032-1,759; 15 of 18 at 1,700 or more, Recommender-v4 easy
