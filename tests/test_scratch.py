@@ -118,15 +118,15 @@ def test_a_continued_ppo_run_equals_an_uninterrupted_one(moderator_run, tmp_path
 
 
 def test_each_recommender_agent_trains_evaluates_and_continues(tmp_path):
-    """recurrent_ppo and sac on Recommender-v3 (2 seeds each); each stopped after its first
-    checkpoint and continued ends where the uninterrupted run ends (every parameter); ppo too."""
-    whole = tmp_path / "whole"
+    """recurrent_ppo, framestack_ppo and sac on Recommender-v3 (2 seeds each); each stopped after
+    its first checkpoint and continued ends where the uninterrupted run ends (every parameter); ppo too."""
+    whole, agents = tmp_path / "whole", ["recurrent_ppo", "framestack_ppo", "sac"]
     argv = ["recommender", *TINY, "--timesteps", "256", "--rollout", "128", "--checkpoint-every", "128", "--quiet"]
-    scratch(*argv, "--out", whole, "--agents", "recurrent_ppo,sac")
+    scratch(*argv, "--out", whole, "--agents", ",".join(agents))
     result = json.loads((whole / "results.json").read_text())
-    assert result["task"] == "recommender-v3" and list(result["agents"]) == ["recurrent_ppo", "sac"]
+    assert result["task"] == "recommender-v3" and list(result["agents"]) == agents
     assert {"tuned_constant", "default_ranking"} <= set(result["eval_sets"]["held-out seeds"]["p_improvement"]["sac"])
-    for agent in ("recurrent_ppo", "sac"):
+    for agent in agents:
         out, one = tmp_path / agent, [*argv, "--seeds", "1", "--agents", agent, "--baselines", whole]
         partial = scratch(*one, "--out", out, "--time-limit", "0.001", "--json")
         assert json.loads(partial.stdout)["agents"][agent]["progress"]["least"] == 0.5
@@ -215,6 +215,29 @@ def test_the_greedy_recurrent_policy_forgets_between_batches_of_episodes():
 
     protocol.evaluate(Policy(), "moderator", "easy", users=40, max_steps=2, eval_seeds=(9000,))
     assert calls == ["reset", "act", "act"] * 2  # two held-out sets, two steps each
+
+
+def test_the_greedy_frame_stack_is_the_one_the_agent_trained_on():
+    """framestack_ppo's greedy policy stacks the normalized observations as SB3's VecFrameStack did
+    in training (oldest first, zeros before the first), and starts anew after `reset()`."""
+    from oasis_gym.train import scratch_agents, v1
+
+    args = v1.Args(task="moderator", users=40, max_steps=20, n_envs=4, anchor="none", quiet=True, env_workers=1)
+    vec, _ = scratch_agents.make_env(args)
+    model = scratch_agents.build("framestack_ppo", vec, 0, args.n_envs, 64)
+    vec.training = False  # fixed statistics, so the two normalize alike
+    env, greedy = model.get_env(), scratch_agents.Greedy(model, vec)
+    assert greedy.frames == scratch_agents.STACK
+    stacked = env.reset()
+    for _ in range(6):  # past the stack's length, inside the 20-step episodes
+        assert np.array_equal(greedy._stack(vec.normalize_obs(vec.get_original_obs())), stacked)
+        greedy._start = False
+        stacked = env.step(np.stack([env.action_space.sample() for _ in range(args.n_envs)]))[0]
+    greedy.reset()
+    first = greedy._stack(vec.normalize_obs(vec.get_original_obs()))
+    width = vec.observation_space.shape[-1]
+    assert not first[:, :-width].any() and np.array_equal(first[:, -width:], stacked[:, -width:])
+    vec.close()
 
 
 def test_a_checkpoint_holds_a_model_sb3_loads(moderator_run):

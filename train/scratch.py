@@ -1,7 +1,7 @@
 """`oasis-gym scratch TASK`: standard agents trained from scratch, resumable per (agent, seed), reported
 as RL papers report (issue 57).
 
-    oasis-gym scratch moderator --version 2 --difficulty hard --agents ppo,recurrent_ppo,slot_ppo \\
+    oasis-gym scratch moderator --version 2 --difficulty hard --agents ppo,framestack_ppo,slot_ppo \\
         --seeds 10 --timesteps 2000000 --out runs/scratch-mod2-hard
 
 Steps (read top to bottom):
@@ -62,8 +62,8 @@ class Args:
     """Settings of one from-scratch experiment (each field is a command-line option)."""
 
     task: str = opt("moderator", cli=False)
-    agents: str | None = opt(None, "comma-separated agents: ppo, recurrent_ppo, sac (recommender), slot_ppo "
-                             "(moderator); default: every agent of the task", type=str)  # fmt: skip
+    agents: str | None = opt(None, "comma-separated agents: ppo, framestack_ppo, sac (recommender), slot_ppo "
+                             "(moderator), recurrent_ppo; default: the first three of the task", type=str)  # fmt: skip
     seeds: int = opt(10, "training seeds per agent (--seed .. --seed + N - 1)", bounds=(1, MAX_SEEDS))
     timesteps: int = opt(2_000_000, "each run's budget (env steps, all envs; whole rollouts)", bounds=(1, MAX_ID))
     checkpoint_every: int = opt(
