@@ -240,6 +240,34 @@ def test_the_greedy_frame_stack_is_the_one_the_agent_trained_on():
     vec.close()
 
 
+def test_sac_updating_on_two_threads_changes_no_bit(monkeypatch):
+    """SAC's gradient steps on 2 torch threads (`scratch_agents.callbacks`, an idle machine assumed
+    so the threaded path runs) end on the parameters one thread gives, to the last bit."""
+    import torch
+
+    from oasis_gym.train import callbacks, scratch_agents, v1
+
+    monkeypatch.setattr(callbacks, "machine_busy", lambda *a: False)
+    monkeypatch.setattr(scratch_agents, "cores", lambda: 2)
+    args = v1.Args(task="recommender", users=40, max_steps=20, n_envs=4, anchor="none", quiet=True, env_workers=1)
+    (threaded,) = scratch_agents.callbacks("sac", args)
+    assert threaded.threads == 2 and scratch_agents.callbacks("ppo", args) == []
+    threads, params = torch.get_num_threads(), []
+    torch.set_num_threads(1)  # as `oasis-gym scratch` runs (`limit_threads`)
+    try:
+        for cb in ([], [threaded]):
+            vec, _ = scratch_agents.make_env(args)
+            model = scratch_agents.build("sac", vec, 0, args.n_envs)
+            model.learn(256, callback=cb)  # past SAC's 100 learning starts: 39 steps of 4 transitions train
+            params.append({k: v.detach().numpy().copy() for k, v in model.policy.state_dict().items()})
+            vec.close()
+            assert torch.get_num_threads() == 1  # put back after training
+    finally:
+        torch.set_num_threads(threads)
+    assert threaded.updates_threaded > 0
+    assert params[0].keys() == params[1].keys() and all(np.array_equal(params[0][k], params[1][k]) for k in params[0])
+
+
 def test_a_checkpoint_holds_a_model_sb3_loads(moderator_run):
     from stable_baselines3 import PPO
 

@@ -126,7 +126,8 @@ class UpdateThreads(BaseCallback):
     8,192: a thread that loses its core stalls the other), hence the check. The same parameters
     to the last bit with 1, 2 or 3 threads (SB3's PPO; tests/test_vector_shards.py holds it), so
     the choice never changes a run. The recommender's small MLP gains nothing (0.25 -> 0.32 s),
-    so `oasis-gym train` asks for it on the moderator's slot policy only."""
+    so `oasis-gym train` asks for it on the moderator's slot policy only; `oasis-gym scratch`
+    also for SAC (`scratch_agents.callbacks`: its many small gradient steps, 1.2x)."""
 
     def __init__(self, threads: int, verbose: int = 0):
         super().__init__(verbose)
