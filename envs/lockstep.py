@@ -108,7 +108,7 @@ def check_policy_users(backend: str, n: int, user_policy, policy_users) -> np.nd
 RENDER_MODES = ("ansi",)  # a line of text per episode: its step and the last step's values
 
 
-def _seeds(seed, k: int) -> np.ndarray:
+def reset_seeds(seed, k: int) -> np.ndarray:
     """Episode seeds of k envs from a reset's `seed` (None, an int or k ints)."""
     if seed is None:
         return TRAIN_SEEDS_FROM + np.random.default_rng().integers(0, 2**40, k)
@@ -196,7 +196,7 @@ class LockstepVectorEnv(_Lockstep, VectorEnv):
         if seed is None and self._started:
             seeds = next_episode_seed(self.episode_seeds)
         else:
-            seeds = _seeds(seed, self.num_envs)
+            seeds = reset_seeds(seed, self.num_envs)
         super().reset(seed=None if seed is None else int(seeds[0]))
         obs = self._start(np.arange(self.num_envs), seeds)
         self._autoreset[:] = False
@@ -258,7 +258,7 @@ class LockstepEnv(_Lockstep, gym.Env):
         if seed is None and self.episode_seeds[0] >= 0:
             seeds = next_episode_seed(self.episode_seeds[:1])
         else:
-            seeds = _seeds(seed, 1)
+            seeds = reset_seeds(seed, 1)
         super().reset(seed=None if seed is None else int(seeds[0]))
         self._started = True
         obs = self._start(np.zeros(1, np.int64), seeds)

@@ -50,7 +50,7 @@ import oasis_gym
 from oasis_gym import load_entry_point
 
 from .agent_spaces import check_action
-from .lockstep import _seeds
+from .lockstep import reset_seeds
 
 MIN_SHARD = 16  # episodes per share below which the engine's cost per episode rises (train_speed.py)
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -279,7 +279,7 @@ class ShardedVectorEnv(VectorEnv):
         if seed is None:
             parts = self._call_all("reset", [None] * self.workers)
         else:
-            seeds = _seeds(seed, self.num_envs)
+            seeds = reset_seeds(seed, self.num_envs)
             super().reset(seed=int(seeds[0]))
             parts = self._call_all("reset", [[int(s) for s in part] for part in self._slices(seeds)])
         obs = np.concatenate([p[0] for p in parts])

@@ -117,6 +117,26 @@ def test_a_continued_ppo_run_equals_an_uninterrupted_one(moderator_run, tmp_path
     assert "started" not in again.stderr and "continued" not in again.stderr
 
 
+def test_runs_side_by_side_are_the_runs_one_at_a_time(moderator_run, tmp_path):
+    """--jobs 2: each (agent, seed) run in a process of its own, the files written by the command;
+    every parameter, validation return and held-out episode is the one-at-a-time run's."""
+    out = tmp_path / "jobs"
+    argv = ["moderator", *TINY, "--agents", "ppo,slot_ppo", "--out", out, "--baselines", moderator_run, "--jobs", 2]
+    done = scratch(*argv)
+    assert all(f"{a}_seed{s}: started" in done.stderr for a in ("ppo", "slot_ppo") for s in (0, 1))  # the jobs' lines
+    for agent in ("ppo", "slot_ppo"):
+        for seed in (0, 1):
+            name = f"{agent}_seed{seed}"
+            a, b = _params(moderator_run / f"runs/{name}.ckpt", agent), _params(out / f"runs/{name}.ckpt", agent)
+            assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a), name
+            ca, cb = (json.loads((d / f"curves/{name}.json").read_text())["curve"] for d in (moderator_run, out))
+            assert [(p["timesteps"], p["validation"]) for p in ca] == [(p["timesteps"], p["validation"]) for p in cb]
+            ea, eb = (json.loads((d / f"runs/{name}.eval.json").read_text())["eval_sets"] for d in (moderator_run, out))
+            assert ea == eb, name
+    settings = json.loads((out / ".oasis-gym-scratch.json").read_text())["settings"]
+    assert "jobs" not in settings and "env_workers" not in settings  # not settings: another count continues it
+
+
 def test_each_recommender_agent_trains_evaluates_and_continues(tmp_path):
     """recurrent_ppo, framestack_ppo and sac on Recommender-v3 (2 seeds each); each stopped after
     its first checkpoint and continued ends where the uninterrupted run ends (every parameter); ppo too."""
@@ -181,6 +201,8 @@ def test_a_users_file_in_the_folder_is_never_touched(tmp_path):
         ("moderator", ["--seeds", "0"], "argument --seeds: expected a whole number in [1, 100]"),
         ("moderator", ["--rollout", "0"], "argument --rollout: expected a whole number in [1, "),
         ("moderator", ["--time-limit", "-1"], "argument --time-limit: expected a finite number"),
+        ("moderator", ["--jobs", "0"], "argument --jobs: expected a whole number in [1, 256]"),
+        ("moderator", ["--jobs", "two"], "argument --jobs: expected a whole number"),
         ("moderator", ["--eval-population", "0"], "--eval-population must differ"),
         ("moderator", ["--baselines", "nowhere"], "--baselines nowhere: no benchmark's results.json"),
     ],
@@ -275,15 +297,18 @@ def test_a_checkpoint_holds_a_model_sb3_loads(moderator_run):
     assert PPO.load(io.BytesIO(state["model"]), device="cpu").num_timesteps == 512
 
 
-def test_a_signal_keeps_the_checkpoints_and_the_same_command_continues(tmp_path):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_signal_keeps_the_checkpoints_and_the_same_command_continues(tmp_path, jobs):
     """SIGINT after the first checkpoint: one line, exit code 130, the checkpoint kept; the same
-    command then continues that run (it does not start it anew)."""
+    command then continues that run (it does not start it anew). With --jobs 2 (ppo and slot_ppo
+    side by side) the jobs are ended too."""
     import os
     import signal
     import time
 
-    out = tmp_path / "s"
-    argv = ["moderator", *TINY, "--agents", "ppo", "--seeds", "1", "--timesteps", "100000", "--out", out, "--quiet"]
+    out, agents = tmp_path / "s", "ppo" if jobs == 1 else "ppo,slot_ppo"
+    argv = ["moderator", *TINY, "--agents", agents, "--seeds", "1", "--timesteps", "100000", "--out", out, "--quiet",
+            "--jobs", jobs]  # fmt: skip
     cmd = [sys.executable, "-m", "oasis_gym.cli", "scratch", *map(str, argv)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

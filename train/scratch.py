@@ -40,21 +40,24 @@ from pathlib import Path
 from oasis_gym.app.console import Summary, plural
 from oasis_gym.app.interrupts import Stopped, exit_code, signal_name
 from oasis_gym.checks import MAX_ID
+from oasis_gym.envs.vector_shards import MIN_SHARD, cores
 from oasis_gym.figures import save_png
 from oasis_gym.outputs import OutputDir
 
-from . import rl_stats, scratch_agents, v1, v1_baselines
+from . import rl_stats, scratch_agents, scratch_jobs, v1, v1_baselines
 from . import scratch_report as report
 from .args import EVAL_SEEDS, MAX_ROLLOUT_STEPS, MAX_SECONDS, add_arguments, check_bounds, opt, parse_into, redeclare
 from .benchmark import MAX_SEEDS
 from .common import limit_threads, to_jsonable
 from .protocol import PROTOCOL, candidate_scores, evaluate, held_out, play
+from .scratch_jobs import Session
 
 FILES = ("results.md", "results.json", "learning_curves.png", "performance_profiles.png", "baselines.json",
          "runs/*.ckpt", "runs/*.eval.json", "curves/*.json")  # fmt: skip
+MAX_JOBS = 256
 STATS = ("iqm", "iqm_lo", "iqm_hi", "mean", "mean_lo", "mean_hi")  # an agent's numbers in the --json line
 # options that do not change a run (free between sessions; --env-workers: the same run bit for bit)
-NOT_SETTINGS = ("baselines", "time_limit", "out", "env_workers")
+NOT_SETTINGS = ("baselines", "time_limit", "out", "env_workers", "jobs")
 
 
 @dataclass
@@ -98,6 +101,8 @@ class Args:
     time_limit: float = opt(
         0.0, "start no chunk after this many seconds (the first always runs; 0: none)", bounds=(0.0, MAX_SECONDS)
     )
+    jobs: int = opt(1, "runs trained at once, each in a process of its own on --env-workers cores (default then: "
+                    "the cores shared out); the same runs whatever the number", bounds=(1, MAX_JOBS))  # fmt: skip
     out: str = opt("runs/scratch", "output folder (checkpoints, curves, results)")
 
     def __post_init__(self) -> None:
@@ -111,8 +116,11 @@ class Args:
         return given or list(scratch_agents.DEFAULT_AGENTS[self.task])
 
     def task_args(self, seed: int | None = None) -> v1.Args:
-        """The `v1.Args` of the runs (no anchor): the env, the protocol's seed sets, one run's seed."""
+        """The `v1.Args` of the runs (no anchor): the env, the protocol's seed sets, one run's seed;
+        with --jobs and --env-workers 0, each run's shares of the cores."""
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(v1.Args) if hasattr(self, f.name)}
+        if self.jobs > 1 and not self.env_workers:
+            shared["env_workers"] = max(1, min(cores() // self.jobs, self.n_envs // MIN_SHARD))
         return v1.Args(**shared | {"seed": self.seed if seed is None else seed, "anchor": "none", "quiet": True})
 
     def settings(self) -> dict:
@@ -160,17 +168,6 @@ def _validate(args: Args, greedy) -> dict:
     vargs = dataclasses.replace(args.task_args(), eval_seeds=tuple(args.validation_seeds))
     returns = [r["return"] for r in play(vargs, args.population_seed, greedy.act_for)]
     return {"validation": float(sum(returns) / len(returns)), "validation_returns": returns}
-
-
-class Session:
-    """This command's share of the work: after `--time-limit` seconds no chunk starts (the first always does)."""
-
-    def __init__(self, seconds: float):
-        self.deadline, self.trained = time.monotonic() + (seconds or float("inf")), False
-
-    def over(self) -> bool:
-        """Is the time up (and something trained)?"""
-        return self.trained and time.monotonic() >= self.deadline
 
 
 def train_run(args: Args, agent: str, seed: int, output: OutputDir, key: str, session: Session, say) -> dict:
@@ -365,11 +362,13 @@ def cmd_scratch(ns: argparse.Namespace) -> int:
     limit_threads(1)
     session = Session(args.time_limit)
     key = json.dumps(args.settings(), sort_keys=True)
+    runs = [(agent, seed) for seed in range(args.seed, args.seed + args.seeds) for agent in args.agent_list]
     try:
         records = {a: [] for a in args.agent_list}
-        for seed in range(args.seed, args.seed + args.seeds):
-            for agent in args.agent_list:
-                records[agent].append(train_run(args, agent, seed, output, key, session, say))
+        if args.jobs > 1:  # side by side (`scratch_jobs`), then each run as its checkpoint holds it
+            scratch_jobs.run_jobs(train_run, args, runs, output, key, session, ns.quiet or ns.json, args.jobs)
+        for agent, seed in runs:
+            records[agent].append(train_run(args, agent, seed, output, key, session, say))
         result = table(args, records, output, key, say)
     except Stopped as err:
         print(f"{command}: stopped by {signal_name(err)}; every checkpoint written is kept in {args.out}: the same "
