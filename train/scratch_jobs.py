@@ -28,7 +28,8 @@ from .v1 import progress_printer
 
 
 class Session:
-    """This command's share of the work: after `--time-limit` seconds no chunk starts (the first always does)."""
+    """This command's share of the work: after `--time-limit` seconds no chunk starts (the first always
+    does). A job gets a copy; its deadline is the same moment (`time.monotonic`: the machine's clock)."""
 
     def __init__(self, seconds: float):
         self.deadline, self.trained = time.monotonic() + (seconds or float("inf")), False
