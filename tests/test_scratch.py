@@ -117,6 +117,21 @@ def test_a_continued_ppo_run_equals_an_uninterrupted_one(moderator_run, tmp_path
     assert "started" not in again.stderr and "continued" not in again.stderr
 
 
+def test_table_only_trains_nothing_and_tables_the_runs_as_they_stand(moderator_run, tmp_path):
+    """--table-only on a folder stopped after its first chunk: no run starts or continues, the
+    checkpoints are untouched, and the table says how far each agent got."""
+    out = tmp_path / "partial"
+    argv = ["moderator", *TINY, "--agents", "ppo,slot_ppo", "--out", out, "--quiet", "--baselines", moderator_run]
+    scratch(*argv, "--time-limit", "0.001")
+    before = {p.name: p.read_bytes() for p in (out / "runs").glob("*.ckpt")}
+    assert list(before) == ["ppo_seed0.ckpt"]
+    done = scratch(*[a for a in argv if a != "--quiet"], "--table-only", "--json")
+    assert "started" not in done.stderr and "continued" not in done.stderr
+    assert {p.name: p.read_bytes() for p in (out / "runs").glob("*.ckpt")} == before
+    agents = json.loads(done.stdout)["agents"]
+    assert agents["ppo"]["progress"]["text"] == "0/2 seeds done, least 0% of budget" and "slot_ppo" not in agents
+
+
 def test_runs_side_by_side_are_the_runs_one_at_a_time(moderator_run, tmp_path):
     """--jobs 2: each (agent, seed) run in a process of its own, the files written by the command;
     every parameter, validation return and held-out episode is the one-at-a-time run's."""

@@ -12,7 +12,8 @@ Steps (read top to bottom):
    checkpoint (``runs/<agent>_seed<s>.ckpt``, one file, renamed into place) and its learning
    curve (``curves/<agent>_seed<s>.json``) are written. The same command again continues each
    unfinished run from its checkpoint and skips the finished ones; `--time-limit` starts no
-   chunk after that much wall time (the session's share), so the runs fill in across sessions.
+   chunk after that much wall time (the session's share), so the runs fill in across sessions;
+   `--jobs N` trains N runs side by side (`train/scratch_jobs.py`); `--table-only` none.
 2. the table: every run that trained (finished, or partly: the table says how far) played on the
    protocol's held-out seeds and population (`protocol.evaluate`), against the benchmark's
    baselines (`--baselines`: a benchmark's --out, its anchored PPO a row too; else tuned here by
@@ -342,6 +343,8 @@ def add_scratch_parser(subparsers) -> argparse.ArgumentParser:
         t.add_argument("--overwrite", action="store_true", help="start anew in --out (its earlier runs go)")
         t.add_argument("--json", action="store_true", help="print one JSON line instead of the table and summary")
         t.add_argument("--quiet", action="store_true", help="no progress lines")
+        t.add_argument("--table-only", action="store_true",
+                       help="train nothing: the table of the runs as their checkpoints hold them")  # fmt: skip
         add_arguments(t, Args)
     return p
 
@@ -361,11 +364,13 @@ def cmd_scratch(ns: argparse.Namespace) -> int:
     say = v1.progress_printer(ns.quiet or ns.json)
     limit_threads(1)
     session = Session(args.time_limit)
+    if ns.table_only:  # the time is up before anything starts: every run as its checkpoint holds it
+        session.deadline, session.trained = 0.0, True
     key = json.dumps(args.settings(), sort_keys=True)
     runs = [(agent, seed) for seed in range(args.seed, args.seed + args.seeds) for agent in args.agent_list]
     try:
         records = {a: [] for a in args.agent_list}
-        if args.jobs > 1:  # side by side (`scratch_jobs`), then each run as its checkpoint holds it
+        if args.jobs > 1 and not session.over():  # side by side, then each run as its checkpoint holds it
             scratch_jobs.run_jobs(train_run, args, runs, output, key, session, ns.quiet or ns.json, args.jobs)
         for agent, seed in runs:
             records[agent].append(train_run(args, agent, seed, output, key, session, say))
