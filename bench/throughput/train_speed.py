@@ -101,9 +101,18 @@ PARTS = ("env", "adapter", "rollout", "update")
 
 
 def _task(spec: str) -> tuple[str, int, str]:
-    """("moderator", 1, "hard") of "moderator-v1:hard"."""
+    """("moderator", 1, "hard") of "moderator-v1:hard" (the tier medium if not given); a ValueError
+    with one line if there is no such task, version with a native vector env, or tier."""
+    from oasis_gym import vector_envs
+
     name, _, tier = spec.partition(":")
     task, _, version = name.partition("-v")
+    try:
+        known = (tier or "medium") in ("easy", "medium", "hard") and int(version) in vector_envs(task)
+    except (ValueError, KeyError):
+        known = False
+    if not known:
+        raise ValueError(f"unknown task {spec!r} (task-vN:tier, e.g. moderator-v1:hard)")
     return task, int(version), tier or "medium"
 
 
@@ -325,14 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         ns.tasks = [f"{t}-v{v}:{tier}" for t in v1.TASKS for v in vector_envs(t) for tier in ("easy", "medium", "hard")]
 
     for spec in ns.tasks if ns.child is None else [ns.child]:
-        try:
+        try:  # the task, then train's own checks of the numbers (users, envs, timesteps, seed)
             task, version, tier = _task(spec)
-            known = tier in ("easy", "medium", "hard") and version in vector_envs(task)
-        except (ValueError, KeyError):
-            known = False
-        if not known:
-            p.error(f"unknown task {spec!r} (task-vN:tier, e.g. moderator-v1:hard)")
-        try:  # train's own checks of the numbers (users, envs, timesteps, seed)
             v1.Args(task=task, version=version, difficulty=tier, timesteps=ns.timesteps, seed=ns.seed,
                     users=ns.users, n_envs=ns.n_envs, **_workers(ns.env_workers)).check()  # fmt: skip
         except ValueError as err:
