@@ -23,8 +23,8 @@ and `sac` (recommender) or `slot_ppo` (moderator).
 
 Stated settings, and why:
 
-- PPO (every PPO agent) and RecurrentPPO collect 2048 transitions per rollout in all (`n_steps` = 2048 // envs per
-  env): SB3's default rollout for one env. Its `n_steps` 2048 per env would make 65,536
+- Every PPO agent and RecurrentPPO collect 2048 transitions per rollout in all (`n_steps` = 2048
+  // envs per env): SB3's default rollout for one env. Its `n_steps` 2048 per env would make 65,536
   transitions a rollout with 32 envs, 30 updates in 2M timesteps.
 - SAC takes one gradient step per transition (`gradient_steps=-1`: as many as the vector env's
   step collected), the update-to-data ratio of SB3's default with one env; its default 1 step per
@@ -36,10 +36,9 @@ would reset the env), RecurrentPPO's LSTM states (its `load` zeroes them), VecNo
 statistics and discounted returns (its pickle drops them), the vector env itself (its episodes in
 flight and seed chains: the native vector env pickles), VecMonitor's episode sums, the RNG states
 (Python, NumPy, torch, the action space's: `load` reseeds them all), the frame stack's last
-observations and SAC's replay buffer (about
-4 bytes x (2 x obs + action + 3) per stored transition, up to SB3's default 1M). Restored, the
-run goes on as the uninterrupted one: every parameter equal, for each agent
-(tests/test_scratch.py).
+observations and SAC's replay buffer (about 4 bytes x (2 x obs + action + 3) per stored
+transition, up to SB3's default 1M). Restored, the run goes on as the uninterrupted one: every
+parameter equal, for each agent (tests/test_scratch.py).
 """
 
 from __future__ import annotations
