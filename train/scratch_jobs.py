@@ -86,8 +86,9 @@ def run_jobs(train, args, runs: list[tuple[str, int]], output, key: str, session
                 proc, name = active[conn]
                 try:
                     kind, payload = conn.recv()
-                except EOFError:
-                    kind, payload = "error", f"its process ended (exit code {proc.join() or proc.exitcode})"
+                except EOFError:  # it died before answering (killed, out of memory)
+                    proc.join()
+                    kind, payload = "error", f"its process ended (exit code {proc.exitcode})"
                 if kind == "write":
                     output.write(*payload)
                     session.trained = True

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from train_speed import _task as _cell  # (this folder: the same task-vN:tier spec and its check)
+from train_speed import task_spec  # (this folder: the same task-vN:tier spec and its check)
 
 CELLS = ("recommender-v4:medium", "recommender-v4:hard", "moderator-v2:medium", "moderator-v2:hard")
 ONE = """
@@ -51,7 +51,7 @@ print(json.dumps({"seconds": round(seconds, 3), "done": model.num_timesteps - do
 
 def measure(ns, cell: str, agent: str) -> dict:
     """One agent's rate on one cell, in a fresh process."""
-    task, version, tier = _cell(cell)
+    task, version, tier = task_spec(cell)
     timesteps = max(1, ns.timesteps // 4) if agent == "sac" else ns.timesteps
     argv = [agent, task, version, tier, ns.users, ns.n_envs, ns.env_workers, ns.warmup, timesteps]
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", ONE, *map(str, argv)], capture_output=True, text=True)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for cell in ns.cells:
         try:  # the cell (train_speed's task spec), then the numbers as `oasis-gym scratch` checks them
-            task, version, tier = _cell(cell)
+            task, version, tier = task_spec(cell)
             v1.Args(task=task, version=version, difficulty=tier, users=ns.users, n_envs=ns.n_envs,
                     env_workers=ns.env_workers).check()  # fmt: skip
         except ValueError as err:

@@ -100,7 +100,7 @@ TASKS = ("moderator-v1:hard", "recommender-v3:medium", "recommender-v4:medium", 
 PARTS = ("env", "adapter", "rollout", "update")
 
 
-def _task(spec: str) -> tuple[str, int, str]:
+def task_spec(spec: str) -> tuple[str, int, str]:
     """("moderator", 1, "hard") of "moderator-v1:hard" (the tier medium if not given); a ValueError
     with one line if there is no such task, version with a native vector env, or tier."""
     from oasis_gym import vector_envs
@@ -157,7 +157,7 @@ def measure(spec: str, timesteps: int, seed: int, profile: bool = False, users: 
         inner.venv.reset = timed("env", inner.venv.reset)
         return Timed(inner)
 
-    task, version, tier = _task(spec)
+    task, version, tier = task_spec(spec)
     out = tempfile.mkdtemp(prefix="train_speed-")
     patched = {(PPO, "train"): "update", (OnPolicyAlgorithm, "collect_rollouts"): "rollout"}
     saved = {key: getattr(*key) for key in patched}
@@ -233,7 +233,7 @@ def measure_env(spec: str, steps: int, seed: int, users: int = 1000, n_envs: int
     from oasis_gym.train.common import limit_threads
 
     limit_threads(1)
-    task, version, tier = _task(spec)
+    task, version, tier = task_spec(spec)
     args = v1.Args(task=task, version=version, difficulty=tier, seed=seed, users=users, n_envs=n_envs)
     env = args.env()
     env.pop("version", None)
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for spec in ns.tasks if ns.child is None else [ns.child]:
         try:  # the task, then train's own checks of the numbers (users, envs, timesteps, seed)
-            task, version, tier = _task(spec)
+            task, version, tier = task_spec(spec)
             v1.Args(task=task, version=version, difficulty=tier, timesteps=ns.timesteps, seed=ns.seed,
                     users=ns.users, n_envs=ns.n_envs, **_workers(ns.env_workers)).check()  # fmt: skip
         except ValueError as err:
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--baseline: no commit {ns.baseline!r} in {REPO}")
     if ns.child or ns.profile:
         spec = ns.child or ns.tasks[0]
-        task, version, tier = _task(spec)
+        task, version, tier = task_spec(spec)
         row = {
             "bench": "train_speed",
             "task": f"{task}-v{version}",
